@@ -1,0 +1,195 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+)
+
+// buildRequest converts an llm.Request into a streaming chat-completions request.
+func buildRequest(req llm.Request) goopenai.ChatCompletionRequest {
+	cr := goopenai.ChatCompletionRequest{
+		Model:         req.Model,
+		Messages:      convertMessages(req.SystemPrompt, req.Messages),
+		Stream:        true,
+		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
+	}
+	if req.MaxTokens > 0 {
+		// max_tokens is what nearly every OpenAI-compatible server accepts
+		// (vLLM, llama.cpp, Ollama, Groq, OpenRouter, DeepSeek, LM Studio; older
+		// versions know no other name). Only OpenAI's reasoning models refuse it,
+		// and go-openai rejects it for them before sending: those get
+		// max_completion_tokens.
+		if usesMaxCompletionTokens(req.Model) {
+			cr.MaxCompletionTokens = req.MaxTokens
+		} else {
+			cr.MaxTokens = req.MaxTokens
+		}
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(strings.TrimSpace(string(params))) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		cr.Tools = append(cr.Tools, goopenai.Tool{
+			Type: goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{
+				Name:        t.Name,
+				Description: t.Description,
+				Parameters:  params,
+			},
+		})
+	}
+	return cr
+}
+
+// usesMaxCompletionTokens mirrors the model families go-openai's request
+// validator refuses max_tokens for.
+func usesMaxCompletionTokens(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func convertMessages(system string, msgs []llm.Message) []goopenai.ChatCompletionMessage {
+	out := make([]goopenai.ChatCompletionMessage, 0, len(msgs)+1)
+	if system != "" {
+		out = append(out, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleSystem, Content: system})
+	}
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		switch m.Role {
+		case llm.RoleAssistant:
+			if am, ok := assistantMessage(m); ok {
+				out = append(out, am)
+			}
+		case llm.RoleToolResult:
+			// OpenAI's tool messages carry text only: the images of a run of
+			// tool results follow them in one user message.
+			var images []goopenai.ChatMessagePart
+			for ; i < len(msgs) && msgs[i].Role == llm.RoleToolResult; i++ {
+				tm, imgs := toolMessage(msgs[i])
+				out = append(out, tm)
+				images = append(images, imgs...)
+			}
+			i--
+			if len(images) > 0 {
+				parts := append([]goopenai.ChatMessagePart{{
+					Type: goopenai.ChatMessagePartTypeText, Text: "Attached image(s) from tool result:",
+				}}, images...)
+				out = append(out, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, MultiContent: parts})
+			}
+		default:
+			// user; custom, summary and bash messages should arrive converted
+			// (see llm.Request), and are sent as user content if they do not.
+			out = append(out, userMessage(m))
+		}
+	}
+	return out
+}
+
+func userMessage(m llm.Message) goopenai.ChatCompletionMessage {
+	content := m.Content
+	switch {
+	case m.Role == llm.RoleCompactionSummary && m.Summary != "":
+		content = []llm.Content{llm.Text(m.Summary)}
+	case m.Role == llm.RoleBashExecution && m.Bash != nil:
+		content = []llm.Content{llm.Text("$ " + m.Bash.Command + "\n" + m.Bash.Output)}
+	}
+	msg := goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser}
+	if len(content) == 1 && content[0].Type == llm.ContentText {
+		msg.Content = content[0].Text
+		return msg
+	}
+	for _, c := range content {
+		switch c.Type {
+		case llm.ContentText:
+			msg.MultiContent = append(msg.MultiContent, goopenai.ChatMessagePart{
+				Type: goopenai.ChatMessagePartTypeText, Text: c.Text,
+			})
+		case llm.ContentImage:
+			msg.MultiContent = append(msg.MultiContent, imagePart(c))
+		}
+	}
+	return msg
+}
+
+func imagePart(c llm.Content) goopenai.ChatMessagePart {
+	return goopenai.ChatMessagePart{
+		Type:     goopenai.ChatMessagePartTypeImageURL,
+		ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + c.MimeType + ";base64," + c.Data},
+	}
+}
+
+// assistantMessage sends text and tool calls; thinking stays home. An assistant
+// message with neither (an aborted or failed reply) is skipped: providers reject
+// empty assistant messages.
+func assistantMessage(m llm.Message) (goopenai.ChatCompletionMessage, bool) {
+	msg := goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleAssistant}
+	var text strings.Builder
+	for _, c := range m.Content {
+		switch c.Type {
+		case llm.ContentText:
+			text.WriteString(c.Text)
+		case llm.ContentToolCall:
+			msg.ToolCalls = append(msg.ToolCalls, goopenai.ToolCall{
+				ID:   c.ID,
+				Type: goopenai.ToolTypeFunction,
+				Function: goopenai.FunctionCall{
+					Name:      c.Name,
+					Arguments: argumentsForWire(c.Arguments),
+				},
+			})
+		}
+	}
+	msg.Content = text.String()
+	return msg, msg.Content != "" || len(msg.ToolCalls) > 0
+}
+
+// argumentsForWire undoes finalArguments: arguments stored as a JSON string
+// (because the model sent invalid JSON) go back as the raw text it sent.
+func argumentsForWire(args json.RawMessage) string {
+	trimmed := strings.TrimSpace(string(args))
+	if trimmed == "" {
+		return "{}"
+	}
+	if trimmed[0] == '"' {
+		var raw string
+		if json.Unmarshal(args, &raw) == nil {
+			return raw
+		}
+	}
+	return trimmed
+}
+
+func toolMessage(m llm.Message) (goopenai.ChatCompletionMessage, []goopenai.ChatMessagePart) {
+	var texts []string
+	var images []goopenai.ChatMessagePart
+	for _, c := range m.Content {
+		switch c.Type {
+		case llm.ContentText:
+			texts = append(texts, c.Text)
+		case llm.ContentImage:
+			images = append(images, imagePart(c))
+		}
+	}
+	text := strings.Join(texts, "\n")
+	if text == "" {
+		// Providers reject empty tool messages.
+		text = "(no output)"
+		if len(images) > 0 {
+			text = "(see attached image)"
+		}
+	}
+	return goopenai.ChatCompletionMessage{
+		Role:       goopenai.ChatMessageRoleTool,
+		Content:    text,
+		ToolCallID: m.ToolCallID,
+	}, images
+}
