@@ -1,0 +1,267 @@
+package slackfake
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxTextRunes is Slack's hard limit on a message's text.
+const maxTextRunes = 40000
+
+// Messages returns a thread as the fake stores it, with edits applied and deletions
+// left out: the root then its replies, oldest first. threadTS may name the root or any
+// reply; "" returns the channel's top-level messages instead.
+func (s *Server) Messages(channel, threadTS string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		return nil
+	}
+	var out []Message
+	if threadTS == "" {
+		for _, ts := range ch.top {
+			if m := ch.msgs[ts]; !m.deleted {
+				out = append(out, m.snapshot())
+			}
+		}
+		return out
+	}
+	root := threadTS
+	if m, ok := ch.msgs[threadTS]; ok && m.ThreadTS != "" {
+		root = m.ThreadTS
+	}
+	if m, ok := ch.msgs[root]; ok && !m.deleted {
+		out = append(out, m.snapshot())
+	}
+	for _, m := range ch.liveReplies(root) {
+		out = append(out, m.snapshot())
+	}
+	return out
+}
+
+// Reactions returns the reactions on a message, in the order first added.
+func (s *Server) Reactions(channel, ts string) []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		return nil
+	}
+	m, ok := ch.msgs[ts]
+	if !ok {
+		return nil
+	}
+	out := make([]Reaction, 0, len(m.reactions))
+	for _, r := range m.reactions {
+		out = append(out, Reaction{Name: r.Name, Users: slices.Clone(r.Users)})
+	}
+	return out
+}
+
+// Ephemerals returns the messages sent with chat.postEphemeral, in order.
+func (s *Server) Ephemerals() []Ephemeral {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ephemerals)
+}
+
+// Statuses returns the assistant.threads.setStatus calls accepted, in order.
+func (s *Server) Statuses() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.statuses)
+}
+
+// lookupChannelLocked finds a channel named by a Web API call.
+func (s *Server) lookupChannelLocked(id string) (*channel, string) {
+	ch, ok := s.channels[id]
+	if !ok {
+		return nil, "channel_not_found"
+	}
+	return ch, ""
+}
+
+// messageContent checks the text/blocks/attachments of a post or update.
+func messageContent(p url.Values) string {
+	if p.Get("text") == "" && p.Get("blocks") == "" && p.Get("attachments") == "" {
+		return "no_text"
+	}
+	if utf8.RuneCountInString(p.Get("text")) > maxTextRunes {
+		return "msg_too_long"
+	}
+	if b := p.Get("blocks"); b != "" && !json.Valid([]byte(b)) {
+		return "invalid_blocks"
+	}
+	return ""
+}
+
+func rawBlocks(p url.Values) json.RawMessage {
+	if b := p.Get("blocks"); b != "" {
+		return json.RawMessage(b)
+	}
+	return nil
+}
+
+func (s *Server) chatPostMessage(p url.Values) (map[string]any, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, code
+	}
+	if code := messageContent(p); code != "" {
+		return nil, code
+	}
+	m := &message{
+		Message: Message{
+			User: s.cfg.botUserID, BotID: s.cfg.botID, Text: p.Get("text"),
+			ThreadTS: p.Get("thread_ts"), Blocks: rawBlocks(p),
+			Broadcast: p.Get("thread_ts") != "" && p.Get("reply_broadcast") == "true",
+		},
+		appID: s.cfg.appID,
+	}
+	s.addLocked(ch, m)
+	obj := s.messageObject(ch, m)
+	s.echoLocked(ch, m, s.messageEvent(ch, m))
+	return map[string]any{"channel": ch.info.ID, "ts": m.TS, "message": obj}, ""
+}
+
+func (s *Server) chatUpdate(p url.Values) (map[string]any, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, code
+	}
+	m, ok := ch.msgs[p.Get("ts")]
+	if !ok || m.deleted {
+		return nil, "message_not_found"
+	}
+	if m.User != s.cfg.botUserID {
+		return nil, "cant_update_message"
+	}
+	if code := messageContent(p); code != "" {
+		return nil, code
+	}
+	prev := s.messageObject(ch, m)
+	if p.Has("text") {
+		m.Text = p.Get("text")
+	}
+	if p.Has("blocks") {
+		m.Blocks = rawBlocks(p)
+	}
+	m.editor = s.cfg.botUserID
+	m.EditedTS = s.nextTSLocked()
+	obj := s.messageObject(ch, m)
+	s.echoLocked(ch, m, s.changedEvent(ch, m, prev))
+	return map[string]any{"channel": ch.info.ID, "ts": m.TS, "text": m.Text, "message": obj}, ""
+}
+
+func (s *Server) chatDelete(p url.Values) (map[string]any, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, code
+	}
+	m, ok := ch.msgs[p.Get("ts")]
+	if !ok || m.deleted {
+		return nil, "message_not_found"
+	}
+	if m.User != s.cfg.botUserID {
+		return nil, "cant_delete_message"
+	}
+	prev := s.messageObject(ch, m)
+	m.deleted = true
+	s.echoLocked(ch, m, s.deletedEvent(ch, m, prev))
+	return map[string]any{"channel": ch.info.ID, "ts": m.TS}, ""
+}
+
+func (s *Server) chatPostEphemeral(p url.Values) (map[string]any, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, code
+	}
+	user := p.Get("user")
+	if _, ok := s.users[user]; !ok {
+		return nil, "user_not_found"
+	}
+	if code := messageContent(p); code != "" {
+		return nil, code
+	}
+	ts := s.nextTSLocked()
+	s.ephemerals = append(s.ephemerals, Ephemeral{
+		Channel: ch.info.ID, User: user, Text: p.Get("text"), ThreadTS: p.Get("thread_ts"), TS: ts,
+	})
+	return map[string]any{"message_ts": ts}, ""
+}
+
+// reactionTarget finds the message a reactions.* call names.
+func (s *Server) reactionTarget(p url.Values) (*message, string, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, "", code
+	}
+	name := strings.Trim(p.Get("name"), ":")
+	if name == "" {
+		return nil, "", "invalid_name"
+	}
+	m, ok := ch.msgs[p.Get("timestamp")]
+	if !ok || m.deleted {
+		return nil, "", "message_not_found"
+	}
+	return m, name, ""
+}
+
+func (s *Server) reactionsAdd(p url.Values) (map[string]any, string) {
+	m, name, code := s.reactionTarget(p)
+	if code != "" {
+		return nil, code
+	}
+	for _, r := range m.reactions {
+		if r.Name == name {
+			if slices.Contains(r.Users, s.cfg.botUserID) {
+				return nil, "already_reacted"
+			}
+			r.Users = append(r.Users, s.cfg.botUserID)
+			return nil, ""
+		}
+	}
+	m.reactions = append(m.reactions, &Reaction{Name: name, Users: []string{s.cfg.botUserID}})
+	return nil, ""
+}
+
+func (s *Server) reactionsRemove(p url.Values) (map[string]any, string) {
+	m, name, code := s.reactionTarget(p)
+	if code != "" {
+		return nil, code
+	}
+	for i, r := range m.reactions {
+		if r.Name != name {
+			continue
+		}
+		j := slices.Index(r.Users, s.cfg.botUserID)
+		if j < 0 {
+			break
+		}
+		r.Users = slices.Delete(r.Users, j, j+1)
+		if len(r.Users) == 0 {
+			m.reactions = slices.Delete(m.reactions, i, i+1)
+		}
+		return nil, ""
+	}
+	return nil, "no_reaction"
+}
+
+func (s *Server) assistantThreadsSetStatus(p url.Values) (map[string]any, string) {
+	if !s.cfg.assistant {
+		return nil, "not_allowed"
+	}
+	ch, code := s.lookupChannelLocked(p.Get("channel_id"))
+	if code != "" {
+		return nil, code
+	}
+	if p.Get("thread_ts") == "" {
+		return nil, "invalid_arguments"
+	}
+	s.statuses = append(s.statuses, Status{Channel: ch.info.ID, ThreadTS: p.Get("thread_ts"), Status: p.Get("status")})
+	return nil, ""
+}

@@ -1,0 +1,50 @@
+// Package slackfake is a protocol-faithful fake of Slack for tests: the Web API under
+// /api/, the Socket Mode websocket and HTTP Events API delivery, all on 127.0.0.1.
+//
+// It speaks what github.com/slack-go/slack v0.36.0 speaks, so production code is
+// tested through the real client:
+//
+//	srv := slackfake.New(t)
+//	api := slack.New(srv.BotToken(), slack.OptionAPIURL(srv.APIURL()),
+//		slack.OptionAppLevelToken(srv.AppToken()))
+//	client := socketmode.New(api)
+//
+// # Web API
+//
+// Bodies are form-encoded or JSON; the token comes from the form or the
+// Authorization header. A missing token answers not_authed, a wrong one
+// invalid_auth, a token of the wrong kind not_allowed_token_type. Errors are HTTP 200
+// with {"ok":false,"error":code}, as Slack answers them; an unknown method answers
+// unknown_method. Every request is recorded (Calls, CallsTo) before the response is
+// written, so a test that saw the response also sees the call.
+//
+// Messages get unique, strictly increasing ts values ("1700000000.000100") from the
+// server's clock. The fake keeps every channel's messages and threads (Messages),
+// reactions (Reactions), ephemeral messages (Ephemerals), file uploads (Uploads) and
+// assistant statuses (Statuses) for assertions.
+//
+// # Events
+//
+// Scenario helpers (Mention, UserMessage, DM, EditMessage, ShareFile, …) store the
+// message as a user typed it and deliver the events Slack would send for it. Events
+// go over Socket Mode unless UseHTTPEvents switched the server to the HTTP Events API.
+// Over Socket Mode, events are sent in order to the newest connection that has not
+// been asked to disconnect; with no such connection they wait, in order, for the next
+// one. Every delivery and every acknowledgement is recorded (Deliveries, Acks,
+// WaitAck). Unacknowledged envelopes are delivered again only when WithRedelivery
+// is set, as Slack does after 3 s, at most three times.
+//
+// The bot's own posts, edits, deletions and uploads come back as events too (Slack
+// sends them to an app subscribed to message events), unless WithoutBotEcho is set.
+//
+// # Time
+//
+// Rate limiting and message timestamps read the clock given by WithClock (default
+// time.Now). Tests of rate limits should inject a ManualClock and advance it rather
+// than sleep. The fake serves real loopback sockets, which testing/synctest does not
+// count as durably blocking, so a synctest bubble cannot drive the fake's timers;
+// websocket pings and redelivery therefore run on real timers whose intervals are
+// options (WithPingInterval, WithRedelivery) and short by default.
+//
+// The server and everything it started stop at t.Cleanup.
+package slackfake

@@ -1,0 +1,145 @@
+package slackfake
+
+import (
+	"sync"
+	"time"
+)
+
+// config is what Options set; New fills in the defaults.
+type config struct {
+	teamID, teamName   string
+	botUserID, botName string
+	botID, appID       string
+	botToken, appToken string
+
+	pingInterval time.Duration
+	redelivery   time.Duration
+	maxRetries   int
+
+	rateLimits *RateLimits
+	now        func() time.Time
+
+	assistant    bool
+	botEcho      bool
+	messageFirst bool
+}
+
+func defaultConfig() config {
+	return config{
+		teamID:       "T0FAKE0001",
+		teamName:     "fake",
+		botUserID:    "U0FAKEBOT1",
+		botName:      "threadsmith",
+		botID:        "B0FAKEBOT1",
+		appID:        "A0FAKEAPP1",
+		botToken:     "xoxb-0000000001-0000000002-fakebottoken",
+		appToken:     "xapp-1-A0FAKEAPP1-0000000003-fakeapptoken",
+		pingInterval: DefaultPingInterval,
+		maxRetries:   3,
+		now:          time.Now,
+		botEcho:      true,
+	}
+}
+
+// DefaultPingInterval is how often the fake pings a Socket Mode connection unless
+// WithPingInterval says otherwise: far below slack-go's 30 s dead-connection timeout,
+// and below any OptionPingInterval a test is likely to give the client.
+const DefaultPingInterval = 100 * time.Millisecond
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithTeam sets the workspace id and name.
+func WithTeam(id, name string) Option {
+	return func(c *config) { c.teamID, c.teamName = id, name }
+}
+
+// WithBotUser sets the bot's user id (auth.test user_id, the <@U…> of mentions) and name.
+func WithBotUser(userID, name string) Option {
+	return func(c *config) { c.botUserID, c.botName = userID, name }
+}
+
+// WithBotID sets the bot id (B…) that the bot's messages carry as bot_id.
+func WithBotID(botID string) Option {
+	return func(c *config) { c.botID = botID }
+}
+
+// WithAppID sets the app id (A…) of hello frames, api_app_id and bot profiles.
+func WithAppID(appID string) Option {
+	return func(c *config) { c.appID = appID }
+}
+
+// WithTokens sets the bot token (xoxb-…) and app-level token (xapp-…) the fake
+// accepts; any other token is invalid_auth.
+func WithTokens(botToken, appToken string) Option {
+	return func(c *config) { c.botToken, c.appToken = botToken, appToken }
+}
+
+// WithPingInterval sets how often websocket pings are sent on each Socket Mode
+// connection. Zero or less sends none, which makes slack-go reconnect after its
+// ping timeout.
+func WithPingInterval(d time.Duration) Option {
+	return func(c *config) { c.pingInterval = d }
+}
+
+// WithRedelivery makes the fake deliver an event again, with retry_attempt+1 and
+// retry_reason "timeout" over Socket Mode ("http_timeout" or "http_error" over HTTP),
+// when no delivery of it was acknowledged within timeout; at most three retries, as
+// Slack does (Slack waits 3 s). Off by default.
+func WithRedelivery(timeout time.Duration) Option {
+	return func(c *config) { c.redelivery = timeout }
+}
+
+// WithRateLimits turns on rate-limit enforcement; see RateLimits.
+func WithRateLimits(l RateLimits) Option {
+	return func(c *config) { c.rateLimits = &l }
+}
+
+// WithClock sets the clock read for rate limiting and message timestamps.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// WithAssistantThreads lets assistant.threads.setStatus succeed. Without it the
+// method answers not_allowed, as it does for an app that is not an AI assistant.
+func WithAssistantThreads() Option {
+	return func(c *config) { c.assistant = true }
+}
+
+// WithoutBotEcho stops the events Slack sends about the bot's own messages (posts,
+// edits, deletions, uploads).
+func WithoutBotEcho() Option {
+	return func(c *config) { c.botEcho = false }
+}
+
+// WithMessageBeforeMention makes Mention deliver the message event before the
+// app_mention event. Slack does not order the two; the default sends app_mention first.
+func WithMessageBeforeMention() Option {
+	return func(c *config) { c.messageFirst = true }
+}
+
+// ManualClock is a clock that moves only when told, for WithClock. It is safe for
+// concurrent use.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock returns a clock that reads start until advanced.
+func NewManualClock(start time.Time) *ManualClock {
+	return &ManualClock{now: start}
+}
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

@@ -1,0 +1,117 @@
+package slackfake
+
+import (
+	"net/url"
+	"time"
+)
+
+// Rate is a token bucket: one call per Every, up to Burst calls at once. The zero
+// Rate sets no limit.
+type Rate struct {
+	Every time.Duration
+	Burst int
+}
+
+// RateLimitStyle is how a rate-limited call is answered.
+type RateLimitStyle int
+
+const (
+	// RateLimitHTTP429 answers HTTP 429 with Retry-After, which slack-go turns into
+	// *slack.RateLimitedError.
+	RateLimitHTTP429 RateLimitStyle = iota
+	// RateLimitOKFalse answers HTTP 200 {"ok":false,"error":"ratelimited"} (with
+	// Retry-After), which slack-go returns as a slack.SlackErrorResponse.
+	RateLimitOKFalse
+)
+
+// RateLimits models Slack's limits on the methods a chat bot calls in bulk. Each
+// limit is a token bucket refilled continuously from the server's clock (WithClock).
+type RateLimits struct {
+	// PostMessagePerChannel limits chat.postMessage in each channel (Slack's
+	// "special" tier: about one per second per channel, with short bursts).
+	PostMessagePerChannel Rate
+	// UpdatePerWorkspace limits chat.update across the workspace (Tier 3, 50+ a
+	// minute).
+	UpdatePerWorkspace Rate
+	// UpdatePerMessage limits chat.update of one message (about one a second).
+	UpdatePerMessage Rate
+	Style            RateLimitStyle
+	// Grace lets a call through that arrives up to Grace before its token would be
+	// available, so a client pacing itself exactly at the limit is not punished for
+	// network jitter.
+	Grace time.Duration
+}
+
+// SlackRateLimits returns Slack's documented limits: chat.postMessage 1/s per channel
+// with bursts of 5, chat.update 50/min per workspace (bursts of 50) and 1/s per
+// message, answered with HTTP 429, with 50 ms of grace.
+func SlackRateLimits() RateLimits {
+	return RateLimits{
+		PostMessagePerChannel: Rate{Every: time.Second, Burst: 5},
+		UpdatePerWorkspace:    Rate{Every: time.Minute / 50, Burst: 50},
+		UpdatePerMessage:      Rate{Every: time.Second, Burst: 1},
+		Grace:                 50 * time.Millisecond,
+	}
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// level refills b up to now and returns its tokens.
+func (b *bucket) level(r Rate, now time.Time) float64 {
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(float64(r.Burst), b.tokens+float64(el)/float64(r.Every))
+		b.last = now
+	}
+	return b.tokens
+}
+
+// checkRateLimitLocked takes a token from every bucket the call is subject to, or
+// none of them and returns how long until it could pass.
+func (s *Server) checkRateLimitLocked(method string, p url.Values, now time.Time) time.Duration {
+	l := s.cfg.rateLimits
+	if l == nil {
+		return 0
+	}
+	type limit struct {
+		key  string
+		rate Rate
+	}
+	var limits []limit
+	switch method {
+	case "chat.postMessage":
+		limits = []limit{{"post/" + p.Get("channel"), l.PostMessagePerChannel}}
+	case "chat.update":
+		limits = []limit{
+			{"update", l.UpdatePerWorkspace},
+			{"update/" + p.Get("channel") + "/" + p.Get("ts"), l.UpdatePerMessage},
+		}
+	}
+	var wait time.Duration
+	var take []*bucket
+	for _, lim := range limits {
+		if lim.rate.Every <= 0 || lim.rate.Burst <= 0 {
+			continue
+		}
+		b, ok := s.buckets[lim.key]
+		if !ok {
+			b = &bucket{tokens: float64(lim.rate.Burst), last: now}
+			s.buckets[lim.key] = b
+		}
+		need := 1 - float64(l.Grace)/float64(lim.rate.Every)
+		if have := b.level(lim.rate, now); have < need {
+			wait = max(wait, time.Duration((1-have)*float64(lim.rate.Every)))
+			continue
+		}
+		take = append(take, b)
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, b := range take {
+		b.tokens--
+	}
+	return 0
+}
