@@ -54,7 +54,8 @@ type Config struct {
 	Provider string
 }
 
-// Client streams chat completions. It is safe for concurrent use.
+// Client streams chat completions. It is safe for concurrent use; create one per
+// endpoint and reuse it, so connections are pooled.
 type Client struct {
 	api      *goopenai.Client
 	provider string
@@ -117,6 +118,10 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, fn llm.StreamFunc)
 	}
 	defer stream.Close()
 
+	// One decoder for the whole stream: it keeps its scanner and buffers
+	// between events, where json.Unmarshal would allocate them per delta.
+	var line lineReader
+	dec := json.NewDecoder(&line)
 	var ch streamChunk
 	for {
 		raw, err := stream.RecvRaw()
@@ -126,8 +131,9 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, fn llm.StreamFunc)
 		if err != nil {
 			return a.failed(c.classify(ctx, err, meta))
 		}
+		line.set(raw)
 		ch = streamChunk{Model: onceString{dst: &a.model}}
-		if err := json.Unmarshal(raw, &ch); err != nil {
+		if err := dec.Decode(&ch); err != nil {
 			return a.failed(c.finish(&llm.Error{Kind: llm.ErrorMalformed, Message: "malformed stream event: " + err.Error()}))
 		}
 		if len(ch.Error) > 0 && string(ch.Error) != "null" {
@@ -145,6 +151,22 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, fn llm.StreamFunc)
 	m := a.message()
 	m.StopReason = reason
 	return m, nil
+}
+
+// lineReader feeds one event at a time to the stream's json.Decoder. A line
+// holding an incomplete value ends in io.EOF, which the decoder reports as an
+// error: such a line is malformed.
+type lineReader struct{ b []byte }
+
+func (l *lineReader) set(b []byte) { l.b = b }
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	if len(l.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, l.b)
+	l.b = l.b[n:]
+	return n, nil
 }
 
 // failed returns the partial message marked as failed, and err.

@@ -801,3 +801,21 @@ func TestNewValidatesConfig(t *testing.T) {
 		t.Errorf("Authorization = %q without an API key, want none", got)
 	}
 }
+
+// Some gateways answer 200 and then send a bare JSON error instead of events.
+func TestStreamBareJSONErrorWith200(t *testing.T) {
+	for _, ct := range []string{"text/event-stream", "application/json"} {
+		t.Run(ct, func(t *testing.T) {
+			srv := llmfake.New(t)
+			srv.Push(llmfake.Response{
+				Header: http.Header{"Content-Type": {ct}},
+				Body:   `{"error":{"message":"upstream overloaded","type":"overloaded_error"}}`,
+			})
+			_, err := newClient(t, srv.URL()).Stream(testCtx(t), simpleRequest("hi"), nil)
+			e := asLLMError(t, err)
+			if e.Kind != llm.ErrorProvider || e.Code != "overloaded_error" || e.Message != "upstream overloaded" || !e.Retryable() {
+				t.Errorf("error = %+v, want a retryable provider error overloaded_error", e)
+			}
+		})
+	}
+}

@@ -40,8 +40,9 @@ func TestRetryAfter(t *testing.T) {
 func TestSSEFilter(t *testing.T) {
 	long := "data: {\"x\":\"" + strings.Repeat("a", 40<<10) + "\"}\n"
 	longComment := ": " + strings.Repeat("z", 40<<10) + "\n"
-	in := ": keep-alive\n\nevent: message\nid: 7\nretry: 10\ndata: {\"a\":1}\n\n" + longComment + long + "\n{\"error\":{}}\ndata: [DONE]"
-	want := "\ndata: {\"a\":1}\n\n" + long + "\n{\"error\":{}}\ndata: [DONE]"
+	in := ": keep-alive\n\nevent: message\nid: 7\nretry: 10\ndata: {\"a\":1}\n\n  \r\n" + longComment + long + "\n" +
+		"data: {\"error\":{\"code\":1}}\n\ndata:{\"error\":2}\n{\"error\":{}}\ndata: [DONE]" // no final newline
+	want := "data: {\"a\":1}\n" + long + "data: { \"error\":{\"code\":1}}\ndata:{ \"error\":2}\n{\"error\":{}}\ndata: [DONE]\n" // the missing last newline is added
 	for name, r := range map[string]io.Reader{
 		"whole":        strings.NewReader(in),
 		"byte by byte": iotest.OneByteReader(strings.NewReader(in)),

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"time"
@@ -34,8 +33,8 @@ func withMeta(ctx context.Context, m *responseMeta) context.Context {
 const maxErrorBody = 1 << 20
 
 // transport wraps the caller's RoundTripper: it records status and headers into
-// the call's responseMeta, filters SSE bodies (see sseFilter) and bounds error
-// bodies.
+// the call's responseMeta, filters the bodies of streaming answers (see
+// sseFilter) and reads, bounds and closes error bodies.
 type transport struct {
 	base http.RoundTripper
 }
@@ -50,21 +49,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case resp.StatusCode >= http.StatusBadRequest:
-		resp.Body = limitedBody{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
-	case isEventStream(resp.Header):
+		// Read the error answer here and close it: go-openai reads it but
+		// never closes it, which would hold the connection.
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+	case resp.StatusCode < http.StatusMultipleChoices && req.Header.Get("Accept") == "text/event-stream":
+		// A streaming request (go-openai says so in Accept): go-openai will
+		// read this body line by line, whatever content type the server claims.
 		resp.Body = newSSEFilter(resp.Body)
 	}
 	return resp, nil
-}
-
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
-}
-
-type limitedBody struct {
-	io.Reader
-	io.Closer
 }
 
 // defaultTransport is used when the caller brings no HTTP client. It bounds the
@@ -88,20 +86,31 @@ func defaultTransport() *http.Transport {
 	}
 }
 
-// sseFilter drops the SSE lines go-openai does not understand — comments
-// (": keep-alive", ": OPENROUTER PROCESSING") and the event:, id: and retry:
-// fields — before go-openai reads the body.
+// sseFilter normalizes an SSE body before go-openai reads it, so that every
+// event reaches Stream as a data line and nothing else can disturb go-openai:
 //
-// go-openai collects every line that is not "data:" into the buffer it later
-// parses as an error object, and never clears it. One keep-alive comment before a
-// mid-stream {"error":…} event would make that error unreadable, and the provider's
-// code would be lost. Data lines, blank lines and anything else pass unchanged, so
-// a plain JSON error body is still seen. The filter allocates nothing per line.
+//   - Comments (": keep-alive", ": OPENROUTER PROCESSING"), the event:, id: and
+//     retry: fields and blank lines are dropped. go-openai collects every line
+//     that is not "data:" into the buffer it later parses as an error object and
+//     never clears it: one keep-alive comment before a mid-stream error would make
+//     that error unreadable and lose the provider's code.
+//   - A data line holding an error object (data: {"error":…}) is passed with a
+//     space after its brace. go-openai would otherwise treat it itself, but only
+//     once the next line arrives, and lose it if anything odd came first; this
+//     way Stream decodes it like any chunk and reports it as a provider error.
+//
+// Anything else (a plain JSON error body sent with a 200) passes unchanged,
+// with a newline added at the end if it lacked one, since go-openai ignores a
+// last line without one. The
+// filter allocates nothing per line; dropping the blank separators also spares
+// go-openai one line read (and its allocation) per event.
 type sseFilter struct {
-	br      *bufio.Reader
+	br *bufio.Reader
+	// pending holds the parts of the current line still to return: the line,
+	// or the line split around the injected space.
+	pending [4][]byte
+	err     error // the read error to return once pending is drained
 	body    io.Closer
-	pending []byte // the part of the current kept line not yet returned
-	err     error  // the read error to return once pending is drained
 	// midLine is set while a line longer than the buffer is being consumed;
 	// keepLine then carries the decision taken on its first piece.
 	midLine, keepLine bool
@@ -111,12 +120,19 @@ func newSSEFilter(body io.ReadCloser) *sseFilter {
 	return &sseFilter{br: bufio.NewReaderSize(body, 16<<10), body: body}
 }
 
+var (
+	space   = []byte(" ")
+	newline = []byte("\n")
+)
+
 func (f *sseFilter) Read(p []byte) (int, error) {
 	for {
-		if len(f.pending) > 0 {
-			n := copy(p, f.pending)
-			f.pending = f.pending[n:]
-			return n, nil
+		for i := range f.pending {
+			if len(f.pending[i]) > 0 {
+				n := copy(p, f.pending[i])
+				f.pending[i] = f.pending[i][n:]
+				return n, nil
+			}
 		}
 		if f.err != nil {
 			return 0, f.err
@@ -127,11 +143,21 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 		if len(line) > 0 {
 			keep := f.keepLine
 			if !f.midLine {
-				keep = !droppedField(line)
+				keep = !droppedLine(line)
+				if keep {
+					if cut := errorObjectBrace(line); cut > 0 {
+						f.pending = [4][]byte{line[:cut], space, line[cut:]}
+						line = nil
+					}
+				}
 			}
 			f.midLine, f.keepLine = err == bufio.ErrBufferFull, keep
-			if keep {
-				f.pending = line
+			if keep && line != nil {
+				f.pending[0] = line
+			}
+			// go-openai drops a last line that has no newline.
+			if keep && err == io.EOF {
+				f.pending[3] = newline
 			}
 		}
 		if err != nil && err != bufio.ErrBufferFull {
@@ -143,15 +169,31 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 func (f *sseFilter) Close() error { return f.body.Close() }
 
 var (
+	fieldData  = []byte("data:")
 	fieldEvent = []byte("event:")
 	fieldID    = []byte("id:")
 	fieldRetry = []byte("retry:")
+	errorKey   = []byte(`{"error":`)
 )
 
-// droppedField reports whether an SSE line is a comment or a field other than data.
-func droppedField(line []byte) bool {
-	if line[0] == ':' {
+// droppedLine reports whether an SSE line is blank, a comment, or a field other
+// than data.
+func droppedLine(line []byte) bool {
+	if len(bytes.TrimSpace(line)) == 0 || line[0] == ':' {
 		return true
 	}
 	return bytes.HasPrefix(line, fieldEvent) || bytes.HasPrefix(line, fieldID) || bytes.HasPrefix(line, fieldRetry)
+}
+
+// errorObjectBrace returns the offset just after the "{" of a data line that
+// starts with {"error":, or 0.
+func errorObjectBrace(line []byte) int {
+	if !bytes.HasPrefix(line, fieldData) {
+		return 0
+	}
+	rest := bytes.TrimLeft(line[len(fieldData):], " \t")
+	if !bytes.HasPrefix(rest, errorKey) {
+		return 0
+	}
+	return len(line) - len(rest) + 1
 }
