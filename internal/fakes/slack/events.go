@@ -202,7 +202,7 @@ func (s *Server) WaitEventAck(ctx context.Context, eventID string) (Ack, error) 
 	var ack Ack
 	err := s.waitFor(ctx, func() bool {
 		for _, a := range s.acks {
-			if a.EventID == eventID && s.byDelivery[a.DeliveryID].Acked {
+			if d, ok := s.byDelivery[a.DeliveryID]; ok && a.EventID == eventID && d.Acked {
 				ack = a
 				return true
 			}

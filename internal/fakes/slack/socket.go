@@ -105,7 +105,7 @@ func (s *Server) DropSocket() {
 	}
 	s.mu.Unlock()
 	for _, c := range open {
-		_ = c.ws.NetConn().Close()
+		s.closeConn(c) // gorilla's Close drops the TCP connection without a close frame
 	}
 }
 
