@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+)
+
+// Extension adds behaviour to a session. Every field is optional. Extensions are
+// given at construction and called in the order they were given.
+type Extension struct {
+	Name string
+	// Commands are run by Prompt when the input is "/name args" or "!name args".
+	Commands []Command
+	// Input sees raw input before expansion and may handle or transform it.
+	Input func(ctx context.Context, in Input) InputResult
+	// BeforeAgentStart runs just before a prompt is sent: it may add custom
+	// messages and replace the system prompt.
+	BeforeAgentStart func(ctx context.Context, ev BeforeAgentStart) BeforeAgentStartResult
+	// OnEvent sees every event, before external listeners, on the event queue.
+	OnEvent func(Event)
+}
+
+// Command is a named action typed by a person. It runs even while the agent is
+// working, on the caller's goroutine: a long command should start its work and return.
+type Command struct {
+	Name        string
+	Description string
+	Run         func(ctx context.Context, s *Session, args string) error
+}
+
+// Input is what a person sent.
+type Input struct {
+	Text   string
+	Images []llm.Content
+}
+
+// InputAction is an input hook's verdict.
+type InputAction int
+
+const (
+	// InputContinue passes the input on unchanged.
+	InputContinue InputAction = iota
+	// InputTransform passes on Text and Images of the result instead.
+	InputTransform
+	// InputHandled stops the pipeline: the hook took care of the input.
+	InputHandled
+)
+
+// InputResult is returned by an input hook.
+type InputResult struct {
+	Action InputAction
+	Text   string
+	Images []llm.Content // nil keeps the current images
+}
+
+// BeforeAgentStart is given to BeforeAgentStart hooks.
+type BeforeAgentStart struct {
+	Prompt string
+	Images []llm.Content
+	// SystemPrompt is the prompt so far: the base prompt, as replaced by earlier hooks.
+	SystemPrompt string
+}
+
+// BeforeAgentStartResult is returned by a BeforeAgentStart hook.
+type BeforeAgentStartResult struct {
+	// Messages are added after the prompt as custom messages (all hooks' are kept).
+	Messages []llm.Message
+	// SystemPrompt, when not empty, replaces the system prompt for this prompt only.
+	SystemPrompt string
+}

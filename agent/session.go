@@ -1,0 +1,770 @@
+// Package agent is threadsmith's domain core: the AgentSession that turns a
+// person's messages into model calls and tool runs, modelled on the session layer
+// of the coding agent pi (AGENT.md).
+//
+// A Session wraps one Agent (the loop: model calls, tools, steer and followUp
+// queues) and adds the prompt pipeline, a serial event queue, persistence,
+// automatic retries and context compaction. It works with no listener at all.
+//
+// Concurrency: at most one run is active per session. The goroutine that runs it
+// (started by Start) is the only one that changes the conversation; other
+// goroutines talk to the session through its methods, which only queue input,
+// cancel, or read snapshots. Every event goes through one serial queue, in
+// emission order, to extensions, then listeners, then the store; a panicking
+// handler is logged and skipped. Listeners run on that queue and must not block
+// for long.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+)
+
+// Behavior says what to do with a prompt that arrives while a run is active.
+type Behavior int
+
+const (
+	// BehaviorNone refuses: Start returns ErrBusy.
+	BehaviorNone Behavior = iota
+	// BehaviorSteer delivers at the next turn boundary and skips remaining tool calls.
+	BehaviorSteer
+	// BehaviorFollowUp delivers when the run would otherwise end.
+	BehaviorFollowUp
+)
+
+// PromptOptions qualify a prompt.
+type PromptOptions struct {
+	Images []llm.Content
+	// Behavior applies only when a run is active; an idle session starts a run.
+	Behavior Behavior
+	// SkipExpansion skips commands, input hooks and skill/template expansion
+	// (pipeline stages 1–3), for messages that extensions send themselves.
+	SkipExpansion bool
+	// InputID is copied into the user message (see llm.Message.InputID).
+	InputID string
+}
+
+// Outcome says what Start did with the input.
+type Outcome int
+
+const (
+	Started Outcome = iota + 1 // a run started
+	Queued                     // queued as steer or followUp on the active run
+	Handled                    // a command or an input hook took it
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Started:
+		return "started"
+	case Queued:
+		return "queued"
+	case Handled:
+		return "handled"
+	}
+	return "unknown"
+}
+
+var (
+	// ErrBusy is returned when a prompt arrives during a run without a Behavior.
+	ErrBusy = errors.New("already processing; specify steer or followUp")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("session closed")
+)
+
+// Config configures a Session.
+type Config struct {
+	// ID names the session in the Store.
+	ID        string
+	Model     llm.Model
+	ModelName string
+	// Models lists the model names SetModel accepts; empty accepts any name.
+	Models       []string
+	SystemPrompt string
+	Tools        []Tool
+	MaxTokens    int
+	// ContextWindow is the model's window in tokens (0 disables compaction triggers).
+	ContextWindow int
+	Store         Store
+	// Entries is the record to resume from (empty for a new session).
+	Entries      []transcript.Entry
+	Extensions   []Extension
+	Resources    Resources
+	SteerMode    QueueMode
+	FollowUpMode QueueMode
+	Retry        RetrySettings
+	Compaction   compaction.Settings
+	Logger       *slog.Logger
+	// Now is the clock for timestamps (default time.Now).
+	Now func() time.Time
+	// Sleep waits d or until ctx ends, reporting ctx's error then (default: a real
+	// timer). Tests replace it to skip retry delays.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Session is one conversation (one chat thread). See the package doc.
+type Session struct {
+	id       string
+	cfg      Config
+	agent    *Agent
+	events   serialQueue
+	log      *slog.Logger
+	now      func() time.Time
+	commands map[string]Command
+
+	baseCtx    context.Context
+	baseCancel context.CancelFunc
+	wg         sync.WaitGroup
+
+	lmu          sync.Mutex
+	listeners    []listener // copy-on-write: never modified in place
+	nextListener int
+	processFn    func(Event) // s.process, bound once
+
+	mu              sync.Mutex
+	running         bool
+	idle            chan struct{}
+	cancelRun       context.CancelFunc
+	aborted         bool
+	closed          bool
+	compacting      bool
+	pendingNextTurn []llm.Message
+	entries         []transcript.Entry // as persisted; appended on the event queue
+	nextSeq         int64
+	lastUsage       *llm.Usage
+
+	// Owned by the run goroutine.
+	retryAttempt  int
+	overflowTried bool
+	lastAssistant *llm.Message
+}
+
+type listener struct {
+	id int
+	fn func(Event)
+}
+
+// New returns an idle session, resumed from cfg.Entries when given.
+func New(cfg Config) (*Session, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	s := &Session{
+		id:       cfg.ID,
+		cfg:      cfg,
+		log:      cfg.Logger.With("session", cfg.ID),
+		now:      cfg.Now,
+		commands: map[string]Command{},
+	}
+	s.events.log = s.log
+	s.processFn = s.process
+	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
+	for _, x := range cfg.Extensions {
+		for _, c := range x.Commands {
+			if c.Name == "" || c.Run == nil {
+				return nil, fmt.Errorf("extension %q: command without name or function", x.Name)
+			}
+			if _, dup := s.commands[c.Name]; dup {
+				return nil, fmt.Errorf("extension %q: command %q registered twice", x.Name, c.Name)
+			}
+			s.commands[c.Name] = c
+		}
+	}
+	restored := transcript.BuildContext(cfg.Entries)
+	s.entries = slices.Clone(cfg.Entries)
+	s.nextSeq = restored.NextSeq
+	model := cfg.ModelName
+	if restored.Model != "" {
+		model = restored.Model
+	}
+	for i := len(restored.Messages) - 1; i >= 0; i-- {
+		if m := restored.Messages[i]; m.Role == llm.RoleAssistant && m.Usage != nil {
+			s.lastUsage = m.Usage
+			break
+		}
+	}
+	s.agent = NewAgent(AgentConfig{
+		Model:        cfg.Model,
+		ModelName:    model,
+		SystemPrompt: s.baseSystemPrompt(),
+		Tools:        cfg.Tools,
+		MaxTokens:    cfg.MaxTokens,
+		SteerMode:    cfg.SteerMode,
+		FollowUpMode: cfg.FollowUpMode,
+		Messages:     restored.Messages,
+		Emit:         s.handle,
+		BeforeTools:  func() { _ = s.events.wait(context.Background()) },
+		Now:          cfg.Now,
+		Logger:       s.log,
+	})
+	// Queue changes are reported in the order they happen: the observer runs
+	// under the agent's queue lock and only appends to the serial queue.
+	s.agent.setQueueObserver(func(steer, followUp []llm.Message) {
+		s.events.add(QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn)
+	})
+	return s, nil
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Subscribe registers a listener for every event, in emission order, on the event
+// queue. It returns a function that removes the listener.
+func (s *Session) Subscribe(fn func(Event)) (unsubscribe func()) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	s.nextListener++
+	id := s.nextListener
+	s.listeners = append(slices.Clip(s.listeners), listener{id: id, fn: fn})
+	return func() {
+		s.lmu.Lock()
+		defer s.lmu.Unlock()
+		s.listeners = slices.DeleteFunc(slices.Clone(s.listeners), func(l listener) bool { return l.id == id })
+	}
+}
+
+// Prompt runs the prompt pipeline (AGENT.md §3). When it starts a run, it returns
+// once the session is idle again: the run, every automatic retry and compaction,
+// and the processing of their events are done. Queued and handled input returns
+// at once. If ctx ends first, the run is aborted and Prompt returns ctx's error.
+func (s *Session) Prompt(ctx context.Context, text string, opts PromptOptions) error {
+	out, err := s.Start(ctx, text, opts)
+	if err != nil || out != Started {
+		return err
+	}
+	if err := s.Wait(ctx); err != nil {
+		s.Abort()
+		_ = s.Wait(context.Background())
+		return err
+	}
+	return nil
+}
+
+// Start runs the prompt pipeline like Prompt but does not wait for the run: it
+// returns as soon as the input has been handled, queued, or has started a run.
+// Inputs given to Start one after another are processed in that order.
+func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (Outcome, error) {
+	if s.isClosed() {
+		return 0, ErrClosed
+	}
+	images := opts.Images
+	if !opts.SkipExpansion {
+		// 1. Commands run even while a run is active.
+		if cmd, args, ok := s.command(text); ok {
+			return Handled, s.runCommand(ctx, cmd, args)
+		}
+		// 2. Input hooks see the raw input.
+		var handled bool
+		text, images, handled = s.runInputHooks(ctx, text, images)
+		if handled {
+			return Handled, nil
+		}
+		// 3. Skills and templates.
+		text = s.cfg.Resources.Expand(text)
+	}
+	msg := userMessage(text, images, opts.InputID, s.now())
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	// 4. A run is active (or a compaction holds the session): queue.
+	if s.running {
+		defer s.mu.Unlock()
+		switch opts.Behavior {
+		case BehaviorSteer:
+			s.agent.Steer(msg)
+		case BehaviorFollowUp:
+			s.agent.FollowUp(msg)
+		default:
+			return 0, ErrBusy
+		}
+		return Queued, nil
+	}
+	// 5. Validate before claiming the session.
+	if err := s.validate(); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	runCtx := s.claimLocked()
+	s.mu.Unlock()
+
+	go s.drive(runCtx, func(ctx context.Context) []llm.Message {
+		return s.preparePrompt(ctx, msg, images)
+	})
+	return Started, nil
+}
+
+func userMessage(text string, images []llm.Content, inputID string, now time.Time) llm.Message {
+	content := make([]llm.Content, 0, 1+len(images))
+	content = append(content, llm.Text(text))
+	content = append(content, images...)
+	return llm.Message{Role: llm.RoleUser, Content: content, InputID: inputID, Timestamp: now.UnixMilli()}
+}
+
+// command parses "/name args" or "!name args" naming a registered command.
+func (s *Session) command(text string) (Command, string, bool) {
+	t := strings.TrimSpace(text)
+	if len(t) < 2 || (t[0] != '/' && t[0] != '!') {
+		return Command{}, "", false
+	}
+	name, args, _ := strings.Cut(t[1:], " ")
+	if i := strings.IndexAny(name, "\n\t"); i >= 0 {
+		args = strings.TrimSpace(name[i:] + " " + args)
+		name = name[:i]
+	}
+	c, ok := s.commands[name]
+	return c, strings.TrimSpace(args), ok
+}
+
+func (s *Session) runCommand(ctx context.Context, c Command, args string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("command panicked", "command", c.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("command %s failed", c.Name)
+		}
+	}()
+	return c.Run(ctx, s, args)
+}
+
+func (s *Session) runInputHooks(ctx context.Context, text string, images []llm.Content) (string, []llm.Content, bool) {
+	for _, x := range s.cfg.Extensions {
+		if x.Input == nil {
+			continue
+		}
+		var res InputResult
+		s.safely(x.Name+" input hook", func() { res = x.Input(ctx, Input{Text: text, Images: images}) })
+		switch res.Action {
+		case InputHandled:
+			return text, images, true
+		case InputTransform:
+			text = res.Text
+			if res.Images != nil {
+				images = res.Images
+			}
+		}
+	}
+	return text, images, false
+}
+
+// validate checks that a prompt can be sent. Called with s.mu held.
+func (s *Session) validate() error {
+	if s.cfg.Model == nil || s.agent.ModelName() == "" {
+		return errors.New("no model configured: set llm.model (and llm.base_url) in the config")
+	}
+	if r, ok := s.cfg.Model.(interface{ Ready() error }); ok {
+		return r.Ready()
+	}
+	return nil
+}
+
+// claimLocked marks the session running and returns the run's context.
+func (s *Session) claimLocked() context.Context {
+	s.running = true
+	s.aborted = false
+	s.idle = make(chan struct{})
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	s.cancelRun = cancel
+	s.wg.Add(1)
+	return ctx
+}
+
+// preparePrompt runs pipeline stages 6–8 on the run goroutine and returns the
+// messages that open the run.
+func (s *Session) preparePrompt(ctx context.Context, msg llm.Message, images []llm.Content) []llm.Message {
+	// 6. The previous reply may have ended near the limit.
+	s.compactBeforePrompt(ctx)
+	// 7. The prompt and any messages waiting for the next turn.
+	prompts := []llm.Message{msg}
+	s.mu.Lock()
+	prompts = append(prompts, s.pendingNextTurn...)
+	s.pendingNextTurn = nil
+	s.mu.Unlock()
+	// 8. Hooks may add context and replace the system prompt for this prompt only.
+	system := s.baseSystemPrompt()
+	for _, x := range s.cfg.Extensions {
+		if x.BeforeAgentStart == nil {
+			continue
+		}
+		var res BeforeAgentStartResult
+		s.safely(x.Name+" before_agent_start hook", func() {
+			res = x.BeforeAgentStart(ctx, BeforeAgentStart{Prompt: msg.TextContent(), Images: images, SystemPrompt: system})
+		})
+		for _, m := range res.Messages {
+			if m.Role == "" {
+				m.Role = llm.RoleCustom
+			}
+			if m.Timestamp == 0 {
+				m.Timestamp = s.now().UnixMilli()
+			}
+			prompts = append(prompts, m)
+		}
+		if res.SystemPrompt != "" {
+			system = res.SystemPrompt
+		}
+	}
+	s.agent.SetSystemPrompt(system)
+	return prompts
+}
+
+func (s *Session) baseSystemPrompt() string {
+	return s.cfg.SystemPrompt + s.cfg.Resources.SkillsPrompt()
+}
+
+// drive is the run goroutine: it runs the agent, then retries, compacts and
+// delivers queued input until the session can go idle.
+func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm.Message) {
+	defer s.wg.Done()
+	s.retryAttempt = 0
+	s.overflowTried = false
+	var prompts []llm.Message
+	if prepare != nil {
+		prompts = prepare(ctx)
+	}
+	resume := prompts == nil
+	for {
+		s.lastAssistant = nil
+		if resume {
+			if _, err := s.agent.Continue(ctx); err != nil {
+				s.log.Warn("nothing to continue", "err", err)
+			}
+		} else {
+			s.agent.Run(ctx, prompts)
+			resume = true
+		}
+		// Everything the run emitted, persistence included, is processed before
+		// deciding what comes next; nothing else emits meanwhile.
+		_ = s.events.wait(context.Background())
+		if s.afterRun(ctx) {
+			continue
+		}
+		if s.settle() {
+			return
+		}
+	}
+}
+
+// afterRun handles the end of a run and reports whether to continue it: a retry
+// after a transient error, or the retry of an overflowed request after compaction.
+func (s *Session) afterRun(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		if s.retryAttempt > 0 {
+			s.emit(AutoRetryEnd{Success: false, Attempt: s.retryAttempt, FinalError: "cancelled"})
+			s.retryAttempt = 0
+		}
+		return false
+	}
+	last := s.lastAssistant
+	if last == nil {
+		return false
+	}
+	if s.cfg.Compaction.Enabled && isOverflow(*last, s.cfg.ContextWindow) {
+		return s.recoverOverflow(ctx)
+	}
+	if s.cfg.Retry.Enabled && isRetryable(*last) {
+		s.retryAttempt++
+		if s.retryAttempt > s.cfg.Retry.MaxRetries {
+			s.emit(AutoRetryEnd{Success: false, Attempt: s.retryAttempt - 1, FinalError: last.ErrorMessage})
+			s.retryAttempt = 0
+		} else {
+			d := s.cfg.Retry.delay(s.retryAttempt, last.ErrorInfo)
+			s.emit(AutoRetryStart{Attempt: s.retryAttempt, MaxAttempts: s.cfg.Retry.MaxRetries, Delay: d, ErrorMessage: last.ErrorMessage})
+			s.agent.DropLastAssistant() // it stays in the record, not in the context
+			if err := s.cfg.Sleep(ctx, d); err != nil || ctx.Err() != nil {
+				s.emit(AutoRetryEnd{Success: false, Attempt: s.retryAttempt, FinalError: "cancelled"})
+				s.retryAttempt = 0
+				return false
+			}
+			return true
+		}
+	}
+	if last.StopReason != llm.StopReasonAborted {
+		s.compactAfterRun(ctx, *last)
+	}
+	return false
+}
+
+// settle makes the session idle unless input arrived after the run's last look at
+// its queues (then it reports false and the run continues to deliver it). An
+// aborted run leaves queued input for the next run.
+func (s *Session) settle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.aborted && !s.closed && s.agent.HasQueued() {
+		return false
+	}
+	s.running = false
+	s.cancelRun()
+	s.cancelRun = nil
+	close(s.idle)
+	return true
+}
+
+// handle receives every agent event synchronously, on the goroutine that emitted
+// it, and queues it. State the run goroutine relies on before the next line of
+// the emitter is updated here, not on the queue.
+func (s *Session) handle(ev Event) {
+	switch e := ev.(type) {
+	case MessageStart:
+		if e.Message.Role == llm.RoleUser {
+			s.overflowTried = false
+		}
+	case MessageEnd:
+		if e.Message.Role != llm.RoleAssistant {
+			break
+		}
+		m := e.Message
+		s.lastAssistant = &m
+		if m.Usage != nil && m.StopReason != llm.StopReasonError && m.StopReason != llm.StopReasonAborted {
+			s.mu.Lock()
+			s.lastUsage = m.Usage
+			s.mu.Unlock()
+		}
+		if m.StopReason == llm.StopReasonError || m.StopReason == llm.StopReasonAborted {
+			break
+		}
+		if !isOverflow(m, s.cfg.ContextWindow) {
+			s.overflowTried = false
+		}
+		if s.retryAttempt > 0 {
+			attempt := s.retryAttempt
+			s.retryAttempt = 0
+			s.events.add(ev, s.processFn)
+			s.emit(AutoRetryEnd{Success: true, Attempt: attempt})
+			return
+		}
+	}
+	s.events.add(ev, s.processFn)
+}
+
+// emit queues a session event (retry, compaction) behind the agent's events.
+func (s *Session) emit(ev Event) { s.events.add(ev, s.processFn) }
+
+// process runs on the event queue: extensions, then listeners, then persistence.
+func (s *Session) process(ev Event) {
+	for _, x := range s.cfg.Extensions {
+		if x.OnEvent != nil {
+			s.safely(x.Name+" event handler", func() { x.OnEvent(ev) })
+		}
+	}
+	s.lmu.Lock()
+	ls := s.listeners
+	s.lmu.Unlock()
+	for _, l := range ls {
+		s.safely("listener", func() { l.fn(ev) })
+	}
+	if me, ok := ev.(MessageEnd); ok {
+		switch me.Message.Role {
+		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult, llm.RoleCustom:
+			s.persist(transcript.Entry{Type: transcript.EntryMessage, Timestamp: me.Message.Timestamp, Message: &me.Message})
+		}
+	}
+}
+
+// persist assigns sequence numbers and appends entries to the record and the
+// store. It runs on the event queue, which orders all writes.
+func (s *Session) persist(entries ...transcript.Entry) {
+	s.mu.Lock()
+	for i := range entries {
+		entries[i].Seq = s.nextSeq
+		s.nextSeq++
+		if entries[i].Timestamp == 0 {
+			entries[i].Timestamp = s.now().UnixMilli()
+		}
+	}
+	s.entries = append(s.entries, entries...)
+	s.mu.Unlock()
+	if s.cfg.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.AppendEntries(ctx, s.id, entries); err != nil {
+		s.log.Error("persisting session entries failed", "err", err, "first_seq", entries[0].Seq, "count", len(entries))
+	}
+}
+
+// persistLater queues entries for persistence behind the events already queued.
+func (s *Session) persistLater(entries ...transcript.Entry) {
+	s.events.add(nil, func(Event) { s.persist(entries...) })
+}
+
+func (s *Session) safely(what string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error(what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
+}
+
+// Steer queues a message for the active run (or the next one) at the next turn
+// boundary.
+func (s *Session) Steer(m llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.agent.Steer(m)
+}
+
+// FollowUp queues a message for when the active run (or the next one) would end.
+func (s *Session) FollowUp(m llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.agent.FollowUp(m)
+}
+
+// Queued returns copies of the steer and followUp queues.
+func (s *Session) Queued() (steer, followUp []llm.Message) { return s.agent.Queued() }
+
+// ClearQueue empties both queues and returns what they held.
+func (s *Session) ClearQueue() (steer, followUp []llm.Message) { return s.agent.ClearQueues() }
+
+// QueueNextTurn adds a message to be sent with the next prompt (after it).
+func (s *Session) QueueNextTurn(m llm.Message) {
+	if m.Role == "" {
+		m.Role = llm.RoleCustom
+	}
+	s.mu.Lock()
+	s.pendingNextTurn = append(s.pendingNextTurn, m)
+	s.mu.Unlock()
+}
+
+// Abort cancels the active run, any retry wait and any compaction. Queued input
+// stays queued. It does not wait: use Wait.
+func (s *Session) Abort() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running && s.cancelRun != nil {
+		s.aborted = true
+		s.cancelRun()
+	}
+}
+
+// Wait blocks until the session is idle and its events are processed, or ctx ends.
+func (s *Session) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	ch := s.idle
+	running := s.running
+	s.mu.Unlock()
+	if running {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.events.wait(ctx)
+}
+
+// IsRunning reports whether a run (or compaction) is active.
+func (s *Session) IsRunning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+func (s *Session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ModelName returns the model used for the next call.
+func (s *Session) ModelName() string { return s.agent.ModelName() }
+
+// UnknownModelError is returned by SetModel for a name that is not configured.
+type UnknownModelError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownModelError) Error() string {
+	return fmt.Sprintf("unknown model %q; known models: %s", e.Name, strings.Join(e.Known, ", "))
+}
+
+// SetModel switches the model for the rest of the session and records the change.
+func (s *Session) SetModel(name string) error {
+	name = strings.TrimSpace(name)
+	if name == "" || (len(s.cfg.Models) > 0 && !slices.Contains(s.cfg.Models, name)) {
+		return &UnknownModelError{Name: name, Known: s.cfg.Models}
+	}
+	s.agent.SetModelName(name)
+	s.persistLater(transcript.Entry{Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: name}})
+	return nil
+}
+
+// Messages returns a copy of the live context.
+func (s *Session) Messages() []llm.Message { return s.agent.Messages() }
+
+// Entries returns a copy of the session's record as persisted so far.
+func (s *Session) Entries() []transcript.Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.entries)
+}
+
+// Status is a snapshot for !status.
+type Status struct {
+	Model         string
+	Running       bool
+	Compacting    bool
+	ContextTokens int
+	ContextWindow int
+	Steer         []llm.Message
+	FollowUp      []llm.Message
+}
+
+// Status returns a snapshot of the session.
+func (s *Session) Status() Status {
+	st := Status{Model: s.agent.ModelName(), ContextWindow: s.cfg.ContextWindow}
+	st.Steer, st.FollowUp = s.agent.Queued()
+	st.ContextTokens = s.ContextTokens()
+	s.mu.Lock()
+	st.Running, st.Compacting = s.running, s.compacting
+	s.mu.Unlock()
+	return st
+}
+
+// Close aborts any run, waits for it and for the event queue to drain, and stops
+// the session. It returns ctx's error if that takes too long.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	if s.cancelRun != nil {
+		s.aborted = true
+		s.cancelRun()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := s.events.wait(ctx)
+	s.events.close()
+	s.baseCancel()
+	return err
+}
