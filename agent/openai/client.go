@@ -131,6 +131,9 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, fn llm.StreamFunc)
 		if err != nil {
 			return a.failed(c.classify(ctx, err, meta))
 		}
+		if len(raw) == 0 {
+			continue // "data:" with nothing: a heartbeat
+		}
 		line.set(raw)
 		ch = streamChunk{Model: onceString{dst: &a.model}}
 		if err := dec.Decode(&ch); err != nil {

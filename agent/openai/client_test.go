@@ -715,7 +715,7 @@ func TestStreamKeepAliveComments(t *testing.T) {
 	for range 500 { // beyond go-openai's default limit of 300 empty lines
 		steps = append(steps, llmfake.Raw("\n"))
 	}
-	steps = append(steps, llmfake.Content("a"), llmfake.KeepAlive(), llmfake.Comment("OPENROUTER PROCESSING"),
+	steps = append(steps, llmfake.Content("a"), llmfake.KeepAlive(), llmfake.Comment("OPENROUTER PROCESSING"), llmfake.Raw("data: \n\n"),
 		llmfake.Content("b"), llmfake.KeepAlive(), llmfake.Finish("stop"), llmfake.Done())
 	srv.Push(llmfake.Stream(steps...))
 	msg, err := newClient(t, srv.URL()).Stream(testCtx(t), simpleRequest("hi"), nil)
