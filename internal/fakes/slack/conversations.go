@@ -236,6 +236,9 @@ func (s *Server) authTest(url.Values) (map[string]any, string) {
 
 // appsConnectionsOpen hands out a single-use websocket URL, as Slack does.
 func (s *Server) appsConnectionsOpen(url.Values) (map[string]any, string) {
+	if s.outage {
+		return nil, "service_unavailable"
+	}
 	ticket := randomID()
 	s.tickets[ticket] = true
 	ws := "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/socket?ticket=" + ticket + "&app_id=" + s.cfg.appID

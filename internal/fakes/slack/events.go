@@ -79,7 +79,11 @@ func (s *Server) deliverLocked(rec *eventRecord, retryReason string) {
 	}}
 	rec.deliveries++
 	rec.latest = d
-	if s.http != nil {
+	switch {
+	case s.outage:
+		d.ID = randomID()
+		d.Lost = true
+	case s.http != nil:
 		s.seq++
 		d.ID = fmt.Sprintf("http-%d", s.seq)
 		d.HTTP = true
@@ -88,7 +92,7 @@ func (s *Server) deliverLocked(rec *eventRecord, retryReason string) {
 		case s.httpWake <- struct{}{}:
 		default:
 		}
-	} else {
+	default:
 		d.ID = randomID()
 		frame, err := json.Marshal(map[string]any{
 			"envelope_id":              d.ID,
@@ -216,10 +220,11 @@ func (s *Server) WaitEventAck(ctx context.Context, eventID string) (Ack, error) 
 }
 
 // WaitAllAcked waits until every event delivered so far has been acknowledged.
+// Events lost to an Outage and never redelivered do not count.
 func (s *Server) WaitAllAcked(ctx context.Context) error {
 	err := s.waitFor(ctx, func() bool {
 		for _, rec := range s.events {
-			if !rec.acked {
+			if !rec.acked && rec.latest != nil && !rec.latest.Lost {
 				return false
 			}
 		}

@@ -53,6 +53,7 @@ type Server struct {
 	acks       []Ack
 	timers     map[*time.Timer]struct{}
 
+	outage  bool
 	tickets map[string]bool
 	conns   []*wsConn // every connection ever opened, oldest first
 	hellos  int

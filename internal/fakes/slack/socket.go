@@ -109,10 +109,30 @@ func (s *Server) DropSocket() {
 	}
 }
 
+// Outage plays Slack's side of a network outage: it drops every Socket Mode
+// connection, answers apps.connections.open with service_unavailable, and loses the
+// events raised meanwhile (Deliveries lists them with Lost set), as Slack does once
+// its retries run out. The messages themselves are stored, so conversations.replies
+// still finds them: this is how a test makes an adapter catch up after a reconnect.
+// Calling end ends the outage; slack-go reconnects at its next backoff (100 ms,
+// doubling).
+func (s *Server) Outage() (end func()) {
+	s.mu.Lock()
+	s.outage = true
+	s.mu.Unlock()
+	s.DropSocket()
+	return func() {
+		s.mu.Lock()
+		s.outage = false
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+}
+
 func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	ticket := r.URL.Query().Get("ticket")
 	s.mu.Lock()
-	ok := s.tickets[ticket] && !s.closed
+	ok := s.tickets[ticket] && !s.closed && !s.outage
 	delete(s.tickets, ticket)
 	s.mu.Unlock()
 	if !ok {

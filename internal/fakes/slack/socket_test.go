@@ -355,3 +355,46 @@ func TestRawFrames(t *testing.T) {
 		t.Errorf("second dial of a used URL: err=%v resp=%v, want 401", err, resp)
 	}
 }
+
+func TestOutageLosesEventsButKeepsMessages(t *testing.T) {
+	srv := slackfake.New(t)
+	c := startClient(t, srv)
+	ctx := testContext(t)
+	root := srv.Mention("C0DEV", "U0ALICE", "start", "")
+	for range 2 {
+		_, req := c.nextEvent(t)
+		_ = c.sm.Ack(*req)
+	}
+	if err := srv.WaitAllAcked(ctx); err != nil { // acks are written asynchronously
+		t.Fatal(err)
+	}
+
+	end := srv.Outage()
+	calls, err := srv.WaitCalls(ctx, "apps.connections.open", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls[1].Error != "service_unavailable" {
+		t.Errorf("apps.connections.open during the outage answered %q, want service_unavailable", calls[1].Error)
+	}
+	gap := srv.UserMessage("C0DEV", "U0BOB", "typed during the gap", root)
+	end()
+	if err := srv.WaitConnections(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	after := srv.UserMessage("C0DEV", "U0BOB", "after the gap", root)
+	ev, req := c.nextEvent(t)
+	if m := ev.InnerEvent.Data.(*slackevents.MessageEvent); m.TimeStamp != after {
+		t.Errorf("first event after the outage is %s, want %s (the gap's event lost)", m.TimeStamp, after)
+	}
+	_ = c.sm.Ack(*req)
+	if d := srv.DeliveriesFor("C0DEV", gap); len(d) != 1 || !d[0].Lost || !d[0].Sent.IsZero() {
+		t.Errorf("deliveries of the gap message = %+v, want one, lost, never sent", d)
+	}
+	if got := srv.Messages("C0DEV", root); len(got) != 3 || got[1].TS != gap {
+		t.Errorf("thread = %+v, want the gap message stored for conversations.replies", got)
+	}
+	if err := srv.WaitAllAcked(ctx); err != nil {
+		t.Error(err)
+	}
+}

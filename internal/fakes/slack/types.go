@@ -17,7 +17,8 @@ type Call struct {
 	// Token says which token authenticated the call: "bot", "app", "none" or
 	// "invalid". The token itself is never recorded.
 	Token string
-	Time  time.Time
+	// Time is when the call arrived, on the server's clock (WithClock).
+	Time time.Time
 	// Status is the HTTP status answered; Error the Slack error code ("" when ok).
 	Status int
 	Error  string
@@ -113,6 +114,8 @@ type Delivery struct {
 	// Sent is when the frame was written or the request sent; zero while queued.
 	Sent  time.Time
 	Acked bool
+	// Lost is set for an event raised during an Outage: it was never sent.
+	Lost bool
 }
 
 // Ack is an acknowledgement: a Socket Mode {"envelope_id":…} frame or the response to

@@ -2,8 +2,10 @@ package slackfake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"mime"
@@ -92,6 +94,24 @@ func (s *Server) CallsTo(method string) []Call {
 		}
 	}
 	return out
+}
+
+// WaitCalls waits until method has been called n times and returns those calls.
+func (s *Server) WaitCalls(ctx context.Context, method string, n int) ([]Call, error) {
+	var out []Call
+	err := s.waitFor(ctx, func() bool {
+		out = out[:0]
+		for _, c := range s.calls {
+			if c.Method == method {
+				out = append(out, c)
+			}
+		}
+		return len(out) >= n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slackfake: waiting for %d calls to %s: %w", n, method, err)
+	}
+	return out, nil
 }
 
 // RateLimited counts the calls answered as rate limited: HTTP 429s, and
