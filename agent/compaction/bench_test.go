@@ -1,0 +1,104 @@
+package compaction
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+)
+
+// BenchmarkPrepare prepares a compaction of the fixture: 1,002 entries, the
+// previous compaction at 627, 383 messages to summarize.
+func BenchmarkPrepare(b *testing.B) {
+	entries := loadFixture(b)
+	s := DefaultSettings()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Prepare(entries, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrepareFirstCompaction prepares a session of 1,000 entries with no
+// earlier compaction (the fixture's first 358 entries, repeated), so most of it —
+// 794 messages — is summarized.
+func BenchmarkPrepareFirstCompaction(b *testing.B) {
+	fx := loadFixture(b)
+	var entries []Entry
+	for len(entries) < 1000 {
+		for _, e := range fx[:358] {
+			if len(entries) == 1000 {
+				break
+			}
+			e.Seq = int64(len(entries))
+			entries = append(entries, e)
+		}
+	}
+	s := DefaultSettings()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Prepare(entries, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.MessagesToSummarize) < 750 {
+			b.Fatalf("summarizing only %d messages", len(p.MessagesToSummarize))
+		}
+	}
+}
+
+// BenchmarkEstimateTokens estimates every message of the fixture; ns/msg is the
+// cost per message.
+func BenchmarkEstimateTokens(b *testing.B) {
+	var msgs []llm.Message
+	for _, e := range loadFixture(b) {
+		if e.Message != nil {
+			msgs = append(msgs, *e.Message)
+		}
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for i := range msgs {
+			EstimateTokens(msgs[i])
+		}
+		n += len(msgs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/msg")
+}
+
+// BenchmarkEstimateTokensByRole measures one typical message of each kind.
+func BenchmarkEstimateTokensByRole(b *testing.B) {
+	cases := map[string]llm.Message{
+		"user":          userMsg("please refactor the session manager so that it keeps one queue per thread"),
+		"toolCallRead":  toolCallMsg("read", `{"path":"packages/coding-agent/src/core/session-manager.ts","offset":120,"limit":200}`),
+		"toolCallWrite": toolCallMsg("write", fmt.Sprintf(`{"path":"a.go","content":%q}`, bytes.Repeat([]byte("func f() {}\n"), 400))),
+		"toolResult4KB": toolResultMsg(string(bytes.Repeat([]byte("line of output\n"), 270))),
+	}
+	for name, m := range cases {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				EstimateTokens(m)
+			}
+		})
+	}
+}
+
+// BenchmarkLoadPiSession reads the 2.3 MB fixture file.
+func BenchmarkLoadPiSession(b *testing.B) {
+	data, err := os.ReadFile("testdata/before-compaction.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadPiSession(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
