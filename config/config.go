@@ -1,0 +1,374 @@
+// Package config is threadsmith's configuration: one YAML file
+// (config.example.yaml at the repository root documents every key), read once
+// at start and passed down as a value. There is no global configuration.
+//
+// The life of a configuration is Default → Parse → Validate; Load does all
+// three for a file and is what the bot calls:
+//
+//   - Parse starts from Default(), so every absent key keeps its default, then
+//     overlays the file. Unknown keys, values of the wrong type, duplicate keys
+//     and YAML syntax errors are rejected, each naming its key or its line.
+//   - Validate checks the values and returns Errors, at most one per key.
+//
+// # Environment variables
+//
+// ${NAME} and ${NAME:-text} are expanded inside scalar values, never in keys
+// (so not in the channel ids of slack.channels nor the names of agent.bash_env).
+// Expansion happens after YAML parsing, on each value's text, so a secret
+// containing ':', '#', quotes or newlines cannot change the file's structure.
+//
+//   - ${NAME:-text} gives text when NAME is unset or empty, as in the shell;
+//     ${NAME:-} is therefore "empty when unset" and never an error. text is
+//     literal and cannot contain '}'.
+//   - "$${" is a literal "${" (the escape). Any other '$' is literal, so a
+//     value such as "pa$$word" needs no escaping.
+//   - An unset NAME without a default is not a Parse error: the key keeps its
+//     default and the reference is recorded with the key that used it. Validate
+//     reports it ("slack.bot_token: environment variable SLACK_BOT_TOKEN is not
+//     set") only when the key is in use, i.e. not inside the section of a
+//     disabled platform. This is what lets the example file keep
+//     token: ${DISCORD_BOT_TOKEN} under discord.enabled: false.
+//   - A malformed reference (no closing '}', a bad name) is a Parse error.
+//   - An unquoted reference fills numbers, booleans and durations
+//     (max_concurrent_runs: ${RUNS}); a quoted one is always a string. Inside
+//     flow collections ([ ] and { }) a reference must be quoted, because YAML
+//     reads '{' there as the start of a mapping.
+//
+// After a successful Parse, lists and maps that are empty are nil, every repo
+// has a default_branch ("main" when not given) and every entry of llm.models
+// has a context window and an output limit (llm's when not given).
+package config
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Default URLs used when an api_url key is empty.
+const (
+	DefaultSlackAPIURL   = "https://slack.com/api/"
+	DefaultDiscordAPIURL = "https://discord.com/"
+)
+
+// Platform names, as returned by Config.Platforms.
+const (
+	PlatformSlack   = "slack"
+	PlatformDiscord = "discord"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// DataDir holds the SQLite file <data_dir>/threadsmith.db and the workspaces.
+	DataDir string `yaml:"data_dir"`
+	// ShutdownGrace bounds a graceful shutdown on SIGINT/SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// RunTimeout aborts a runaway run.
+	RunTimeout time.Duration `yaml:"run_timeout"`
+	// MaxConcurrentRuns caps simultaneous runs across all threads; more wait.
+	MaxConcurrentRuns int       `yaml:"max_concurrent_runs"`
+	Log               Log       `yaml:"log"`
+	LLM               LLM       `yaml:"llm"`
+	Agent             Agent     `yaml:"agent"`
+	Workspace         Workspace `yaml:"workspace"`
+	Slack             Slack     `yaml:"slack"`
+	Discord           Discord   `yaml:"discord"`
+
+	// unresolved are the ${VAR} references Parse found unset; Validate reports
+	// the ones whose key is in use.
+	unresolved []unresolvedVar
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Level  LogLevel  `yaml:"level"`
+	Format LogFormat `yaml:"format"`
+}
+
+// LLM is the OpenAI-compatible endpoint and the models the bot may use.
+type LLM struct {
+	// BaseURL is the API base including /v1.
+	BaseURL string `yaml:"base_url"`
+	APIKey  string `yaml:"api_key"`
+	// Model is the main model: the one every session starts with.
+	Model           string `yaml:"model"`
+	ContextWindow   int    `yaml:"context_window"`
+	MaxOutputTokens int    `yaml:"max_output_tokens"`
+	// Price is the main model's price; all zero means no cost in the footer.
+	Price Price `yaml:"price"`
+	// Models are the other models `!model` may switch to.
+	Models []Model `yaml:"models"`
+}
+
+// Model is one model a session may use.
+type Model struct {
+	Name            string `yaml:"name"`
+	ContextWindow   int    `yaml:"context_window"`
+	MaxOutputTokens int    `yaml:"max_output_tokens"`
+	Price           Price  `yaml:"price"`
+}
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input      float64 `yaml:"input"`
+	Output     float64 `yaml:"output"`
+	CacheRead  float64 `yaml:"cache_read"`
+	CacheWrite float64 `yaml:"cache_write"`
+}
+
+// IsZero reports whether no price is configured (the footer shows no cost).
+func (p Price) IsZero() bool { return p == Price{} }
+
+// Main returns the main model (llm.model with llm's limits and price).
+func (l LLM) Main() Model {
+	return Model{Name: l.Model, ContextWindow: l.ContextWindow, MaxOutputTokens: l.MaxOutputTokens, Price: l.Price}
+}
+
+// Lookup finds a model by name among the main model and llm.models.
+func (l LLM) Lookup(name string) (Model, bool) {
+	if name == l.Model {
+		return l.Main(), true
+	}
+	for _, m := range l.Models {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// ModelNames lists the names `!model` accepts, the main model first.
+func (l LLM) ModelNames() []string {
+	names := []string{l.Model}
+	for _, m := range l.Models {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// Agent configures every session (AGENT.md).
+type Agent struct {
+	// BusyMode is how a plain message to a busy session is queued.
+	BusyMode BusyMode `yaml:"busy_mode"`
+	// SteerMode and FollowUpMode say how many queued messages one poll delivers.
+	SteerMode    QueueMode  `yaml:"steer_mode"`
+	FollowUpMode QueueMode  `yaml:"follow_up_mode"`
+	Retry        Retry      `yaml:"retry"`
+	Compaction   Compaction `yaml:"compaction"`
+	// BashTimeout is the bash tool's default time limit.
+	BashTimeout time.Duration `yaml:"bash_timeout"`
+	// SystemPrompt is appended to the built-in prompt; it does not replace it.
+	SystemPrompt string   `yaml:"system_prompt"`
+	SkillsDirs   []string `yaml:"skills_dirs"`
+	PromptsDirs  []string `yaml:"prompts_dirs"`
+	// BashEnv is extra environment for the bash tool (the bot's own environment
+	// is never passed through).
+	BashEnv map[string]string `yaml:"bash_env"`
+}
+
+// Retry configures automatic retries of transient LLM errors.
+type Retry struct {
+	Enabled    bool          `yaml:"enabled"`
+	MaxRetries int           `yaml:"max_retries"`
+	BaseDelay  time.Duration `yaml:"base_delay"`
+	// MaxDelay caps the wait, including a server's Retry-After.
+	MaxDelay time.Duration `yaml:"max_delay"`
+}
+
+// Compaction configures context compaction.
+type Compaction struct {
+	Enabled          bool `yaml:"enabled"`
+	ReserveTokens    int  `yaml:"reserve_tokens"`
+	KeepRecentTokens int  `yaml:"keep_recent_tokens"`
+}
+
+// Workspace configures the per-thread checkouts.
+type Workspace struct {
+	// DefaultRepo is used when neither the message nor the channel names one.
+	DefaultRepo string `yaml:"default_repo"`
+	// BranchPrefix starts every session branch; pushes go only below it.
+	BranchPrefix string `yaml:"branch_prefix"`
+	Author       Author `yaml:"author"`
+	// IdleTTL is how long an unused workspace is kept on disk.
+	IdleTTL time.Duration `yaml:"idle_ttl"`
+	// MaxDownloadBytes caps one file a user shares in a thread.
+	MaxDownloadBytes int64  `yaml:"max_download_bytes"`
+	Repos            []Repo `yaml:"repos"`
+}
+
+// Repo finds a configured repository by name.
+func (w Workspace) Repo(name string) (Repo, bool) {
+	for _, r := range w.Repos {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Repo{}, false
+}
+
+// RepoNames lists the configured repositories in file order.
+func (w Workspace) RepoNames() []string {
+	names := make([]string, len(w.Repos))
+	for i, r := range w.Repos {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// Author is the git identity of the bot's commits.
+type Author struct {
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
+}
+
+// Repo is one repository sessions may work on.
+type Repo struct {
+	// Name is what users type (repo=<name>); letters, digits, '.', '_', '-'.
+	Name string `yaml:"name"`
+	// URL is a remote URL (https, ssh, git, scp-like), a local path or a file:// URL.
+	URL           string `yaml:"url"`
+	DefaultBranch string `yaml:"default_branch"`
+	// Token authenticates https remotes; it is never written into the workspace.
+	Token string `yaml:"token"`
+	// SSHKeyFile is a private key for ssh remotes.
+	SSHKeyFile string `yaml:"ssh_key_file"`
+}
+
+// Slack configures the Slack adapter.
+type Slack struct {
+	Enabled       bool      `yaml:"enabled"`
+	Mode          SlackMode `yaml:"mode"`
+	BotToken      string    `yaml:"bot_token"`
+	AppToken      string    `yaml:"app_token"`
+	SigningSecret string    `yaml:"signing_secret"`
+	// Listen is the HTTP address of the Events API endpoint (http mode).
+	Listen string `yaml:"listen"`
+	// APIURL replaces DefaultSlackAPIURL; use BaseURL.
+	APIURL string `yaml:"api_url"`
+	// Channels maps a channel id to the name of its repository.
+	Channels map[string]string `yaml:"channels"`
+	// AllowedUsers and AllowedChannels restrict who may use the bot; empty = all.
+	AllowedUsers    []string  `yaml:"allowed_users"`
+	AllowedChannels []string  `yaml:"allowed_channels"`
+	Rate            SlackRate `yaml:"rate"`
+}
+
+// BaseURL is the Web API base URL, always ending with "/".
+func (s Slack) BaseURL() string {
+	if s.APIURL == "" {
+		return DefaultSlackAPIURL
+	}
+	return s.APIURL
+}
+
+// SlackRate is the bot's own budget for Slack's Web API (a Retry-After from
+// Slack always wins).
+type SlackRate struct {
+	// PostPerSecond and PostBurst limit chat.postMessage per channel.
+	PostPerSecond float64 `yaml:"post_per_second"`
+	PostBurst     int     `yaml:"post_burst"`
+	// UpdatePerMessagePerSecond limits chat.update of one message.
+	UpdatePerMessagePerSecond float64 `yaml:"update_per_message_per_second"`
+	// UpdatePerMinute limits chat.update across the workspace.
+	UpdatePerMinute int `yaml:"update_per_minute"`
+}
+
+// Discord configures the Discord adapter.
+type Discord struct {
+	Enabled bool   `yaml:"enabled"`
+	Token   string `yaml:"token"`
+	// ApplicationID is optional: READY reports it.
+	ApplicationID string `yaml:"application_id"`
+	// GuildIDs register slash commands per guild (instant); empty = globally.
+	GuildIDs []string `yaml:"guild_ids"`
+	// APIURL replaces DefaultDiscordAPIURL for REST and the gateway lookup; use BaseURL.
+	APIURL string `yaml:"api_url"`
+	// Channels maps a channel id to the name of its repository.
+	Channels     map[string]string `yaml:"channels"`
+	AllowedRoles []string          `yaml:"allowed_roles"`
+	AllowedUsers []string          `yaml:"allowed_users"`
+	Rate         DiscordRate       `yaml:"rate"`
+}
+
+// BaseURL is the REST base URL (without api/v9), always ending with "/".
+func (d Discord) BaseURL() string {
+	if d.APIURL == "" {
+		return DefaultDiscordAPIURL
+	}
+	if !strings.HasSuffix(d.APIURL, "/") {
+		return d.APIURL + "/"
+	}
+	return d.APIURL
+}
+
+// DiscordRate is the bot's own budget for Discord's REST API (a Retry-After
+// from Discord always wins).
+type DiscordRate struct {
+	// EditsPer5s limits message edits per channel per 5 seconds.
+	EditsPer5s int `yaml:"edits_per_5s"`
+	// RequestsPerSecond limits all REST requests.
+	RequestsPerSecond int `yaml:"requests_per_second"`
+}
+
+// Default returns the configuration of an empty file. It does not validate on
+// its own: it has no API key and Slack (enabled by default) has no tokens.
+func Default() Config {
+	return Config{
+		DataDir:           "./data",
+		ShutdownGrace:     30 * time.Second,
+		RunTimeout:        30 * time.Minute,
+		MaxConcurrentRuns: 8,
+		Log:               Log{Level: LogInfo, Format: LogAuto},
+		LLM: LLM{
+			BaseURL:         "https://api.openai.com/v1",
+			Model:           "gpt-4.1",
+			ContextWindow:   128000,
+			MaxOutputTokens: 8192,
+		},
+		Agent: Agent{
+			BusyMode:     BusyFollowUp,
+			SteerMode:    OneAtATime,
+			FollowUpMode: OneAtATime,
+			Retry:        Retry{Enabled: true, MaxRetries: 3, BaseDelay: 2 * time.Second, MaxDelay: 60 * time.Second},
+			Compaction:   Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
+			BashTimeout:  10 * time.Minute,
+		},
+		Workspace: Workspace{
+			BranchPrefix:     "bot/",
+			Author:           Author{Name: "threadsmith", Email: "threadsmith@localhost"},
+			IdleTTL:          168 * time.Hour,
+			MaxDownloadBytes: 20 << 20,
+		},
+		Slack: Slack{
+			Enabled: true,
+			Mode:    SlackSocket,
+			Listen:  ":3000",
+			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50},
+		},
+		Discord: Discord{
+			Rate: DiscordRate{EditsPer5s: 5, RequestsPerSecond: 50},
+		},
+	}
+}
+
+// defaultBranch is a repo's default_branch when the file leaves it out.
+const defaultBranch = "main"
+
+// Platforms lists the enabled chat platforms, Slack first.
+func (c Config) Platforms() []string {
+	var ps []string
+	if c.Slack.Enabled {
+		ps = append(ps, PlatformSlack)
+	}
+	if c.Discord.Enabled {
+		ps = append(ps, PlatformDiscord)
+	}
+	return ps
+}
+
+// LogValue logs the configuration with its secrets redacted, so that logging a
+// Config by accident cannot leak a token.
+func (c Config) LogValue() slog.Value {
+	type plain Config // drops the LogValue method
+	return slog.AnyValue(plain(c.Redacted()))
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+)
+
+// The enumerated keys are string types whose UnmarshalText normalises the
+// spellings people write ("followup", "Follow_Up", "INFO") to one canonical
+// value. An unrecognised value is kept as written, so that Validate can name
+// the key and list the choices instead of the YAML decoder failing with a line
+// number only.
+
+// BusyMode is how a plain message to a busy session is queued (agent.busy_mode).
+type BusyMode string
+
+const (
+	// BusyFollowUp delivers the message after the current run ends.
+	BusyFollowUp BusyMode = "followUp"
+	// BusySteer delivers the message at the next turn boundary of the run.
+	BusySteer BusyMode = "steer"
+)
+
+// UnmarshalText accepts followUp, followup and follow_up in any case, and steer.
+func (m *BusyMode) UnmarshalText(b []byte) error {
+	switch strings.ReplaceAll(strings.ToLower(string(b)), "_", "") {
+	case "followup", "follow-up":
+		*m = BusyFollowUp
+	case "steer":
+		*m = BusySteer
+	default:
+		*m = BusyMode(b)
+	}
+	return nil
+}
+
+func (m BusyMode) valid() bool { return m == BusyFollowUp || m == BusySteer }
+
+// QueueMode says how many queued messages one poll of a queue delivers
+// (agent.steer_mode, agent.follow_up_mode).
+type QueueMode string
+
+const (
+	// OneAtATime delivers one message per poll.
+	OneAtATime QueueMode = "one-at-a-time"
+	// AllAtOnce delivers everything queued at each poll.
+	AllAtOnce QueueMode = "all"
+)
+
+// UnmarshalText accepts one-at-a-time (also with underscores) and all, in any case.
+func (m *QueueMode) UnmarshalText(b []byte) error {
+	switch strings.ReplaceAll(strings.ToLower(string(b)), "_", "-") {
+	case string(OneAtATime):
+		*m = OneAtATime
+	case string(AllAtOnce):
+		*m = AllAtOnce
+	default:
+		*m = QueueMode(b)
+	}
+	return nil
+}
+
+func (m QueueMode) valid() bool { return m == OneAtATime || m == AllAtOnce }
+
+// LogLevel is log.level.
+type LogLevel string
+
+// Log levels.
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogWarn  LogLevel = "warn"
+	LogError LogLevel = "error"
+)
+
+// UnmarshalText accepts the levels in any case, and "warning" for warn.
+func (l *LogLevel) UnmarshalText(b []byte) error {
+	s := strings.ToLower(string(b))
+	switch LogLevel(s) {
+	case LogDebug, LogInfo, LogWarn, LogError:
+		*l = LogLevel(s)
+	case "warning":
+		*l = LogWarn
+	default:
+		*l = LogLevel(b)
+	}
+	return nil
+}
+
+func (l LogLevel) valid() bool {
+	return l == LogDebug || l == LogInfo || l == LogWarn || l == LogError
+}
+
+// Slog returns the slog level (info for an invalid value).
+func (l LogLevel) Slog() slog.Level {
+	switch l {
+	case LogDebug:
+		return slog.LevelDebug
+	case LogWarn:
+		return slog.LevelWarn
+	case LogError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// LogFormat is log.format.
+type LogFormat string
+
+// Log formats.
+const (
+	// LogAuto is JSON when stdout is not a terminal, text otherwise.
+	LogAuto LogFormat = "auto"
+	LogJSON LogFormat = "json"
+	LogText LogFormat = "text"
+)
+
+// UnmarshalText accepts the formats in any case.
+func (f *LogFormat) UnmarshalText(b []byte) error {
+	s := LogFormat(strings.ToLower(string(b)))
+	if s == LogAuto || s == LogJSON || s == LogText {
+		*f = s
+	} else {
+		*f = LogFormat(b)
+	}
+	return nil
+}
+
+func (f LogFormat) valid() bool { return f == LogAuto || f == LogJSON || f == LogText }
+
+// JSON reports whether logs should be JSON, given whether stdout is a terminal.
+func (f LogFormat) JSON(stdoutIsTerminal bool) bool {
+	switch f {
+	case LogJSON:
+		return true
+	case LogText:
+		return false
+	}
+	return !stdoutIsTerminal
+}
+
+// SlackMode is how Slack delivers events (slack.mode).
+type SlackMode string
+
+const (
+	// SlackSocket is Socket Mode: an outbound websocket, needs slack.app_token.
+	SlackSocket SlackMode = "socket"
+	// SlackHTTP is the Events API: needs slack.signing_secret and slack.listen.
+	SlackHTTP SlackMode = "http"
+)
+
+// UnmarshalText accepts the modes in any case.
+func (m *SlackMode) UnmarshalText(b []byte) error {
+	s := SlackMode(strings.ToLower(string(b)))
+	if s == SlackSocket || s == SlackHTTP {
+		*m = s
+	} else {
+		*m = SlackMode(b)
+	}
+	return nil
+}
+
+func (m SlackMode) valid() bool { return m == SlackSocket || m == SlackHTTP }

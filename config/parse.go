@@ -1,0 +1,420 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads, parses and validates the configuration file at path: what the
+// bot does at start. env looks up environment variables; nil means
+// os.LookupEnv. On error the Config is the zero value and the error is Errors
+// (one problem per line); a YAML syntax error names the file and the line.
+func Load(path string, env func(string) (string, bool)) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, Errors{{Reason: fmt.Sprintf("cannot read the configuration file: %v", err)}}
+	}
+	defer f.Close()
+	c, err := parse(f, path, env)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Parse reads a configuration from r over Default() and expands environment
+// references, but does not validate it (call Validate). env looks up
+// environment variables; nil means os.LookupEnv. An empty input gives Default().
+// Errors are Errors: unknown keys, values of the wrong type, duplicate keys and
+// malformed ${...} references, each naming its key and line, or a YAML syntax
+// error naming its line.
+func Parse(r io.Reader, env func(string) (string, bool)) (Config, error) {
+	return parse(r, "", env)
+}
+
+func parse(r io.Reader, file string, env func(string) (string, bool)) (Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	dec := yaml.NewDecoder(r)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Default(), nil
+		}
+		return Config{}, Errors{syntaxError(file, err)}
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return Config{}, Errors{{Reason: location(file, extra.Line) + "only one YAML document is allowed"}}
+	case !errors.Is(err, io.EOF):
+		return Config{}, Errors{syntaxError(file, err)}
+	}
+
+	c := Default()
+	root := doc.Content[0] // Decode never yields an empty document node
+	if isNull(root) {
+		return c, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return Config{}, Errors{{Reason: location(file, root.Line) + "the configuration must be a mapping of keys (such as data_dir: ./data)"}}
+	}
+	w := walker{env: env, done: make(map[*yaml.Node]bool)}
+	w.walk(root, reflect.TypeFor[Config](), "")
+	if len(w.errs.errs) > 0 {
+		return Config{}, w.errs.errs
+	}
+	// The walk has expanded the values and checked every key and type, so this
+	// cannot fail on anything but a decoder limit (e.g. excessive aliasing).
+	if err := root.Decode(&c); err != nil {
+		return Config{}, Errors{{Reason: location(file, 0) + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	c.unresolved = w.unresolved
+	c.fillDerived()
+	return c, nil
+}
+
+// fillDerived applies the defaults that depend on other keys or live inside
+// list items, and makes empty lists and maps nil, so that a Config has one
+// canonical form whatever the file's spelling ([] or absent).
+func (c *Config) fillDerived() {
+	for i := range c.Workspace.Repos {
+		if c.Workspace.Repos[i].DefaultBranch == "" {
+			c.Workspace.Repos[i].DefaultBranch = defaultBranch
+		}
+	}
+	for i := range c.LLM.Models {
+		m := &c.LLM.Models[i]
+		if m.ContextWindow == 0 {
+			m.ContextWindow = c.LLM.ContextWindow
+		}
+		if m.MaxOutputTokens == 0 {
+			m.MaxOutputTokens = c.LLM.MaxOutputTokens
+		}
+	}
+	nilEmpty(reflect.ValueOf(c).Elem())
+}
+
+func nilEmpty(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				nilEmpty(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			v.SetZero()
+			return
+		}
+		for i := range v.Len() {
+			nilEmpty(v.Index(i))
+		}
+	case reflect.Map:
+		if v.Len() == 0 {
+			v.SetZero()
+		}
+	}
+}
+
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// syntaxError turns a yaml.v3 parse error into "file:line: message".
+func syntaxError(file string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	// yaml.v3 omits the line when the problem's position is on the first line
+	// (it treats line index 0 as unknown).
+	line := "1"
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line = m[1]
+		msg = msg[len(m[0]):]
+	}
+	where := "line " + line + ": "
+	if file != "" {
+		where = file + ":" + line + ": "
+	}
+	return &Error{Reason: where + "invalid YAML: " + msg}
+}
+
+// location is the "file:line: " prefix of a keyless problem.
+func location(file string, line int) string {
+	switch {
+	case file != "" && line > 0:
+		return fmt.Sprintf("%s:%d: ", file, line)
+	case file != "":
+		return file + ": "
+	case line > 0:
+		return fmt.Sprintf("line %d: ", line)
+	}
+	return ""
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// walker visits the YAML tree alongside the Config type: it rejects keys the
+// type does not have, checks each scalar against its field's type (so the
+// error can name the key, which yaml.v3's errors do not), and expands
+// environment references in scalar values, recording unset ones by key.
+type walker struct {
+	env        func(string) (string, bool)
+	errs       collector
+	unresolved []unresolvedVar
+	// done marks expanded scalars: an anchored value reached again through an
+	// alias must not be expanded twice.
+	done map[*yaml.Node]bool
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func (w *walker) walk(n *yaml.Node, t reflect.Type, key string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if isNull(n) {
+		return // present but empty: the key keeps its default
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			w.errs.add(key, fmt.Sprintf("must be a mapping of keys, not %s (line %d)", kindName(n), n.Line))
+			return
+		}
+		w.mapping(n, t, key, func(k string) (reflect.Type, string) {
+			f, ok := fieldByTag(t, k)
+			if !ok {
+				return nil, suggest(k, fieldTags(t))
+			}
+			return f.Type, ""
+		})
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			w.errs.add(key, fmt.Sprintf("must be a mapping, not %s (line %d)", kindName(n), n.Line))
+			return
+		}
+		w.mapping(n, t, key, func(string) (reflect.Type, string) { return t.Elem(), "" })
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.errs.add(key, fmt.Sprintf("must be a list, not %s (line %d)", kindName(n), n.Line))
+			return
+		}
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", key, i))
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			w.errs.add(key, fmt.Sprintf("must be a single value, not %s (line %d)", kindName(n), n.Line))
+			return
+		}
+		w.scalar(n, t, key)
+	}
+}
+
+// mapping walks the pairs of a mapping node; field resolves a key to the type
+// of its value, or nil and a suggestion when the key is unknown.
+func (w *walker) mapping(n *yaml.Node, t reflect.Type, key string, field func(string) (reflect.Type, string)) {
+	lines := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			w.errs.add(key, fmt.Sprintf("keys must be plain names, not %s (line %d)", kindName(k), k.Line))
+			continue
+		}
+		if k.Tag == "!!merge" { // "<<: *anchor" merges another mapping into this one
+			w.merge(v, t, key)
+			continue
+		}
+		path := joinKey(key, k.Value)
+		if k.Value == "" {
+			w.errs.add(path, fmt.Sprintf("empty key (line %d)", k.Line))
+			continue
+		}
+		if first, dup := lines[k.Value]; dup {
+			w.errs.add(path, fmt.Sprintf("defined twice (lines %d and %d)", first, k.Line))
+			continue
+		}
+		lines[k.Value] = k.Line
+		ft, hint := field(k.Value)
+		if ft == nil {
+			reason := fmt.Sprintf("unknown key (line %d)", k.Line)
+			if hint != "" {
+				reason += fmt.Sprintf("; did you mean %q?", hint)
+			}
+			w.errs.add(path, reason)
+			continue
+		}
+		w.walk(v, ft, path)
+	}
+}
+
+func (w *walker) merge(v *yaml.Node, t reflect.Type, key string) {
+	if v.Kind == yaml.SequenceNode {
+		for _, item := range v.Content {
+			w.walk(item, t, key)
+		}
+		return
+	}
+	w.walk(v, t, key)
+}
+
+func (w *walker) scalar(n *yaml.Node, t reflect.Type, key string) {
+	fromEnv := false
+	if !w.done[n] {
+		w.done[n] = true
+		x, err := expand(n.Value, w.env)
+		if err != nil {
+			w.errs.add(key, fmt.Sprintf("%v (line %d)", err, n.Line))
+			return
+		}
+		fromEnv = x.fromEnv
+		if x.changed {
+			setExpanded(n, x)
+			for _, name := range x.missing {
+				w.unresolved = append(w.unresolved, unresolvedVar{key: key, name: name})
+			}
+		}
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		want := "a valid value"
+		switch {
+		case t == durationType:
+			want = "a duration such as 30s, 10m or 168h"
+		case t.Kind() == reflect.Bool:
+			want = "true or false"
+		case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+			want = "a whole number"
+		case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+			want = "a number"
+		}
+		got := ""
+		if !fromEnv { // a value from the environment may be a secret: never echo it
+			got = fmt.Sprintf(", not %q", n.Value)
+		}
+		w.errs.add(key, fmt.Sprintf("must be %s%s (line %d)", want, got, n.Line))
+	}
+}
+
+// setExpanded stores an expanded value in its node. A plain scalar is
+// re-resolved as if the expanded text had been written in the file, so that
+// ${PORT} can fill an integer key, except that it never becomes null (a secret
+// "null" or "~" stays a string). A value with an unset variable becomes null,
+// so the key keeps its default and Validate reports the variable.
+func setExpanded(n *yaml.Node, x expansion) {
+	n.Value = x.value
+	if len(x.missing) > 0 {
+		n.Value, n.Tag, n.Style = "", "", 0
+		return
+	}
+	if n.Style != 0 {
+		return // quoted, block or explicitly tagged: its tag stands
+	}
+	n.Tag = ""
+	if n.ShortTag() == "!!null" {
+		n.Tag = "!!str"
+	}
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return "a single value"
+}
+
+func joinKey(parent, k string) string {
+	if parent == "" {
+		return k
+	}
+	return parent + "." + k
+}
+
+// fieldTags lists the YAML keys of a struct type, in declaration order.
+func fieldTags(t reflect.Type) []string {
+	var tags []string
+	for f := range t.Fields() {
+		if tag := yamlName(f); tag != "" {
+			tags = append(tags, tag)
+		}
+	}
+	return tags
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
+		if yamlName(f) == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}
+
+// suggest returns the known key closest to an unknown one, if it is close
+// enough to be a typo.
+func suggest(k string, known []string) string {
+	k = strings.ToLower(k)
+	best, bestDist := "", -1
+	for _, cand := range known {
+		d := editDistance(k, cand)
+		close := d <= 2 || (commonPrefix(k, cand) >= 4 && 2*d <= max(len(k), len(cand)))
+		if close && (bestDist < 0 || d < bestDist) {
+			best, bestDist = cand, d
+		}
+	}
+	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

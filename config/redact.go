@@ -1,0 +1,64 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// redactedValue replaces a secret in Redacted; an empty secret stays empty so
+// the log still shows that it is unset.
+const redactedValue = "***"
+
+// Redacted returns a copy of c for logging the effective configuration: API
+// keys, tokens, signing secrets, bash_env values and credentials inside URLs
+// are replaced by "***". Lists and maps that hold no secret are shared with c.
+func (c Config) Redacted() Config {
+	r := c
+	r.LLM.APIKey = redact(c.LLM.APIKey)
+	r.LLM.BaseURL = redactURL(c.LLM.BaseURL)
+	if c.Agent.BashEnv != nil {
+		r.Agent.BashEnv = make(map[string]string, len(c.Agent.BashEnv))
+		for k, v := range c.Agent.BashEnv {
+			r.Agent.BashEnv[k] = redact(v)
+		}
+	}
+	if c.Workspace.Repos != nil {
+		r.Workspace.Repos = make([]Repo, len(c.Workspace.Repos))
+		for i, repo := range c.Workspace.Repos {
+			repo.Token = redact(repo.Token)
+			repo.URL = redactURL(repo.URL)
+			r.Workspace.Repos[i] = repo
+		}
+	}
+	r.Slack.BotToken = redact(c.Slack.BotToken)
+	r.Slack.AppToken = redact(c.Slack.AppToken)
+	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
+	r.Slack.APIURL = redactURL(c.Slack.APIURL)
+	r.Discord.Token = redact(c.Discord.Token)
+	r.Discord.APIURL = redactURL(c.Discord.APIURL)
+	return r
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redactedValue
+}
+
+// redactURL hides the user information of a URL (Validate refuses it in repo
+// URLs, but Redacted must be safe on any Config).
+func redactURL(s string) string {
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return s // a local path or scp-like git@host:path: its user is no secret
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return redactedValue // unparsable and possibly holding a credential
+	}
+	if u.User == nil {
+		return s
+	}
+	u.User = url.User(redactedValue)
+	return u.String()
+}

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func secretConfig() Config {
+	c := validConfig()
+	c.LLM.APIKey = "sk-SECRET1"
+	c.LLM.BaseURL = "https://proxyuser:SECRET2@llm.example.com/v1"
+	c.Agent.BashEnv = map[string]string{"NPM_TOKEN": "SECRET3", "EMPTY": ""}
+	c.Workspace.Repos[0].Token = "SECRET4"
+	c.Workspace.Repos[1].URL = "https://SECRET5@example.com/lib.git"
+	c.Slack.BotToken = "xoxb-SECRET6"
+	c.Slack.AppToken = "xapp-SECRET7"
+	c.Slack.SigningSecret = "SECRET8"
+	c.Slack.APIURL = "https://u:SECRET9@slack-proxy.example.com/api/"
+	c.Discord.Token = "SECRET10"
+	c.Discord.APIURL = "https://u:SECRET11@discord-proxy.example.com/"
+	return c
+}
+
+func TestRedactedHidesEverySecret(t *testing.T) {
+	c := secretConfig()
+	orig := fmt.Sprintf("%+v", c)
+	r := c.Redacted()
+	out := fmt.Sprintf("%+v", r)
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("Redacted() still shows a secret:\n%s", out)
+	}
+	if r.LLM.APIKey != "***" || r.Slack.BotToken != "***" || r.Workspace.Repos[0].Token != "***" || r.Agent.BashEnv["NPM_TOKEN"] != "***" {
+		t.Errorf("got %q %q %q %q, want *** for each", r.LLM.APIKey, r.Slack.BotToken, r.Workspace.Repos[0].Token, r.Agent.BashEnv["NPM_TOKEN"])
+	}
+	if r.Discord.APIURL != "https://%2A%2A%2A@discord-proxy.example.com/" && r.Discord.APIURL != "https://***@discord-proxy.example.com/" {
+		t.Errorf("discord.api_url = %q, want the host kept and the user information hidden", r.Discord.APIURL)
+	}
+	// Unset secrets stay visibly unset; non-secrets are untouched.
+	if r.Agent.BashEnv["EMPTY"] != "" || r.Workspace.Repos[1].Token != "" || r.LLM.Model != "gpt-4.1" || r.Workspace.Repos[0].URL != c.Workspace.Repos[0].URL {
+		t.Errorf("Redacted changed non-secrets: %+v", r)
+	}
+	// The original is not modified.
+	if after := fmt.Sprintf("%+v", c); after != orig {
+		t.Errorf("Redacted modified its receiver:\nbefore %s\nafter  %s", orig, after)
+	}
+}
+
+func TestLoggingAConfigRedactsIt(t *testing.T) {
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("effective configuration", "config", secretConfig())
+	if strings.Contains(buf.String(), "SECRET") {
+		t.Errorf("logged config shows a secret:\n%s", buf.String())
+	}
+	if !strings.Contains(buf.String(), "gpt-4.1") || !strings.Contains(buf.String(), "***") {
+		t.Errorf("logged config = %s, want the model and *** placeholders", buf.String())
+	}
+}
+
+func TestPlatforms(t *testing.T) {
+	for _, tt := range []struct {
+		slack, discord bool
+		want           []string
+	}{
+		{true, false, []string{"slack"}},
+		{false, true, []string{"discord"}},
+		{true, true, []string{"slack", "discord"}},
+		{false, false, nil},
+	} {
+		c := Default()
+		c.Slack.Enabled, c.Discord.Enabled = tt.slack, tt.discord
+		if got := c.Platforms(); !slices.Equal(got, tt.want) {
+			t.Errorf("slack %v discord %v: Platforms() = %v, want %v", tt.slack, tt.discord, got, tt.want)
+		}
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	c := validConfig()
+	c.LLM.Price = Price{Input: 2, Output: 8}
+	c.LLM.Models = []Model{{Name: "small", ContextWindow: 32000, MaxOutputTokens: 4000}}
+
+	if got := c.LLM.ModelNames(); !slices.Equal(got, []string{"gpt-4.1", "small"}) {
+		t.Errorf("ModelNames() = %v, want [gpt-4.1 small]", got)
+	}
+	if m, ok := c.LLM.Lookup("gpt-4.1"); !ok || m.ContextWindow != 128000 || m.Price.Output != 8 {
+		t.Errorf("Lookup(main) = %+v, %v; want the main model with its window and price", m, ok)
+	}
+	if m, ok := c.LLM.Lookup("small"); !ok || m.ContextWindow != 32000 || !m.Price.IsZero() {
+		t.Errorf("Lookup(small) = %+v, %v; want small with no price", m, ok)
+	}
+	if _, ok := c.LLM.Lookup("nope"); ok {
+		t.Error("Lookup(nope) found a model, want none")
+	}
+	if r, ok := c.Workspace.Repo("lib"); !ok || r.DefaultBranch != "trunk" {
+		t.Errorf("Repo(lib) = %+v, %v; want lib on trunk", r, ok)
+	}
+	if got := c.Workspace.RepoNames(); !reflect.DeepEqual(got, []string{"app", "lib"}) {
+		t.Errorf("RepoNames() = %v, want [app lib]", got)
+	}
+
+	for _, tt := range []struct{ api, slack, discord string }{
+		{"", DefaultSlackAPIURL, DefaultDiscordAPIURL},
+		{"http://127.0.0.1:9/", "http://127.0.0.1:9/", "http://127.0.0.1:9/"},
+	} {
+		s, d := Slack{APIURL: tt.api}, Discord{APIURL: tt.api}
+		if s.BaseURL() != tt.slack || d.BaseURL() != tt.discord {
+			t.Errorf("api_url %q: BaseURL() = %q, %q; want %q, %q", tt.api, s.BaseURL(), d.BaseURL(), tt.slack, tt.discord)
+		}
+	}
+	if got := (Discord{APIURL: "http://127.0.0.1:9"}).BaseURL(); got != "http://127.0.0.1:9/" {
+		t.Errorf("Discord.BaseURL() without a slash = %q, want one added", got)
+	}
+
+	for _, tt := range []struct {
+		f        LogFormat
+		terminal bool
+		want     bool
+	}{
+		{LogAuto, true, false}, {LogAuto, false, true}, {LogJSON, true, true}, {LogText, false, false},
+	} {
+		if got := tt.f.JSON(tt.terminal); got != tt.want {
+			t.Errorf("%s.JSON(terminal=%v) = %v, want %v", tt.f, tt.terminal, got, tt.want)
+		}
+	}
+	if LogDebug.Slog() != slog.LevelDebug || LogWarn.Slog() != slog.LevelWarn || LogError.Slog() != slog.LevelError || LogInfo.Slog() != slog.LevelInfo {
+		t.Error("LogLevel.Slog() maps a level wrongly")
+	}
+}

@@ -1,0 +1,399 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Validate reports every problem of c as Errors, each naming its key and why,
+// or returns nil. It reports at most one problem per key.
+//
+// A disabled platform's section (slack.enabled: false, discord.enabled: false)
+// is not checked at all, and unset ${VAR} references inside it are ignored: the
+// section is not in use. Unset references elsewhere are reported as
+// "<key>: environment variable <VAR> is not set"; note they are the variables
+// that were unset when the file was parsed.
+//
+// llm.api_key may be empty only when llm.base_url is a loopback address
+// (localhost, 127.0.0.0/8, ::1): local model servers usually need no key, and
+// a hosted endpoint without one would fail on the first message instead of at
+// start.
+func (c *Config) Validate() error {
+	var v collector
+	for _, u := range c.unresolved {
+		if c.inUse(u.key) {
+			v.add(u.key, fmt.Sprintf("environment variable %s is not set", u.name))
+		}
+	}
+	c.validateTop(&v)
+	c.validateLLM(&v)
+	c.validateAgent(&v)
+	c.validateWorkspace(&v)
+	if c.Slack.Enabled {
+		c.validateSlack(&v)
+	}
+	if c.Discord.Enabled {
+		c.validateDiscord(&v)
+	}
+	return v.err()
+}
+
+// inUse reports whether a key matters to this configuration: everything but
+// the sections of disabled platforms.
+func (c *Config) inUse(key string) bool {
+	switch {
+	case key == "slack" || strings.HasPrefix(key, "slack."):
+		return c.Slack.Enabled
+	case key == "discord" || strings.HasPrefix(key, "discord."):
+		return c.Discord.Enabled
+	}
+	return true
+}
+
+func (c *Config) validateTop(v *collector) {
+	if strings.TrimSpace(c.DataDir) == "" {
+		v.add("data_dir", "must not be empty")
+	}
+	positiveDuration(v, "shutdown_grace", c.ShutdownGrace)
+	positiveDuration(v, "run_timeout", c.RunTimeout)
+	if c.MaxConcurrentRuns < 1 {
+		v.add("max_concurrent_runs", fmt.Sprintf("must be at least 1 (got %d)", c.MaxConcurrentRuns))
+	}
+	if !c.Log.Level.valid() {
+		v.add("log.level", fmt.Sprintf("must be debug, info, warn or error (got %q)", c.Log.Level))
+	}
+	if !c.Log.Format.valid() {
+		v.add("log.format", fmt.Sprintf("must be auto, json or text (got %q)", c.Log.Format))
+	}
+}
+
+func (c *Config) validateLLM(v *collector) {
+	l := c.LLM
+	if p := httpURLProblem(l.BaseURL); p != "" {
+		v.add("llm.base_url", p+" (such as https://api.openai.com/v1)")
+	}
+	if l.APIKey == "" && !isLoopbackURL(l.BaseURL) {
+		v.add("llm.api_key", "required: set OPENAI_API_KEY or llm.api_key (only a loopback llm.base_url, such as a local model server, may go without)")
+	}
+	if strings.TrimSpace(l.Model) == "" {
+		v.add("llm.model", "must not be empty")
+	}
+	c.validateLimits(v, "llm.", l.ContextWindow, l.MaxOutputTokens, false)
+	validatePrice(v, "llm.price", l.Price)
+
+	seen := make(map[string]bool)
+	for i, m := range l.Models {
+		key := fmt.Sprintf("llm.models[%d].", i)
+		switch {
+		case strings.TrimSpace(m.Name) == "":
+			v.add(key+"name", "must not be empty")
+		case m.Name == l.Model:
+			v.add(key+"name", fmt.Sprintf("%q is llm.model, which is always available: configure it under llm", m.Name))
+		case seen[m.Name]:
+			v.add(key+"name", fmt.Sprintf("%q is listed twice", m.Name))
+		}
+		seen[m.Name] = true
+		c.validateLimits(v, key, m.ContextWindow, m.MaxOutputTokens, true)
+		validatePrice(v, key+"price", m.Price)
+	}
+}
+
+// validateLimits checks one model's token limits; prefix is "llm." or
+// "llm.models[i].". The main model's window against reserve_tokens is checked
+// (once) under agent.compaction.
+func (c *Config) validateLimits(v *collector, prefix string, window, maxOut int, checkReserve bool) {
+	switch {
+	case maxOut <= 0:
+		v.add(prefix+"max_output_tokens", fmt.Sprintf("must be greater than 0 (got %d)", maxOut))
+	case window <= maxOut:
+		v.add(prefix+"context_window", fmt.Sprintf("must be greater than %smax_output_tokens (%d)", prefix, maxOut))
+	case checkReserve && window <= c.Agent.Compaction.ReserveTokens:
+		v.add(prefix+"context_window", fmt.Sprintf("must be greater than agent.compaction.reserve_tokens (%d)", c.Agent.Compaction.ReserveTokens))
+	}
+}
+
+func validatePrice(v *collector, key string, p Price) {
+	for _, f := range []struct {
+		name string
+		val  float64
+	}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+		if f.val < 0 {
+			v.add(key+"."+f.name, "must not be negative")
+		}
+	}
+}
+
+func (c *Config) validateAgent(v *collector) {
+	a := c.Agent
+	if !a.BusyMode.valid() {
+		v.add("agent.busy_mode", fmt.Sprintf("must be followUp or steer (got %q)", a.BusyMode))
+	}
+	if !a.SteerMode.valid() {
+		v.add("agent.steer_mode", fmt.Sprintf("must be one-at-a-time or all (got %q)", a.SteerMode))
+	}
+	if !a.FollowUpMode.valid() {
+		v.add("agent.follow_up_mode", fmt.Sprintf("must be one-at-a-time or all (got %q)", a.FollowUpMode))
+	}
+
+	r := a.Retry
+	if r.MaxRetries < 0 {
+		v.add("agent.retry.max_retries", fmt.Sprintf("must not be negative (got %d)", r.MaxRetries))
+	}
+	if r.Enabled {
+		positiveDuration(v, "agent.retry.base_delay", r.BaseDelay)
+		if r.MaxDelay < r.BaseDelay {
+			v.add("agent.retry.max_delay", fmt.Sprintf("must be at least agent.retry.base_delay (%s)", r.BaseDelay))
+		}
+	}
+
+	// Checked even when compaction is disabled: !compact works either way.
+	cp := a.Compaction
+	switch {
+	case cp.ReserveTokens <= 0:
+		v.add("agent.compaction.reserve_tokens", fmt.Sprintf("must be greater than 0 (got %d)", cp.ReserveTokens))
+	case cp.ReserveTokens >= c.LLM.ContextWindow && c.LLM.ContextWindow > c.LLM.MaxOutputTokens:
+		// (a window already too small for max_output_tokens is reported under llm only)
+		v.add("agent.compaction.reserve_tokens", fmt.Sprintf("must be less than llm.context_window (%d)", c.LLM.ContextWindow))
+	}
+	if cp.KeepRecentTokens <= 0 {
+		v.add("agent.compaction.keep_recent_tokens", fmt.Sprintf("must be greater than 0 (got %d)", cp.KeepRecentTokens))
+	}
+
+	positiveDuration(v, "agent.bash_timeout", a.BashTimeout)
+	nonEmptyItems(v, "agent.skills_dirs", a.SkillsDirs)
+	nonEmptyItems(v, "agent.prompts_dirs", a.PromptsDirs)
+	for _, name := range sortedKeys(a.BashEnv) {
+		if !validVarName(name) {
+			v.add("agent.bash_env."+name, "is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+		}
+	}
+}
+
+var repoName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+func (c *Config) validateWorkspace(v *collector) {
+	w := c.Workspace
+	if w.BranchPrefix == "" {
+		v.add("workspace.branch_prefix", "must not be empty: pushes are confined to branches below it")
+	} else if p := refPrefixProblem(w.BranchPrefix); p != "" {
+		v.add("workspace.branch_prefix", p)
+	}
+	for _, f := range []struct{ key, val string }{{"workspace.author.name", w.Author.Name}, {"workspace.author.email", w.Author.Email}} {
+		switch {
+		case strings.TrimSpace(f.val) == "":
+			v.add(f.key, "must not be empty")
+		case strings.ContainsAny(f.val, "<>\n\x00"):
+			v.add(f.key, "must not contain '<', '>' or a newline")
+		}
+	}
+	positiveDuration(v, "workspace.idle_ttl", w.IdleTTL)
+	if w.MaxDownloadBytes <= 0 {
+		v.add("workspace.max_download_bytes", fmt.Sprintf("must be greater than 0 (got %d)", w.MaxDownloadBytes))
+	}
+
+	seen := make(map[string]bool)
+	for i, r := range w.Repos {
+		key := fmt.Sprintf("workspace.repos[%d].", i)
+		switch {
+		case r.Name == "":
+			v.add(key+"name", "must not be empty")
+		case !repoName.MatchString(r.Name):
+			v.add(key+"name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-' only (users type it as repo=<name>)", r.Name))
+		case seen[r.Name]:
+			v.add(key+"name", fmt.Sprintf("%q is used by two repos", r.Name))
+		}
+		seen[r.Name] = true
+		if p := repoURLProblem(r.URL); p != "" {
+			v.add(key+"url", p)
+		}
+		if p := refNameProblem(r.DefaultBranch); p != "" {
+			v.add(key+"default_branch", p)
+		}
+	}
+
+	switch {
+	case w.DefaultRepo == "" && len(w.Repos) > 0:
+		v.add("workspace.default_repo", "required when workspace.repos is not empty "+c.knownRepos())
+	case w.DefaultRepo != "":
+		if _, ok := w.Repo(w.DefaultRepo); !ok {
+			v.add("workspace.default_repo", fmt.Sprintf("%q is not a configured repo %s", w.DefaultRepo, c.knownRepos()))
+		}
+	}
+}
+
+// knownRepos is the parenthesised list of repo names for error messages.
+func (c *Config) knownRepos() string {
+	if len(c.Workspace.Repos) == 0 {
+		return "(workspace.repos is empty)"
+	}
+	return "(one of: " + strings.Join(c.Workspace.RepoNames(), ", ") + ")"
+}
+
+func (c *Config) validateChannels(v *collector, key string, channels map[string]string) {
+	for _, ch := range sortedKeys(channels) {
+		if _, ok := c.Workspace.Repo(channels[ch]); !ok {
+			v.add(key+"."+ch, fmt.Sprintf("%q is not a configured repo %s", channels[ch], c.knownRepos()))
+		}
+	}
+}
+
+func (c *Config) validateSlack(v *collector) {
+	s := c.Slack
+	if !s.Mode.valid() {
+		v.add("slack.mode", fmt.Sprintf("must be socket or http (got %q)", s.Mode))
+	}
+	tokenWithPrefix(v, "slack.bot_token", s.BotToken, "xoxb-", "required when slack.enabled is true: the bot token (xoxb-…)")
+	switch s.Mode {
+	case SlackSocket:
+		tokenWithPrefix(v, "slack.app_token", s.AppToken, "xapp-", "required in socket mode: an app-level token (xapp-…) with connections:write")
+	case SlackHTTP:
+		if s.SigningSecret == "" {
+			v.add("slack.signing_secret", "required in http mode: the app's signing secret")
+		}
+		if s.Listen == "" {
+			v.add("slack.listen", "required in http mode: the address to listen on, such as :3000")
+		} else if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+			v.add("slack.listen", fmt.Sprintf("must be host:port or :port, such as :3000 (got %q)", s.Listen))
+		}
+	}
+	if s.APIURL != "" {
+		if p := httpURLProblem(s.APIURL); p != "" {
+			v.add("slack.api_url", p)
+		} else if !strings.HasSuffix(s.APIURL, "/") {
+			v.add("slack.api_url", `must end with "/" (it replaces https://slack.com/api/)`)
+		}
+	}
+	c.validateChannels(v, "slack.channels", s.Channels)
+	nonEmptyItems(v, "slack.allowed_users", s.AllowedUsers)
+	nonEmptyItems(v, "slack.allowed_channels", s.AllowedChannels)
+	positiveFloat(v, "slack.rate.post_per_second", s.Rate.PostPerSecond)
+	positiveInt(v, "slack.rate.post_burst", s.Rate.PostBurst)
+	positiveFloat(v, "slack.rate.update_per_message_per_second", s.Rate.UpdatePerMessagePerSecond)
+	positiveInt(v, "slack.rate.update_per_minute", s.Rate.UpdatePerMinute)
+}
+
+var snowflake = regexp.MustCompile(`^[0-9]+$`)
+
+func (c *Config) validateDiscord(v *collector) {
+	d := c.Discord
+	if d.Token == "" {
+		v.add("discord.token", "required when discord.enabled is true: the bot token")
+	}
+	if d.ApplicationID != "" && !snowflake.MatchString(d.ApplicationID) {
+		v.add("discord.application_id", fmt.Sprintf("must be a numeric id (got %q)", d.ApplicationID))
+	}
+	for i, g := range d.GuildIDs {
+		if !snowflake.MatchString(g) {
+			v.add(fmt.Sprintf("discord.guild_ids[%d]", i), fmt.Sprintf("must be a numeric guild id (got %q)", g))
+		}
+	}
+	if d.APIURL != "" {
+		if p := httpURLProblem(d.APIURL); p != "" {
+			v.add("discord.api_url", p)
+		}
+	}
+	c.validateChannels(v, "discord.channels", d.Channels)
+	nonEmptyItems(v, "discord.allowed_roles", d.AllowedRoles)
+	nonEmptyItems(v, "discord.allowed_users", d.AllowedUsers)
+	positiveInt(v, "discord.rate.edits_per_5s", d.Rate.EditsPer5s)
+	positiveInt(v, "discord.rate.requests_per_second", d.Rate.RequestsPerSecond)
+}
+
+// tokenWithPrefix checks a required token's kind without ever quoting it.
+func tokenWithPrefix(v *collector, key, token, prefix, missing string) {
+	switch {
+	case token == "":
+		v.add(key, missing)
+	case !strings.HasPrefix(token, prefix):
+		v.add(key, fmt.Sprintf("must start with %q (is this the right token?)", prefix))
+	}
+}
+
+func positiveDuration(v *collector, key string, d time.Duration) {
+	if d <= 0 {
+		v.add(key, fmt.Sprintf("must be a positive duration such as 30s (got %s)", d))
+	}
+}
+
+func positiveInt(v *collector, key string, n int) {
+	if n <= 0 {
+		v.add(key, fmt.Sprintf("must be greater than 0 (got %d)", n))
+	}
+}
+
+func positiveFloat(v *collector, key string, f float64) {
+	if !(f > 0) {
+		v.add(key, fmt.Sprintf("must be greater than 0 (got %g)", f))
+	}
+}
+
+func nonEmptyItems(v *collector, key string, items []string) {
+	for i, s := range items {
+		if strings.TrimSpace(s) == "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), "must not be empty")
+		}
+	}
+}
+
+// httpURLProblem says why s is not an absolute http(s) URL, without quoting it
+// (a URL may carry credentials).
+func httpURLProblem(s string) string {
+	u, err := url.Parse(s)
+	if s == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "must be an absolute http(s) URL"
+	}
+	return ""
+}
+
+func isLoopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// repoURLProblem accepts remote URLs (http, https, ssh, git), scp-like
+// addresses (git@host:path), local paths and file:// URLs. Credentials in the
+// URL are refused: git would write them into the workspace's .git/config,
+// which PRODUCT.md §7 forbids; the token key exists for that.
+func repoURLProblem(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "must not be empty"
+	}
+	if !strings.Contains(s, "://") {
+		return "" // a local path or an scp-like address
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "is not a valid URL"
+	}
+	switch u.Scheme {
+	case "http", "https", "ssh", "git":
+		if u.Host == "" {
+			return "has no host"
+		}
+	case "file":
+		if u.Path == "" {
+			return "file:// URL has no path"
+		}
+	default:
+		return fmt.Sprintf("scheme %q is not supported (use https, ssh, git, file:// or a local path)", u.Scheme)
+	}
+	if u.User != nil {
+		_, hasPassword := u.User.Password()
+		if hasPassword || u.Scheme == "http" || u.Scheme == "https" {
+			return "must not contain credentials: put them in the repo's token key, which is never written into the workspace"
+		}
+	}
+	return ""
+}
