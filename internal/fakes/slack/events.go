@@ -24,6 +24,22 @@ type eventRecord struct {
 	deliveries int
 	acked      bool
 	latest     *delivery
+	// outstanding: delivered (not lost) and not yet acknowledged; Server.outstanding
+	// counts these so WaitAllAcked stays cheap under bursts.
+	outstanding bool
+}
+
+// updateOutstandingLocked recomputes rec.outstanding and the server's count.
+func (s *Server) updateOutstandingLocked(rec *eventRecord) {
+	now := !rec.acked && rec.latest != nil && !rec.latest.Lost
+	if now != rec.outstanding {
+		rec.outstanding = now
+		if now {
+			s.outstanding++
+		} else {
+			s.outstanding--
+		}
+	}
 }
 
 // delivery is one delivery attempt; Delivery is what tests see.
@@ -111,6 +127,7 @@ func (s *Server) deliverLocked(rec *eventRecord, retryReason string) {
 	}
 	s.deliveries = append(s.deliveries, d)
 	s.byDelivery[d.ID] = d
+	s.updateOutstandingLocked(rec)
 	s.notifyLocked()
 }
 
@@ -186,13 +203,9 @@ func (s *Server) Acks() []Ack {
 func (s *Server) WaitAck(ctx context.Context, deliveryID string) (Ack, error) {
 	var ack Ack
 	err := s.waitFor(ctx, func() bool {
-		for _, a := range s.acks {
-			if a.DeliveryID == deliveryID {
-				ack = a
-				return true
-			}
-		}
-		return false
+		var ok bool
+		ack, ok = s.ackOf[deliveryID]
+		return ok
 	})
 	if err != nil {
 		return Ack{}, fmt.Errorf("slackfake: waiting for ack of %s: %w", deliveryID, err)
@@ -205,13 +218,9 @@ func (s *Server) WaitAck(ctx context.Context, deliveryID string) (Ack, error) {
 func (s *Server) WaitEventAck(ctx context.Context, eventID string) (Ack, error) {
 	var ack Ack
 	err := s.waitFor(ctx, func() bool {
-		for _, a := range s.acks {
-			if d, ok := s.byDelivery[a.DeliveryID]; ok && a.EventID == eventID && d.Acked {
-				ack = a
-				return true
-			}
-		}
-		return false
+		var ok bool
+		ack, ok = s.eventAck[eventID]
+		return ok
 	})
 	if err != nil {
 		return Ack{}, fmt.Errorf("slackfake: waiting for ack of event %s: %w", eventID, err)
@@ -222,14 +231,7 @@ func (s *Server) WaitEventAck(ctx context.Context, eventID string) (Ack, error) 
 // WaitAllAcked waits until every event delivered so far has been acknowledged.
 // Events lost to an Outage and never redelivered do not count.
 func (s *Server) WaitAllAcked(ctx context.Context) error {
-	err := s.waitFor(ctx, func() bool {
-		for _, rec := range s.events {
-			if !rec.acked && rec.latest != nil && !rec.latest.Lost {
-				return false
-			}
-		}
-		return true
-	})
+	err := s.waitFor(ctx, func() bool { return s.outstanding == 0 })
 	if err != nil {
 		return fmt.Errorf("slackfake: waiting for all events to be acked: %w", err)
 	}
@@ -246,7 +248,14 @@ func (s *Server) recordAckLocked(ack Ack, ok bool) {
 		if ok {
 			d.Acked = true
 			d.rec.acked = true
+			s.updateOutstandingLocked(d.rec)
+			if _, seen := s.eventAck[d.EventID]; !seen {
+				s.eventAck[d.EventID] = ack
+			}
 		}
+	}
+	if _, seen := s.ackOf[ack.DeliveryID]; !seen {
+		s.ackOf[ack.DeliveryID] = ack
 	}
 	s.acks = append(s.acks, ack)
 	s.notifyLocked()

@@ -47,11 +47,14 @@ type Server struct {
 	statuses    []Status
 	downloads   []Download
 
-	events     map[string]*eventRecord
-	deliveries []*delivery
-	byDelivery map[string]*delivery
-	acks       []Ack
-	timers     map[*time.Timer]struct{}
+	events      map[string]*eventRecord
+	deliveries  []*delivery
+	byDelivery  map[string]*delivery
+	acks        []Ack
+	ackOf       map[string]Ack // delivery id -> its first ack
+	eventAck    map[string]Ack // event id -> its first successful ack
+	outstanding int
+	timers      map[*time.Timer]struct{}
 
 	outage  bool
 	tickets map[string]bool
@@ -88,6 +91,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		injected:   map[string][]injection{},
 		events:     map[string]*eventRecord{},
 		byDelivery: map[string]*delivery{},
+		ackOf:      map[string]Ack{},
+		eventAck:   map[string]Ack{},
 		timers:     map[*time.Timer]struct{}{},
 		tickets:    map[string]bool{},
 		httpWake:   make(chan struct{}, 1),

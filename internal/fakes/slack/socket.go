@@ -213,14 +213,15 @@ func (s *Server) writeLoop(c *wsConn) {
 		s.mu.Lock()
 		frames := c.queue
 		c.queue = nil
-		now := time.Now()
-		for _, f := range frames {
-			if f.d != nil {
-				f.d.Sent = now
-			}
-		}
 		s.mu.Unlock()
 		for i, f := range frames {
+			if f.d != nil {
+				// Stamped frame by frame: ack latency starts when this frame goes out,
+				// not when its batch was taken from the queue.
+				s.mu.Lock()
+				f.d.Sent = time.Now()
+				s.mu.Unlock()
+			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
 				s.requeue(c, frames[i:])
