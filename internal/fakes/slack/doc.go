@@ -31,8 +31,11 @@
 // Over Socket Mode, events are sent in order to the newest connection that has not
 // been asked to disconnect; with no such connection they wait, in order, for the next
 // one. Every delivery and every acknowledgement is recorded (Deliveries, Acks,
-// WaitAck). Unacknowledged envelopes are delivered again only when WithRedelivery
-// is set, as Slack does after 3 s, at most three times.
+// WaitAck, WaitAllAcked). Unacknowledged envelopes are delivered again only when
+// WithRedelivery is set, as Slack does after 3 s, at most three times. Disconnect
+// sends a disconnect frame, DropSocket cuts the connection, and Outage also refuses
+// reconnects and loses the events raised meanwhile (their messages stay stored, for
+// tests of catching up through conversations.replies).
 //
 // The bot's own posts, edits, deletions and uploads come back as events too (Slack
 // sends them to an app subscribed to message events), unless WithoutBotEcho is set.
