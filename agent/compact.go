@@ -66,10 +66,11 @@ func (s *Session) compactAfterRun(ctx context.Context, _ llm.Message) {
 }
 
 func (s *Session) compactIfNeeded(ctx context.Context) {
-	if !s.cfg.Compaction.Enabled || s.cfg.ContextWindow <= 0 || ctx.Err() != nil {
+	window := s.contextWindow()
+	if !s.cfg.Compaction.Enabled || window <= 0 || ctx.Err() != nil {
 		return
 	}
-	if compaction.ShouldCompact(s.ContextTokens(), s.cfg.ContextWindow, s.cfg.Compaction) {
+	if compaction.ShouldCompact(s.ContextTokens(), window, s.cfg.Compaction) {
 		_, _ = s.compact(ctx, CompactionThreshold, "", false)
 	}
 }

@@ -66,7 +66,6 @@ type Agent struct {
 	model        llm.Model
 	tools        []Tool
 	toolIndex    map[string]Tool
-	maxTokens    int
 	steerMode    QueueMode
 	followUpMode QueueMode
 	emit         func(Event)
@@ -76,6 +75,7 @@ type Agent struct {
 
 	mu           sync.Mutex
 	modelName    string
+	maxTokens    int
 	systemPrompt string
 	messages     []llm.Message
 	steer        []llm.Message
@@ -141,10 +141,11 @@ func (a *Agent) DropLastAssistant() bool {
 	return false
 }
 
-// SetModelName switches the model for later calls.
-func (a *Agent) SetModelName(name string) {
+// SetModel switches the model and its output limit for later calls.
+func (a *Agent) SetModel(name string, maxTokens int) {
 	a.mu.Lock()
 	a.modelName = name
+	a.maxTokens = maxTokens
 	a.mu.Unlock()
 }
 

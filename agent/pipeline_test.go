@@ -344,7 +344,9 @@ func TestValidationErrorsSayWhatToSet(t *testing.T) {
 }
 
 func TestModelSwitch(t *testing.T) {
-	h := newHarness(t, func(c *agent.Config) { c.Models = []string{"fake-model", "big-model"} })
+	h := newHarness(t, func(c *agent.Config) {
+		c.Models = []agent.ModelSpec{{Name: "fake-model", ContextWindow: 1000, MaxTokens: 100}, {Name: "big-model", ContextWindow: 200000, MaxTokens: 4096}}
+	})
 	err := h.sess.SetModel("nope")
 	var unknown *agent.UnknownModelError
 	if err == nil || !strings.Contains(err.Error(), "big-model") || !asUnknown(err, &unknown) {
@@ -355,8 +357,11 @@ func TestModelSwitch(t *testing.T) {
 	}
 	h.llm.Push(llmfake.TextReply("ok"))
 	h.prompt("hi")
-	if got := h.llm.Requests()[0].Model; got != "big-model" {
-		t.Fatalf("request model = %q, want big-model", got)
+	if got := h.llm.Requests()[0]; got.Model != "big-model" || got.MaxTokens != 4096 {
+		t.Fatalf("request model = %q max_tokens %d, want big-model with 4096", got.Model, got.MaxTokens)
+	}
+	if st := h.sess.Status(); st.ContextWindow != 200000 {
+		t.Fatalf("context window after switch = %d", st.ContextWindow)
 	}
 	var changes int
 	for _, e := range h.store.all() {

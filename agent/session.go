@@ -89,12 +89,14 @@ type Config struct {
 	ID        string
 	Model     llm.Model
 	ModelName string
-	// Models lists the model names SetModel accepts; empty accepts any name.
-	Models       []string
+	// Models lists the models SetModel accepts, with their limits; empty accepts
+	// any name with the limits below.
+	Models       []ModelSpec
 	SystemPrompt string
 	Tools        []Tool
-	MaxTokens    int
-	// ContextWindow is the model's window in tokens (0 disables compaction triggers).
+	// MaxTokens and ContextWindow are the limits of ModelName (a window of 0
+	// disables compaction triggers).
+	MaxTokens     int
 	ContextWindow int
 	Store         Store
 	// Entries is the record to resume from (empty for a new session).
@@ -111,6 +113,13 @@ type Config struct {
 	// Sleep waits d or until ctx ends, reporting ctx's error then (default: a real
 	// timer). Tests replace it to skip retry delays.
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// ModelSpec names a model and its limits.
+type ModelSpec struct {
+	Name          string
+	ContextWindow int
+	MaxTokens     int
 }
 
 // Session is one conversation (one chat thread). See the package doc.
@@ -142,6 +151,7 @@ type Session struct {
 	pendingNextTurn []llm.Message
 	entries         []transcript.Entry // as persisted; appended on the event queue
 	nextSeq         int64
+	window          int // the current model's context window
 	lastUsage       *llm.Usage
 
 	// Owned by the run goroutine.
@@ -191,8 +201,13 @@ func New(cfg Config) (*Session, error) {
 	s.entries = slices.Clone(cfg.Entries)
 	s.nextSeq = restored.NextSeq
 	model := cfg.ModelName
+	s.window = cfg.ContextWindow
+	maxTokens := cfg.MaxTokens
 	if restored.Model != "" {
 		model = restored.Model
+		if spec, ok := s.spec(model); ok {
+			s.window, maxTokens = spec.ContextWindow, spec.MaxTokens
+		}
 	}
 	for i := len(restored.Messages) - 1; i >= 0; i-- {
 		if m := restored.Messages[i]; m.Role == llm.RoleAssistant && m.Usage != nil {
@@ -205,7 +220,7 @@ func New(cfg Config) (*Session, error) {
 		ModelName:    model,
 		SystemPrompt: s.baseSystemPrompt(),
 		Tools:        cfg.Tools,
-		MaxTokens:    cfg.MaxTokens,
+		MaxTokens:    maxTokens,
 		SteerMode:    cfg.SteerMode,
 		FollowUpMode: cfg.FollowUpMode,
 		Messages:     restored.Messages,
@@ -476,7 +491,7 @@ func (s *Session) afterRun(ctx context.Context) bool {
 	if last == nil {
 		return false
 	}
-	if s.cfg.Compaction.Enabled && isOverflow(*last, s.cfg.ContextWindow) {
+	if s.cfg.Compaction.Enabled && isOverflow(*last, s.contextWindow()) {
 		return s.recoverOverflow(ctx)
 	}
 	if s.cfg.Retry.Enabled && isRetryable(*last) {
@@ -541,7 +556,7 @@ func (s *Session) handle(ev Event) {
 		if m.StopReason == llm.StopReasonError || m.StopReason == llm.StopReasonAborted {
 			break
 		}
-		if !isOverflow(m, s.cfg.ContextWindow) {
+		if !isOverflow(m, s.contextWindow()) {
 			s.overflowTried = false
 		}
 		if s.retryAttempt > 0 {
@@ -700,15 +715,43 @@ func (e *UnknownModelError) Error() string {
 	return fmt.Sprintf("unknown model %q; known models: %s", e.Name, strings.Join(e.Known, ", "))
 }
 
-// SetModel switches the model for the rest of the session and records the change.
+// SetModel switches the model (and its limits) for the rest of the session and
+// records the change.
 func (s *Session) SetModel(name string) error {
 	name = strings.TrimSpace(name)
-	if name == "" || (len(s.cfg.Models) > 0 && !slices.Contains(s.cfg.Models, name)) {
-		return &UnknownModelError{Name: name, Known: s.cfg.Models}
+	spec, ok := s.spec(name)
+	if name == "" || !ok {
+		known := make([]string, len(s.cfg.Models))
+		for i, m := range s.cfg.Models {
+			known[i] = m.Name
+		}
+		return &UnknownModelError{Name: name, Known: known}
 	}
-	s.agent.SetModelName(name)
+	s.mu.Lock()
+	s.window = spec.ContextWindow
+	s.mu.Unlock()
+	s.agent.SetModel(name, spec.MaxTokens)
 	s.persistLater(transcript.Entry{Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: name}})
 	return nil
+}
+
+// spec returns the limits of a model name.
+func (s *Session) spec(name string) (ModelSpec, bool) {
+	if len(s.cfg.Models) == 0 {
+		return ModelSpec{Name: name, ContextWindow: s.cfg.ContextWindow, MaxTokens: s.cfg.MaxTokens}, name != ""
+	}
+	for _, m := range s.cfg.Models {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return ModelSpec{}, false
+}
+
+func (s *Session) contextWindow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.window
 }
 
 // Messages returns a copy of the live context.
@@ -734,7 +777,7 @@ type Status struct {
 
 // Status returns a snapshot of the session.
 func (s *Session) Status() Status {
-	st := Status{Model: s.agent.ModelName(), ContextWindow: s.cfg.ContextWindow}
+	st := Status{Model: s.agent.ModelName(), ContextWindow: s.contextWindow()}
 	st.Steer, st.FollowUp = s.agent.Queued()
 	st.ContextTokens = s.ContextTokens()
 	s.mu.Lock()

@@ -1,0 +1,219 @@
+// Package chat is the platform-neutral vocabulary between chat platforms and the
+// bridge: who said what in which thread (Inbound, ThreadRef), what a platform
+// adapter must do (Adapter) and may do (Editor, Reactor, Uploader, …), and how
+// the bridge receives messages (Handler).
+//
+// Adapters do platform I/O only. They deliver every message to a Handler and
+// acknowledge the platform's event only once Receive has made it durable.
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ThreadRef names one conversation on one platform. Its Key is the session key.
+type ThreadRef struct {
+	Platform string // "slack", "discord", "console", …
+	Team     string // Slack team id, Discord guild id; "" for DMs
+	Channel  string // the channel the thread lives in (Discord: the thread's id)
+	Thread   string // Slack: the thread root ts; Discord: the thread's channel id
+}
+
+// Key is the stable identity of the thread across restarts.
+func (r ThreadRef) Key() string {
+	return r.Platform + "/" + r.Team + "/" + r.Channel + "/" + r.Thread
+}
+
+func (r ThreadRef) String() string { return r.Key() }
+
+// Author is who wrote a message.
+type Author struct {
+	ID    string
+	Name  string
+	Email string // "" when the platform does not share it
+	// Roles are the author's role ids (Discord), for allowed_roles.
+	Roles []string
+}
+
+// Attachment is a file shared with a message. The bridge downloads it through
+// the adapter's Downloader (with the platform's credentials) when the message is
+// processed, which may be after a restart: so it is described, not opened.
+type Attachment struct {
+	Name     string `json:"name"`
+	MimeType string `json:"mimeType"`
+	Size     int64  `json:"size"`
+	URL      string `json:"url"`
+}
+
+// Inbound is one message a person sent that may be input to a session.
+type Inbound struct {
+	Thread ThreadRef
+	// EventID is the platform's id of the delivery (Slack event_id, Discord
+	// interaction or message id); redeliveries carry the same one.
+	EventID string
+	// MessageID is the platform's id of the message (Slack ts, Discord message
+	// id): the target of acknowledgement reactions. Empty for slash commands.
+	MessageID string
+	Author    Author
+	// Text is the message as the platform sent it (with its markup); the
+	// adapter's PlainText, if any, converts it for the model.
+	Text string
+	// Mention says the bot was addressed (Slack app_mention, Discord /code): it
+	// opens a session in a thread that has none. Other messages only reach
+	// threads that already have one.
+	Mention bool
+	// DM says the message came from a direct conversation with the bot.
+	DM bool
+	// Repo is a repository named explicitly by the platform's command (Discord
+	// /code repo:); "repo=<name>" in the text of a first message works too.
+	Repo        string
+	Attachments []Attachment
+	Time        time.Time
+}
+
+// Limits are a platform's message limits.
+type Limits struct {
+	// MaxMessageChars is where long text is split (Slack 3,500 for readability,
+	// Discord 2,000).
+	MaxMessageChars int
+}
+
+// Adapter connects the bridge to one chat platform: it does platform I/O only.
+// Optional capabilities are separate one-method interfaces below; the bridge
+// uses them when an adapter implements them.
+type Adapter interface {
+	// Platform names the platform ("slack", "discord", "console").
+	Platform() string
+	// Run connects and delivers messages to h until ctx ends. It acknowledges a
+	// platform event only after h.Receive returned without error.
+	Run(ctx context.Context, h Handler) error
+	// Post writes a message (Markdown) into a thread and returns its id.
+	Post(ctx context.Context, thread ThreadRef, text string) (id string, err error)
+	Limits() Limits
+}
+
+// Editor edits a message the bot posted.
+type Editor interface {
+	Edit(ctx context.Context, thread ThreadRef, id, text string) error
+}
+
+// Reactor adds and removes the bot's reactions. Emoji are Slack-style names
+// ("hourglass_flowing_sand", "arrow_right_hook", "eyes"); adapters translate.
+type Reactor interface {
+	React(ctx context.Context, thread ThreadRef, messageID, emoji string, add bool) error
+}
+
+// Uploader attaches a file to a thread.
+type Uploader interface {
+	Upload(ctx context.Context, thread ThreadRef, filename string, content []byte, comment string) error
+}
+
+// StatusSetter shows that the bot is working (Slack assistant status, Discord
+// typing). An empty status clears it. The bridge calls it again every few seconds
+// while working, because some platforms expire it.
+type StatusSetter interface {
+	SetStatus(ctx context.Context, thread ThreadRef, status string) error
+}
+
+// Whisperer sends a note only one person sees (Slack ephemeral messages,
+// Discord ephemeral replies).
+type Whisperer interface {
+	Whisper(ctx context.Context, thread ThreadRef, userID, text string) error
+}
+
+// HistoryReader returns the human conversation of a thread before a message,
+// oldest first, for the first mention in a thread that already has one.
+type HistoryReader interface {
+	History(ctx context.Context, thread ThreadRef, beforeID string) ([]HistoryMessage, error)
+}
+
+// HistoryMessage is one earlier message of a thread.
+type HistoryMessage struct {
+	Author Author
+	Text   string
+	Time   time.Time
+}
+
+// Downloader fetches a shared file's content (Slack url_private with the bot
+// token, Discord CDN URLs).
+type Downloader interface {
+	Download(ctx context.Context, url string) (io.ReadCloser, error)
+}
+
+// MarkupConverter turns platform markup (<@U123>, <url|label>, <#C1|name>,
+// &amp; …) into plain text for the model.
+type MarkupConverter interface {
+	PlainText(ctx context.Context, text string) string
+}
+
+// RateLimitError is returned by adapter calls the platform refused for rate
+// limiting. The outbox waits RetryAfter and tries again.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	// Global says the limit applies to every call, not only to this route.
+	Global bool
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limited; retry after %s", e.RetryAfter)
+}
+
+// IsRateLimit reports whether err is a *RateLimitError and returns it.
+func IsRateLimit(err error) (*RateLimitError, bool) {
+	var rl *RateLimitError
+	ok := errors.As(err, &rl)
+	return rl, ok
+}
+
+// Handler is what adapters deliver to: the bridge.
+type Handler interface {
+	// Receive makes the message durable and schedules it. It returns once the
+	// message is committed (the adapter may then acknowledge the platform event)
+	// or failed (the adapter must not acknowledge, so the platform redelivers).
+	// Messages that are not input (a thread without session and no mention, a
+	// duplicate) return a Receipt saying so and no error.
+	Receive(ctx context.Context, in Inbound) (Receipt, error)
+	// Describe resolves the repository and branch a new session in thread would
+	// use (Discord shows them in the /code starter message). repo may be "".
+	// An unknown repo is an error whose text lists the known ones.
+	Describe(thread ThreadRef, repo string) (repoName, branch string, err error)
+	// ActiveThreads lists this platform's threads that have a session, with the
+	// id of the newest message seen in each, so that after a reconnect the
+	// adapter can fetch what was typed during the gap (and Receive it; Receive
+	// de-duplicates).
+	ActiveThreads(ctx context.Context) ([]ThreadCursor, error)
+}
+
+// ThreadCursor is a thread and the newest message id seen in it.
+type ThreadCursor struct {
+	Thread   ThreadRef
+	LastSeen string
+}
+
+// Receipt says what Receive did with a message.
+type Receipt int
+
+const (
+	Accepted  Receipt = iota + 1 // durable and scheduled
+	Duplicate                    // seen before (redelivery); nothing to do
+	Ignored                      // not input (no session and no mention, a bot, …)
+	Refused                      // the author is not allowed; they were told privately
+)
+
+func (r Receipt) String() string {
+	switch r {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Ignored:
+		return "ignored"
+	case Refused:
+		return "refused"
+	}
+	return "unknown"
+}
