@@ -177,7 +177,9 @@ type File struct {
 type GatewayPayload struct {
 	// Conn numbers connections from 1 in the order they were accepted.
 	Conn int
-	Op   int
+	// Op is the opcode; -1 marks a close frame the fake sent (Type "CLOSE",
+	// Data {"code","reason"}) or a client frame it could not decode.
+	Op int
 	// Type is the dispatch name (t) of op 0 payloads.
 	Type string
 	// Seq is s, zero when null.

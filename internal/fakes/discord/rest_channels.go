@@ -278,7 +278,7 @@ func (s *Server) startThread(c *call) response {
 	}
 	aad := body.AutoArchiveDuration
 	if aad == 0 {
-		aad = 4320
+		aad = 1440 // a channel's default_auto_archive_duration unless changed
 	}
 	if !slices.Contains([]int{60, 1440, 4320, 10080}, aad) {
 		return invalidForm(map[string]string{
