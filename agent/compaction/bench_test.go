@@ -102,3 +102,29 @@ func BenchmarkLoadPiSession(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkArgumentsLength compares the length-only scanner EstimateTokens uses
+// with building the JSON.stringify text and measuring it (the baseline).
+func BenchmarkArgumentsLength(b *testing.B) {
+	args := []byte(fmt.Sprintf(`{"path":"a.go","content":%q}`, bytes.Repeat([]byte("func f() {}\n"), 400)))
+	b.Run("scan", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := jsLen(args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("serialize", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := jsStringify(args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = utf16Len(s)
+		}
+	})
+}

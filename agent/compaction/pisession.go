@@ -46,7 +46,8 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 //     counted in LoadStats.Malformed.
 //   - Seq is the entry's 0-based position after the header among the lines that
 //     are valid JSON — the numbering pi's version-1 firstKeptEntryIndex uses (minus
-//     the header). A skipped line that was valid JSON leaves a gap in Seq.
+//     the header). A skipped line that was valid JSON, or an entry off the current
+//     branch, leaves a gap in Seq.
 //   - message → EntryMessage. Content given as a plain string becomes one text
 //     block; bashExecution fields move into Message.Bash; the v2 role hookMessage is
 //     renamed custom as pi's v3 migration does. Unknown roles are kept as they are.

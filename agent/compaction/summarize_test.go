@@ -340,3 +340,56 @@ func TestStripFileLists(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeFixture compacts the pi fixture end to end: the history request
+// updates the summary of entry 627 with the messages from entry 550 on (the ones
+// pi would lose), the prefix request covers the split turn opened at entry 939.
+func TestSummarizeFixture(t *testing.T) {
+	srv, model := newModel(t)
+	p, err := Prepare(loadFixture(t), DefaultSettings())
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	srv.Handle(func(r llmfake.Request) llmfake.Response {
+		if r.MaxTokens == TurnPrefixMaxTokens(DefaultSettings()) {
+			return llmfake.TextReply("## Original Request\nQueue bash messages.")
+		}
+		return llmfake.TextReply("## Goal\nRefactor the coding agent.")
+	})
+	res, err := Summarize(t.Context(), model, testModel, p, DefaultSettings(), "")
+	if err != nil {
+		t.Fatalf("Summarize: %v", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("requests: got %d, want 2", len(reqs))
+	}
+	var history, prefix string
+	for _, r := range reqs {
+		if r.MaxTokens == 8192 {
+			prefix = prompt(t, r)
+		} else {
+			history = prompt(t, r)
+		}
+	}
+	previous := stripFileLists(loadFixture(t)[627].Compaction.Summary)
+	for _, want := range []string{
+		"<conversation>\n[User]: can leave it\n\n[Assistant thinking]: The user wants me to proceed with the moves", // entry 550
+		"<previous-summary>\n" + previous + "\n</previous-summary>",
+	} {
+		if !strings.Contains(history, want) {
+			t.Errorf("history prompt lacks %.80q", want)
+		}
+	}
+	if strings.Contains(history, "wait, wtf this doesn't look right") || !strings.HasPrefix(prefix, "<conversation>\n[User]: wait, wtf this doesn't look right") {
+		t.Error("the turn opened at entry 939 must go to the prefix request only")
+	}
+	if n := strings.Count(history, "more characters cut]"); n == 0 {
+		t.Error("long tool results were not cut in the history prompt")
+	}
+	if !strings.HasPrefix(res.Summary, "## Goal\nRefactor the coding agent."+splitTurnSeparator+"## Original Request") ||
+		strings.Count(res.Summary, "<read-files>") != 1 || len(res.ModifiedFiles) != 12 || res.TokensBefore != 180820 || res.FirstKeptSeq != 946 {
+		t.Errorf("Result: got %d modified files, tokens before %d, first kept %d, summary starting %.200q",
+			len(res.ModifiedFiles), res.TokensBefore, res.FirstKeptSeq, res.Summary)
+	}
+}

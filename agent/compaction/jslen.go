@@ -1,0 +1,259 @@
+package compaction
+
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
+
+// jsLen returns the UTF-16 length of jsStringify(raw) without building it: the
+// estimator only needs the length, and tool-call arguments (a whole file for a
+// write) are the bulk of what it reads. Key order does not change the length;
+// repeated keys do, and are resolved as JSON.parse does.
+func jsLen(raw []byte) (int, error) {
+	s := jsLenScanner{jsParser{src: raw}}
+	s.skipSpace()
+	n, err := s.value(0)
+	if err != nil {
+		return 0, err
+	}
+	s.skipSpace()
+	if s.pos != len(s.src) {
+		return 0, errBadJSON
+	}
+	return n, nil
+}
+
+type jsLenScanner struct{ jsParser }
+
+// lenMember is one distinct key of an object being measured.
+type lenMember struct {
+	key    []byte // the key in output form, quotes included
+	keyLen int    // its UTF-16 length
+	valLen int    // the length of its (last) value
+}
+
+func (s *jsLenScanner) value(depth int) (int, error) {
+	if depth > maxDepth || s.pos >= len(s.src) {
+		return 0, errBadJSON
+	}
+	switch c := s.src[s.pos]; {
+	case c == '{':
+		return s.object(depth)
+	case c == '[':
+		return s.array(depth)
+	case c == '"':
+		return s.stringLen()
+	case c == 't':
+		return s.wordLen("true")
+	case c == 'f':
+		return s.wordLen("false")
+	case c == 'n':
+		return s.wordLen("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.numberLen()
+	}
+	return 0, errBadJSON
+}
+
+func (s *jsLenScanner) wordLen(w string) (int, error) {
+	_, err := s.word(w)
+	return len(w), err
+}
+
+func (s *jsLenScanner) array(depth int) (int, error) {
+	s.pos++ // [
+	s.skipSpace()
+	if s.pos < len(s.src) && s.src[s.pos] == ']' {
+		s.pos++
+		return 2, nil
+	}
+	n := 1
+	for {
+		s.skipSpace()
+		v, err := s.value(depth + 1)
+		if err != nil {
+			return 0, err
+		}
+		n += v + 1 // the value and the ',' or ']' after it
+		s.skipSpace()
+		if s.pos >= len(s.src) {
+			return 0, errBadJSON
+		}
+		switch s.src[s.pos] {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return n, nil
+		default:
+			return 0, errBadJSON
+		}
+	}
+}
+
+func (s *jsLenScanner) object(depth int) (int, error) {
+	s.pos++ // {
+	s.skipSpace()
+	if s.pos < len(s.src) && s.src[s.pos] == '}' {
+		s.pos++
+		return 2, nil
+	}
+	var buf [8]lenMember
+	ms := buf[:0]
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.src) || s.src[s.pos] != '"' {
+			return 0, errBadJSON
+		}
+		start := s.pos
+		keyLen, err := s.stringLen()
+		if err != nil {
+			return 0, err
+		}
+		key := s.src[start:s.pos]
+		if !plainKey(key) {
+			// Escapes or non-ASCII: compare keys in output form.
+			out, err := (&jsParser{src: key}).string()
+			if err != nil {
+				return 0, err
+			}
+			key = []byte(out)
+		}
+		s.skipSpace()
+		if s.pos >= len(s.src) || s.src[s.pos] != ':' {
+			return 0, errBadJSON
+		}
+		s.pos++
+		s.skipSpace()
+		v, err := s.value(depth + 1)
+		if err != nil {
+			return 0, err
+		}
+		dup := false
+		for i := range ms {
+			if string(ms[i].key) == string(key) {
+				ms[i].valLen, dup = v, true
+				break
+			}
+		}
+		if !dup {
+			ms = append(ms, lenMember{key: key, keyLen: keyLen, valLen: v})
+		}
+		s.skipSpace()
+		if s.pos >= len(s.src) {
+			return 0, errBadJSON
+		}
+		switch s.src[s.pos] {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			n := 1 + len(ms) // '{', then one ',' or '}' per member
+			for i := range ms {
+				n += ms[i].keyLen + 1 + ms[i].valLen
+			}
+			return n, nil
+		default:
+			return 0, errBadJSON
+		}
+	}
+}
+
+// plainASCII8 reports whether none of the eight bytes of w needs a closer look in
+// a string: no quote, backslash, control character or non-ASCII byte.
+func plainASCII8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	special := hasZero(w^(ones*'"')) | hasZero(w^(ones*'\\')) | (w - ones*0x20) | w
+	return special&highs == 0
+}
+
+// plainKey reports whether a key token is printable ASCII without escapes, so
+// that the token itself is its output form.
+func plainKey(tok []byte) bool {
+	for _, c := range tok[1 : len(tok)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// stringLen measures a string token's output form, quotes included.
+func (s *jsLenScanner) stringLen() (int, error) {
+	s.pos++ // opening quote
+	n := 2
+	src := s.src
+	for s.pos < len(src) {
+		// Runs of plain ASCII, eight bytes at a time: they count one unit each.
+		for s.pos+8 <= len(src) && plainASCII8(binary.LittleEndian.Uint64(src[s.pos:])) {
+			s.pos += 8
+			n += 8
+		}
+		if s.pos >= len(src) {
+			break
+		}
+		c := src[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			return n, nil
+		case c == '\\':
+			u, err := s.escapeLen()
+			if err != nil {
+				return 0, err
+			}
+			n += u
+		case c < 0x20:
+			return 0, errBadJSON
+		case c < utf8.RuneSelf:
+			n++
+			s.pos++
+		default:
+			r, size := utf8.DecodeRune(src[s.pos:])
+			if r >= 0x10000 {
+				n += 2
+			} else {
+				n++ // including U+FFFD for an invalid byte
+			}
+			s.pos += size
+		}
+	}
+	return 0, errBadJSON
+}
+
+// escapeLen consumes one escape and returns the length of its output form.
+func (s *jsLenScanner) escapeLen() (int, error) {
+	if s.pos+1 >= len(s.src) {
+		return 0, errBadJSON
+	}
+	e := s.src[s.pos+1]
+	s.pos += 2
+	switch e {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case '/':
+		return 1, nil
+	case 'u':
+		u, ok := s.hex4()
+		if !ok {
+			return 0, errBadJSON
+		}
+		switch {
+		case u >= 0xD800 && u < 0xDC00:
+			if _, ok := s.peekLowSurrogate(); ok {
+				s.pos += 6
+				return 2, nil
+			}
+			return 6, nil
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return 6, nil
+		case u == '"' || u == '\\' || u == '\b' || u == '\f' || u == '\n' || u == '\r' || u == '\t':
+			return 2, nil
+		case u < 0x20:
+			return 6, nil
+		}
+		return 1, nil
+	}
+	return 0, errBadJSON
+}
