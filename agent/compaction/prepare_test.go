@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
 )
 
 func keep(n int) Settings { return Settings{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: n} }
@@ -221,3 +222,43 @@ func short(ss []string) []string {
 	}
 	return out
 }
+
+// A compaction whose cut falls before the previous compaction entry still rebuilds
+// the right live context with the transcript's own rule, and the next Prepare starts
+// from its first kept entry.
+func TestCompactionEntryBeforeAnEarlierOne(t *testing.T) {
+	entries := session(
+		userMsg("u1"), assistantMsg("a1"),
+		userMsg("u2"), assistantMsg(big("a2", 100)),
+		compactionAt{summary: "first", firstKept: 2},
+		userMsg("u3"), assistantMsg("a3"),
+	)
+	p, err := Prepare(entries, keep(50))
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	r := Result{Summary: "second", FirstKeptSeq: p.FirstKeptSeq, TokensBefore: p.TokensBefore}
+	c := r.Compaction("threshold")
+	entries = append(entries, Entry{Seq: int64(len(entries)), Type: transcript.EntryCompaction, Compaction: &c})
+
+	live := transcript.BuildContext(entries).Messages
+	got := []string{live[0].Summary}
+	got = append(got, texts(live[1:])...)
+	if want := []string{"second", big("a2", 100), "u3", "a3"}; !slices.Equal(got, want) {
+		t.Errorf("live context: got %q, want %q", short(got), short(want))
+	}
+
+	entries = append(entries, userEntry(len(entries), big("u4", 100)), userEntry(len(entries)+1, "u5"))
+	p2, err := Prepare(entries, keep(50))
+	if err != nil {
+		t.Fatalf("second Prepare: %v", err)
+	}
+	if p2.StartIndex != 3 || p2.PreviousSummary != "second" {
+		t.Errorf("second Prepare: got start %d, previous %q; want 3, \"second\"", p2.StartIndex, p2.PreviousSummary)
+	}
+	if got := texts(p2.MessagesToSummarize); !slices.Equal(got, []string{big("a2", 100), "u3", "a3"}) {
+		t.Errorf("second Prepare summarizes %q", short(got))
+	}
+}
+
+func userEntry(seq int, text string) Entry { return transcript.MessageEntry(int64(seq), userMsg(text)) }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,11 +175,17 @@ func TestSummarizeSplitTurnInParallel(t *testing.T) {
 
 	// Each answer waits until both requests have arrived: sequential calls would
 	// never get there.
-	arrived := make(chan struct{}, 2)
-	both := make(chan struct{})
-	go func() { <-arrived; <-arrived; close(both) }()
+	var (
+		mu      sync.Mutex
+		arrived int
+		both    = make(chan struct{})
+	)
 	srv.Handle(func(r llmfake.Request) llmfake.Response {
-		arrived <- struct{}{}
+		mu.Lock()
+		if arrived++; arrived == 2 {
+			close(both)
+		}
+		mu.Unlock()
 		select {
 		case <-both:
 		case <-time.After(10 * time.Second):
