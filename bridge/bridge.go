@@ -1,0 +1,533 @@
+// Package bridge is the platform-neutral layer between chat and agent sessions:
+// it maps each chat thread to one session and one workspace, routes what
+// people write (prompt, steer, followUp, commands), renders session events into
+// chat messages, and commits and pushes the agent's work after every run.
+//
+// Contract:
+//   - Every accepted message is committed to storage before the adapter
+//     acknowledges it, and is delivered to its session exactly once, in
+//     arrival order per thread — across restarts too (queued input is replayed
+//     at start; runs cut off by a crash are reported as interrupted).
+//   - Each thread has one owner goroutine that alone changes its session,
+//     workspace and run state; it exists while the thread is busy or recently
+//     used and is evicted when idle (the session is reloaded from storage on the
+//     next message).
+//   - Nothing a person typed is silently dropped: input that cannot be
+//     delivered is answered in the thread.
+//   - Chat output goes through each platform's outbox, which keeps the
+//     platform's rate limits across all threads.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
+)
+
+// Config configures a Bridge. Store, Workspaces and Model are required.
+type Config struct {
+	Store      *storage.DB
+	Workspaces *workspace.Manager
+	Model      llm.Model
+	Agent      AgentConfig
+	Platforms  []Platform
+	// DefaultRepo is used when neither the message nor the channel names one.
+	DefaultRepo string
+	// MaxConcurrentRuns caps runs across all threads; more wait their turn (and
+	// their thread is told). Default 8.
+	MaxConcurrentRuns int
+	// RunTimeout aborts a run that takes longer. Default 30m.
+	RunTimeout time.Duration
+	// IdleEvict drops an idle thread's session from memory after this long.
+	// Default 10m.
+	IdleEvict time.Duration
+	// MaxDownloadBytes caps each file people share. Default 20 MiB.
+	MaxDownloadBytes int64
+	// Secrets are redacted from tool output (tokens, keys).
+	Secrets []string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// AgentConfig is how sessions are set up.
+type AgentConfig struct {
+	Model  ModelInfo
+	Models []ModelInfo // more models !model may switch to
+	// Instructions are appended to the built-in system prompt.
+	Instructions string
+	// BusyMode is what a plain message does while a run is active (followUp by
+	// default, or steer).
+	BusyMode                agent.Behavior
+	SteerMode, FollowUpMode agent.QueueMode
+	Retry                   agent.RetrySettings
+	Compaction              compaction.Settings
+	BashTimeout             time.Duration
+	BashEnv                 map[string]string
+	SkillsDirs, PromptsDirs []string
+	GitName, GitEmail       string
+}
+
+// ModelInfo is a model the bot may use.
+type ModelInfo struct {
+	Name            string
+	ContextWindow   int
+	MaxOutputTokens int
+	Price           Price
+}
+
+// Platform is one connected chat platform.
+type Platform struct {
+	Adapter chat.Adapter
+	Outbox  *outbox.Outbox
+	// Channels maps a channel id to the repository its threads work on.
+	Channels map[string]string
+	// AllowedUsers, AllowedRoles and AllowedChannels restrict who may use the
+	// bot; empty lists allow everyone.
+	AllowedUsers, AllowedRoles, AllowedChannels []string
+}
+
+// Bridge routes chat input to sessions. Create it with New, run it with Run.
+type Bridge struct {
+	cfg       Config
+	log       *slog.Logger
+	platforms map[string]*platform
+	slots     chan struct{} // one token per run allowed at once
+
+	ctx    context.Context // lives until Run's shutdown begins
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	threads map[string]*thread // live thread owners by thread key
+	known   map[string]bool    // keys of threads that have a session
+	closing bool
+	wg      sync.WaitGroup // thread owners
+}
+
+type platform struct {
+	Platform
+	name  string
+	limit int
+}
+
+// New checks cfg and returns a Bridge.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Store == nil || cfg.Workspaces == nil {
+		return nil, errors.New("bridge: Store and Workspaces are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = 8
+	}
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = 30 * time.Minute
+	}
+	if cfg.IdleEvict <= 0 {
+		cfg.IdleEvict = 10 * time.Minute
+	}
+	if cfg.MaxDownloadBytes <= 0 {
+		cfg.MaxDownloadBytes = 20 << 20
+	}
+	if cfg.Agent.BusyMode == agent.BehaviorNone {
+		cfg.Agent.BusyMode = agent.BehaviorFollowUp
+	}
+	b := &Bridge{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "bridge"),
+		platforms: map[string]*platform{},
+		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
+		threads:   map[string]*thread{},
+		known:     map[string]bool{},
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	for _, p := range cfg.Platforms {
+		name := p.Adapter.Platform()
+		if _, dup := b.platforms[name]; dup {
+			return nil, fmt.Errorf("bridge: platform %s configured twice", name)
+		}
+		if p.Outbox == nil {
+			return nil, fmt.Errorf("bridge: platform %s has no outbox", name)
+		}
+		b.platforms[name] = &platform{Platform: p, name: name, limit: p.Adapter.Limits().MaxMessageChars}
+	}
+	return b, nil
+}
+
+// Handler returns the chat.Handler an adapter of the named platform delivers to.
+func (b *Bridge) Handler(platformName string) chat.Handler {
+	return &handler{b: b, p: b.platforms[platformName]}
+}
+
+// Run recovers state left by the previous process (interrupted runs, queued
+// input), starts every adapter and routes their messages until ctx ends. Then
+// it shuts down gracefully: no new input, active runs get until shutdownCtx to
+// finish and are then stopped and reported, state is flushed.
+func (b *Bridge) Run(ctx context.Context) error {
+	if err := b.recover(ctx); err != nil {
+		return err
+	}
+	actx, stopAdapters := context.WithCancel(ctx)
+	defer stopAdapters()
+	errc := make(chan error, len(b.platforms))
+	for _, p := range b.platforms {
+		go func() {
+			err := p.Adapter.Run(actx, b.Handler(p.name))
+			if err != nil && actx.Err() == nil {
+				err = fmt.Errorf("%s: %w", p.name, err)
+			} else {
+				err = nil
+			}
+			errc <- err
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		// An adapter failed for good (bad token, disallowed intents): stop all.
+	}
+	stopAdapters()
+	for range len(b.platforms) - boolInt(runErr != nil) {
+		<-errc
+	}
+	return runErr
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Shutdown stops taking input, lets active runs finish until ctx ends, then
+// stops them (telling their threads), waits for every thread owner and flushes
+// the outboxes.
+func (b *Bridge) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	b.closing = true
+	threads := make([]*thread, 0, len(b.threads))
+	for _, t := range b.threads {
+		threads = append(threads, t)
+	}
+	b.mu.Unlock()
+	for _, t := range threads {
+		t.shutdown(ctx)
+	}
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("bridge: shutdown: %w", ctx.Err())
+	}
+	b.cancel()
+	for _, p := range b.platforms {
+		if ferr := p.Outbox.Flush(ctx); ferr != nil && err == nil {
+			err = fmt.Errorf("bridge: flushing %s output: %w", p.name, ferr)
+		}
+	}
+	return err
+}
+
+// recover reports runs the previous process left running and replays input
+// that was accepted but not delivered.
+func (b *Bridge) recover(ctx context.Context) error {
+	threads, err := b.cfg.Store.ActiveThreads(ctx)
+	if err != nil {
+		return fmt.Errorf("bridge: loading threads: %w", err)
+	}
+	b.mu.Lock()
+	for _, t := range threads {
+		if t.SessionID != "" {
+			b.known[refOf(t.Key).Key()] = true
+		}
+	}
+	b.mu.Unlock()
+
+	runs, err := b.cfg.Store.InterruptRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("bridge: marking interrupted runs: %w", err)
+	}
+	for _, r := range runs {
+		p := b.platforms[r.Thread.Platform]
+		if p == nil {
+			continue
+		}
+		ref := refOf(r.Thread)
+		if msgs, err := b.cfg.Store.OutboundForRun(ctx, r.ID); err == nil {
+			for _, m := range msgs {
+				if m.Kind == storage.OutboundStatus && m.MessageID != "" {
+					text := strings.TrimSpace(strings.TrimPrefix(m.Text, workingHeaderPrefix))
+					p.Outbox.Edit(p.Outbox.Adopt(ref, m.MessageID), text+"\n\n⚠️ _interrupted_", outbox.High)
+				}
+			}
+		}
+		p.Outbox.Post(ref, "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. "+
+			"The conversation is kept; send a message to continue.", outbox.High, nil)
+		b.log.Info("reported interrupted run", "thread", ref.Key(), "run", r.ID)
+	}
+
+	pending, err := b.cfg.Store.AllPendingInbound(ctx)
+	if err != nil {
+		return fmt.Errorf("bridge: loading queued input: %w", err)
+	}
+	for _, in := range pending {
+		rec, err := b.cfg.Store.ThreadByID(ctx, in.ThreadID)
+		if err != nil {
+			b.log.Error("queued input for an unknown thread", "inbound", in.ID, "err", err)
+			continue
+		}
+		p := b.platforms[rec.Key.Platform]
+		if p == nil {
+			continue
+		}
+		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), mode: in.Mode, replayed: true})
+	}
+	if len(pending) > 0 {
+		b.log.Info("replaying queued input", "count", len(pending))
+	}
+	return nil
+}
+
+// dispatch hands accepted input to its thread's owner, starting one if needed.
+func (b *Bridge) dispatch(p *platform, rec storage.Thread, pi pendingInput) {
+	ref := refOf(rec.Key)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.threads[ref.Key()]
+	if t == nil {
+		t = newThread(b, p, ref, rec)
+		b.threads[ref.Key()] = t
+		b.wg.Add(1)
+		go t.loop()
+	}
+	t.enqueue(item{input: &pi})
+}
+
+// evict removes an idle thread owner if nothing arrived for it meanwhile.
+func (b *Bridge) evict(t *thread) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.queued() > 0 {
+		return false
+	}
+	if b.threads[t.ref.Key()] == t {
+		delete(b.threads, t.ref.Key())
+	}
+	return true
+}
+
+// handler is the chat.Handler of one platform.
+type handler struct {
+	b *Bridge
+	p *platform
+}
+
+var _ chat.Handler = (*handler)(nil)
+
+// Receive implements chat.Handler.
+func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
+	b, p := h.b, h.p
+	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
+		return chat.Ignored, nil
+	}
+	key := in.Thread.Key()
+	b.mu.Lock()
+	known, closing := b.known[key], b.closing
+	b.mu.Unlock()
+	if !known && !in.Mention {
+		return chat.Ignored, nil
+	}
+	if closing {
+		// Not acknowledged: the platform redelivers after the restart.
+		return 0, errors.New("bridge: shutting down")
+	}
+	if !h.allowed(in) {
+		if w, ok := p.Adapter.(chat.Whisperer); ok {
+			note := "Sorry, you're not allowed to use this bot here. Ask an admin to add you."
+			if err := w.Whisper(ctx, in.Thread, in.Author.ID, note); err != nil {
+				b.log.Warn("refusal note failed", "thread", key, "err", err)
+			}
+		}
+		b.log.Info("refused input from a user who is not allowed", "thread", key, "user", in.Author.ID)
+		return chat.Refused, nil
+	}
+	skey := storeKey(in.Thread)
+	rec, err := b.cfg.Store.GetThread(ctx, skey)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		repo, rerr := b.resolveRepo(p, in)
+		if rerr != nil {
+			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
+			return chat.Ignored, nil
+		}
+		rec, _, err = b.cfg.Store.EnsureThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread))})
+		if err != nil {
+			return 0, err
+		}
+	case err != nil:
+		return 0, err
+	}
+	mode := modeOf(in.Text)
+	attachments, _ := marshalAttachments(in.Attachments)
+	id, dup, err := b.cfg.Store.AcceptInbound(ctx, storage.Inbound{
+		Platform: p.name, EventID: in.EventID, Channel: in.Thread.Channel, MessageID: in.MessageID,
+		ThreadID: rec.ID, AuthorID: in.Author.ID, AuthorName: in.Author.Name, AuthorEmail: in.Author.Email,
+		Text: in.Text, Attachments: attachments, Mode: mode,
+	})
+	if err != nil {
+		return 0, err
+	}
+	if dup {
+		return chat.Duplicate, nil
+	}
+	b.mu.Lock()
+	b.known[key] = true
+	b.mu.Unlock()
+	b.dispatch(p, rec, pendingInput{id: id, in: in, mode: mode})
+	return chat.Accepted, nil
+}
+
+func (h *handler) allowed(in chat.Inbound) bool {
+	p := h.p
+	if len(p.AllowedChannels) > 0 && !in.DM && !slices.Contains(p.AllowedChannels, in.Thread.Channel) {
+		return false
+	}
+	if len(p.AllowedUsers) == 0 && len(p.AllowedRoles) == 0 {
+		return true
+	}
+	if slices.Contains(p.AllowedUsers, in.Author.ID) {
+		return true
+	}
+	for _, r := range in.Author.Roles {
+		if slices.Contains(p.AllowedRoles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe implements chat.Handler.
+func (h *handler) Describe(thread chat.ThreadRef, repo string) (string, string, error) {
+	name, err := h.b.pickRepo(h.p, repo, "", thread.Channel)
+	if err != nil {
+		return "", "", err
+	}
+	return name, h.b.cfg.Workspaces.BranchFor(wsKey(thread)), nil
+}
+
+// ActiveThreads implements chat.Handler.
+func (h *handler) ActiveThreads(ctx context.Context) ([]chat.ThreadCursor, error) {
+	threads, err := h.b.cfg.Store.ActiveThreads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []chat.ThreadCursor
+	for _, t := range threads {
+		if t.Key.Platform == h.p.name && t.SessionID != "" {
+			out = append(out, chat.ThreadCursor{Thread: refOf(t.Key), LastSeen: t.LastSeenMessage})
+		}
+	}
+	return out, nil
+}
+
+var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)
+
+// resolveRepo picks the repository of a new thread: the platform's explicit
+// argument, a repo=<name> word in the text, the channel's mapping, else the
+// default.
+func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
+	word := ""
+	if m := repoWord.FindStringSubmatch(in.Text); m != nil {
+		word = m[1]
+	}
+	return b.pickRepo(p, in.Repo, word, in.Thread.Channel)
+}
+
+func (b *Bridge) pickRepo(p *platform, explicit, word, channel string) (string, error) {
+	name := explicit
+	if name == "" {
+		name = word
+	}
+	if name == "" {
+		name = p.Channels[channel]
+	}
+	if name == "" {
+		name = b.cfg.DefaultRepo
+	}
+	known := b.cfg.Workspaces.Repos()
+	if name == "" {
+		return "", fmt.Errorf("no repository is configured for this channel; known repositories: %s", strings.Join(known, ", "))
+	}
+	if !slices.Contains(known, name) {
+		return "", fmt.Errorf("unknown repository %q; known repositories: %s", name, strings.Join(known, ", "))
+	}
+	return name, nil
+}
+
+// modeOf classifies input by its leading command word.
+func modeOf(text string) storage.InboundMode {
+	name, _ := commandWord(text)
+	switch name {
+	case "":
+		return storage.ModePrompt
+	case "steer":
+		return storage.ModeSteer
+	case "followup":
+		return storage.ModeFollowUp
+	}
+	if _, ok := commandHelp[name]; ok {
+		return storage.ModeCommand
+	}
+	return storage.ModePrompt
+}
+
+// commandWord returns the name of a leading !command (or /command) and its arguments.
+func commandWord(text string) (string, string) {
+	t := strings.TrimSpace(text)
+	if len(t) < 2 || (t[0] != '!' && t[0] != '/') {
+		return "", ""
+	}
+	name, args, _ := strings.Cut(t[1:], " ")
+	return strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(args)
+}
+
+func storeKey(r chat.ThreadRef) storage.ThreadKey {
+	return storage.ThreadKey{Platform: r.Platform, Team: r.Team, Channel: r.Channel, Thread: r.Thread}
+}
+
+func refOf(k storage.ThreadKey) chat.ThreadRef {
+	return chat.ThreadRef{Platform: k.Platform, Team: k.Team, Channel: k.Channel, Thread: k.Thread}
+}
+
+// wsKey is the workspace (and branch) key of a thread: the thread's own id when
+// it is a channel of its own (Discord), else channel and root message (Slack).
+func wsKey(r chat.ThreadRef) workspace.ThreadKey {
+	if r.Channel == r.Thread {
+		return workspace.ThreadKey{Platform: r.Platform, Key: r.Thread}
+	}
+	return workspace.ThreadKey{Platform: r.Platform, Key: r.Channel + "-" + r.Thread}
+}

@@ -1,0 +1,285 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// commandHelp lists the chat commands (PRODUCT.md §3) with their help line.
+var commandHelp = map[string]string{
+	"help":     "`!help` — this list",
+	"status":   "`!status` — model, repository, branch, context used, queue, last push",
+	"stop":     "`!stop` — stop the current run (queued messages stay queued)",
+	"steer":    "`!steer <text>` — tell me now: delivered after the current tool, remaining tool calls are skipped",
+	"followup": "`!followup <text>` — queue for when the current run ends",
+	"compact":  "`!compact [focus]` — summarize older history now; the focus steers the summary",
+	"diff":     "`!diff` — this thread's changes against the default branch (the full patch as a file)",
+	"reset":    "`!reset` — start a new conversation on the same branch (the old one is kept)",
+	"model":    "`!model <name>` — switch model for this thread",
+}
+
+// commandOrder is the order !help lists them in.
+var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model"}
+
+// inputCtx carries the input being processed into commands (which run inside
+// Session.Start) and carries their outcome back.
+type inputCtx struct {
+	thread   *thread
+	pi       *pendingInput
+	outcome  agent.Outcome
+	behavior agent.Behavior
+	err      error
+}
+
+type inputKey struct{}
+
+func withInput(ctx context.Context, ic *inputCtx) context.Context {
+	return context.WithValue(ctx, inputKey{}, ic)
+}
+
+func inputFrom(ctx context.Context) *inputCtx {
+	ic, _ := ctx.Value(inputKey{}).(*inputCtx)
+	return ic
+}
+
+func helpText(prefix string) string {
+	var b strings.Builder
+	b.WriteString("I'm a coding agent working on this thread's branch. Tell me what to do in plain words; while I work, messages you send are queued for when I'm done (or use `!steer` to change course now). Commands:")
+	for _, name := range commandOrder {
+		b.WriteString("\n• " + strings.ReplaceAll(commandHelp[name], "`!", "`"+prefix))
+	}
+	b.WriteString("\nAfter every run that changes files I commit and push them to the thread's branch.")
+	return b.String()
+}
+
+// noSessionReply answers a command in a thread that has no session yet.
+func noSessionReply(name string) string {
+	if name == "help" {
+		return helpText("!")
+	}
+	return "Nothing is running in this thread yet: mention me with a request to start."
+}
+
+// commands are the chat commands as session extension commands.
+func (t *thread) commands() []agent.Command {
+	cmd := func(name string, run func(ctx context.Context, s *agent.Session, args string) error) agent.Command {
+		return agent.Command{Name: name, Description: commandHelp[name], Run: run}
+	}
+	return []agent.Command{
+		cmd("help", func(context.Context, *agent.Session, string) error {
+			t.say(helpText("!"))
+			return nil
+		}),
+		cmd("status", func(ctx context.Context, s *agent.Session, _ string) error {
+			t.say(t.statusText(ctx, s))
+			return nil
+		}),
+		cmd("stop", func(_ context.Context, s *agent.Session, _ string) error {
+			running := s.IsRunning()
+			if running {
+				if t.run != nil {
+					t.run.stopped = true
+				}
+				s.Abort()
+			}
+			steer, follow := s.Queued()
+			text := "⏹ stopped."
+			if !running {
+				text = "⏹ stopped — nothing was running."
+			}
+			if q := append(steer, follow...); len(q) > 0 {
+				text += fmt.Sprintf("\nStill queued (%d), delivered with your next message:%s", len(q), quoteList(q))
+			}
+			t.say(text)
+			return nil
+		}),
+		cmd("steer", func(ctx context.Context, s *agent.Session, args string) error {
+			return t.queueAs(ctx, s, args, agent.BehaviorSteer)
+		}),
+		cmd("followup", func(ctx context.Context, s *agent.Session, args string) error {
+			return t.queueAs(ctx, s, args, agent.BehaviorFollowUp)
+		}),
+		cmd("compact", func(_ context.Context, s *agent.Session, focus string) error {
+			t.bg.Add(1)
+			go func() {
+				defer t.bg.Done()
+				_, err := s.Compact(t.b.ctx, focus)
+				switch {
+				case err == nil:
+				case errors.Is(err, compaction.ErrNothingToCompact):
+					t.say("🗜️ Nothing to compact yet: the conversation is still short.")
+				case errors.Is(err, agent.ErrRunActive):
+					t.say("🗜️ " + agent.ErrRunActive.Error())
+				default:
+					t.log.Warn("compaction failed", "err", err) // the thread heard it from the event
+				}
+			}()
+			return nil
+		}),
+		cmd("diff", func(context.Context, *agent.Session, string) error {
+			t.bg.Add(1)
+			go func() {
+				defer t.bg.Done()
+				t.postDiff(t.b.ctx)
+			}()
+			return nil
+		}),
+		cmd("reset", func(ctx context.Context, s *agent.Session, _ string) error {
+			// Replacing the session must wait until Start has returned.
+			t.enqueue(item{fn: func() { t.reset(ctx) }})
+			return nil
+		}),
+		cmd("model", func(_ context.Context, s *agent.Session, name string) error {
+			if name == "" {
+				t.say(fmt.Sprintf("Current model: `%s`. Available: %s", s.ModelName(), strings.Join(t.modelNames(), ", ")))
+				return nil
+			}
+			if err := s.SetModel(name); err != nil {
+				t.say("❌ " + userError(err))
+				return nil
+			}
+			if err := t.b.cfg.Store.SetSessionModel(t.b.ctx, s.ID(), name); err != nil {
+				t.log.Warn("recording the model", "err", err)
+			}
+			t.say(fmt.Sprintf("🔀 This thread now uses `%s`.", name))
+			return nil
+		}),
+	}
+}
+
+func (t *thread) modelNames() []string {
+	names := []string{"`" + t.b.cfg.Agent.Model.Name + "`"}
+	for _, m := range t.b.cfg.Agent.Models {
+		names = append(names, "`"+m.Name+"`")
+	}
+	return names
+}
+
+// queueAs runs !steer and !followup: the text goes to the model as that kind of
+// input (or starts a run when nothing runs).
+func (t *thread) queueAs(ctx context.Context, s *agent.Session, text string, b agent.Behavior) error {
+	if strings.TrimSpace(text) == "" {
+		return plainError{"say what: `!steer <text>` or `!followup <text>`"}
+	}
+	ic := inputFrom(ctx)
+	opts := agent.PromptOptions{Behavior: b}
+	if ic != nil {
+		opts.InputID = inputID(ic.pi.id)
+	}
+	out, err := s.Start(ctx, text, opts)
+	if ic != nil {
+		ic.outcome, ic.behavior, ic.err = out, b, err
+	}
+	return err
+}
+
+// statusText is the answer to !status.
+func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
+	st := s.Status()
+	var b strings.Builder
+	state := "idle"
+	switch {
+	case st.Compacting:
+		state = "compacting"
+	case st.Running:
+		state = "working"
+	}
+	fmt.Fprintf(&b, "📊 *Status*: %s\n", state)
+	fmt.Fprintf(&b, "• Model: `%s`\n", st.Model)
+	if t.ws != nil {
+		fmt.Fprintf(&b, "• Repository: `%s` · branch `%s` (from `%s`)\n", t.ws.Repo(), t.ws.Branch(), t.ws.DefaultBranch())
+	}
+	fmt.Fprintf(&b, "• Context: %s of %s tokens (%d%%)\n", tokens(st.ContextTokens), tokens(st.ContextWindow), percent(st.ContextTokens, st.ContextWindow))
+	q := append(st.Steer, st.FollowUp...)
+	if len(q) == 0 {
+		b.WriteString("• Queue: empty\n")
+	} else {
+		fmt.Fprintf(&b, "• Queue: %d steer, %d follow-up%s\n", len(st.Steer), len(st.FollowUp), quoteList(q))
+	}
+	if p, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil {
+		when := t.b.cfg.Now().Sub(p.At).Round(time.Second)
+		switch p.Result {
+		case storage.PushOK:
+			fmt.Fprintf(&b, "• Last push: `%s` @ `%s`, %s ago", p.Branch, shortSHA(p.SHA), when)
+		default:
+			fmt.Fprintf(&b, "• Last push: failed %s ago (%s); retried after the next run", when, p.Detail)
+		}
+	} else {
+		b.WriteString("• Last push: none yet")
+	}
+	return b.String()
+}
+
+// postDiff answers !diff: the stat in the thread, the patch as a file.
+func (t *thread) postDiff(ctx context.Context) {
+	if t.ws == nil {
+		t.say("No workspace yet.")
+		return
+	}
+	d, err := t.ws.Diff(ctx)
+	if err != nil {
+		t.say("❌ " + userError(err))
+		return
+	}
+	t.say(diffStat(d, t.ws.Branch(), t.ws.DefaultBranch()))
+	if len(d.Stat) == 0 || d.Patch == "" {
+		return
+	}
+	name := strings.NewReplacer("/", "-").Replace(t.ws.Branch()) + ".diff"
+	if up, ok := t.p.Adapter.(chat.Uploader); ok {
+		comment := ""
+		if d.Truncated {
+			comment = "(the patch was cut at 4 MB)"
+		}
+		t.p.Outbox.Upload(t.ref, name, []byte(d.Patch), comment)
+		_ = up
+		return
+	}
+	t.say("```diff\n" + strings.TrimRight(d.Patch, "\n") + "\n```")
+}
+
+// reset starts a new session on the same thread and branch.
+func (t *thread) reset(ctx context.Context) {
+	if t.sess != nil && t.sess.IsRunning() {
+		if t.run != nil {
+			t.run.stopped = true
+		}
+		t.sess.Abort()
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = t.sess.Wait(wctx)
+		cancel()
+		if t.run != nil {
+			t.finishRun(ctx)
+		}
+	}
+	s, err := t.b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: t.b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
+	if err != nil {
+		t.say("❌ " + userError(err))
+		return
+	}
+	t.rec.SessionID = s.ID
+	if err := t.startSession(ctx, s.ID, false); err != nil {
+		t.say("❌ " + userError(err))
+		return
+	}
+	t.say("🆕 Started a new conversation on the same branch. The previous one is kept in the history.")
+}
+
+// sortedKeys is used by tests to check the command set.
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

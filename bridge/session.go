@@ -1,0 +1,253 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// baseSystemPrompt is what every session starts from; the thread's context is
+// added before each prompt by the bridge's before_agent_start hook.
+const baseSystemPrompt = `You are threadsmith, a coding agent that works in a chat thread on a git repository. People in the thread ask you to read, change, build and test code; you do it with your tools and report back in the thread.
+
+Tools:
+- read: read a file (use offset/limit for long files; images are shown to you).
+- bash: run a shell command in the repository (build, test, git log/diff/status, search).
+- edit: replace an exact piece of text in a file you have read (the match must be unique).
+- write: create or overwrite a file.
+- grep, find, ls: search file contents, find files by name, list folders (they honour .gitignore).
+
+How to work:
+- Explore before you change: read the relevant files and conventions first, then make focused changes that match the code around them.
+- Verify your work: build and run the tests that cover what you changed, and say what you ran and what happened.
+- Keep the working tree in a state you would commit. When a run ends, the bot commits everything you changed to this thread's branch and pushes it for review, so do not run git commit, git push, or create or switch branches yourself.
+- Paths are relative to the repository root. Files people share with you are saved outside the repository; their paths are given with the message.
+- If a request is ambiguous or risky, ask a short question instead of guessing.
+
+Writing in the thread:
+- Be concise: people read you in a chat. Lead with the answer or the result, then the details that matter.
+- Use Markdown: short paragraphs, bullet lists, inline code for names, fenced code blocks (with a language) for code and command output. No tables, no HTML.
+- Never paste whole files or long logs; quote the few relevant lines.`
+
+// open prepares the thread's workspace and session (creating the session on
+// the first message, reloading it from storage otherwise).
+func (t *thread) open(ctx context.Context, in chat.Inbound) error {
+	b := t.b
+	ws, err := b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref))
+	if err != nil {
+		return err
+	}
+	t.ws = ws
+	if t.rec.WorkspacePath != ws.Root() || t.rec.Branch != ws.Branch() {
+		if err := b.cfg.Store.SetThreadWorkspace(ctx, t.rec.ID, storage.ThreadInit{Repo: ws.Repo(), Branch: ws.Branch(), WorkspacePath: ws.Root()}); err != nil {
+			t.log.Warn("recording the workspace", "err", err)
+		}
+		t.rec.Branch, t.rec.WorkspacePath = ws.Branch(), ws.Root()
+	}
+	tws, err := tools.NewWorkspace(tools.WorkspaceConfig{
+		Root:        ws.Root(),
+		Scratch:     ws.ScratchDir(),
+		BashTimeout: b.cfg.Agent.BashTimeout,
+		Env:         b.cfg.Agent.BashEnv,
+		GitName:     b.cfg.Agent.GitName,
+		GitEmail:    b.cfg.Agent.GitEmail,
+	})
+	if err != nil {
+		return err
+	}
+	t.tws = tws
+
+	isNew := t.rec.SessionID == ""
+	if isNew {
+		s, err := b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
+		if err != nil {
+			return err
+		}
+		t.rec.SessionID = s.ID
+	}
+	if err := t.startSession(ctx, t.rec.SessionID, !isNew); err != nil {
+		return err
+	}
+	if isNew {
+		t.addHistory(ctx, in)
+	}
+	if lp, err := b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil && lp.Result != storage.PushOK {
+		t.unpushed = true
+	}
+	return nil
+}
+
+// startSession creates the agent session with the given id, loading its
+// entries when resume is set.
+func (t *thread) startSession(ctx context.Context, id string, resume bool) error {
+	b := t.b
+	cfg := b.cfg.Agent
+	var entries []transcript.Entry
+	if resume {
+		es, err := b.cfg.Store.LoadEntries(ctx, id)
+		if err != nil {
+			return err
+		}
+		entries = es
+	}
+	res, rerr := agent.LoadResources(t.ws.Root(), cfg.SkillsDirs, cfg.PromptsDirs)
+	if rerr != nil {
+		t.log.Warn("loading skills and prompt templates", "err", rerr)
+	}
+	if t.view == nil {
+		t.view = newView(t.p.Outbox, t.ref, t.p.limit, b.cfg.Now)
+		t.view.delivered = t.delivered
+		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
+		t.view.onText = t.saver.update
+		t.view.price = func() Price {
+			if t.sess == nil {
+				return Price{}
+			}
+			return b.modelInfo(t.sess.ModelName()).Price
+		}
+	}
+	models := make([]agent.ModelSpec, 0, 1+len(cfg.Models))
+	for _, m := range append([]ModelInfo{cfg.Model}, cfg.Models...) {
+		models = append(models, agent.ModelSpec{Name: m.Name, ContextWindow: m.ContextWindow, MaxTokens: m.MaxOutputTokens})
+	}
+	sess, err := agent.New(agent.Config{
+		ID:            id,
+		Model:         b.cfg.Model,
+		ModelName:     cfg.Model.Name,
+		Models:        models,
+		SystemPrompt:  baseSystemPrompt + instructions(cfg.Instructions),
+		Tools:         tools.New(t.tws, tools.Options{Secrets: b.cfg.Secrets, Logger: t.log}),
+		MaxTokens:     cfg.Model.MaxOutputTokens,
+		ContextWindow: cfg.Model.ContextWindow,
+		Store:         b.cfg.Store,
+		Entries:       entries,
+		Extensions:    []agent.Extension{t.extension()},
+		Resources:     res,
+		SteerMode:     cfg.SteerMode,
+		FollowUpMode:  cfg.FollowUpMode,
+		Retry:         cfg.Retry,
+		Compaction:    cfg.Compaction,
+		Logger:        t.log,
+		Now:           b.cfg.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if t.sess != nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = t.sess.Close(cctx)
+		cancel()
+		t.unsubscribe()
+	}
+	t.sess = sess
+	t.unsubscribe = sess.Subscribe(t.view.handle)
+	return nil
+}
+
+func instructions(s string) string {
+	if s = strings.TrimSpace(s); s == "" {
+		return ""
+	}
+	return "\n\nInstructions from the operator of this bot:\n" + s
+}
+
+// extension is the chat's part of every session: commands, the markup input
+// hook and the thread context added before each prompt.
+func (t *thread) extension() agent.Extension {
+	x := agent.Extension{
+		Name:     "chat",
+		Commands: t.commands(),
+		BeforeAgentStart: func(_ context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
+			return agent.BeforeAgentStartResult{SystemPrompt: ev.SystemPrompt + "\n\n" + t.context()}
+		},
+	}
+	if mc, ok := t.p.Adapter.(chat.MarkupConverter); ok {
+		x.Input = func(ctx context.Context, in agent.Input) agent.InputResult {
+			plain := mc.PlainText(ctx, in.Text)
+			if plain == in.Text {
+				return agent.InputResult{Action: agent.InputContinue}
+			}
+			return agent.InputResult{Action: agent.InputTransform, Text: plain}
+		}
+	}
+	return x
+}
+
+// context describes the thread to the model: who asks, where, on what.
+func (t *thread) context() string {
+	var b strings.Builder
+	b.WriteString("Context of this conversation:\n")
+	fmt.Fprintf(&b, "- Platform: %s", platformTitle(t.ref.Platform))
+	if t.ref.Platform == "slack" {
+		b.WriteString(" (your Markdown is converted to Slack's format)")
+	}
+	if t.p.limit > 0 {
+		fmt.Fprintf(&b, "; messages longer than %d characters are split", t.p.limit)
+	}
+	b.WriteString("\n")
+	if a := t.requester.Load(); a != nil && a.Name != "" {
+		fmt.Fprintf(&b, "- Requested by: %s\n", a.Name)
+	}
+	if t.ws != nil {
+		fmt.Fprintf(&b, "- Repository: %s (default branch %s); you work on branch %s\n", t.ws.Repo(), t.ws.DefaultBranch(), t.ws.Branch())
+	}
+	fmt.Fprintf(&b, "- Date: %s", t.b.cfg.Now().UTC().Format("2006-01-02"))
+	return b.String()
+}
+
+func platformTitle(p string) string {
+	switch p {
+	case "slack":
+		return "Slack"
+	case "discord":
+		return "Discord"
+	case "console":
+		return "a terminal"
+	}
+	return p
+}
+
+// addHistory gives the model the human conversation that happened in the
+// thread before the bot was first mentioned there.
+func (t *thread) addHistory(ctx context.Context, in chat.Inbound) {
+	hr, ok := t.p.Adapter.(chat.HistoryReader)
+	if !ok || in.MessageID == "" || in.MessageID == in.Thread.Thread {
+		return
+	}
+	msgs, err := hr.History(ctx, t.ref, in.MessageID)
+	if err != nil {
+		t.log.Warn("reading the thread's earlier messages", "err", err)
+		return
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("Earlier messages in this thread, before you were asked (oldest first):\n")
+	for _, m := range msgs {
+		name := m.Author.Name
+		if name == "" {
+			name = m.Author.ID
+		}
+		fmt.Fprintf(&b, "\n[%s, %s]\n%s\n", name, m.Time.UTC().Format("2006-01-02 15:04"), m.Text)
+	}
+	t.sess.QueueNextTurn(llm.Message{Role: llm.RoleCustom, CustomType: "thread_history", Content: []llm.Content{llm.Text(b.String())}})
+}
+
+// modelInfo returns the configured model of that name (the main one if unknown).
+func (b *Bridge) modelInfo(name string) ModelInfo {
+	for _, m := range b.cfg.Agent.Models {
+		if m.Name == name {
+			return m
+		}
+	}
+	return b.cfg.Agent.Model
+}

@@ -1,0 +1,622 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
+)
+
+// statusRefresh is how often the "working" indicator is re-sent during a run
+// (Discord's typing indicator lasts 10 s).
+const statusRefresh = 8 * time.Second
+
+// loopGuard limits how many messages one thread takes per minute, so that two
+// bots talking to each other cannot run up a bill.
+const loopGuard = 30
+
+// item is a unit of work for a thread's owner goroutine.
+type item struct {
+	input   *pendingInput
+	runDone *agent.Session // the session whose run ended
+	fn      func()
+}
+
+// pendingInput is an accepted message waiting for its thread.
+type pendingInput struct {
+	id       int64 // storage inbound id
+	in       chat.Inbound
+	mode     storage.InboundMode
+	replayed bool // recovered from storage at start
+}
+
+// queuedAck is the reaction shown on a queued message until it is delivered.
+type queuedAck struct {
+	messageID string
+	emoji     string
+}
+
+// activeRun is the run a thread is in.
+type activeRun struct {
+	id        int64
+	inboundID int64
+	request   string
+	author    chat.Author
+	timer     *time.Timer
+	timedOut  bool
+	stopped   bool
+	slot      bool
+}
+
+// thread owns one chat thread: its session, workspace and run. Everything but
+// the input queue and the acknowledgement map is touched only by its goroutine.
+type thread struct {
+	b   *Bridge
+	p   *platform
+	ref chat.ThreadRef
+	log *slog.Logger
+
+	qmu      sync.Mutex
+	items    []item
+	wake     chan struct{}
+	stop     chan struct{} // closed by shutdown
+	stopOnce sync.Once
+	stopCtx  context.Context // the shutdown deadline, set before stop closes
+
+	amu  sync.Mutex
+	acks map[string]queuedAck // input id → reaction to swap on delivery
+
+	requester atomic.Pointer[chat.Author] // who asked for the current prompt
+
+	// Owner-goroutine state.
+	rec           storage.Thread
+	sess          *agent.Session
+	unsubscribe   func()
+	ws            *workspace.Workspace
+	tws           *tools.Workspace
+	view          *view
+	run           *activeRun
+	unpushed      bool
+	pendingStatus *outbox.Message
+	statusMsgText string
+	statusTick    *time.Ticker
+	recent        []time.Time
+	bg            sync.WaitGroup // command goroutines (diff, compact)
+	saver         *statusSaver
+}
+
+func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *thread {
+	t := &thread{
+		b:    b,
+		p:    p,
+		ref:  ref,
+		log:  b.log.With("platform", ref.Platform, "thread", ref.Key()),
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		acks: map[string]queuedAck{},
+		rec:  rec,
+	}
+	t.saver = newStatusSaver(b.cfg.Store, t.log)
+	return t
+}
+
+func (t *thread) enqueue(it item) {
+	t.qmu.Lock()
+	t.items = append(t.items, it)
+	t.qmu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *thread) next() (item, bool) {
+	t.qmu.Lock()
+	defer t.qmu.Unlock()
+	if len(t.items) == 0 {
+		return item{}, false
+	}
+	it := t.items[0]
+	t.items[0] = item{}
+	t.items = t.items[1:]
+	return it, true
+}
+
+func (t *thread) queued() int {
+	t.qmu.Lock()
+	defer t.qmu.Unlock()
+	return len(t.items)
+}
+
+// shutdown asks the owner to finish: the active run may go on until ctx ends.
+func (t *thread) shutdown(ctx context.Context) {
+	t.stopOnce.Do(func() {
+		t.stopCtx = ctx
+		close(t.stop)
+	})
+}
+
+// loop is the owner goroutine.
+func (t *thread) loop() {
+	defer t.b.wg.Done()
+	defer t.close()
+	idle := time.NewTimer(t.b.cfg.IdleEvict)
+	defer idle.Stop()
+	for {
+		var tick <-chan time.Time
+		if t.statusTick != nil {
+			tick = t.statusTick.C
+		}
+		select {
+		case <-t.wake:
+			for {
+				it, ok := t.next()
+				if !ok {
+					break
+				}
+				t.handle(it)
+			}
+		case <-tick:
+			t.p.Outbox.SetStatus(t.ref, "is working…")
+		case <-idle.C:
+			if t.run == nil && t.b.evict(t) {
+				t.log.Debug("evicted idle thread")
+				return
+			}
+		case <-t.stop:
+			t.drain()
+			return
+		}
+		idle.Reset(t.b.cfg.IdleEvict)
+	}
+}
+
+func (t *thread) handle(it item) {
+	switch {
+	case it.input != nil:
+		t.handleInput(it.input)
+	case it.runDone != nil:
+		if it.runDone == t.sess && t.run != nil {
+			t.finishRun(t.b.ctx)
+		}
+	case it.fn != nil:
+		it.fn()
+	}
+}
+
+// drain finishes the thread for shutdown: the active run gets until the
+// shutdown deadline, then is stopped and reported. Input still queued here is
+// in storage and is replayed at the next start.
+func (t *thread) drain() {
+	if t.run == nil {
+		return
+	}
+	ctx := t.stopCtx
+	done := make(chan struct{})
+	sess := t.sess
+	go func() {
+		_ = sess.Wait(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.run.stopped = true
+		sess.Abort()
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = sess.Wait(wctx)
+		cancel()
+		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
+		t.finishRunWith(context.Background(), storage.RunInterrupted, false)
+		return
+	}
+	t.finishRun(context.Background())
+}
+
+// close releases the thread's session and workspace.
+func (t *thread) close() {
+	t.bg.Wait()
+	if t.sess != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := t.sess.Close(ctx); err != nil {
+			t.log.Warn("closing session", "err", err)
+		}
+		cancel()
+		t.unsubscribe()
+	}
+	t.saver.flush()
+	if t.tws != nil {
+		_ = t.tws.Close()
+	}
+	if t.ws != nil {
+		_ = t.ws.Close()
+	}
+	if t.statusTick != nil {
+		t.statusTick.Stop()
+	}
+}
+
+// handleInput takes one accepted message to the session.
+func (t *thread) handleInput(pi *pendingInput) {
+	ctx := t.b.ctx
+	in := pi.in
+	name, _ := commandWord(in.Text)
+	_, isCommand := commandHelp[name]
+	startsRun := !isCommand || name == "steer" || name == "followup"
+
+	if !t.guard() {
+		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
+		return
+	}
+	if in.MessageID != "" && !pi.replayed {
+		if err := t.b.cfg.Store.SetLastSeenMessage(ctx, t.rec.ID, in.MessageID); err != nil {
+			t.log.Warn("recording last seen message", "err", err)
+		}
+	}
+	if t.sess == nil {
+		if isCommand && !startsRun && t.rec.SessionID == "" {
+			t.say(noSessionReply(name))
+			t.markInbound(pi.id, storage.InboundDelivered, "")
+			return
+		}
+		if startsRun && t.rec.SessionID == "" {
+			// The first answer a person sees comes before the workspace exists.
+			t.statusMsgText = t.header()
+			t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
+		}
+		if err := t.open(ctx, in); err != nil {
+			t.fail(pi, "I couldn't set up this thread's workspace: "+userError(err), err)
+			return
+		}
+	}
+
+	text, images := t.prepareInput(ctx, in)
+	slot := false
+	if startsRun && !t.sess.IsRunning() {
+		if !t.acquireSlot() {
+			return // shutting down: the input stays in storage for the next start
+		}
+		slot = true
+	}
+	author := in.Author
+	t.requester.Store(&author)
+	if slot {
+		// The transcript must be ready before the run's first event.
+		status, text := t.pendingStatus, t.statusMsgText
+		t.pendingStatus = nil
+		if status == nil {
+			text = t.header()
+			status = t.p.Outbox.Post(t.ref, text, outbox.High, nil)
+		}
+		t.view.arm(t.header(), status, text)
+		t.pendingStatus, t.statusMsgText = status, text
+	}
+	ic := &inputCtx{thread: t, pi: pi}
+	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
+	out, err := t.sess.Start(withInput(ctx, ic), text, opts)
+	behavior := opts.Behavior
+	if ic.outcome != 0 {
+		out, behavior = ic.outcome, ic.behavior
+	}
+	if err == nil {
+		err = ic.err
+	}
+	if out != agent.Started && slot {
+		t.releaseSlot()
+	}
+	switch {
+	case err != nil:
+		t.fail(pi, userError(err), err)
+	case out == agent.Started:
+		t.beginRun(pi, text, in.Author, slot)
+	case out == agent.Queued:
+		emoji := reactFollowUp
+		queue := storage.QueueFollowUp
+		if behavior == agent.BehaviorSteer {
+			emoji, queue = reactSteer, storage.QueueSteer
+		}
+		t.amu.Lock()
+		t.acks[inputID(pi.id)] = queuedAck{messageID: in.MessageID, emoji: emoji}
+		t.amu.Unlock()
+		// Persisted as queued before the reaction says so.
+		t.markInbound(pi.id, storage.InboundQueued, string(queue))
+		if in.MessageID != "" {
+			t.p.Outbox.React(t.ref, in.MessageID, emoji, true)
+		}
+	case out == agent.Handled:
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+	}
+	if t.run == nil {
+		if status := t.view.disarm(); status != nil {
+			// The status posted for input that did not start a run.
+			t.p.Outbox.Edit(status, "…", outbox.Normal)
+		}
+	}
+	t.pendingStatus = nil
+}
+
+// fail tells the thread why input could not be taken and records it as dropped.
+func (t *thread) fail(pi *pendingInput, msg string, err error) {
+	t.log.Warn("input not delivered", "inbound", pi.id, "err", err)
+	text := "❌ " + msg
+	if t.pendingStatus != nil {
+		t.p.Outbox.Edit(t.pendingStatus, text, outbox.High)
+		t.pendingStatus = nil
+	} else {
+		t.say(text)
+	}
+	t.markInbound(pi.id, storage.InboundDropped, oneLine(msg, 200))
+}
+
+// say posts a notice into the thread, below any running transcript.
+func (t *thread) say(text string) {
+	if t.view != nil {
+		t.view.post(text)
+		return
+	}
+	for _, c := range Split(text, t.p.limit) {
+		t.p.Outbox.Post(t.ref, c, outbox.High, nil)
+	}
+}
+
+func (t *thread) markInbound(id int64, state storage.InboundState, detail string) {
+	if err := t.b.cfg.Store.MarkInbound(t.b.ctx, id, state, detail); err != nil && !errors.Is(err, storage.ErrInvalidTransition) {
+		t.log.Warn("recording input state", "inbound", id, "state", state, "err", err)
+	}
+}
+
+// guard enforces loopGuard; it says so once when it starts refusing.
+func (t *thread) guard() bool {
+	now := t.b.cfg.Now()
+	cut := 0
+	for cut < len(t.recent) && now.Sub(t.recent[cut]) > time.Minute {
+		cut++
+	}
+	t.recent = append(t.recent[cut:], now)
+	if len(t.recent) <= loopGuard {
+		return true
+	}
+	if len(t.recent) == loopGuard+1 {
+		t.say(fmt.Sprintf("⚠️ More than %d messages in a minute: I'm ignoring messages in this thread for a moment (this protects against bots replying to each other).", loopGuard))
+	}
+	return false
+}
+
+func (t *thread) acquireSlot() bool {
+	select {
+	case t.b.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t.say(fmt.Sprintf("⏳ All %d run slots are busy; this request starts as soon as one frees up.", cap(t.b.slots)))
+	select {
+	case t.b.slots <- struct{}{}:
+		return true
+	case <-t.stop:
+		return false
+	}
+}
+
+func (t *thread) releaseSlot() { <-t.b.slots }
+
+func inputID(id int64) string { return strconv.FormatInt(id, 10) }
+
+// delivered runs on the session's event queue when input reaches the model.
+func (t *thread) delivered(id string) {
+	t.amu.Lock()
+	ack, queued := t.acks[id]
+	delete(t.acks, id)
+	t.amu.Unlock()
+	if queued && ack.messageID != "" {
+		t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
+		t.p.Outbox.React(t.ref, ack.messageID, reactDelivered, true)
+	}
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		t.markInbound(n, storage.InboundDelivered, "")
+	}
+}
+
+func (t *thread) header() string {
+	return fmt.Sprintf("%s · `%s` · `%s`", workingHeaderPrefix, t.rec.Repo, t.rec.Branch)
+}
+
+// workingHeaderPrefix starts a run's status message while it works.
+const workingHeaderPrefix = "⏳ working…"
+
+// beginRun tracks a run that Start just started (its transcript began at
+// agent_start, from the armed view).
+func (t *thread) beginRun(pi *pendingInput, request string, author chat.Author, slot bool) {
+	t.trackRun(&activeRun{inboundID: pi.id, request: request, author: author, slot: slot}, t.pendingStatus, t.statusMsgText)
+}
+
+// adoptRun tracks a run the session started by itself (input queued during a
+// compaction and delivered after it).
+func (t *thread) adoptRun() {
+	if t.run != nil || t.sess == nil || !t.sess.IsRunning() {
+		return
+	}
+	req := "(queued input)"
+	var author chat.Author
+	if a := t.requester.Load(); a != nil {
+		author = *a
+	}
+	t.trackRun(&activeRun{request: req, author: author}, nil, "")
+}
+
+func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
+	ctx := t.b.ctx
+	id, err := t.b.cfg.Store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+	if err != nil {
+		t.log.Error("recording run start", "err", err)
+	}
+	r.id = id
+	t.run = r
+	if status != nil {
+		t.saver.track(status, t.rec.ID, r.id, t.ref.Channel, text)
+	}
+	t.p.Outbox.SetStatus(t.ref, "is working…")
+	t.statusTick = time.NewTicker(statusRefresh)
+	sess := t.sess
+	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() {
+		t.enqueue(item{fn: func() {
+			if t.run == r {
+				r.timedOut = true
+				sess.Abort()
+			}
+		}})
+	})
+	go func() {
+		_ = sess.Wait(context.Background())
+		t.enqueue(item{runDone: sess})
+	}()
+}
+
+// finishRun runs when the session went idle: it commits and pushes the run's
+// work and closes the transcript with the footer.
+func (t *thread) finishRun(ctx context.Context) {
+	outcome := storage.RunDone
+	if t.run.stopped {
+		outcome = storage.RunStopped
+	}
+	t.finishRunWith(ctx, outcome, true)
+}
+
+func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, push bool) {
+	r := t.run
+	t.run = nil
+	r.timer.Stop()
+	if r.slot {
+		t.releaseSlot()
+	}
+	if t.statusTick != nil {
+		t.statusTick.Stop()
+		t.statusTick = nil
+	}
+	t.p.Outbox.SetStatus(t.ref, "")
+	if r.timedOut {
+		t.view.note(fmt.Sprintf("⏹ stopped: the run took longer than the %s limit.", t.b.cfg.RunTimeout))
+	}
+	stats := t.view.stats()
+	if stats.failed && outcome == storage.RunDone {
+		outcome = storage.RunFailed
+	}
+	var pushText string
+	if push {
+		pushText = t.commitAndPush(ctx, r)
+	}
+	info := t.b.modelInfo(t.sess.ModelName())
+	foot := footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero())
+	if pushText == "" {
+		t.view.endRun(foot)
+	} else {
+		t.view.endRun("")
+		t.view.post(pushText + "\n\n" + foot)
+	}
+	t.saver.flush()
+	if r.id != 0 {
+		if err := t.b.cfg.Store.FinishRun(ctx, r.id, outcome); err != nil {
+			t.log.Warn("recording run end", "err", err)
+		}
+	}
+}
+
+// commitAndPush commits the run's changes and pushes the branch (also when an
+// earlier push failed). It returns the notice to post, "" when nothing changed.
+func (t *thread) commitAndPush(ctx context.Context, r *activeRun) string {
+	if t.ws == nil {
+		return ""
+	}
+	changed, err := t.ws.Changed(ctx)
+	if err != nil {
+		t.log.Error("checking the workspace for changes", "err", err)
+		return "⚠️ I couldn't check the workspace for changes: " + userError(err)
+	}
+	if !changed && !t.unpushed {
+		return ""
+	}
+	if changed {
+		_, err := t.ws.Commit(ctx, workspace.CommitRequest{
+			Request:    r.request,
+			ThreadLink: t.link(ctx),
+			CoAuthor:   workspace.Identity{Name: r.author.Name, Email: r.author.Email},
+		})
+		if err != nil {
+			t.log.Error("commit failed", "err", err)
+			return "⚠️ Committing the changes failed: " + userError(err)
+		}
+	}
+	res, err := t.ws.Push(ctx)
+	if err != nil {
+		t.unpushed = true
+		result := storage.PushError
+		if errors.Is(err, workspace.ErrPushRejected) {
+			result = storage.PushRejected
+		}
+		t.recordPush(ctx, res.SHA, result, userError(err))
+		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and will be pushed after the next run.", t.ws.Branch(), userError(err))
+	}
+	t.unpushed = false
+	t.recordPush(ctx, res.SHA, storage.PushOK, "")
+	if res.UpToDate && !changed {
+		return ""
+	}
+	return pushNotice(res)
+}
+
+func (t *thread) recordPush(ctx context.Context, sha string, result storage.PushResult, detail string) {
+	if _, err := t.b.cfg.Store.RecordPush(ctx, storage.Push{ThreadID: t.rec.ID, Branch: t.ws.Branch(), SHA: sha, Result: result, Detail: detail}); err != nil {
+		t.log.Warn("recording push", "err", err)
+	}
+}
+
+// link is the thread's permalink for commit messages, when the platform gives one.
+func (t *thread) link(ctx context.Context) string {
+	if l, ok := t.p.Adapter.(interface {
+		Permalink(ctx context.Context, thread chat.ThreadRef) (string, error)
+	}); ok {
+		if url, err := l.Permalink(ctx, t.ref); err == nil && url != "" {
+			return "Thread: " + url
+		}
+	}
+	return fmt.Sprintf("Thread: %s %s", t.ref.Platform, t.ref.Key())
+}
+
+// userError turns an error into text safe for a channel: known errors keep
+// their message (written for people); anything else is generic, with the
+// details in the log.
+func userError(err error) string {
+	var we *workspace.Error
+	var um *agent.UnknownModelError
+	switch {
+	case errors.As(err, &we):
+		return workspace.ErrorMessage(err)
+	case errors.As(err, &um):
+		return um.Error()
+	case errors.Is(err, agent.ErrRunActive), errors.Is(err, agent.ErrBusy):
+		return err.Error()
+	case isPlain(err):
+		return err.Error()
+	}
+	return "something went wrong on my side (details are in the bot's log)"
+}
+
+// plainError is an error whose text was written for the thread.
+type plainError struct{ msg string }
+
+func (e plainError) Error() string { return e.msg }
+
+func isPlain(err error) bool {
+	var p plainError
+	return errors.As(err, &p)
+}

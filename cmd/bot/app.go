@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadsmith/threadsmith/adapters/console"
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/openai"
+	"github.com/threadsmith/threadsmith/bridge"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
+)
+
+var errHelp = errors.New("help requested")
+
+// configError marks errors that are the operator's configuration.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// Main is the program: flags, config, and every component wired together. An
+// end-to-end test builds one, sets Config and extra adapters, and calls Run and
+// Close.
+type Main struct {
+	ConfigPath string
+	Check      bool
+	Console    bool
+	// ConsoleRepo picks a configured repository for -console; "" uses the
+	// current directory's repository.
+	ConsoleRepo string
+
+	// Config is loaded from ConfigPath by Run unless set (tests set it).
+	Config *config.Config
+	// Env resolves ${VAR} in the config (default os.LookupEnv).
+	Env func(string) (string, bool)
+	// Adapters are extra platforms (tests use an in-process adapter).
+	Adapters []chat.Adapter
+	// Stdin, Stdout and Stderr are the console's and the logs' streams.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Logger overrides the logger built from the config.
+	Logger *slog.Logger
+
+	DB         *storage.DB
+	Workspaces *workspace.Manager
+	Bridge     *bridge.Bridge
+	Outboxes   map[string]*outbox.Outbox
+
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+	closeErr error
+	closed   bool
+}
+
+// NewMain returns a Main with the program's defaults.
+func NewMain() *Main {
+	return &Main{ConfigPath: "./config.yaml", Env: os.LookupEnv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// ParseFlags reads the command line.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "path of the YAML config file")
+	fs.BoolVar(&m.Check, "check", false, "validate the config, reach Slack, Discord, the LLM endpoint and the git remotes, then exit 0 (all good) or 1")
+	fs.BoolVar(&m.Console, "console", false, "run one local thread in this terminal instead of Slack and Discord")
+	fs.StringVar(&m.ConsoleRepo, "repo", "", "with -console: the configured repository to work on (default: the current directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: bot [-config config.yaml] [-check | -console [-repo name]]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if m.Check && m.Console {
+		return errors.New("-check and -console cannot be combined")
+	}
+	return nil
+}
+
+// loadConfig loads and validates the config (console mode fills in what a
+// first-time user has not configured).
+func (m *Main) loadConfig() (*config.Config, error) {
+	if m.Config != nil {
+		if err := m.Config.Validate(); err != nil {
+			return nil, configError{err}
+		}
+		return m.Config, nil
+	}
+	if m.Console {
+		c, err := consoleConfig(m.ConfigPath, m.ConsoleRepo, m.Env)
+		if err != nil {
+			return nil, configError{err}
+		}
+		return c, nil
+	}
+	c, err := config.Load(m.ConfigPath, m.Env)
+	if err != nil {
+		return nil, configError{fmt.Errorf("invalid config %s:\n%w", m.ConfigPath, err)}
+	}
+	return &c, nil
+}
+
+// Run starts the bot and returns once it is up; it runs until ctx ends or
+// Close is called. Done is closed when it stops by itself (an adapter failed
+// for good, or the console's input ended).
+func (m *Main) Run(ctx context.Context) error {
+	cfg, err := m.loadConfig()
+	if err != nil {
+		return err
+	}
+	m.Config = cfg
+	log := m.Logger
+	if log == nil {
+		log = newLogger(cfg.Log, m.Stderr)
+	}
+	log.Info("starting threadsmith", "config", cfg.Redacted())
+
+	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	m.DB = db
+	ws, err := workspace.New(workspaceConfig(cfg, log))
+	if err != nil {
+		db.Close()
+		return configError{err}
+	}
+	m.Workspaces = ws
+	model, err := openai.New(openai.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey})
+	if err != nil {
+		m.closeStores()
+		return configError{err}
+	}
+
+	adapters, err := m.adapters(cfg, log)
+	if err != nil {
+		m.closeStores()
+		return configError{err}
+	}
+	m.Outboxes = map[string]*outbox.Outbox{}
+	var platforms []bridge.Platform
+	for _, a := range adapters {
+		ob := outbox.New(a, outbox.Config{Limits: limitsFor(cfg, a.Platform()), Logger: log.With("component", "outbox", "platform", a.Platform())})
+		m.Outboxes[a.Platform()] = ob
+		platforms = append(platforms, platformFor(cfg, a, ob))
+	}
+	b, err := bridge.New(bridge.Config{
+		Store:             db,
+		Workspaces:        ws,
+		Model:             model,
+		Agent:             agentConfig(cfg),
+		Platforms:         platforms,
+		DefaultRepo:       cfg.Workspace.DefaultRepo,
+		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
+		RunTimeout:        cfg.RunTimeout,
+		MaxDownloadBytes:  cfg.Workspace.MaxDownloadBytes,
+		Secrets:           secrets(cfg),
+		Logger:            log,
+	})
+	if err != nil {
+		m.closeStores()
+		return err
+	}
+	m.Bridge = b
+	rctx, cancel := context.WithCancel(ctx)
+	m.cancel = cancel
+	m.done = make(chan struct{})
+	go func() {
+		defer close(m.done)
+		err := b.Run(rctx)
+		m.mu.Lock()
+		m.err = err
+		m.mu.Unlock()
+		if err != nil {
+			log.Error("stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Done is closed when the bot stops by itself.
+func (m *Main) Done() <-chan struct{} { return m.done }
+
+// Err is why the bot stopped by itself, nil after a requested shutdown.
+func (m *Main) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// Close shuts down gracefully within the configured grace period: no new
+// input, active runs may finish (then are stopped and reported), state is
+// flushed.
+func (m *Main) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return m.closeErr
+	}
+	m.closed = true
+	m.mu.Unlock()
+	grace := 30 * time.Second
+	if m.Config != nil && m.Config.ShutdownGrace > 0 {
+		grace = m.Config.ShutdownGrace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var errs []error
+	if m.cancel != nil {
+		m.cancel() // adapters stop taking input
+		<-m.done
+	}
+	if m.Bridge != nil {
+		errs = append(errs, m.Bridge.Shutdown(ctx))
+	}
+	for _, ob := range m.Outboxes {
+		errs = append(errs, ob.Close(ctx))
+	}
+	errs = append(errs, m.closeStores())
+	m.closeErr = errors.Join(errs...)
+	return m.closeErr
+}
+
+func (m *Main) closeStores() error {
+	var errs []error
+	if m.Workspaces != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, m.Workspaces.Close(ctx))
+		cancel()
+	}
+	if m.DB != nil {
+		errs = append(errs, m.DB.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// adapters builds the enabled platforms' adapters.
+func (m *Main) adapters(cfg *config.Config, log *slog.Logger) ([]chat.Adapter, error) {
+	var out []chat.Adapter
+	if m.Console {
+		out = append(out, console.New(console.Options{In: m.Stdin, Out: m.Stdout, User: os.Getenv("USER")}))
+		return append(out, m.Adapters...), nil
+	}
+	platformAdapters, err := buildPlatformAdapters(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, platformAdapters...)
+	out = append(out, m.Adapters...)
+	if len(out) == 0 {
+		return nil, errors.New("no platform is enabled: set slack.enabled or discord.enabled, or run with -console")
+	}
+	return out, nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.Level.Slog()}
+	isTTY := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil {
+			isTTY = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	if c.Format.JSON(isTTY) {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func workspaceConfig(cfg *config.Config, log *slog.Logger) workspace.Config {
+	wc := workspace.Config{
+		DataDir:      cfg.DataDir,
+		BranchPrefix: cfg.Workspace.BranchPrefix,
+		Author:       workspace.Identity{Name: cfg.Workspace.Author.Name, Email: cfg.Workspace.Author.Email},
+		IdleTTL:      cfg.Workspace.IdleTTL,
+		Logger:       log.With("component", "workspace"),
+	}
+	for _, r := range cfg.Workspace.Repos {
+		wc.Repos = append(wc.Repos, workspace.Repo{Name: r.Name, URL: r.URL, DefaultBranch: r.DefaultBranch, Token: r.Token, SSHKeyFile: r.SSHKeyFile})
+	}
+	return wc
+}
+
+func agentConfig(cfg *config.Config) bridge.AgentConfig {
+	info := func(m config.Model) bridge.ModelInfo {
+		return bridge.ModelInfo{Name: m.Name, ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Price: bridge.Price(m.Price)}
+	}
+	ac := bridge.AgentConfig{
+		Model:        info(cfg.LLM.Main()),
+		Instructions: cfg.Agent.SystemPrompt,
+		BusyMode:     agent.BehaviorFollowUp,
+		SteerMode:    queueMode(cfg.Agent.SteerMode),
+		FollowUpMode: queueMode(cfg.Agent.FollowUpMode),
+		Retry: agent.RetrySettings{Enabled: cfg.Agent.Retry.Enabled, MaxRetries: cfg.Agent.Retry.MaxRetries,
+			BaseDelay: cfg.Agent.Retry.BaseDelay, MaxDelay: cfg.Agent.Retry.MaxDelay},
+		Compaction: compaction.Settings{Enabled: cfg.Agent.Compaction.Enabled, ReserveTokens: cfg.Agent.Compaction.ReserveTokens,
+			KeepRecentTokens: cfg.Agent.Compaction.KeepRecentTokens},
+		BashTimeout: cfg.Agent.BashTimeout,
+		BashEnv:     cfg.Agent.BashEnv,
+		SkillsDirs:  cfg.Agent.SkillsDirs,
+		PromptsDirs: cfg.Agent.PromptsDirs,
+		GitName:     cfg.Workspace.Author.Name,
+		GitEmail:    cfg.Workspace.Author.Email,
+	}
+	if cfg.Agent.BusyMode == config.BusySteer {
+		ac.BusyMode = agent.BehaviorSteer
+	}
+	for _, mm := range cfg.LLM.Models {
+		ac.Models = append(ac.Models, info(mm))
+	}
+	return ac
+}
+
+func queueMode(q config.QueueMode) agent.QueueMode {
+	if q == config.AllAtOnce {
+		return agent.AllAtOnce
+	}
+	return agent.OneAtATime
+}
+
+// secrets are the strings tool output must never show.
+func secrets(cfg *config.Config) []string {
+	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token}
+	for _, r := range cfg.Workspace.Repos {
+		s = append(s, r.Token)
+	}
+	var out []string
+	for _, x := range s {
+		if len(x) >= 6 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func limitsFor(cfg *config.Config, platform string) outbox.Limits {
+	switch platform {
+	case config.PlatformSlack:
+		r := cfg.Slack.Rate
+		return outbox.Limits{
+			PostPerChannel:   outbox.PerSecond(r.PostPerSecond, r.PostBurst),
+			EditPerMessage:   outbox.PerSecond(r.UpdatePerMessagePerSecond, 1),
+			EditPerWorkspace: outbox.PerWindow(r.UpdatePerMinute, time.Minute, 5),
+		}
+	case config.PlatformDiscord:
+		r := cfg.Discord.Rate
+		l := outbox.DiscordLimits()
+		l.EditPerChannel = outbox.PerWindow(r.EditsPer5s, 5*time.Second, 2)
+		l.Requests = outbox.PerWindow(r.RequestsPerSecond, time.Second, 10)
+		return l
+	}
+	// Local adapters (console, tests) still get a per-message edit cadence.
+	return outbox.Limits{EditPerMessage: outbox.Rate{Every: 200 * time.Millisecond, Burst: 1}}
+}
+
+func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.Platform {
+	p := bridge.Platform{Adapter: a, Outbox: ob}
+	switch a.Platform() {
+	case config.PlatformSlack:
+		p.Channels, p.AllowedUsers, p.AllowedChannels = cfg.Slack.Channels, cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels
+	case config.PlatformDiscord:
+		p.Channels, p.AllowedUsers, p.AllowedRoles = cfg.Discord.Channels, cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles
+	}
+	return p
+}
