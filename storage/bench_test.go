@@ -1,0 +1,174 @@
+package storage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// BenchmarkAppendConcurrent measures the latency of AppendEntries (one entry per
+// call, as the agent appends on each message_end) with 50 sessions appending at
+// once in a closed loop, the worst case of 50 busy threads. It reports p50/p99
+// per call. Variants: the default (one write connection, prepared statements),
+// statements prepared per call, and a pool of 8 write connections contending
+// through SQLite's busy handler.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts []storage.Option
+	}{
+		{"single-writer", nil},
+		{"single-writer-unprepared", []storage.Option{storage.WithoutPreparedStatements()}},
+		{"writer-pool-8", []storage.Option{storage.WithWriteConns(8)}},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchAppendConcurrent(b, 50, v.opts...) })
+	}
+}
+
+func benchAppendConcurrent(b *testing.B, sessions int, opts ...storage.Option) {
+	ctx := context.Background()
+	db := openDB(b, opts...)
+	ids := make([]string, sessions)
+	pools := make([][]transcript.Entry, sessions)
+	for i := range ids {
+		ids[i] = newSession(b, db, fmt.Sprintf("%d.0", i)).ID
+		pools[i] = genEntries(uint64(i), 200)
+	}
+	perSession := max(b.N/sessions, 1)
+	lat := make([][]time.Duration, sessions)
+	var wg sync.WaitGroup
+	var busy sync.Map
+	b.ResetTimer()
+	for i := range sessions {
+		wg.Go(func() {
+			l := make([]time.Duration, 0, perSession)
+			for k := range perSession {
+				e := pools[i][k%len(pools[i])]
+				e.Seq = int64(k)
+				start := time.Now()
+				if err := db.AppendEntries(ctx, ids[i], []transcript.Entry{e}); err != nil {
+					busy.Store(i, err)
+					return
+				}
+				l = append(l, time.Since(start))
+			}
+			lat[i] = l
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	busy.Range(func(k, v any) bool {
+		b.Errorf("session %v: %v", k, v)
+		return true
+	})
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return
+	}
+	pct := func(p float64) float64 {
+		return float64(all[min(int(p*float64(len(all))), len(all)-1)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(all[len(all)-1])/float64(time.Millisecond), "max-ms")
+}
+
+// sessionWith5000 stores a realistic 5,000-entry session (with compactions) and
+// returns its id.
+func sessionWith5000(b *testing.B, db *storage.DB) string {
+	s := newSession(b, db, "1.0")
+	entries := genEntries(7, 5000)
+	for i := 0; i < len(entries); i += 500 {
+		if err := db.AppendEntries(context.Background(), s.ID, entries[i:i+500]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s.ID
+}
+
+// BenchmarkLoadSession5000 measures restoring a 5,000-entry session: every
+// entry (LoadEntries), and only the live context (LoadContext, what a resume
+// needs; the session has a compaction every 1,000 entries).
+func BenchmarkLoadSession5000(b *testing.B) {
+	ctx := context.Background()
+	db := openDB(b)
+	id := sessionWith5000(b, db)
+	b.Run("LoadEntries", func(b *testing.B) {
+		for b.Loop() {
+			if es, err := db.LoadEntries(ctx, id); err != nil || len(es) != 5000 {
+				b.Fatalf("LoadEntries = %d entries, %v", len(es), err)
+			}
+		}
+	})
+	b.Run("LoadContext", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := db.LoadContext(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkDatabaseBytes reports the file size per 1,000 realistic entries
+// appended one per call, after a checkpoint, next to the size of their JSON.
+func BenchmarkDatabaseBytes(b *testing.B) {
+	for b.Loop() {
+		path := filepath.Join(b.TempDir(), storage.FileName)
+		db := openAt(b, path)
+		s := newSession(b, db, "1.0")
+		entries := genEntries(9, 5000)
+		payload := 0
+		for _, e := range entries {
+			if err := db.AppendEntries(context.Background(), s.ID, []transcript.Entry{e}); err != nil {
+				b.Fatal(err)
+			}
+			payload += jsonSize(e)
+		}
+		db.Close()
+		raw := rawDB(b, path)
+		if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			b.Fatal(err)
+		}
+		raw.Close()
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(fi.Size())/5, "file-B/1000entries")
+		b.ReportMetric(float64(payload)/5, "json-B/1000entries")
+	}
+}
+
+// BenchmarkAcceptInbound measures storing one chat message (the work done
+// before a platform event is acknowledged).
+func BenchmarkAcceptInbound(b *testing.B) {
+	db := openDB(b)
+	th := newThread(b, db, "slack", "1.0")
+	k := 0
+	for b.Loop() {
+		k++
+		if _, _, err := db.AcceptInbound(context.Background(), storage.Inbound{Platform: "slack", EventID: fmt.Sprint("Ev", k),
+			Channel: "C1", MessageID: fmt.Sprintf("1.%09d", k), ThreadID: th.ID, AuthorID: "U1", Text: "please fix the failing test in server/handler.go",
+			Mode: storage.ModePrompt}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func jsonSize(e transcript.Entry) int {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err)
+	}
+	return len(b)
+}

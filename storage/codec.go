@@ -1,0 +1,206 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+)
+
+// entryRow is an entry as stored: payload is the JSON of the part of the entry
+// its type uses (the message, the compaction, …), so SQL can look into it with
+// json_extract and nothing is stored twice.
+type entryRow struct {
+	seq     int64
+	typ     string
+	ts      int64
+	payload string
+}
+
+func encodeEntry(e transcript.Entry) (entryRow, error) {
+	r := entryRow{seq: e.Seq, typ: string(e.Type), ts: e.Timestamp}
+	if e.Seq < 0 {
+		return r, fmt.Errorf("entry seq %d: seq must not be negative", e.Seq)
+	}
+	if e.Type == "" {
+		return r, fmt.Errorf("entry seq %d: no type", e.Seq)
+	}
+	var v any
+	switch e.Type {
+	case transcript.EntryMessage:
+		v = nonNil(e.Message)
+	case transcript.EntryCompaction:
+		v = nonNil(e.Compaction)
+	case transcript.EntryModelChange:
+		v = nonNil(e.ModelChange)
+	case transcript.EntryThinkingLevel:
+		v = e.ThinkingLevel
+	case transcript.EntryCustom:
+		v = nonNil(e.Custom)
+	default:
+		// A type this version does not know: keep its original JSON, or the
+		// whole entry when it has none, so nothing is lost.
+		if len(e.Raw) > 0 {
+			if !json.Valid(e.Raw) {
+				return r, fmt.Errorf("entry seq %d (%s): raw payload is not valid JSON", e.Seq, e.Type)
+			}
+			r.payload = string(e.Raw)
+			return r, nil
+		}
+		v = e
+	}
+	if v == nil {
+		return r, fmt.Errorf("entry seq %d: type %s without its payload", e.Seq, e.Type)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return r, fmt.Errorf("entry seq %d: %w", e.Seq, err)
+	}
+	r.payload = string(b)
+	return r, nil
+}
+
+// nonNil returns p as an any, or an untyped nil when p is a nil pointer (a
+// typed nil in an interface would not compare equal to nil).
+func nonNil[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+func decodeEntry(seq int64, typ string, ts int64, payload []byte) (transcript.Entry, error) {
+	e := transcript.Entry{Seq: seq, Type: transcript.EntryType(typ), Timestamp: ts}
+	var err error
+	switch e.Type {
+	case transcript.EntryMessage:
+		e.Message = new(llm.Message)
+		err = json.Unmarshal(payload, e.Message)
+	case transcript.EntryCompaction:
+		e.Compaction = new(transcript.Compaction)
+		err = json.Unmarshal(payload, e.Compaction)
+	case transcript.EntryModelChange:
+		e.ModelChange = new(transcript.ModelChange)
+		err = json.Unmarshal(payload, e.ModelChange)
+	case transcript.EntryThinkingLevel:
+		err = json.Unmarshal(payload, &e.ThinkingLevel)
+	case transcript.EntryCustom:
+		e.Custom = new(transcript.Custom)
+		err = json.Unmarshal(payload, e.Custom)
+	default:
+		e.Raw = append(json.RawMessage(nil), payload...)
+	}
+	if err != nil {
+		return e, fmt.Errorf("entry seq %d (%s): %w", seq, typ, errors.Join(ErrCorrupt, err))
+	}
+	return e, nil
+}
+
+// rawEntry is a stored entry not yet decoded.
+type rawEntry struct {
+	seq     int64
+	typ     string
+	ts      int64
+	payload []byte
+}
+
+// decoder decodes entries in arrival order. Small results are decoded inline;
+// once a result passes one chunk, full chunks go to GOMAXPROCS workers while
+// the caller keeps reading rows.
+type decoder struct {
+	cur    *decodeChunk
+	chunks []*decodeChunk
+	bytes  int
+	work   chan *decodeChunk
+	wg     sync.WaitGroup
+}
+
+type decodeChunk struct {
+	raw []rawEntry
+	out []transcript.Entry
+	err error
+}
+
+// Chunk limits: large enough to amortise the hand-off, small enough to spread
+// a 5,000-entry session over the workers early.
+const (
+	chunkEntries = 128
+	chunkBytes   = 256 << 10
+)
+
+func (c *decodeChunk) decode() {
+	c.out = make([]transcript.Entry, len(c.raw))
+	for i, r := range c.raw {
+		e, err := decodeEntry(r.seq, r.typ, r.ts, r.payload)
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		c.out[i] = e
+	}
+	c.raw = nil
+}
+
+func (d *decoder) add(r rawEntry) {
+	if d.cur == nil {
+		d.cur = &decodeChunk{raw: make([]rawEntry, 0, chunkEntries)}
+		d.chunks = append(d.chunks, d.cur)
+		d.bytes = 0
+	}
+	d.cur.raw = append(d.cur.raw, r)
+	d.bytes += len(r.payload)
+	if len(d.cur.raw) < chunkEntries && d.bytes < chunkBytes {
+		return
+	}
+	if d.work == nil {
+		n := runtime.GOMAXPROCS(0)
+		d.work = make(chan *decodeChunk, n)
+		for range n {
+			d.wg.Go(func() {
+				for c := range d.work {
+					c.decode()
+				}
+			})
+		}
+	}
+	d.work <- d.cur
+	d.cur = nil
+}
+
+// wait stops the workers once they have decoded what they were given.
+func (d *decoder) wait() {
+	if d.work != nil {
+		close(d.work)
+		d.wg.Wait()
+		d.work = nil
+	}
+}
+
+// result decodes what is left and returns every entry in order.
+func (d *decoder) result() ([]transcript.Entry, error) {
+	if d.cur != nil {
+		d.cur.decode()
+	}
+	d.wait()
+	n := 0
+	for _, c := range d.chunks {
+		if c.err != nil {
+			return nil, c.err
+		}
+		n += len(c.out)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if len(d.chunks) == 1 {
+		return d.chunks[0].out, nil
+	}
+	out := make([]transcript.Entry, 0, n)
+	for _, c := range d.chunks {
+		out = append(out, c.out...)
+	}
+	return out, nil
+}

@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+)
+
+var _ agent.Store = (*DB)(nil)
+
+// AppendEntries stores entries of a session in one transaction: all of them or,
+// on error, none. Each entry's Seq is its place in the record; a seq the session
+// already has is refused with a *DuplicateEntryError. The entries are durable
+// when it returns.
+func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	// Encode before taking the write lock: JSON is the costly part.
+	rows := make([]entryRow, len(entries))
+	for i, e := range entries {
+		r, err := encodeEntry(e)
+		if err != nil {
+			return opError("append entries", err)
+		}
+		rows[i] = r
+	}
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return opError("append entries", err)
+	}
+	err = db.inTx(ctx, func(tx *sql.Tx) error {
+		st, err := db.stmts.insertEntry.in(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if _, err := st.ExecContext(ctx, sid, r.seq, r.typ, r.ts, r.payload); err != nil {
+				if isExtCode(err, codePrimaryKey) {
+					return &DuplicateEntryError{SessionID: sessionID, Seq: r.seq}
+				}
+				return fmt.Errorf("seq %d: %w", r.seq, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return opError("append entries", err)
+	}
+	return nil
+}
+
+// LoadEntries returns a session's entries in seq order, with one query. The live
+// context is transcript.BuildContext of the result; LoadContext builds it while
+// decoding only the entries it needs.
+func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, opError("load entries", err)
+	}
+	out, err := db.queryEntries(ctx, `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`, sid)
+	if err != nil {
+		return nil, opError("load entries", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return out, nil
+}
+
+// LoadContext returns the session's live context, equal to
+// transcript.BuildContext(LoadEntries(…)), but reads and decodes only what that
+// needs: the latest compaction, model and thinking-level changes, the messages
+// from the compaction's first kept entry on, and the newest entry (for NextSeq).
+// A session resumed after many compactions loads in time proportional to its
+// live context, not to its history.
+func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Context, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return transcript.Context{}, opError("load context", err)
+	}
+	// The type column precedes payload, so SQLite filters rows without reading
+	// the overflow pages of the payloads it skips.
+	entries, err := db.queryEntries(ctx, `
+		WITH s AS (
+			SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
+			                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept,
+			       (SELECT max(seq) FROM entries WHERE session_id = ?1) AS last_seq
+		)
+		SELECT seq, type, ts, payload FROM entries, s
+		WHERE session_id = ?1 AND (
+			(type = 'message' AND seq >= s.first_kept)
+			OR type IN ('model_change', 'thinking_level_change')
+			OR seq = s.last_seq
+			OR (type = 'compaction' AND seq = (SELECT max(seq) FROM entries WHERE session_id = ?1 AND type = 'compaction')))
+		ORDER BY seq`, sid)
+	if err != nil {
+		return transcript.Context{}, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return transcript.BuildContext(entries), nil
+}
+
+// queryEntries runs a query returning (seq, type, ts, payload) rows in order
+// and decodes them. Decoding JSON costs several times the reading, so large
+// results are decoded by parallel workers while the rows are still read.
+func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]transcript.Entry, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var d decoder
+	for rows.Next() {
+		var r rawEntry
+		var payload sql.RawBytes
+		if err := rows.Scan(&r.seq, &r.typ, &r.ts, &payload); err != nil {
+			d.wait()
+			return nil, err
+		}
+		r.payload = bytes.Clone(payload)
+		d.add(r)
+	}
+	if err := rows.Err(); err != nil {
+		d.wait()
+		return nil, err
+	}
+	return d.result()
+}

@@ -1,0 +1,8 @@
+package storage
+
+// Hooks for the external tests and benchmarks of this package.
+var (
+	WithWriteConns            = withWriteConns
+	WithExtraPragmas          = withExtraPragmas
+	WithoutPreparedStatements = withoutPreparedStatements
+)

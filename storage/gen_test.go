@@ -1,0 +1,93 @@
+package storage_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+)
+
+// codeLines are the raw material of realistic tool output: source, quotes,
+// tabs and newlines that JSON must escape.
+var codeLines = []string{
+	"func (s *Server) handle(w http.ResponseWriter, r *http.Request) {",
+	"\tif err := json.NewDecoder(r.Body).Decode(&req); err != nil {",
+	"\t\thttp.Error(w, \"bad request: \"+err.Error(), http.StatusBadRequest)",
+	"\t\treturn",
+	"\t}",
+	"// Process handles one request and returns its result.",
+	"\tfor i, item := range items {",
+	"\t\tresult = append(result, fmt.Sprintf(\"%d: %s\", i, item.Name))",
+	"import { useState } from 'react';",
+	"  const [value, setValue] = useState<string>(\"\");",
+	"=== RUN   TestHandle/empty_body",
+	"--- PASS: TestHandle (0.00s)",
+	"ok  \tgithub.com/acme/app/server\t0.412s",
+	"src/server/handler.go:42:17: undefined: reqBody",
+}
+
+// genEntries returns n entries shaped like a real session: a user prompt, then
+// turns of an assistant reply with thinking and a tool call followed by the
+// tool's result (a few KB of code or command output), an answer now and then,
+// and a compaction and a model change along the way. Deterministic per seed.
+func genEntries(seed uint64, n int) []transcript.Entry {
+	r := rand.New(rand.NewPCG(seed, 42))
+	out := make([]transcript.Entry, 0, n)
+	ts := int64(1_750_000_000_000)
+	text := func(minLen, maxLen int) string {
+		target := minLen + r.IntN(maxLen-minLen+1)
+		var b strings.Builder
+		for b.Len() < target {
+			b.WriteString(codeLines[r.IntN(len(codeLines))])
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	pendingCall := ""
+	for seq := int64(0); int(seq) < n; seq++ {
+		ts += int64(r.IntN(5000))
+		var e transcript.Entry
+		switch {
+		case seq > 0 && seq%1000 == 0:
+			e = transcript.Entry{Seq: seq, Type: transcript.EntryCompaction, Timestamp: ts, Compaction: &transcript.Compaction{
+				Summary:       "## Goal\n" + text(800, 1500),
+				FirstKeptSeq:  seq - 40,
+				TokensBefore:  100_000 + r.IntN(20_000),
+				ReadFiles:     []string{"server/handler.go", "server/handler_test.go"},
+				ModifiedFiles: []string{"server/handler.go"},
+				Reason:        "threshold",
+			}}
+		case seq == 1500:
+			e = transcript.Entry{Seq: seq, Type: transcript.EntryModelChange, Timestamp: ts,
+				ModelChange: &transcript.ModelChange{Provider: "openai", Model: "gpt-4.1-mini"}}
+		case pendingCall != "":
+			m := llm.Message{Role: llm.RoleToolResult, Timestamp: ts, ToolCallID: pendingCall, ToolName: "read",
+				Content: []llm.Content{llm.Text(text(1000, 6000))}, IsError: r.IntN(10) == 0}
+			e = transcript.MessageEntry(seq, m)
+			pendingCall = ""
+		case seq%12 == 0:
+			m := llm.UserText("please " + text(60, 400))
+			m.Timestamp, m.InputID = ts, fmt.Sprint(seq)
+			e = transcript.MessageEntry(seq, m)
+		default:
+			m := llm.Message{Role: llm.RoleAssistant, Timestamp: ts, Provider: "openai", Model: "gpt-4.1",
+				Usage: &llm.Usage{Input: 20_000 + r.IntN(80_000), Output: 50 + r.IntN(800), CacheRead: r.IntN(20_000)}}
+			m.Content = append(m.Content, llm.Content{Type: llm.ContentThinking, Thinking: text(50, 300)})
+			if r.IntN(4) == 0 {
+				m.Content = append(m.Content, llm.Text(text(200, 1200)))
+				m.StopReason = llm.StopReasonStop
+			} else {
+				pendingCall = fmt.Sprintf("call_%d_%x", seq, r.Uint32())
+				args, _ := json.Marshal(map[string]any{"path": "server/handler.go", "offset": r.IntN(400), "limit": 200})
+				m.Content = append(m.Content, llm.ToolCall(pendingCall, "read", args))
+				m.StopReason = llm.StopReasonToolUse
+			}
+			e = transcript.MessageEntry(seq, m)
+		}
+		out = append(out, e)
+	}
+	return out
+}

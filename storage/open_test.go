@@ -1,0 +1,220 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// quiet keeps migration logs out of test output.
+var quiet = storage.WithLogger(slog.New(slog.DiscardHandler))
+
+// openDB opens a fresh database in t.TempDir() and closes it when the test ends.
+func openDB(t testing.TB, opts ...storage.Option) *storage.DB {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), storage.FileName), opts...)
+}
+
+func openAt(t testing.TB, path string, opts ...storage.Option) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(context.Background(), path, append([]storage.Option{quiet}, opts...)...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+// rawDB opens the file with the bare driver, to look at or damage it behind the
+// package's back.
+func rawDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	u := url.URL{Scheme: "file", Path: path}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func migrationRows(t *testing.T, path string) []int {
+	t.Helper()
+	rows, err := rawDB(t, path).Query(`SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func TestOpenCreatesFileAndMigrates(t *testing.T) {
+	ctx := context.Background()
+	// A directory that does not exist yet, and characters a URI would mangle.
+	path := filepath.Join(t.TempDir(), "data dir", "odd?#name", storage.FileName)
+	db, err := storage.Open(ctx, path, quiet)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if db.Path() != path {
+		t.Errorf("Path() = %q, want %q", db.Path(), path)
+	}
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Team: "T1", Channel: "C1", Thread: "1.1"}, storage.ThreadInit{Repo: "app"})
+	if err != nil {
+		t.Fatalf("EnsureThread: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database file not created at %s: %v", path, err)
+	}
+	if got, want := len(migrationRows(t, path)), storage.SchemaVersion(); got != want {
+		t.Fatalf("schema_migrations has %d rows, want %d", got, want)
+	}
+
+	// Opening again applies nothing new and keeps the data.
+	db = openAt(t, path)
+	got, err := db.ThreadByID(ctx, th.ID)
+	if err != nil {
+		t.Fatalf("ThreadByID after reopen: %v", err)
+	}
+	if got.Repo != "app" {
+		t.Errorf("repo after reopen = %q, want %q", got.Repo, "app")
+	}
+	if got, want := migrationRows(t, path), []int{1}; len(got) != storage.SchemaVersion() || got[0] != want[0] {
+		t.Errorf("schema_migrations after reopen = %v, want versions 1..%d once each", got, storage.SchemaVersion())
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+func TestOpenEmptyFileIsANewDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), storage.FileName)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openAt(t, path)
+	if got := len(migrationRows(t, path)); got != storage.SchemaVersion() {
+		t.Errorf("schema_migrations has %d rows, want %d", got, storage.SchemaVersion())
+	}
+}
+
+// refused opens path expecting a refusal wrapping want, and checks the error
+// names the file and the file was not modified.
+func refused(t *testing.T, path string, want error) error {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(context.Background(), path, quiet)
+	if err == nil {
+		db.Close()
+		t.Fatalf("Open(%s) succeeded, want an error wrapping %v", path, want)
+	}
+	if !errors.Is(err, want) {
+		t.Errorf("Open error = %v, want one wrapping %v", err, want)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("Open error %q does not name the file %s", err, path)
+	}
+	after, err2 := os.ReadFile(path)
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("refused file was modified (%d bytes before, %d after)", len(before), len(after))
+	}
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		t.Errorf("refused file got a WAL next to it")
+	}
+	return err
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), storage.FileName)
+	db, err := storage.Open(context.Background(), path, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 0)`, storage.SchemaVersion()+7); err != nil {
+		t.Fatal(err)
+	}
+	// Back to a single file so that "unchanged" is a byte comparison.
+	if _, err := raw.Exec(`PRAGMA journal_mode = DELETE`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	err = refused(t, path, storage.ErrSchemaTooNew)
+	if !strings.Contains(err.Error(), "newer threadsmith") {
+		t.Errorf("error %q does not say what to do", err)
+	}
+}
+
+func TestOpenRefusesRandomBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), storage.FileName)
+	if err := os.WriteFile(path, []byte(rand.Text()+rand.Text()+strings.Repeat("x", 5000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, path, storage.ErrNotDatabase)
+}
+
+func TestOpenRefusesDamagedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), storage.FileName)
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(`CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the header, wreck the schema page's b-tree header.
+	for i := 100; i < 120; i++ {
+		b[i] = 0xff
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, path, storage.ErrNotDatabase)
+}
+
+func TestOpenRefusesForeignDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('acme')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	err := refused(t, path, storage.ErrForeignDatabase)
+	if !strings.Contains(err.Error(), "customers") {
+		t.Errorf("error %q does not list the tables it found", err)
+	}
+}

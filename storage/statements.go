@@ -1,0 +1,80 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// hotStmt is a statement of a hot path (entry appends, inbound input, status
+// edits), prepared once on the write connection at Open so that each call only
+// binds and steps. Unprepared (nil stmt), it is prepared per transaction.
+type hotStmt struct {
+	query string
+	stmt  *sql.Stmt
+}
+
+// in returns the statement bound to tx; it is closed with tx.
+func (h *hotStmt) in(ctx context.Context, tx *sql.Tx) (*sql.Stmt, error) {
+	if h.stmt != nil {
+		return tx.StmtContext(ctx, h.stmt), nil
+	}
+	return tx.PrepareContext(ctx, h.query)
+}
+
+type statements struct {
+	insertEntry   hotStmt
+	insertInbound hotStmt
+	findInbound   hotStmt
+	markInbound   hotStmt
+	lastSeen      hotStmt
+	updateOutbnd  hotStmt
+	markEvent     hotStmt
+}
+
+func (s *statements) all() []*hotStmt {
+	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.updateOutbnd, &s.markEvent}
+}
+
+func newStatements() statements {
+	return statements{
+		insertEntry: hotStmt{query: `INSERT INTO entries (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)`},
+		insertInbound: hotStmt{query: `INSERT INTO inbound (platform, event_id, channel, message_id, thread_id,
+			author_id, author_name, author_email, text, attachments, mode, received_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING id`},
+		findInbound: hotStmt{query: `SELECT id FROM inbound
+			WHERE (platform = ?1 AND event_id = ?2) OR (platform = ?1 AND channel = ?3 AND message_id = ?4)
+			ORDER BY id LIMIT 1`},
+		markInbound: hotStmt{query: `UPDATE inbound SET state = ?, queue = coalesce(?, queue), reason = ?, updated_at = ?
+			WHERE id = ? AND state IN (?, ?)`},
+		// Moves forward only: platform message ids grow in length then in lexical
+		// order (Slack ts "1712345678.000100", Discord snowflakes).
+		lastSeen: hotStmt{query: `UPDATE threads SET last_seen_message = ?1, updated_at = ?2
+			WHERE id = ?3 AND (length(?1) > length(last_seen_message)
+				OR (length(?1) = length(last_seen_message) AND ?1 > last_seen_message))`},
+		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
+		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
+	}
+}
+
+func (s *statements) prepare(ctx context.Context, w *sql.DB) error {
+	for _, h := range s.all() {
+		st, err := w.PrepareContext(ctx, h.query)
+		if err != nil {
+			return err
+		}
+		h.stmt = st
+	}
+	return nil
+}
+
+func (s *statements) close() error {
+	var errs []error
+	for _, h := range s.all() {
+		if h.stmt != nil {
+			errs = append(errs, h.stmt.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,315 @@
+// Package storage keeps threadsmith's state in one SQLite file: threads and their
+// sessions, each session's entry record, the durable queue of chat input, the
+// messages the bot posted, runs, pushes and recently processed platform events.
+//
+// Durability: every method that changes something commits one transaction before
+// it returns, so what it reported as done survives the process being killed. The
+// database runs in WAL mode with synchronous=NORMAL: a killed process loses
+// nothing that was committed; a power loss may lose the last transactions but
+// never corrupts the file.
+//
+// Concurrency: a DB is safe for concurrent use. Writes go through one connection,
+// so concurrent writers queue in Go (first come, first served) instead of
+// spinning on SQLite's busy handler; reads use a separate pool and never wait for
+// writers. Transactions on the write connection are BEGIN IMMEDIATE.
+//
+// Errors: lookups of something that does not exist return ErrNotFound; a full
+// disk or a read-only file surface as ErrFull or ErrReadOnly, so a caller can
+// refuse to acknowledge input it could not store. Errors name the operation and,
+// when opening, the file; they never carry user content.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// FileName is the database file's name inside the data directory.
+const FileName = "threadsmith.db"
+
+// pragmas run on every connection, through the DSN, so that a connection the
+// pool opens later behaves like the first one. busy_timeout first: the others
+// may need a lock.
+var pragmas = []string{
+	"busy_timeout(10000)",
+	"journal_mode(WAL)",
+	"foreign_keys(1)",
+	"synchronous(NORMAL)",
+}
+
+// DB is an open threadsmith database.
+type DB struct {
+	path string
+	w    *sql.DB // the one write connection (transactions are BEGIN IMMEDIATE)
+	r    *sql.DB // read-only pool
+	log  *slog.Logger
+	now  func() time.Time
+
+	stmts statements
+
+	// sessionIDs caches session uid → row id. Sessions are never deleted, so an
+	// entry never goes stale.
+	sessionIDs sync.Map
+
+	eventRetention time.Duration
+	lastPrune      atomic.Int64 // Unix ms of the last processed_events prune
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	log            *slog.Logger
+	now            func() time.Time
+	readConns      int
+	writeConns     int
+	eventRetention time.Duration
+	extraPragmas   []string
+	noPrepare      bool
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets the clock used for timestamps and event pruning (default: time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithReadConns sets the size of the read pool (default 4).
+func WithReadConns(n int) Option { return func(o *options) { o.readConns = n } }
+
+// WithEventRetention sets how long processed platform event ids are remembered
+// (default 24h, far beyond Slack's and Discord's redelivery windows).
+func WithEventRetention(d time.Duration) Option {
+	return func(o *options) { o.eventRetention = d }
+}
+
+// withWriteConns lets benchmarks compare the single write connection with a pool
+// of writers contending through SQLite's busy handler.
+func withWriteConns(n int) Option { return func(o *options) { o.writeConns = n } }
+
+// withExtraPragmas adds pragmas to every connection (tests: max_page_count).
+func withExtraPragmas(p ...string) Option {
+	return func(o *options) { o.extraPragmas = append(o.extraPragmas, p...) }
+}
+
+// withoutPreparedStatements makes hot statements be prepared per transaction,
+// for benchmarks.
+func withoutPreparedStatements() Option { return func(o *options) { o.noPrepare = true } }
+
+// Open opens the database at path, creating the file and its directory when
+// missing, and brings its schema up to date. It refuses, with an error naming
+// the file, a file that is not SQLite (ErrNotDatabase), a SQLite file that is not
+// threadsmith's (ErrForeignDatabase), and a schema newer than this binary knows
+// (ErrSchemaTooNew); in those cases the file is left as it was.
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
+	o := options{log: slog.Default(), now: time.Now, readConns: 4, writeConns: 1, eventRetention: 24 * time.Hour}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if path == "" {
+		return nil, errors.New("storage: open: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("storage: open %s: create directory: %w", abs, err)
+	}
+	if err := checkHeader(abs); err != nil {
+		return nil, err
+	}
+	if err := inspect(ctx, abs); err != nil {
+		return nil, err
+	}
+
+	db := &DB{
+		path:           abs,
+		log:            o.log.With("component", "storage"),
+		now:            o.now,
+		eventRetention: o.eventRetention,
+		stmts:          newStatements(),
+	}
+	db.w, err = sql.Open("sqlite", dsn(abs, slices.Concat(pragmas, o.extraPragmas), "_txlock=immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	db.w.SetMaxOpenConns(o.writeConns)
+	db.w.SetMaxIdleConns(o.writeConns)
+	db.w.SetConnMaxIdleTime(0)
+	db.w.SetConnMaxLifetime(0)
+	if err := db.w.PingContext(ctx); err != nil {
+		db.w.Close()
+		return nil, openError(abs, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.w.Close()
+		return nil, err
+	}
+
+	db.r, err = sql.Open("sqlite", dsn(abs, slices.Concat(pragmas, o.extraPragmas, []string{"query_only(1)"})))
+	if err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	db.r.SetMaxOpenConns(max(o.readConns, 1))
+	db.r.SetMaxIdleConns(max(o.readConns, 1))
+	db.r.SetConnMaxIdleTime(0)
+	db.r.SetConnMaxLifetime(0)
+	if err := db.r.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, openError(abs, err)
+	}
+	if !o.noPrepare {
+		if err := db.stmts.prepare(ctx, db.w); err != nil {
+			db.Close()
+			return nil, openError(abs, err)
+		}
+	}
+	db.lastPrune.Store(db.now().UnixMilli())
+	return db, nil
+}
+
+// Path is the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the database. Pending writes have committed by the time their
+// methods returned; Close only releases the connections.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		var errs []error
+		db.stmts.close()
+		if db.w != nil {
+			// Let SQLite refresh its planner statistics, as it recommends on close.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if _, err := db.w.ExecContext(ctx, "PRAGMA optimize"); err != nil {
+				db.log.Debug("pragma optimize on close failed", "err", err)
+			}
+			cancel()
+			errs = append(errs, db.w.Close())
+		}
+		if db.r != nil {
+			errs = append(errs, db.r.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			db.closeErr = fmt.Errorf("storage: close %s: %w", db.path, err)
+		}
+	})
+	return db.closeErr
+}
+
+// Check runs SQLite's integrity check over the whole file and returns an error
+// listing what is wrong, nil when the file is sound.
+func (db *DB) Check(ctx context.Context) error {
+	rows, err := db.r.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("storage: integrity check %s: %w", db.path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return fmt.Errorf("storage: integrity check %s: %w", db.path, err)
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("storage: integrity check %s: %w", db.path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("storage: integrity check %s: %w: %s", db.path, ErrCorrupt, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// dsn builds a modernc.org/sqlite data source name. The path travels as a file:
+// URI so that any character in it (spaces, '?', '#') survives; SQLite ignores the
+// driver's own "_" parameters.
+func dsn(path string, pragmas []string, extra ...string) string {
+	q := make([]string, 0, len(pragmas)+len(extra))
+	for _, p := range pragmas {
+		q = append(q, "_pragma="+url.QueryEscape(p))
+	}
+	q = append(q, extra...)
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: strings.Join(q, "&")}
+	// url.URL renders an absolute path as file:///p; SQLite accepts that form.
+	return u.String()
+}
+
+// sqliteMagic opens every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkHeader refuses a file that exists, is not empty and is not SQLite, before
+// SQLite gets to write anything into it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	n, err := io.ReadFull(f, head)
+	if n == 0 && (err == io.EOF) {
+		return nil // an empty file is an empty database
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if string(head[:n]) != sqliteMagic {
+		return fmt.Errorf("storage: open %s: %w (it does not start with the SQLite header; move it away or point data_dir elsewhere)", path, ErrNotDatabase)
+	}
+	return nil
+}
+
+// openError wraps an error of the first contact with the file.
+func openError(path string, err error) error {
+	if isCode(err, codeNotADB) || isCode(err, codeCorrupt) {
+		return fmt.Errorf("storage: open %s: %w: %w", path, ErrNotDatabase, err)
+	}
+	return fmt.Errorf("storage: open %s: %w", path, wrapCode(err))
+}
+
+// ms converts a time to stored Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts stored Unix milliseconds to a time (UTC).
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// nowMS is the clock's current time in Unix milliseconds.
+func (db *DB) nowMS() int64 { return ms(db.now()) }
+
+// inTx runs fn in one write transaction and commits it.
+func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
