@@ -1,0 +1,107 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/threadsmith/threadsmith/chat"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+// BenchmarkMentionBurstAck measures the acknowledgement latency of a burst of
+// 200 mentions in 200 threads (400 envelopes: app_mention and message each),
+// from the fake writing an envelope to reading its ack:
+//
+//   - floor: a bare slack-go Socket Mode client that acks every envelope as it
+//     arrives (the fake's own BenchmarkMentionBurstAck), the cost of the
+//     transport alone;
+//   - adapter: this adapter, acking each envelope after a de-duplicating
+//     in-memory Receive.
+//
+// The target is p99 < 50 ms; compare with the floor of the same run.
+func BenchmarkMentionBurstAck(b *testing.B) {
+	b.Run("floor", func(b *testing.B) {
+		srv := slackfake.New(b, slackfake.WithoutBotEcho())
+		api := slackapi.New(srv.BotToken(), slackapi.OptionAPIURL(srv.APIURL()), slackapi.OptionAppLevelToken(srv.AppToken()))
+		sm := socketmode.New(api)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = sm.RunContext(ctx) })
+		wg.Go(func() {
+			for {
+				select {
+				case evt := <-sm.Events:
+					if evt.Type == socketmode.EventTypeEventsAPI {
+						_ = sm.Ack(*evt.Request)
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+		b.Cleanup(func() { cancel(); wg.Wait() })
+		burst(b, srv)
+	})
+	b.Run("adapter", func(b *testing.B) {
+		srv := slackfake.New(b, slackfake.WithoutBotEcho())
+		startSocket(b, srv, &dedupHandler{seen: map[string]bool{}})
+		burst(b, srv)
+	})
+}
+
+// burst raises b.N bursts of 200 mentions in 200 threads, waits for every ack,
+// and reports the latency percentiles.
+func burst(b *testing.B, srv *slackfake.Server) {
+	ctx := testContext(b)
+	if err := srv.WaitConnections(ctx, 1); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range 200 {
+			srv.Mention(fmt.Sprintf("C0B%03d", j%10), fmt.Sprintf("U0USER%d", j%20), fmt.Sprintf("burst %d thread %d", i, j), "")
+		}
+		if err := srv.WaitAllAcked(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	var lat []time.Duration
+	for _, a := range srv.Acks() {
+		lat = append(lat, a.Latency)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ack-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ack-ms")
+	b.ReportMetric(float64(len(lat))/float64(b.N), "acks/op")
+}
+
+// dedupHandler is a Receive as cheap as the bridge's could be: an in-memory
+// de-duplication by event id and by (channel, ts).
+type dedupHandler struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (h *dedupHandler) Receive(_ context.Context, in chat.Inbound) (chat.Receipt, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := in.Thread.Channel + "/" + in.MessageID
+	if h.seen[in.EventID] || h.seen[k] {
+		h.seen[in.EventID] = true
+		return chat.Duplicate, nil
+	}
+	h.seen[in.EventID], h.seen[k] = true, true
+	return chat.Accepted, nil
+}
+
+func (h *dedupHandler) Describe(chat.ThreadRef, string) (string, string, error) { return "", "", nil }
+
+func (h *dedupHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) { return nil, nil }

@@ -1,0 +1,159 @@
+package slack
+
+import (
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/threadsmith/threadsmith/chat"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+// manifest is the part of slack-app-manifest.yaml the adapter depends on.
+type manifest struct {
+	Features struct {
+		AppHome struct {
+			MessagesTabEnabled         bool `yaml:"messages_tab_enabled"`
+			MessagesTabReadOnlyEnabled bool `yaml:"messages_tab_read_only_enabled"`
+		} `yaml:"app_home"`
+		BotUser struct {
+			DisplayName string `yaml:"display_name"`
+		} `yaml:"bot_user"`
+	} `yaml:"features"`
+	OAuthConfig struct {
+		Scopes struct {
+			Bot  []string `yaml:"bot"`
+			User []string `yaml:"user"`
+		} `yaml:"scopes"`
+	} `yaml:"oauth_config"`
+	Settings struct {
+		EventSubscriptions struct {
+			BotEvents []string `yaml:"bot_events"`
+		} `yaml:"event_subscriptions"`
+		SocketModeEnabled bool `yaml:"socket_mode_enabled"`
+	} `yaml:"settings"`
+}
+
+// methodScopes are the bot scopes each Web API method the adapter calls needs
+// (all of them), from Slack's method reference. A method the adapter starts
+// calling must be added here, which makes its scope a conscious decision.
+var methodScopes = map[string][]string{
+	"auth.test":             nil,
+	"apps.connections.open": nil, // the app-level token's connections:write, not a bot scope
+	"chat.postMessage":      {"chat:write"},
+	"chat.update":           {"chat:write"},
+	"chat.postEphemeral":    {"chat:write"},
+	// Since 2026-03 setStatus accepts chat:write, so channel apps need neither
+	// assistant:write nor the assistant view.
+	"assistant.threads.setStatus":  {"chat:write"},
+	"reactions.add":                {"reactions:write"},
+	"reactions.remove":             {"reactions:write"},
+	"conversations.replies":        {"channels:history", "groups:history", "im:history", "mpim:history"},
+	"users.info":                   {"users:read", "users:read.email"},
+	"files.getUploadURLExternal":   {"files:write"},
+	"files.completeUploadExternal": {"files:write"},
+}
+
+// eventScopes are the bot events the adapter subscribes to and their scopes.
+var eventScopes = map[string]string{
+	"app_mention":      "app_mentions:read",
+	"message.channels": "channels:history",
+	"message.groups":   "groups:history",
+	"message.im":       "im:history",
+	"message.mpim":     "mpim:history",
+}
+
+func readManifest(t *testing.T) manifest {
+	t.Helper()
+	raw, err := os.ReadFile("../../slack-app-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("slack-app-manifest.yaml: %v", err)
+	}
+	return m
+}
+
+// TestManifestScopesCoverEveryCall drives every capability of the adapter against
+// the fake, then checks that the manifest grants exactly the scopes of the
+// methods called and the events subscribed.
+func TestManifestScopesCoverEveryCall(t *testing.T) {
+	m := readManifest(t)
+	srv := slackfake.New(t, slackfake.WithAssistantThreads())
+	h := newRecorder()
+	r := startSocket(t, srv, h)
+	ctx := testContext(t)
+
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	h.nextFor(t, root)
+	th := chat.ThreadRef{Platform: "slack", Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	_, file := srv.ShareFile("C0DEV", "U0ALICE", root, "notes.txt", "text/plain", []byte("notes"))
+	id, err := r.Post(ctx, th, "working…")
+	must(t, err)
+	must(t, r.Edit(ctx, th, id, "done"))
+	must(t, r.React(ctx, th, root, "eyes", true))
+	must(t, r.React(ctx, th, root, "eyes", false))
+	must(t, r.Upload(ctx, th, "change.diff", []byte("+x\n"), "patch"))
+	must(t, r.SetStatus(ctx, th, "is working…"))
+	must(t, r.Whisper(ctx, th, "U0ALICE", "not allowed"))
+	_, err = r.History(ctx, th, id)
+	must(t, err)
+	_ = r.PlainText(ctx, "<@U0BOB>")
+	body, err := r.Download(ctx, file.URLPrivate)
+	must(t, err)
+	_, _ = io.Copy(io.Discard, body)
+	body.Close()
+
+	needed := map[string]bool{}
+	for _, c := range srv.Calls() {
+		scopes, ok := methodScopes[c.Method]
+		if !ok {
+			t.Errorf("the adapter calls %s, which methodScopes does not list: add it with its scopes", c.Method)
+		}
+		for _, s := range scopes {
+			needed[s] = true
+		}
+	}
+	if len(srv.Downloads()) > 0 {
+		needed["files:read"] = true // url_private
+	}
+	for _, ev := range m.Settings.EventSubscriptions.BotEvents {
+		s, ok := eventScopes[ev]
+		if !ok {
+			t.Errorf("manifest subscribes to %s, which the adapter does not handle", ev)
+		}
+		needed[s] = true
+	}
+	if got, want := slices.Sorted(slices.Values(m.Settings.EventSubscriptions.BotEvents)), slices.Sorted(maps.Keys(eventScopes)); !slices.Equal(got, want) {
+		t.Errorf("bot_events = %v, want %v", got, want)
+	}
+	granted := slices.Sorted(slices.Values(m.OAuthConfig.Scopes.Bot))
+	if want := slices.Sorted(maps.Keys(needed)); !slices.Equal(granted, want) {
+		t.Errorf("bot scopes = %v, want exactly %v", granted, want)
+	}
+	if len(m.OAuthConfig.Scopes.User) != 0 {
+		t.Errorf("user scopes = %v, want none", m.OAuthConfig.Scopes.User)
+	}
+	if !m.Settings.SocketModeEnabled {
+		t.Error("socket_mode_enabled is false, want Socket Mode on (the default mode)")
+	}
+	if !m.Features.AppHome.MessagesTabEnabled || m.Features.AppHome.MessagesTabReadOnlyEnabled {
+		t.Error("the App Home messages tab is off or read-only, want DMs enabled")
+	}
+	if m.Features.BotUser.DisplayName == "" {
+		t.Error("no bot user: app_mention needs one")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,401 @@
+package slack
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mrkdwn converts the bridge's Markdown into Slack mrkdwn:
+//
+//   - **bold** and __bold__ become *bold*; *it* and _it_ become _it_;
+//     ***both*** becomes *_both_*; ~~gone~~ becomes ~gone~.
+//   - [label](url) becomes <url|label>, <https://…> and bare URLs <url>.
+//   - Headings become bold lines; bullets become •, task items ☐/☑;
+//     numbered lists and block quotes stay; rules become a line.
+//   - Code spans and fenced blocks are not converted; a fence loses its
+//     language tag, which Slack would show as the first line of code.
+//   - Tables, which Slack cannot draw, become code blocks so columns align.
+//   - &, < and > are escaped everywhere except in the markup made here, code
+//     included: Slack decodes them inside code too, and an unescaped <!channel>
+//     or <@U…> in the model's output would notify people.
+func Mrkdwn(md string) string {
+	md = strings.ReplaceAll(md, "\r\n", "\n")
+	lines := strings.Split(md, "\n")
+	out := make([]string, 0, len(lines))
+	var fence string // the open fence's marker ("```", "~~~~"); "" outside code
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if fence != "" {
+			if closesFence(line, fence) {
+				out = append(out, "```")
+				fence = ""
+				continue
+			}
+			out = append(out, escapeText(line))
+			continue
+		}
+		if f, ok := opensFence(line); ok {
+			fence = f
+			out = append(out, "```")
+			continue
+		}
+		if isTableRow(line) && i+1 < len(lines) && tableDelim.MatchString(lines[i+1]) {
+			out = append(out, "```")
+			for ; i < len(lines) && isTableRow(lines[i]); i++ {
+				out = append(out, escapeText(strings.TrimSpace(lines[i])))
+			}
+			i--
+			out = append(out, "```")
+			continue
+		}
+		out = append(out, convertLine(line))
+	}
+	return strings.Join(out, "\n")
+}
+
+var (
+	headingLine = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$`)
+	ruleLine    = regexp.MustCompile(`^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$`)
+	quoteLine   = regexp.MustCompile(`^ {0,3}> ?(.*)$`)
+	bulletLine  = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
+	taskItem    = regexp.MustCompile(`^\[([ xX])\][ \t]+(.*)$`)
+	orderedLine = regexp.MustCompile(`^([ \t]*)(\d{1,9})[.)][ \t]+(.*)$`)
+	tableDelim  = regexp.MustCompile(`^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$`)
+)
+
+func isTableRow(line string) bool {
+	return strings.HasPrefix(strings.TrimSpace(line), "|")
+}
+
+// opensFence reports whether line opens a fenced code block and returns its
+// marker (``` or ~~~, three or more).
+func opensFence(line string) (string, bool) {
+	t := strings.TrimLeft(line, " ")
+	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return "", false
+	}
+	n := 0
+	for n < len(t) && t[n] == t[0] {
+		n++
+	}
+	if n < 3 || (t[0] == '`' && strings.ContainsRune(t[n:], '`')) {
+		return "", false // ```a``` on one line is a code span
+	}
+	return t[:n], true
+}
+
+// closesFence reports whether line closes the block opened with fence.
+func closesFence(line, fence string) bool {
+	t := strings.TrimLeft(line, " ")
+	if len(line)-len(t) > 3 {
+		return false
+	}
+	n := 0
+	for n < len(t) && t[n] == fence[0] {
+		n++
+	}
+	return n >= len(fence) && strings.TrimSpace(t[n:]) == ""
+}
+
+// convertLine converts one line outside code blocks.
+func convertLine(line string) string {
+	if strings.TrimSpace(line) == "" {
+		return ""
+	}
+	if m := headingLine.FindStringSubmatch(line); m != nil {
+		// Bold inside a bold line would close it early.
+		text := strings.NewReplacer("**", "", "__", "").Replace(strings.TrimSpace(m[2]))
+		if text == "" {
+			return ""
+		}
+		return "*" + inline(text) + "*"
+	}
+	if ruleLine.MatchString(line) {
+		return "──────────"
+	}
+	if m := quoteLine.FindStringSubmatch(line); m != nil {
+		return "> " + convertLine(m[1])
+	}
+	if m := bulletLine.FindStringSubmatch(line); m != nil {
+		mark, text := "•", m[2]
+		if t := taskItem.FindStringSubmatch(text); t != nil {
+			mark, text = "☐", t[2]
+			if t[1] != " " {
+				mark = "☑"
+			}
+		}
+		return m[1] + mark + " " + inline(text)
+	}
+	if m := orderedLine.FindStringSubmatch(line); m != nil {
+		return m[1] + m[2] + ". " + inline(m[3])
+	}
+	return inline(line)
+}
+
+// escapeText escapes the three characters Slack reserves.
+func escapeText(s string) string {
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
+	return textEscaper.Replace(s)
+}
+
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	urlEscaper  = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C", " ", "%20")
+	// labelStrip drops Markdown formatting Slack does not show in link labels.
+	labelStrip = strings.NewReplacer("**", "", "__", "", "~~", "", "`", "")
+)
+
+// atomBase is the first of the private-use runes that stand for already
+// rendered pieces (code spans, links) while emphasis is matched around them.
+const atomBase = 0xE000
+
+const atomMax = 0xF8FF
+
+var (
+	autolink = regexp.MustCompile(`^<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>`)
+	autoMail = regexp.MustCompile(`^<([A-Za-z0-9.!#$%&'*+/=?^_{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)>`)
+	bareURL  = regexp.MustCompile(`^(?:https?://|www\.)[^\s<>]+`)
+)
+
+// inline converts the inline Markdown of one line.
+func inline(s string) string {
+	var atoms []string
+	var b strings.Builder
+	atom := func(rendered string) {
+		if atomBase+len(atoms) > atomMax { // thousands of pieces: give up protecting them
+			b.WriteString(rendered)
+			return
+		}
+		b.WriteRune(rune(atomBase + len(atoms)))
+		atoms = append(atoms, rendered)
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '`':
+			if code, n, ok := codeSpan(s[i:]); ok {
+				atom("`" + escapeText(code) + "`")
+				i += n
+				continue
+			}
+			n := runLen(s[i:], '`') // an unmatched run is literal
+			atom(s[i : i+n])
+			i += n
+			continue
+		case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
+			atom(escapeText(s[i+1 : i+2]))
+			i += 2
+			continue
+		case c == '[' || (c == '!' && i+1 < len(s) && s[i+1] == '['):
+			start := i
+			if c == '!' {
+				start++
+			}
+			if label, url, n, ok := link(s[start:]); ok {
+				atom(renderLink(url, label))
+				i = start + n
+				continue
+			}
+		case c == '<':
+			if m := autolink.FindStringSubmatch(s[i:]); m != nil {
+				atom("<" + urlEscaper.Replace(m[1]) + ">")
+				i += len(m[0])
+				continue
+			}
+			if m := autoMail.FindStringSubmatch(s[i:]); m != nil {
+				atom("<mailto:" + urlEscaper.Replace(m[1]) + "|" + escapeText(m[1]) + ">")
+				i += len(m[0])
+				continue
+			}
+		case c == 'h' || c == 'w':
+			if i == 0 || !isWordByte(s[i-1]) {
+				if m := bareURL.FindString(s[i:]); m != "" {
+					m = trimURL(m)
+					url := m
+					if strings.HasPrefix(url, "www.") {
+						url = "http://" + url
+					}
+					atom("<" + urlEscaper.Replace(url) + ">")
+					i += len(m)
+					continue
+				}
+			}
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r >= atomBase && r <= atomMax { // a literal private-use rune stays itself
+			atom(string(r))
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	e := emphasis{atoms: atoms}
+	return e.convert([]rune(b.String()))
+}
+
+// codeSpan parses a code span at the start of s: its content and length.
+func codeSpan(s string) (string, int, bool) {
+	n := runLen(s, '`')
+	for j := n; j < len(s); {
+		k := strings.IndexByte(s[j:], '`')
+		if k < 0 {
+			return "", 0, false
+		}
+		j += k
+		m := runLen(s[j:], '`')
+		if m == n {
+			code := s[n:j]
+			if len(code) >= 2 && code[0] == ' ' && code[len(code)-1] == ' ' && strings.TrimSpace(code) != "" {
+				code = code[1 : len(code)-1]
+			}
+			return code, j + m, true
+		}
+		j += m
+	}
+	return "", 0, false
+}
+
+func runLen(s string, c byte) int {
+	n := 0
+	for n < len(s) && s[n] == c {
+		n++
+	}
+	return n
+}
+
+// link parses [label](destination "title") at the start of s.
+func link(s string) (label, url string, n int, ok bool) {
+	depth := 0
+	end := -1
+	for i := 0; i < len(s) && end < 0; i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				end = i
+			}
+		}
+	}
+	if end < 0 || end+1 >= len(s) || s[end+1] != '(' {
+		return "", "", 0, false
+	}
+	label = s[1:end]
+	i := end + 2
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i < len(s) && s[i] == '<' {
+		k := strings.IndexByte(s[i:], '>')
+		if k < 0 {
+			return "", "", 0, false
+		}
+		url = s[i+1 : i+k]
+		i += k + 1
+	} else {
+		parens, start := 0, i
+		for ; i < len(s); i++ {
+			if s[i] == '(' {
+				parens++
+			} else if s[i] == ')' {
+				if parens == 0 {
+					break
+				}
+				parens--
+			} else if s[i] == ' ' || s[i] == '\t' {
+				break
+			}
+		}
+		url = s[start:i]
+	}
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') { // a title, which Slack cannot show
+		k := strings.IndexByte(s[i+1:], s[i])
+		if k < 0 {
+			return "", "", 0, false
+		}
+		i += k + 2
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+	}
+	if i >= len(s) || s[i] != ')' || url == "" {
+		return "", "", 0, false
+	}
+	return label, url, i + 1, true
+}
+
+func renderLink(url, label string) string {
+	label = strings.TrimSpace(labelStrip.Replace(label))
+	if label == "" || label == url {
+		return "<" + urlEscaper.Replace(url) + ">"
+	}
+	return "<" + urlEscaper.Replace(url) + "|" + escapeText(label) + ">"
+}
+
+// trimURL drops the punctuation that ends a sentence rather than the URL, and
+// a closing parenthesis the URL did not open (GFM's autolink rules).
+func trimURL(u string) string {
+	for len(u) > 0 {
+		last := u[len(u)-1]
+		switch {
+		case strings.IndexByte("?!.,:;*_~'\"", last) >= 0:
+			u = u[:len(u)-1]
+		case last == ')' && strings.Count(u, ")") > strings.Count(u, "("):
+			u = u[:len(u)-1]
+		default:
+			return u
+		}
+	}
+	return u
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isASCIIPunct(c byte) bool {
+	return c >= '!' && c <= '/' || c >= ':' && c <= '@' || c >= '[' && c <= '`' || c >= '{' && c <= '~'
+}
+
+// maxTextRunes is Slack's hard limit on a message's text.
+const maxTextRunes = 40000
+
+const truncatedNotice = "\n\n_… truncated: Slack allows at most 40,000 characters in a message._"
+
+// fitText cuts mrkdwn that exceeds Slack's limit, at a point that splits no
+// entity or <link>, closes a code block left open, and says so. The bridge
+// splits text far below the limit: this is a safety net.
+func fitText(s string) string {
+	if utf8.RuneCountInString(s) <= maxTextRunes {
+		return s
+	}
+	keep := maxTextRunes - utf8.RuneCountInString(truncatedNotice) - len("\n```")
+	cut := 0
+	for i := range s {
+		if keep == 0 {
+			cut = i
+			break
+		}
+		keep--
+	}
+	t := s[:cut]
+	if lt := strings.LastIndexByte(t, '<'); lt > strings.LastIndexByte(t, '>') {
+		t = t[:lt]
+	}
+	if amp := strings.LastIndexByte(t, '&'); amp >= 0 && amp > len(t)-6 && !strings.Contains(t[amp:], ";") {
+		t = t[:amp]
+	}
+	if strings.Count(t, "```")%2 == 1 {
+		t += "\n```"
+	}
+	return t + truncatedNotice
+}

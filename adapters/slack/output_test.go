@@ -1,0 +1,369 @@
+package slack
+
+import (
+	"bytes"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+// thread opens a thread on srv with a mention and returns its ref.
+func thread(srv *slackfake.Server, channel string) chat.ThreadRef {
+	root := srv.Mention(channel, "U0ALICE", "start", "")
+	return chat.ThreadRef{Platform: "slack", Team: srv.TeamID(), Channel: channel, Thread: root}
+}
+
+func TestPostAndEditSendMrkdwnInTheThread(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+
+	id, err := a.Post(ctx, th, "**Done** in [PR](https://git.example/pr?a=1&b=2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.Messages("C0DEV", th.Thread)
+	last := msgs[len(msgs)-1]
+	want := "*Done* in <https://git.example/pr?a=1&amp;b=2|PR>"
+	if last.TS != id || last.Text != want || last.ThreadTS != th.Thread || last.Broadcast || last.User != srv.BotUserID() {
+		t.Errorf("posted %+v, want %q by the bot in thread %s, not broadcast, ts %s", last, want, th.Thread, id)
+	}
+	if p := srv.CallsTo("chat.postMessage")[0].Params; p.Has("reply_broadcast") {
+		t.Errorf("chat.postMessage sent reply_broadcast=%q, want none", p.Get("reply_broadcast"))
+	}
+
+	if err := a.Edit(ctx, th, id, "~~Done~~ _redo_"); err != nil {
+		t.Fatal(err)
+	}
+	msgs = srv.Messages("C0DEV", th.Thread)
+	if got := msgs[len(msgs)-1]; got.Text != "~Done~ _redo_" || got.EditedTS == "" {
+		t.Errorf("after Edit: %+v, want text \"~Done~ _redo_\" and edited", got)
+	}
+
+	// Far beyond Slack's limit: truncated with a notice, not refused.
+	if _, err := a.Post(ctx, th, strings.Repeat("word ", 9000)); err != nil {
+		t.Fatalf("Post of 45,000 characters: %v, want truncated and posted", err)
+	}
+	msgs = srv.Messages("C0DEV", th.Thread)
+	if got := msgs[len(msgs)-1].Text; !strings.HasSuffix(got, truncatedNotice) {
+		t.Errorf("long post ends %q, want the truncation notice", got[len(got)-60:])
+	}
+	if err := a.Edit(ctx, th, id, strings.Repeat("é", 50000)); err != nil {
+		t.Fatalf("Edit with 50,000 characters: %v, want truncated", err)
+	}
+}
+
+func TestReactIsIdempotent(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+
+	for range 2 {
+		if err := a.React(ctx, th, th.Thread, "hourglass_flowing_sand", true); err != nil {
+			t.Fatalf("React add: %v", err)
+		}
+	}
+	if err := a.React(ctx, th, th.Thread, ":eyes:", true); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Reactions("C0DEV", th.Thread)
+	if len(got) != 2 || got[0].Name != "hourglass_flowing_sand" || got[1].Name != "eyes" || !slices.Equal(got[0].Users, []string{srv.BotUserID()}) {
+		t.Errorf("reactions %+v, want hourglass then eyes, once each by the bot", got)
+	}
+	for range 2 {
+		if err := a.React(ctx, th, th.Thread, "hourglass_flowing_sand", false); err != nil {
+			t.Fatalf("React remove: %v", err)
+		}
+	}
+	if got := srv.Reactions("C0DEV", th.Thread); len(got) != 1 || got[0].Name != "eyes" {
+		t.Errorf("reactions after removal %+v, want eyes only", got)
+	}
+	if err := a.React(ctx, th, "1.000001", "eyes", true); err == nil || !strings.Contains(err.Error(), "message_not_found") {
+		t.Errorf("React on a missing message = %v, want message_not_found", err)
+	}
+}
+
+func TestUploadSharesFileInThread(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	diff := "--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b\n"
+
+	if err := a.Upload(ctx, th, "change.diff", []byte(diff), "the **full** patch"); err != nil {
+		t.Fatal(err)
+	}
+	ups := srv.Uploads()
+	if len(ups) != 1 {
+		t.Fatalf("uploads = %d, want 1", len(ups))
+	}
+	u := ups[0]
+	if string(u.Content) != diff || !u.Completed || u.Channel != "C0DEV" || u.ThreadTS != th.Thread || u.Filename != "change.diff" || u.InitialComment != "the *full* patch" {
+		t.Errorf("upload = %+v, want the diff completed into the thread with a mrkdwn comment", u)
+	}
+	if err := a.Upload(ctx, th, "empty.diff", nil, ""); err == nil {
+		t.Error("Upload of an empty file succeeded, want an error (Slack refuses them)")
+	}
+}
+
+func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
+	ctx := testContext(t)
+	t.Run("not allowed", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		for range 3 {
+			if err := a.SetStatus(ctx, th, "is working…"); err != nil {
+				t.Fatalf("SetStatus = %v, want not_allowed ignored", err)
+			}
+		}
+		if got := srv.CallsTo("assistant.threads.setStatus"); len(got) != 1 || got[0].Error != "not_allowed" {
+			t.Errorf("setStatus calls %+v, want one answered not_allowed, then none", got)
+		}
+		other := thread(srv, "C0OPS")
+		if err := a.SetStatus(ctx, other, "is working…"); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(srv.CallsTo("assistant.threads.setStatus")); got != 2 {
+			t.Errorf("setStatus calls = %d, want another channel still tried", got)
+		}
+	})
+	t.Run("missing scope", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAssistantThreads())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		srv.FailNext("assistant.threads.setStatus", "missing_scope")
+		for range 2 {
+			if err := a.SetStatus(ctx, th, "is working…"); err != nil {
+				t.Fatalf("SetStatus = %v, want missing_scope ignored", err)
+			}
+		}
+		if got := len(srv.CallsTo("assistant.threads.setStatus")); got != 1 {
+			t.Errorf("setStatus calls = %d, want 1", got)
+		}
+	})
+	t.Run("allowed", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAssistantThreads())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		for _, s := range []string{"is working…", ""} {
+			if err := a.SetStatus(ctx, th, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []slackfake.Status{{Channel: "C0DEV", ThreadTS: th.Thread, Status: "is working…"}, {Channel: "C0DEV", ThreadTS: th.Thread, Status: ""}}
+		if got := srv.Statuses(); !slices.Equal(got, want) {
+			t.Errorf("statuses %+v, want %+v", got, want)
+		}
+	})
+}
+
+func TestWhisperIsEphemeralInThread(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	th := thread(srv, "C0DEV")
+	if err := a.Whisper(testContext(t), th, "U0ALICE", "Sorry, you are **not** allowed."); err != nil {
+		t.Fatal(err)
+	}
+	want := slackfake.Ephemeral{Channel: "C0DEV", User: "U0ALICE", Text: "Sorry, you are *not* allowed.", ThreadTS: th.Thread}
+	got := srv.Ephemerals()
+	if len(got) != 1 {
+		t.Fatalf("ephemerals %+v, want one", got)
+	}
+	got[0].TS = ""
+	if got[0] != want {
+		t.Errorf("ephemeral %+v, want %+v", got[0], want)
+	}
+	if n := len(srv.Messages("C0DEV", th.Thread)); n != 1 {
+		t.Errorf("thread has %d messages, want only the root (a whisper is not posted)", n)
+	}
+}
+
+func TestHistoryBeforeMessageHumansOnly(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	srv.AddUser(slackfake.User{ID: "U0ALICE", Name: "alice", Email: "alice@example.com"})
+	srv.AddUser(slackfake.User{ID: "U0BOB", Name: "", RealName: "Bob Real"})
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+
+	root := srv.UserMessage("C0DEV", "U0ALICE", "the deploy failed", "")
+	th := chat.ThreadRef{Platform: "slack", Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	srv.UserMessage("C0DEV", "U0BOB", "logs say <https://ci.example/1|job 1> &amp; more", root)
+	srv.BotMessage("C0DEV", "B0CI", "CI bot noise", root)
+	if _, err := a.Post(ctx, th, "my own earlier answer"); err != nil {
+		t.Fatal(err)
+	}
+	edited := srv.UserMessage("C0DEV", "U0ALICE", "first version", root)
+	srv.EditMessage("C0DEV", edited, "second version")
+	srv.ChannelJoin("C0DEV", "U0CAROL")
+	mention := srv.Mention("C0DEV", "U0BOB", "help us", root)
+	srv.UserMessage("C0DEV", "U0ALICE", "after the mention", root)
+
+	got, err := a.History(ctx, th, mention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type line struct{ name, text string }
+	var lines []line
+	for _, m := range got {
+		lines = append(lines, line{m.Author.Name, m.Text})
+		if m.Time.IsZero() {
+			t.Errorf("history message %q has no time", m.Text)
+		}
+	}
+	want := []line{
+		{"alice", "the deploy failed"},
+		{"Bob Real", "logs say <https://ci.example/1|job 1> &amp; more"},
+		{"alice", "second version"},
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("History = %+v, want %+v", lines, want)
+	}
+	if got := srv.CallsTo("conversations.replies")[0].Params.Get("latest"); got != mention {
+		t.Errorf("conversations.replies latest=%q, want %s", got, mention)
+	}
+}
+
+func TestPlainText(t *testing.T) {
+	srv := slackfake.New(t)
+	srv.AddUser(slackfake.User{ID: "U0ALICE", Name: "alice"})
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	in := "<@U0ALICE> see <#C0DEV|dev>, <https://a.io/?x=1&amp;y=2|the docs> and <https://b.io> cc <!here> &lt;b&gt; &amp;amp;"
+	want := "@alice see #dev, the docs (https://a.io/?x=1&y=2) and https://b.io cc @here <b> &amp;"
+	if got := a.PlainText(ctx, in); got != want {
+		t.Errorf("PlainText(%q)\n got %q\nwant %q", in, got, want)
+	}
+	if got := a.PlainText(ctx, "<@U0ALICE> again"); got != "@alice again" || len(srv.CallsTo("users.info")) != 1 {
+		t.Errorf("second PlainText = %q after %d users.info calls, want \"@alice again\" from the cache (1 call)", got, len(srv.CallsTo("users.info")))
+	}
+}
+
+func TestPlainTextTokens(t *testing.T) {
+	names := map[string]string{"U1": "ann"}
+	name := func(id string) string { return names[id] }
+	for _, tc := range []struct{ in, want string }{
+		{"<@U1>", "@ann"},
+		{"<@U2|bob>", "@bob"},
+		{"<@U3>", "@U3"},
+		{"<#C1>", "#C1"},
+		{"<#C1|general>", "#general"},
+		{"<!channel> <!everyone>", "@channel @everyone"},
+		{"<!subteam^S1|@devs>", "@devs"},
+		{"<!subteam^S1>", "@S1"},
+		{"<!date^1392734382^{date}|Feb 18, 2014>", "Feb 18, 2014"},
+		{"<mailto:a@b.io|a@b.io>", "a@b.io"},
+		{"<https://x.io|https://x.io>", "https://x.io"},
+		{"a &lt; b &gt; c &amp;&amp; d", "a < b > c && d"},
+		{"unclosed < here", "unclosed < here"},
+		{"", ""},
+	} {
+		if got := plainText(tc.in, name); got != tc.want {
+			t.Errorf("plainText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDownloadWithBotToken(t *testing.T) {
+	srv := slackfake.New(t)
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	png := bytes.Repeat([]byte("\x89PNG"), 1000)
+	_, f := srv.ShareFile("C0DEV", "U0ALICE", "", "screen.png", "image/png", png)
+
+	body, err := a.Download(ctx, f.URLPrivate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(body)
+	body.Close()
+	if err != nil || !bytes.Equal(got, png) {
+		t.Errorf("Download = %d bytes, %v, want the %d-byte file", len(got), err, len(png))
+	}
+	if dl := srv.Downloads(); len(dl) != 1 || !dl[0].Authorized {
+		t.Errorf("downloads %+v, want one with the bot token", dl)
+	}
+
+	// A token the file host does not accept ends on the sign-in page: an error, not the page.
+	stranger := newAdapter(t, srv, func(c *config.Slack, _ *Options) { c.BotToken = "xoxb-stranger" })
+	if _, err := stranger.Download(ctx, f.URLPrivate); err == nil || !strings.Contains(err.Error(), "sign-in") {
+		t.Errorf("Download without access = %v, want the sign-in error", err)
+	}
+	// The token never goes to a host that is not Slack's.
+	if _, err := a.Download(ctx, "http://evil.example/steal"); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("Download from another host = %v, want a refusal", err)
+	}
+	if _, err := a.Download(ctx, srv.URL()+"/files-pri/T0FAKE0001-F0NOPE/x"); err == nil {
+		t.Error("Download of a missing file succeeded, want an error")
+	}
+}
+
+func TestRateLimitsBecomeRateLimitError(t *testing.T) {
+	ctx := testContext(t)
+	t.Run("HTTP 429", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		srv.RateLimitNext("chat.postMessage", 3*time.Second)
+		_, err := a.Post(ctx, th, "hello")
+		rl, ok := chat.IsRateLimit(err)
+		if !ok || rl.RetryAfter != 3*time.Second {
+			t.Fatalf("Post = %v, want *chat.RateLimitError after 3s", err)
+		}
+		if got := len(srv.CallsTo("chat.postMessage")); got != 1 {
+			t.Errorf("chat.postMessage calls = %d, want 1 (no retry of slack-go's own)", got)
+		}
+	})
+	t.Run("ok false with Retry-After", func(t *testing.T) {
+		l := slackfake.SlackRateLimits()
+		l.Style = slackfake.RateLimitOKFalse
+		l.UpdatePerMessage = slackfake.Rate{Every: 3 * time.Second, Burst: 1}
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithRateLimits(l))
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		id, err := a.Post(ctx, th, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Edit(ctx, th, id, "one"); err != nil {
+			t.Fatal(err)
+		}
+		err = a.Edit(ctx, th, id, "two") // the per-message limit: one in 3 s
+		rl, ok := chat.IsRateLimit(err)
+		if !ok || rl.RetryAfter != 3*time.Second {
+			t.Fatalf("Edit = %v, want *chat.RateLimitError after Slack's Retry-After of 3s", err)
+		}
+		if c := srv.CallsTo("chat.update")[1]; c.Status != 200 || c.Error != "ratelimited" {
+			t.Errorf("the fake answered %d %q, want the ok:false style", c.Status, c.Error)
+		}
+	})
+	t.Run("ok false without header", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		srv.FailNext("reactions.add", "ratelimited")
+		err := a.React(ctx, th, th.Thread, "eyes", true)
+		if rl, ok := chat.IsRateLimit(err); !ok || rl.RetryAfter != time.Second {
+			t.Errorf("React = %v, want *chat.RateLimitError after 1s", err)
+		}
+	})
+	t.Run("other errors are not rate limits", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho())
+		a := newAdapter(t, srv)
+		_, err := a.Post(ctx, chat.ThreadRef{Platform: "slack", Channel: "C0NOWHERE"}, "x")
+		if _, ok := chat.IsRateLimit(err); ok || err == nil || !strings.Contains(err.Error(), "channel_not_found") {
+			t.Errorf("Post to a missing channel = %v, want channel_not_found, not a rate limit", err)
+		}
+		if strings.Contains(err.Error(), srv.BotToken()) {
+			t.Errorf("error %q contains the bot token", err)
+		}
+	})
+}
