@@ -463,3 +463,25 @@ func newGoroutines(before map[string]string) []string {
 	}
 	return out
 }
+
+func TestUnknownAuthorStillDelivered(t *testing.T) {
+	srv := slackfake.New(t)
+	h := newRecorder()
+	startSocket(t, srv, h)
+	srv.FailNext("users.info", "user_not_found")
+
+	ts := srv.UserMessage("C0DEV", "U0GHOST", "boo", "")
+	in := h.nextFor(t, ts)
+	if in.Author.ID != "U0GHOST" || in.Author.Name != "" {
+		t.Errorf("author = %+v, want the id alone when users.info fails", in.Author)
+	}
+	if err := srv.WaitAllAcked(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The failure is remembered for a while: the next message does not ask again.
+	ts2 := srv.UserMessage("C0DEV", "U0GHOST", "boo again", "")
+	h.nextFor(t, ts2)
+	if got := len(srv.CallsTo("users.info")); got != 1 {
+		t.Errorf("users.info calls = %d, want 1 (a failed lookup is cached briefly)", got)
+	}
+}
