@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -180,8 +181,10 @@ func compileGrep(pattern string, literal, ignoreCase bool) (*grepQuery, error) {
 	}
 	q.lit = []byte(lit)
 	q.litOnly = parsed.Op == syntax.OpLiteral && (parsed.Flags&syntax.FoldCase != 0) == ignoreCase
-	if w := maxWidth(parsed); w > 0 && w <= 256 {
-		q.window = w
+	// A match holds the literal, so it reaches at most width-len(lit) bytes
+	// beyond it on either side.
+	if w := maxWidth(parsed); w >= len(lit) && w-len(lit) <= 256 {
+		q.window = max(w-len(lit), 1)
 	}
 	return q, nil
 }
@@ -193,8 +196,24 @@ func maxWidth(re *syntax.Regexp) int {
 	case syntax.OpEmptyMatch:
 		return 0
 	case syntax.OpLiteral:
-		return utf8.UTFMax * len(re.Rune) // case folding may change a rune's length
-	case syntax.OpCharClass, syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+		w := 0
+		for _, r := range re.Rune {
+			switch {
+			case re.Flags&syntax.FoldCase != 0 && (r == 'k' || r == 'K' || r == 's' || r == 'S'):
+				w += 3 // folds to the Kelvin sign or the long s
+			case re.Flags&syntax.FoldCase != 0 && r >= utf8.RuneSelf:
+				w += utf8.UTFMax // its fold partners may be longer
+			default:
+				w += utf8.RuneLen(r)
+			}
+		}
+		return w
+	case syntax.OpCharClass:
+		if len(re.Rune) == 0 {
+			return 0
+		}
+		return utf8.RuneLen(min(re.Rune[len(re.Rune)-1], unicode.MaxRune)) // ranges are sorted, fold partners included
+	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
 		return utf8.UTFMax
 	case syntax.OpCapture, syntax.OpQuest:
 		return maxWidth(re.Sub[0])
