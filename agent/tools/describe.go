@@ -28,6 +28,7 @@ type descriptionData struct {
 	FindLimit    int
 	LsLimit      int
 	BashTimeout  int // seconds
+	MaxImageMB   int
 }
 
 func describe(name, tmpl string, bashTimeout time.Duration) string {
@@ -41,6 +42,7 @@ func describe(name, tmpl string, bashTimeout time.Duration) string {
 		FindLimit:    FindLimit,
 		LsLimit:      LsLimit,
 		BashTimeout:  int(bashTimeout / time.Second),
+		MaxImageMB:   MaxImageBytes >> 20,
 	})
 	if err != nil {
 		panic(err) // the templates are ours and fixed at build time
