@@ -70,3 +70,25 @@ func TestHTTPCloneAndPushWithAuth(t *testing.T) {
 		t.Errorf("big.txt on remote has %d bytes, want > 1 MiB", len(got))
 	}
 }
+
+func TestSSHCloneAndPush(t *testing.T) {
+	r := NewBare(t, Options{Files: map[string]string{"a.txt": "A\n"}})
+	srv := NewSSHServer(t)
+	url := srv.URL(r)
+	sshCmd := func(key string) []string {
+		return []string{"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -i " + key +
+			" -o UserKnownHostsFile=" + srv.KnownHosts + " -o StrictHostKeyChecking=yes"}
+	}
+	work := filepath.Join(t.TempDir(), "w")
+	if _, err := run("", nil, sshCmd(srv.OtherKeyFile), "clone", "--quiet", url, work); err == nil {
+		t.Fatalf("clone with an unknown key succeeded, want it refused")
+	}
+	GitInput(t, "", nil, sshCmd(srv.KeyFile), "clone", "--quiet", url, work)
+	WriteFile(t, work, "b.txt", "B\n")
+	Git(t, work, "add", "-A")
+	Git(t, work, "commit", "--quiet", "-m", "b")
+	GitInput(t, work, nil, sshCmd(srv.KeyFile), "push", "--quiet", "origin", "HEAD:refs/heads/viassh")
+	if got := r.Files(t, "viassh")["b.txt"]; got != "B" {
+		t.Errorf("b.txt on remote = %q, want B", got)
+	}
+}
