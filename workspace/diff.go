@@ -1,0 +1,147 @@
+package workspace
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MaxPatchBytes caps DiffResult.Patch; a longer patch is cut at a line end
+// and Truncated is set.
+const MaxPatchBytes = 4 << 20
+
+// DiffResult is the thread's work compared with the default branch.
+type DiffResult struct {
+	// Base is the commit where the branch left the default branch.
+	Base string
+	// Stat lists changed files with line counts, in path order.
+	Stat []FileStat
+	// Patch is the unified diff (at most MaxPatchBytes).
+	Patch     string
+	Truncated bool
+	// CompareURL is the forge's page for the pushed branch ("" when
+	// unknown); it shows pushed commits only.
+	CompareURL string
+}
+
+// Diff compares the work tree with the point where the thread's branch left
+// the default branch (the merge base with origin/<default_branch> as last
+// fetched). It includes everything a person asking "what did you change?"
+// means: committed and pushed work, committed but unpushed work, and
+// uncommitted changes, new untracked files included (ignored files are not).
+// Commits that landed on the default branch since the fork are not shown as
+// reverted, as a two-point diff against its tip would.
+//
+// It changes nothing: untracked files are staged into a throwaway copy of
+// the index, never the real one.
+func (w *Workspace) Diff(ctx context.Context) (DiffResult, error) {
+	unlock, err := w.lock()
+	if err != nil {
+		return DiffResult{}, err
+	}
+	defer unlock()
+
+	mr := w.mirror
+	res := DiffResult{CompareURL: CompareURL(mr.repo.URL, mr.repo.Forge, mr.repo.DefaultBranch, w.branch)}
+	base, err := w.git.out(ctx, w.root, "merge-base", "HEAD", "refs/remotes/origin/"+mr.repo.DefaultBranch)
+	if err != nil {
+		if exitStatus(err) != 1 {
+			return res, newError(CodeInternal, "", err)
+		}
+		// Unrelated histories: compare with the empty tree.
+		if base, err = w.git.out(ctx, w.root, "hash-object", "-t", "tree", "/dev/null"); err != nil {
+			return res, newError(CodeInternal, "", err)
+		}
+	}
+	res.Base = base
+
+	gitDir, err := w.git.out(ctx, w.root, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return res, newError(CodeInternal, "", err)
+	}
+	tmpIndex := filepath.Join(gitDir, "threadsmith-diff-index")
+	defer os.Remove(tmpIndex)
+	// Starting from a copy keeps the index's stat data, so `add` only
+	// rehashes files that changed.
+	if err := copyFile(filepath.Join(gitDir, "index"), tmpIndex); err != nil && !os.IsNotExist(err) {
+		return res, newError(CodeInternal, "", err)
+	}
+	env := []string{"GIT_INDEX_FILE=" + tmpIndex}
+	if _, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"add", "--all"}, env: env}); err != nil {
+		return res, newError(CodeInternal, "", err)
+	}
+	numstat, err := w.git.run(ctx, gitCall{dir: w.root, env: env,
+		args: []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--find-renames", "--numstat", "-z", base}})
+	if err != nil {
+		return res, newError(CodeInternal, "", err)
+	}
+	res.Stat = parseNumstat(numstat)
+	patch, err := w.git.run(ctx, gitCall{dir: w.root, env: env,
+		args: []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--find-renames", base}})
+	if err != nil {
+		return res, newError(CodeInternal, "", err)
+	}
+	res.Patch, res.Truncated = capPatch(patch, MaxPatchBytes)
+	return res, nil
+}
+
+// parseNumstat reads `git diff --numstat -z`: "added\tdeleted\tpath\0", or
+// for a rename "added\tdeleted\t\0old\0new\0"; "-" counts mark binaries.
+func parseNumstat(out string) []FileStat {
+	var stats []FileStat
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		rec := fields[i]
+		if rec == "" {
+			continue
+		}
+		parts := strings.SplitN(rec, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		st := FileStat{Path: parts[2]}
+		if parts[0] == "-" && parts[1] == "-" {
+			st.Binary = true
+		} else {
+			st.Added, _ = strconv.Atoi(parts[0])
+			st.Deleted, _ = strconv.Atoi(parts[1])
+		}
+		if st.Path == "" && i+2 < len(fields) {
+			st.OldPath, st.Path = fields[i+1], fields[i+2]
+			i += 2
+		}
+		stats = append(stats, st)
+	}
+	return stats
+}
+
+func capPatch(p string, limit int) (string, bool) {
+	if len(p) <= limit {
+		return p, false
+	}
+	cut := p[:limit]
+	if i := strings.LastIndexByte(cut, '\n'); i >= 0 {
+		cut = cut[:i+1]
+	}
+	return cut, true
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,144 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+)
+
+func TestIdleWorkspacesRemovedAfterTTL(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+
+	idle := e.open("app", "idle")
+	writeFile(t, idle.Root(), "unsaved.txt", "typed but never committed\n")
+	writeFile(t, idle.ScratchDir(), "log.txt", "tool output\n")
+	idle.Close()
+	busy := e.open("app", "busy") // held open across the TTL: a long run
+	recent := e.open("app", "recent")
+	recent.Close()
+
+	e.clock.Advance(6 * 24 * time.Hour)
+	if removed, err := e.m.Cleanup(ctx); err != nil || len(removed) != 0 {
+		t.Fatalf("Cleanup before the TTL = %v, %v; want nothing removed", removed, err)
+	}
+	recent = e.open("app", "recent") // used again: its idle time restarts
+	recent.Close()
+	e.clock.Advance(2 * 24 * time.Hour)
+
+	removed, err := e.m.Cleanup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{idle.Branch()}; !slices.Equal(removed, want) {
+		t.Errorf("Cleanup removed %v, want %v", removed, want)
+	}
+	for _, dir := range []string{idle.Root(), idle.ScratchDir()} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s still exists (err %v), want it removed", dir, err)
+		}
+	}
+	for _, w := range []*Workspace{busy, recent} {
+		if _, err := os.Stat(w.Root()); err != nil {
+			t.Errorf("%s was removed, want it kept: %v", w.Branch(), err)
+		}
+	}
+	// The stale handle says so instead of failing obscurely.
+	if _, err := idle.Changed(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Changed on a removed workspace: err = %v, want ErrClosed", err)
+	}
+
+	// The branch stays, with the uncommitted work saved on it.
+	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
+	subject, err := runGitPlain(mirror, "log", "-1", "--format=%s%n%ae", idle.Branch())
+	if err != nil || !strings.Contains(subject, "WIP: uncommitted changes saved") || !strings.Contains(subject, bot.Email) {
+		t.Errorf("branch tip = %q (%v), want the bot's WIP commit", subject, err)
+	}
+	again := e.open("app", "idle")
+	if got := readFile(t, again.Root(), "unsaved.txt"); got != "typed but never committed\n" {
+		t.Errorf("unsaved.txt after recreation = %q, want the saved content", got)
+	}
+	if changed, _ := again.Changed(ctx); changed {
+		t.Errorf("recreated workspace is dirty, want clean")
+	}
+	again.Close()
+	busy.Close()
+
+	// Remove does the same on demand.
+	if err := recent.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(recent.Root()); !os.IsNotExist(err) {
+		t.Errorf("Remove left %s (err %v)", recent.Root(), err)
+	}
+	if remote.Rev(t, idle.Branch()) != "" {
+		t.Errorf("cleanup pushed %s, want the remote untouched", idle.Branch())
+	}
+}
+
+func TestCleanupRunsGCOnMirrors(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "gc")
+	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
+	gitremote.Git(t, mirror, "repack", "-a", "-d", "-q")
+	writeFile(t, w.Root(), "packed.txt", "a blob for a second pack\n")
+	mustCommit(t, w, "second pack")
+	gitremote.Git(t, mirror, "repack", "-d", "-q")
+	writeFile(t, w.Root(), "loose.txt", "a new blob\n")
+	mustCommit(t, w, "loose objects")
+	w.Close()
+	loose := func() string {
+		out := gitremote.Git(t, mirror, "count-objects", "-v")
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "count: ") {
+				return strings.TrimPrefix(line, "count: ")
+			}
+		}
+		return "?"
+	}
+	if got := loose(); got == "0" {
+		t.Fatalf("no loose objects before gc; the test needs some")
+	}
+	// Make `gc --auto` find work: two packs are more than one.
+	gitremote.Git(t, mirror, "config", "gc.autoPackLimit", "1")
+	if _, err := e.m.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := loose(); got != "0" {
+		t.Errorf("loose objects after Cleanup = %s, want 0 (git gc --auto ran)", got)
+	}
+	// The worktree's commit survived gc.
+	if out := gitremote.Git(t, w.Root(), "log", "-1", "--format=%s"); out != "loose objects" {
+		t.Errorf("HEAD after gc = %q, want the commit kept", out)
+	}
+}
+
+func TestJanitorStopsOnClose(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	m, err := New(Config{DataDir: t.TempDir(), Repos: []Repo{{Name: "app", URL: remote.Path}}, CleanupInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("Close = %v, want the janitor stopped", err)
+	}
+	select {
+	case <-m.janitorDone:
+	default:
+		t.Errorf("janitor still running after Close")
+	}
+	if _, err := m.Cleanup(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Cleanup after Close: err = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,458 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Manager hands out workspaces. It is safe for concurrent use.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	mirrors map[string]*mirror
+	names   []string // configured repository names, sorted
+
+	mu      sync.Mutex
+	closed  bool
+	open    map[string]*Workspace // by repo + "/" + thread id
+	threads map[string]*threadLock
+
+	ops         sync.WaitGroup // public operations in flight
+	stopJanitor context.CancelFunc
+	janitorDone chan struct{}
+}
+
+type threadLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// New validates cfg, creates DataDir and starts the background janitor
+// (unless cfg.CleanupInterval is negative). Mirrors are created lazily, on
+// the first Open of their repository. Call Close to stop the janitor.
+func New(cfg Config) (*Manager, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: data_dir: %w", err)
+	}
+	m := &Manager{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "workspace"),
+		mirrors: map[string]*mirror{},
+		open:    map[string]*Workspace{},
+		threads: map[string]*threadLock{},
+	}
+	for _, r := range cfg.Repos {
+		g := &gitRunner{author: cfg.Author, timeout: cfg.GitTimeout, repo: r, redact: redactor{r.Token}, log: m.log.With("repo", r.Name)}
+		m.mirrors[r.Name] = newMirror(cfg.DataDir, r, g, m.log)
+		m.names = append(m.names, r.Name)
+	}
+	sort.Strings(m.names)
+	if cfg.CleanupInterval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		m.stopJanitor = cancel
+		m.janitorDone = make(chan struct{})
+		go m.janitor(ctx)
+	}
+	return m, nil
+}
+
+// Repos returns the configured repository names, sorted.
+func (m *Manager) Repos() []string { return append([]string(nil), m.names...) }
+
+// BranchFor returns the branch a thread's workspace uses (without creating
+// anything), so callers can announce it before Open finishes.
+func (m *Manager) BranchFor(key ThreadKey) string { return BranchName(m.cfg.BranchPrefix, key) }
+
+// Close stops the janitor and waits for it and for operations in flight,
+// or until ctx is done. Later calls fail with ErrClosed. Workspaces and
+// mirrors stay on disk for the next start.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	if m.stopJanitor != nil {
+		m.stopJanitor()
+	}
+	done := make(chan struct{})
+	go func() {
+		if m.janitorDone != nil {
+			<-m.janitorDone
+		}
+		m.ops.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// begin registers a public operation so that Close can wait for it.
+func (m *Manager) begin() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return newError(CodeClosed, "The workspace manager is shutting down.", nil)
+	}
+	m.ops.Add(1)
+	return nil
+}
+
+func (m *Manager) mirror(name string) (*mirror, error) {
+	mr, ok := m.mirrors[name]
+	if !ok {
+		return nil, newError(CodeUnknownRepo,
+			fmt.Sprintf("Unknown repository %q. Known repositories: %s.", name, strings.Join(m.names, ", ")), nil)
+	}
+	return mr, nil
+}
+
+// lockThread serialises everything that changes one thread's workspace.
+func (m *Manager) lockThread(key string) func() {
+	m.mu.Lock()
+	l := m.threads[key]
+	if l == nil {
+		l = &threadLock{}
+		m.threads[key] = l
+	}
+	l.refs++
+	m.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		m.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(m.threads, key)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Open returns the workspace of a thread on repository repoName, creating it
+// on first use: a linked worktree of the repository's mirror on the thread's
+// branch. If that branch exists on the remote it is checked out (never
+// reset); otherwise it starts from origin/<default_branch>. A workspace whose
+// folder vanished is recreated from its branch. Opening an existing
+// workspace fetches and brings in commits others pushed to the branch (fast
+// forward, or a rebase of the bot's unpushed commits when the work tree is
+// clean); if the remote cannot be reached then, the workspace is still
+// returned and the problem logged.
+//
+// Every successful Open must be paired with Close when the caller's run
+// ends; a workspace is only cleaned up while no one holds it open.
+func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Workspace, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.ops.Done()
+	mr, err := m.mirror(repoName)
+	if err != nil {
+		return nil, err
+	}
+	if key.Platform == "" || key.Key == "" {
+		return nil, newError(CodeInvalid, "A workspace needs a thread (platform and key).", nil)
+	}
+	id := threadID(key)
+	wkey := repoName + "/" + id
+	unlock := m.lockThread(wkey)
+	defer unlock()
+
+	if err := mr.ensure(ctx); err != nil {
+		return nil, err
+	}
+	w := m.newWorkspace(mr, key, id)
+	log := m.log.With("repo", repoName, "branch", w.branch, "thread", key.String())
+
+	if w.treeValid() {
+		if err := mr.fetch(ctx); err != nil {
+			log.Warn("fetch before reusing workspace failed; working offline", "err", err)
+		} else if err := w.integrateRemote(ctx); err != nil {
+			log.Warn("could not bring in remote commits", "err", err)
+		}
+	} else {
+		if err := m.create(ctx, w, log); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(w.scratch, 0o755); err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+
+	m.mu.Lock()
+	if cur := m.open[wkey]; cur != nil && !cur.removed {
+		w = cur
+	} else {
+		m.open[wkey] = w
+	}
+	w.refs++
+	m.mu.Unlock()
+	if err := m.touch(w); err != nil {
+		log.Warn("could not record workspace use", "err", err)
+	}
+	return w, nil
+}
+
+// create makes the worktree of w. Called with the thread lock held.
+func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) error {
+	mr := w.mirror
+	fetchErr := mr.fetch(ctx)
+
+	local := "refs/heads/" + w.branch
+	remote := "refs/remotes/origin/" + w.branch
+	def := "refs/remotes/origin/" + mr.repo.DefaultBranch
+	refs, err := mr.refs(ctx, local, remote, def)
+	if err != nil {
+		return err
+	}
+	if fetchErr != nil {
+		// Without a fresh fetch we could start a branch that already exists
+		// on the remote; only go on when the branch is known locally.
+		if refs[local] == "" {
+			return fetchErr
+		}
+		log.Warn("fetch failed; recreating workspace from the local branch", "err", fetchErr)
+	}
+
+	// A folder left without a valid .git (a crash during creation, or a
+	// person deleting .git) is in the way of `worktree add`.
+	if _, err := os.Stat(w.root); err == nil {
+		log.Warn("removing workspace folder that is not a valid worktree", "dir", w.root)
+		if err := os.RemoveAll(w.root); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(w.root), 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+
+	var args []string
+	switch {
+	case refs[local] != "":
+		// The thread had a workspace before (the folder was removed while
+		// idle, or vanished): its registration may linger, so prune first.
+		if err := m.pruneWorktrees(ctx, mr); err != nil {
+			return err
+		}
+		args = []string{"worktree", "add", "--quiet", w.root, w.branch}
+	case refs[remote] != "":
+		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.root, remote}
+	case refs[def] != "":
+		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.root, def}
+	default:
+		return mr.checkDefaultBranch(ctx, mr.dir)
+	}
+	// Exclusive: while git registers a worktree, other git commands that
+	// enumerate worktrees (another worktree add, fetch, rebase, gc) fail
+	// with "failed to read worktrees/<name>/commondir".
+	mr.admin.Lock()
+	_, err = mr.git.run(ctx, gitCall{dir: mr.dir, args: args})
+	mr.admin.Unlock()
+	if err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if refs[local] == "" && refs[remote] != "" {
+		// The remote's commits are published: never replay them.
+		if err := m.updateMeta(w, func(md *meta) { md.LastPushed = refs[remote] }); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+	}
+	if refs[local] != "" && fetchErr == nil {
+		if err := w.integrateRemote(ctx); err != nil {
+			log.Warn("could not bring in remote commits", "err", err)
+		}
+	}
+	switch {
+	case refs[local] != "":
+		log.Info("workspace recreated from local branch")
+	case refs[remote] != "":
+		log.Info("workspace created from existing remote branch")
+	default:
+		log.Info("workspace created", "from", mr.repo.DefaultBranch)
+	}
+	return nil
+}
+
+func (m *Manager) pruneWorktrees(ctx context.Context, mr *mirror) error {
+	mr.admin.Lock()
+	defer mr.admin.Unlock()
+	if _, err := mr.git.run(ctx, gitCall{dir: mr.dir, args: []string{"worktree", "prune"}}); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return nil
+}
+
+func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace {
+	return &Workspace{
+		m:       m,
+		mirror:  mr,
+		key:     key,
+		id:      id,
+		branch:  m.cfg.BranchPrefix + id,
+		root:    filepath.Join(m.cfg.DataDir, "workspaces", mr.repo.Name, id),
+		scratch: filepath.Join(m.cfg.DataDir, "scratch", mr.repo.Name, id),
+		meta:    filepath.Join(m.cfg.DataDir, "meta", mr.repo.Name, id+".json"),
+		git:     mr.git,
+	}
+}
+
+// meta is what is remembered about a thread's workspace across restarts.
+type meta struct {
+	Platform string    `json:"platform"`
+	Key      string    `json:"key"`
+	Branch   string    `json:"branch"`
+	LastUsed time.Time `json:"last_used"`
+	// LastPushed is the last commit the bot pushed (or found on the remote
+	// when the workspace was made from the remote branch): commits after it
+	// are the unpushed ones, the only ones ever replayed onto the remote.
+	LastPushed string `json:"last_pushed,omitempty"`
+}
+
+// updateMeta changes w's record with f. Callers hold the thread lock.
+func (m *Manager) updateMeta(w *Workspace, f func(*meta)) error {
+	md, err := readMeta(w.meta)
+	if err != nil && !os.IsNotExist(err) {
+		m.log.Warn("unreadable workspace record; starting a new one", "err", err)
+	}
+	md.Platform, md.Key, md.Branch = w.key.Platform, w.key.Key, w.branch
+	f(&md)
+	b, err := json.Marshal(md)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(w.meta), 0o755); err != nil {
+		return err
+	}
+	tmp := w.meta + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, w.meta)
+}
+
+// touch records now as w's last use. Callers hold the thread lock.
+func (m *Manager) touch(w *Workspace) error {
+	now := m.cfg.Now()
+	return m.updateMeta(w, func(md *meta) { md.LastUsed = now })
+}
+
+func readMeta(path string) (meta, error) {
+	var md meta
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return md, err
+	}
+	if err := json.Unmarshal(b, &md); err != nil {
+		return md, fmt.Errorf("%s: %w", path, err)
+	}
+	return md, nil
+}
+
+// janitor runs Cleanup every CleanupInterval until ctx is done.
+func (m *Manager) janitor(ctx context.Context) {
+	defer close(m.janitorDone)
+	t := time.NewTicker(m.cfg.CleanupInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := m.cleanup(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				m.log.Warn("workspace cleanup failed", "err", err)
+			}
+		}
+	}
+}
+
+// Cleanup removes the folders of workspaces that are not open and were last
+// used more than IdleTTL ago (uncommitted changes are first committed
+// locally, so nothing is lost; branches stay), then runs `git gc --auto` on
+// every mirror. It returns the branches whose workspaces were removed. The
+// janitor calls it every CleanupInterval.
+func (m *Manager) Cleanup(ctx context.Context) ([]string, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.ops.Done()
+	return m.cleanup(ctx)
+}
+
+func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
+	var removed []string
+	var errs []error
+	cutoff := m.cfg.Now().Add(-m.cfg.IdleTTL)
+	for _, name := range m.names {
+		mr := m.mirrors[name]
+		paths, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "meta", name, "*.json"))
+		for _, p := range paths {
+			if ctx.Err() != nil {
+				return removed, ctx.Err()
+			}
+			md, err := readMeta(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if md.LastUsed.After(cutoff) {
+				continue
+			}
+			ok, err := m.removeIdle(ctx, mr, ThreadKey{Platform: md.Platform, Key: md.Key}, cutoff)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if ok {
+				removed = append(removed, md.Branch)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(mr.dir, "HEAD")); err == nil {
+			if err := mr.gc(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeIdle removes one workspace if it is still idle once its thread lock
+// is held (an Open may have raced the scan).
+func (m *Manager) removeIdle(ctx context.Context, mr *mirror, key ThreadKey, cutoff time.Time) (bool, error) {
+	w := m.newWorkspace(mr, key, threadID(key))
+	wkey := mr.repo.Name + "/" + w.id
+	unlock := m.lockThread(wkey)
+	defer unlock()
+	m.mu.Lock()
+	if cur := m.open[wkey]; cur != nil {
+		if cur.refs > 0 {
+			m.mu.Unlock()
+			return false, nil
+		}
+		w = cur // so that its holders learn it was removed
+	}
+	m.mu.Unlock()
+	if md, err := readMeta(w.meta); err != nil || md.LastUsed.After(cutoff) {
+		return false, err
+	}
+	if !w.treeValid() {
+		return false, nil
+	}
+	if err := w.remove(ctx, "removed after being idle"); err != nil {
+		return false, err
+	}
+	m.log.Info("idle workspace removed", "repo", mr.repo.Name, "branch", w.branch)
+	return true, nil
+}

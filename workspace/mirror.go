@@ -1,0 +1,220 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// mirror is the shared bare repository of one configured Repo. Every thread's
+// worktree hangs off it, so objects are stored and fetched once.
+//
+// Locks, always taken in this order: the thread's lock (Manager), initMu
+// (creation), fetchMu (fetches: concurrent fetches of one repository only
+// repeat work), admin. admin is held exclusively by operations that change
+// the set of worktrees or delete objects (worktree add/remove/prune, gc) and
+// shared by everything else that runs git in the mirror or a worktree and
+// might enumerate worktrees (fetch, merge, rebase, commit, push): git 2.39
+// fails such commands while another process is registering a worktree.
+type mirror struct {
+	repo Repo
+	dir  string
+	git  *gitRunner
+	log  *slog.Logger
+
+	initMu sync.Mutex
+	ready  bool
+
+	fetchMu sync.Mutex
+	// fetchTicket counts fetches started; fetchDone is the ticket of the
+	// last successful fetch. Both are guarded by fetchMu except that
+	// fetchTicket is read without it through ticket().
+	fetchTicket uint64
+	fetchDone   uint64
+	ticketMu    sync.Mutex
+
+	admin sync.RWMutex
+}
+
+func newMirror(dataDir string, repo Repo, g *gitRunner, log *slog.Logger) *mirror {
+	return &mirror{
+		repo: repo,
+		dir:  filepath.Join(dataDir, "mirrors", repo.Name+".git"),
+		git:  g,
+		log:  log.With("repo", repo.Name),
+	}
+}
+
+// ensure creates the mirror on first use: a bare repository with a fetch
+// refspec into refs/remotes/origin/*, fetched once. It is built in a
+// temporary folder and renamed into place, so a crash never leaves a
+// half-made mirror behind.
+func (m *mirror) ensure(ctx context.Context) error {
+	m.initMu.Lock()
+	defer m.initMu.Unlock()
+	if m.ready {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "HEAD")); err == nil {
+		// Keep the remote URL in step with the configuration.
+		url, _ := m.git.out(ctx, m.dir, "config", "--get", "remote.origin.url")
+		if url != m.repo.URL {
+			if _, err := m.git.out(ctx, m.dir, "config", "remote.origin.url", m.repo.URL); err != nil {
+				return newError(CodeInternal, "", err)
+			}
+		}
+		m.ready = true
+		return nil
+	}
+
+	if err := os.MkdirAll(filepath.Dir(m.dir), 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(m.dir), "."+m.repo.Name+".tmp-")
+	if err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	defer os.RemoveAll(tmp)
+	setup := [][]string{
+		{"init", "--quiet", "--bare", "--initial-branch=" + m.repo.DefaultBranch, tmp},
+		{"-C", tmp, "config", "remote.origin.url", m.repo.URL},
+		{"-C", tmp, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"},
+	}
+	for _, args := range setup {
+		if _, err := m.git.out(ctx, "", args...); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+	}
+	if err := m.fetchIn(ctx, tmp); err != nil {
+		return err
+	}
+	if err := m.checkDefaultBranch(ctx, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, m.dir); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	m.log.Info("mirror created", "dir", m.dir)
+	m.ready = true
+	return nil
+}
+
+// ticket returns a number that a later fetch must exceed to be fresh for
+// the caller.
+func (m *mirror) ticket() uint64 {
+	m.ticketMu.Lock()
+	defer m.ticketMu.Unlock()
+	return m.fetchTicket
+}
+
+// fetch brings the mirror's remote-tracking branches up to date. Concurrent
+// callers share work: a caller that waited while a fetch which started
+// after its own call ran to success does not fetch again.
+func (m *mirror) fetch(ctx context.Context) error {
+	since := m.ticket()
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
+	if m.fetchDone > since {
+		return nil
+	}
+	m.ticketMu.Lock()
+	m.fetchTicket++
+	t := m.fetchTicket
+	m.ticketMu.Unlock()
+	m.admin.RLock()
+	err := m.fetchIn(ctx, m.dir)
+	m.admin.RUnlock()
+	if err != nil {
+		return err
+	}
+	m.fetchDone = t
+	return nil
+}
+
+func (m *mirror) fetchIn(ctx context.Context, dir string) error {
+	_, err := m.git.run(ctx, gitCall{
+		dir:     dir,
+		args:    []string{"fetch", "--quiet", "--prune", "--no-write-fetch-head", "origin"},
+		network: true,
+	})
+	if err != nil {
+		return remoteError(m.repo.Name, "fetch", m.git.timeout, err)
+	}
+	return nil
+}
+
+// checkDefaultBranch fails with a clear message when the remote has no
+// branch of the configured default name.
+func (m *mirror) checkDefaultBranch(ctx context.Context, dir string) error {
+	if _, err := m.git.out(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+m.repo.DefaultBranch+"^{commit}"); err == nil {
+		return nil
+	}
+	out, _ := m.git.out(ctx, dir, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/")
+	var branches []string
+	for _, b := range strings.Split(out, "\n") {
+		if b != "" && b != "HEAD" {
+			branches = append(branches, b)
+		}
+	}
+	sort.Strings(branches)
+	msg := fmt.Sprintf("Repository %q has no branch %q (its default_branch setting)", m.repo.Name, m.repo.DefaultBranch)
+	switch {
+	case len(branches) == 0:
+		msg += "; the remote has no branches at all."
+	case len(branches) <= 10:
+		msg += "; its branches are: " + strings.Join(branches, ", ") + "."
+	default:
+		msg += fmt.Sprintf("; it has %d other branches, e.g. %s.", len(branches), strings.Join(branches[:10], ", "))
+	}
+	return newError(CodeNoDefaultBranch, msg, nil)
+}
+
+// refs resolves the given full ref names in one git call; missing refs are
+// absent from the result.
+func (m *mirror) refs(ctx context.Context, names ...string) (map[string]string, error) {
+	args := append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, names...)
+	out, err := m.git.out(ctx, m.dir, args...)
+	if err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		sha, name, ok := strings.Cut(line, " ")
+		if ok && want[name] {
+			got[name] = sha
+		}
+	}
+	return got, nil
+}
+
+// isAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (m *mirror) isAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"merge-base", "--is-ancestor", a, b}})
+	if err == nil {
+		return true, nil
+	}
+	if exitStatus(err) == 1 {
+		return false, nil
+	}
+	return false, newError(CodeInternal, "", err)
+}
+
+// gc runs `git gc --auto` and prunes worktree entries whose folders are gone.
+func (m *mirror) gc(ctx context.Context) error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if _, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"worktree", "prune"}}); err != nil {
+		return err
+	}
+	_, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"gc", "--auto", "--quiet"}, gc: true})
+	return err
+}
