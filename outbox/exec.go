@@ -1,0 +1,247 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// execute makes op's adapter call on its own goroutine and hands the result
+// back to the queues.
+func (o *Outbox) execute(op *op) {
+	defer o.wg.Done()
+	ctx, cancel := context.WithTimeout(o.callCtx, o.cfg.CallTimeout)
+	id, err := o.call(ctx, op)
+	cancel()
+	o.mu.Lock()
+	after := o.finishLocked(op, id, err, time.Now())
+	o.mu.Unlock()
+	o.poke()
+	if after != nil {
+		after()
+	}
+}
+
+func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
+	ref := op.th.ref
+	switch op.kind {
+	case opPost:
+		return o.a.Post(ctx, ref, op.text)
+	case opEdit:
+		return "", o.editor.Edit(ctx, ref, op.target, op.text)
+	case opReact:
+		return "", o.reactor.React(ctx, ref, op.target, op.emoji, op.add)
+	case opUpload:
+		return "", o.uploader.Upload(ctx, ref, op.name, op.content, op.text)
+	case opStatus:
+		return "", o.statuser.SetStatus(ctx, ref, op.text)
+	}
+	return "", nil
+}
+
+// finishLocked records the result of op's call: done, waiting out a rate
+// limit, retrying after backoff, or given up. It returns the onPosted
+// callback to run once the lock is released, if any.
+func (o *Outbox) finishLocked(op *op, id string, err error, now time.Time) func() {
+	op.inFlight = false
+	op.th.busy = false
+	o.inflight--
+	if err == nil {
+		return o.succeededLocked(op, id)
+	}
+	rl, limited := chat.IsRateLimit(err)
+	if o.aborted {
+		// Close gave up waiting: what would have been retried is abandoned.
+		if limited || transient(err) || errors.Is(err, context.Canceled) {
+			err = ErrClosed
+		}
+		return o.failedLocked(op, err)
+	}
+	if limited {
+		o.stats.RateLimited++
+		o.rateLimitedLocked(op, rl, now)
+		o.requeueLocked(op)
+		return nil
+	}
+	if transient(err) && op.failures < o.cfg.Retries {
+		op.failures++
+		o.stats.Retries++
+		op.notBefore = now.Add(o.backoff(op.failures))
+		o.log.Debug("outbox: retrying", "op", op.kind, "thread", op.th.key, "attempt", op.attempts, "err", err)
+		o.requeueLocked(op)
+		return nil
+	}
+	return o.failedLocked(op, err)
+}
+
+func (o *Outbox) succeededLocked(op *op, id string) func() {
+	th := op.th
+	var after func()
+	switch op.kind {
+	case opPost:
+		th.lane = removeOp(th.lane, op)
+		m := op.msg
+		m.state, m.id = msgPosted, id
+		m.shown, m.shownKnown = op.text, true
+		close(m.done)
+		o.stats.Posts++
+		if cb := m.onPosted; cb != nil {
+			after = func() { cb(id, nil) }
+		}
+	case opEdit:
+		op.msg.shown, op.msg.shownKnown = op.text, true
+		o.stats.EditsSent++
+	case opReact:
+		th.reacts = removeOp(th.reacts, op)
+		o.stats.Reactions++
+	case opUpload:
+		th.lane = removeOp(th.lane, op)
+		o.stats.Uploads++
+	case opStatus:
+		th.lane = removeOp(th.lane, op)
+		o.stats.Statuses++
+	}
+	o.doneLocked(op)
+	o.releaseLocked(th)
+	return after
+}
+
+// failedLocked gives op up. A failed post fails its message: its pending
+// edit is dropped and so are later ones.
+func (o *Outbox) failedLocked(op *op, err error) func() {
+	th := op.th
+	var after func()
+	if err != ErrClosed {
+		o.stats.Failures++
+		o.log.Warn("outbox: giving up", "op", op.kind, "thread", th.key, "attempts", op.attempts, "err", err)
+	}
+	switch op.kind {
+	case opPost:
+		th.lane = removeOp(th.lane, op)
+		m := op.msg
+		m.post = nil
+		m.state, m.err = msgFailed, err
+		close(m.done)
+		if e := m.edit; e != nil {
+			m.edit = nil
+			th.edits = removeOp(th.edits, e)
+			o.stats.EditsDropped++
+			o.doneLocked(e)
+		}
+		if cb := m.onPosted; cb != nil {
+			after = func() { cb("", err) }
+		}
+	case opEdit:
+		if op.msg.edit == op {
+			op.msg.edit = nil
+		}
+		th.edits = removeOp(th.edits, op)
+		if err == ErrClosed {
+			o.stats.EditsDropped++
+		}
+	case opReact:
+		th.reacts = removeOp(th.reacts, op)
+	case opUpload, opStatus:
+		th.lane = removeOp(th.lane, op)
+	}
+	o.doneLocked(op)
+	o.releaseLocked(th)
+	return after
+}
+
+// rateLimitedLocked pauses what the platform refused: every budget when the
+// limit is global, else the op's own scopes (not the shared request budget,
+// which only a global limit concerns) and the op itself.
+func (o *Outbox) rateLimitedLocked(op *op, rl *chat.RateLimitError, now time.Time) {
+	wait := rl.RetryAfter
+	if wait <= 0 {
+		wait = time.Second
+	}
+	until := now.Add(wait)
+	if until.After(op.notBefore) {
+		op.notBefore = until
+	}
+	o.log.Info("outbox: rate limited", "op", op.kind, "thread", op.th.key, "retry_after", wait, "global", rl.Global)
+	if rl.Global {
+		if until.After(o.globalPause) {
+			o.globalPause = until
+		}
+		return
+	}
+	bs, n := o.scopes(op)
+	for _, b := range bs[:n] {
+		if b != &o.requests {
+			b.pause(until)
+		}
+	}
+}
+
+// requeueLocked puts an op whose call must be made again back in its queue.
+// Edits requested meanwhile merge into it: it keeps its place (its seq) and
+// sends the latest text.
+func (o *Outbox) requeueLocked(op *op) {
+	th := op.th
+	switch op.kind {
+	case opPost:
+		m := op.msg
+		m.post = op
+		if e := m.edit; e != nil {
+			m.edit = nil
+			th.edits = removeOp(th.edits, e)
+			o.absorbLocked(op, e)
+		}
+	case opEdit:
+		m := op.msg
+		if e := m.edit; e != nil {
+			th.edits = removeOp(th.edits, e)
+			o.absorbLocked(op, e)
+		}
+		m.edit = op
+		th.edits = append(th.edits, op)
+	}
+	// Lane ops and reactions never left their queues.
+}
+
+// absorbLocked merges a newer op into an older one of the same message.
+// Every Flush counting the newer op also counts the older one, which still
+// has to go out, so the newer one is retired.
+func (o *Outbox) absorbLocked(into, from *op) {
+	into.text = from.text
+	into.prio = max(into.prio, from.prio)
+	o.doneLocked(from)
+}
+
+// backoff is the wait before retry n (1-based): Backoff doubling up to 30 s,
+// plus up to a quarter of jitter so threads that failed together do not
+// retry together.
+func (o *Outbox) backoff(n int) time.Duration {
+	d := o.cfg.Backoff << min(n-1, 10)
+	d = min(d, 30*time.Second)
+	return d + rand.N(d/4+1)
+}
+
+// transient says whether a failed call is worth retrying: timeouts, broken
+// connections, and errors that say so (slack-go's StatusCodeError has
+// Retryable; net errors have Timeout). Adapters should return errors with a
+// Retryable() bool method for 5xx responses.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return ne.Timeout()
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package outbox
+
+import (
+	"slices"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+type opKind uint8
+
+const (
+	opPost opKind = iota
+	opEdit
+	opReact
+	opUpload
+	opStatus
+)
+
+func (k opKind) String() string {
+	return [...]string{"post", "edit", "react", "upload", "status"}[k]
+}
+
+// op is one adapter call waiting or in flight. Pending edits, posts and
+// status updates are mutated in place by later requests (coalescing); once
+// dispatched an op is only touched by its worker until it finishes.
+type op struct {
+	kind opKind
+	prio Priority
+	seq  uint64 // of the first request merged into it: FIFO order and Flush
+	th   *thread
+	msg  *Message // post, edit
+
+	text    string // post and edit text, status, upload comment
+	target  string // the message id an edit or reaction applies to
+	emoji   string
+	add     bool
+	name    string
+	content []byte
+
+	attempts  int       // calls made so far
+	failures  int       // transient failures so far
+	notBefore time.Time // Retry-After or backoff of this op
+	inFlight  bool
+	retired   bool // sent, given up, or merged into an older op
+}
+
+// thread is the queue of one conversation. It exists while it has work and is
+// forgotten when idle; Messages find it again by key.
+type thread struct {
+	ref  chat.ThreadRef
+	key  string
+	busy bool // one call of this thread is in flight
+
+	lane   []*op // posts, uploads, status: strictly in call order
+	edits  []*op // one pending edit per message
+	reacts []*op // in call order; only the first per target message may go
+
+	post *bucket // PostPerChannel, shared with the channel's other threads
+	edit *bucket // EditPerChannel
+}
+
+func (th *thread) empty() bool {
+	return !th.busy && len(th.lane) == 0 && len(th.edits) == 0 && len(th.reacts) == 0
+}
+
+// laneTail returns the last status op if it has not gone out yet, so a new
+// status can replace its text.
+func (th *thread) laneStatusTail() *op {
+	if n := len(th.lane); n > 0 {
+		if last := th.lane[n-1]; last.kind == opStatus && !last.inFlight {
+			return last
+		}
+	}
+	return nil
+}
+
+func (th *thread) lanePrio() Priority {
+	p := Low
+	for _, op := range th.lane {
+		p = max(p, op.prio)
+	}
+	return p
+}
+
+func removeOp(s []*op, x *op) []*op {
+	if i := slices.Index(s, x); i >= 0 {
+		return slices.Delete(s, i, i+1)
+	}
+	return s
+}

@@ -1,0 +1,469 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// ErrClosed is the error of operations refused or abandoned because the
+// Outbox was closed.
+var ErrClosed = errors.New("outbox: closed")
+
+// Config configures an Outbox. The zero value is usable: no budgets, defaults
+// below.
+type Config struct {
+	// Limits are the platform's budgets: SlackLimits, DiscordLimits, or
+	// those built from the configuration.
+	Limits Limits
+	// Workers bounds the adapter calls in flight at once (default 8).
+	Workers int
+	// CallTimeout bounds one adapter call (default 30 s); a call that runs
+	// out of it counts as a transient failure.
+	CallTimeout time.Duration
+	// Retries is how often a transient failure (timeout, 5xx, network) is
+	// retried before the operation is given up (0 = default 3, negative =
+	// never). Rate limits are waited out without counting against it.
+	Retries int
+	// Backoff is the wait before the first retry, doubling after each
+	// (default 1 s).
+	Backoff time.Duration
+	// Logger receives failures and rate limits (default slog.Default()). No
+	// message text is ever logged.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	if c.Retries < 0 {
+		c.Retries = 0
+	} else if c.Retries == 0 {
+		c.Retries = 3
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Stats counts what the Outbox did since New.
+type Stats struct {
+	Posts          int64 // messages posted
+	EditsRequested int64 // Edit calls
+	EditsSent      int64 // edits that reached the platform
+	EditsDropped   int64 // edits of messages whose post failed, or after Close
+	Reactions      int64 // reactions added or removed
+	Uploads        int64 // files uploaded
+	Statuses       int64 // status updates sent
+	RateLimited    int64 // calls the platform refused with a rate limit (429)
+	Retries        int64 // transient failures retried
+	Failures       int64 // operations given up
+}
+
+// Outbox queues and sends one platform's outgoing messages. Create it with
+// New; its methods are safe for concurrent use and, except Flush and Close,
+// never block.
+type Outbox struct {
+	a        chat.Adapter
+	editor   chat.Editor
+	reactor  chat.Reactor
+	uploader chat.Uploader
+	statuser chat.StatusSetter
+	cfg      Config
+	log      *slog.Logger
+
+	wake        chan struct{} // a queue changed: schedule again
+	quit        chan struct{} // closed by Close: the dispatcher stops
+	stopped     chan struct{} // closed when Close has finished
+	callCtx     context.Context
+	cancelCalls context.CancelFunc
+	wg          sync.WaitGroup // the dispatcher and every worker
+
+	mu          sync.Mutex
+	threads     map[string]*thread
+	chanPost    map[string]*bucket
+	chanEdit    map[string]*bucket
+	workspace   bucket
+	requests    bucket
+	globalPause time.Time // a Global rate limit: nothing goes before it
+	seq         uint64
+	outstanding int // ops queued or in flight
+	flushes     []*flushWaiter
+	inflight    int
+	closed      bool // no new work
+	aborted     bool // Close ran out of time: fail what is left
+	stats       Stats
+	cands       []cand // scratch for scheduleLocked
+	lastSweep   time.Time
+}
+
+type flushWaiter struct {
+	target    uint64 // ops with seq <= target were queued before the Flush
+	remaining int
+	done      chan struct{}
+}
+
+// New returns an Outbox sending through a, and starts its dispatcher; Close
+// stops it. The optional capabilities (chat.Editor, chat.Reactor,
+// chat.Uploader, chat.StatusSetter) are used when a implements them.
+func New(a chat.Adapter, cfg Config) *Outbox {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &Outbox{
+		a:           a,
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "outbox", "platform", a.Platform()),
+		wake:        make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+		callCtx:     ctx,
+		cancelCalls: cancel,
+		threads:     make(map[string]*thread),
+		chanPost:    make(map[string]*bucket),
+		chanEdit:    make(map[string]*bucket),
+		workspace:   newBucket(cfg.Limits.EditPerWorkspace),
+		requests:    newBucket(cfg.Limits.Requests),
+	}
+	o.editor, _ = a.(chat.Editor)
+	o.reactor, _ = a.(chat.Reactor)
+	o.uploader, _ = a.(chat.Uploader)
+	o.statuser, _ = a.(chat.StatusSetter)
+	o.wg.Add(1)
+	go o.run()
+	return o
+}
+
+// Post queues a new message in thread and returns it at once. onPosted, if
+// not nil, is called once with the message's id or the reason it could not be
+// posted; it runs on an Outbox goroutine and must not block (it may call the
+// Outbox's non-blocking methods). After Close, Post fails at once: onPosted
+// gets ErrClosed before Post returns.
+func (o *Outbox) Post(thread chat.ThreadRef, text string, p Priority, onPosted func(id string, err error)) *Message {
+	m := o.newMessage(thread)
+	m.onPosted = onPosted
+	o.mu.Lock()
+	if o.closed {
+		m.state, m.err = msgFailed, ErrClosed
+		close(m.done)
+		o.mu.Unlock()
+		if onPosted != nil {
+			onPosted("", ErrClosed)
+		}
+		return m
+	}
+	th := o.threadLocked(thread, m.key)
+	op := o.newOpLocked(opPost, p, th)
+	op.msg, op.text = m, text
+	m.post = op
+	th.lane = append(th.lane, op)
+	o.mu.Unlock()
+	o.poke()
+	return m
+}
+
+// Adopt returns a message posted earlier, before a restart (storage's
+// outbound table has its id), so it can be edited. Its text is unknown, so
+// its first edit is always sent.
+func (o *Outbox) Adopt(thread chat.ThreadRef, id string) *Message {
+	m := o.newMessage(thread)
+	m.id, m.state = id, msgPosted
+	close(m.done)
+	return m
+}
+
+// Edit replaces m's text. Edits of one message merge while they wait: only
+// the latest text is sent, with the highest priority requested. An edit of a
+// message not posted yet changes the text its post will carry; edits of a
+// message whose post failed are dropped.
+func (o *Outbox) Edit(m *Message, text string, p Priority) {
+	if m == nil || m.o != o {
+		return
+	}
+	p = p.norm()
+	wake := false
+	o.mu.Lock()
+	o.stats.EditsRequested++
+	switch {
+	case m.post != nil:
+		wake = merge(m.post, text, p)
+	case m.edit != nil:
+		wake = merge(m.edit, text, p)
+	case o.closed || m.state == msgFailed || o.editor == nil:
+		o.stats.EditsDropped++
+	default:
+		th := o.threadLocked(m.ref, m.key)
+		op := o.newOpLocked(opEdit, p, th)
+		op.msg, op.text = m, text
+		m.edit = op
+		th.edits = append(th.edits, op)
+		wake = true
+	}
+	o.mu.Unlock()
+	if wake {
+		o.poke()
+	}
+}
+
+// merge folds a later request into a waiting op and says whether its
+// priority rose (which can make it ready sooner).
+func merge(op *op, text string, p Priority) bool {
+	op.text = text
+	if p > op.prio {
+		op.prio = p
+		return true
+	}
+	return false
+}
+
+// React adds (or removes) the bot's reaction on a message. Reactions on one
+// message keep call order. It is a no-op if the adapter cannot react.
+func (o *Outbox) React(thread chat.ThreadRef, messageID, emoji string, add bool) {
+	if o.reactor == nil {
+		return
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	th := o.threadLocked(thread, thread.Key())
+	op := o.newOpLocked(opReact, High, th)
+	op.target, op.emoji, op.add = messageID, emoji, add
+	th.reacts = append(th.reacts, op)
+	o.mu.Unlock()
+	o.poke()
+}
+
+// Upload attaches a file to thread, in order with the thread's posts. The
+// Outbox keeps content until it is sent: do not modify it. Without a
+// chat.Uploader it is counted as a failure and logged.
+func (o *Outbox) Upload(thread chat.ThreadRef, name string, content []byte, comment string) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	if o.uploader == nil {
+		o.stats.Failures++
+		o.mu.Unlock()
+		o.log.Warn("outbox: the adapter cannot upload files", "thread", thread.Key())
+		return
+	}
+	th := o.threadLocked(thread, thread.Key())
+	op := o.newOpLocked(opUpload, Normal, th)
+	op.name, op.content, op.text = name, content, comment
+	th.lane = append(th.lane, op)
+	o.mu.Unlock()
+	o.poke()
+}
+
+// SetStatus shows (or, with "", clears) the thread's working status, in order
+// with the thread's posts; a status not sent yet is replaced by the next one.
+// It is a no-op if the adapter has no chat.StatusSetter.
+func (o *Outbox) SetStatus(thread chat.ThreadRef, status string) {
+	if o.statuser == nil {
+		return
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	th := o.threadLocked(thread, thread.Key())
+	if op := th.laneStatusTail(); op != nil {
+		op.text = status
+		o.mu.Unlock()
+		return
+	}
+	op := o.newOpLocked(opStatus, Low, th)
+	op.text = status
+	th.lane = append(th.lane, op)
+	o.mu.Unlock()
+	o.poke()
+}
+
+// Flush returns when everything queued before the call was sent or has
+// failed, or with ctx's error.
+func (o *Outbox) Flush(ctx context.Context) error {
+	o.mu.Lock()
+	if o.outstanding == 0 {
+		o.mu.Unlock()
+		return nil
+	}
+	w := &flushWaiter{target: o.seq, remaining: o.outstanding, done: make(chan struct{})}
+	o.flushes = append(o.flushes, w)
+	o.mu.Unlock()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		o.mu.Lock()
+		for i, x := range o.flushes {
+			if x == w {
+				o.flushes = append(o.flushes[:i], o.flushes[i+1:]...)
+				break
+			}
+		}
+		o.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting work, waits for what is queued to be sent, and stops
+// the dispatcher. If ctx ends first, calls in flight are cancelled and what is
+// left fails with ErrClosed; Close then returns ctx's error. Either way no
+// Outbox goroutine is left when it returns.
+func (o *Outbox) Close(ctx context.Context) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		select {
+		case <-o.stopped:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	o.closed = true
+	o.mu.Unlock()
+
+	err := o.Flush(ctx)
+	if err != nil {
+		o.abort()
+	}
+	close(o.quit)
+	o.wg.Wait()
+	o.cancelCalls()
+	close(o.stopped)
+	return err
+}
+
+// abort fails every queued op with ErrClosed and cancels the calls in flight,
+// whose ops then fail as they return.
+func (o *Outbox) abort() {
+	var after []func()
+	o.mu.Lock()
+	o.aborted = true
+	o.cancelCalls()
+	var queued []*op
+	for _, th := range o.threads {
+		queued = append(queued, th.lane...)
+		queued = append(queued, th.edits...)
+		queued = append(queued, th.reacts...)
+	}
+	for _, op := range queued {
+		// Failing a post also retires its pending edit.
+		if !op.inFlight && !op.retired {
+			if f := o.failedLocked(op, ErrClosed); f != nil {
+				after = append(after, f)
+			}
+		}
+	}
+	o.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
+}
+
+// Stats returns the counters so far.
+func (o *Outbox) Stats() Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stats
+}
+
+func (o *Outbox) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *Outbox) newMessage(ref chat.ThreadRef) *Message {
+	return &Message{
+		o:     o,
+		ref:   ref,
+		key:   ref.Key(),
+		done:  make(chan struct{}),
+		edits: newBucket(o.cfg.Limits.EditPerMessage),
+	}
+}
+
+func (o *Outbox) newOpLocked(kind opKind, p Priority, th *thread) *op {
+	o.seq++
+	o.outstanding++
+	return &op{kind: kind, prio: p.norm(), seq: o.seq, th: th}
+}
+
+// threadLocked returns the thread's queue, creating it (and taking a
+// reference on its channel's buckets) if it has none.
+func (o *Outbox) threadLocked(ref chat.ThreadRef, key string) *thread {
+	if th := o.threads[key]; th != nil {
+		return th
+	}
+	th := &thread{ref: ref, key: key}
+	chanKey := ref.Team + "/" + ref.Channel
+	th.post = sharedBucket(o.chanPost, chanKey, o.cfg.Limits.PostPerChannel)
+	th.edit = sharedBucket(o.chanEdit, chanKey, o.cfg.Limits.EditPerChannel)
+	o.threads[key] = th
+	return th
+}
+
+func sharedBucket(m map[string]*bucket, key string, r Rate) *bucket {
+	if !r.limited() {
+		return nil
+	}
+	b := m[key]
+	if b == nil {
+		nb := newBucket(r)
+		b = &nb
+		m[key] = b
+	}
+	b.refs++
+	return b
+}
+
+// releaseLocked forgets a thread that has nothing left to do.
+func (o *Outbox) releaseLocked(th *thread) {
+	if !th.empty() || o.threads[th.key] != th {
+		return
+	}
+	delete(o.threads, th.key)
+	if th.post != nil {
+		th.post.refs--
+	}
+	if th.edit != nil {
+		th.edit.refs--
+	}
+}
+
+// doneLocked retires an op that was sent, given up, or merged into an older
+// one, and releases the Flush calls waiting for it.
+func (o *Outbox) doneLocked(op *op) {
+	op.retired = true
+	o.outstanding--
+	for i := 0; i < len(o.flushes); {
+		w := o.flushes[i]
+		if op.seq <= w.target {
+			w.remaining--
+			if w.remaining == 0 {
+				close(w.done)
+				o.flushes = append(o.flushes[:i], o.flushes[i+1:]...)
+				continue
+			}
+		}
+		i++
+	}
+}
