@@ -1,0 +1,81 @@
+// Package discord is threadsmith's Discord adapter: it implements chat.Adapter
+// and every optional capability (Editor, Reactor, Uploader, StatusSetter,
+// Whisperer, HistoryReader, Downloader, MarkupConverter) on
+// github.com/bwmarrin/discordgo, over the gateway and the REST API v9. It does
+// platform I/O only; sessions, de-duplication, commands, rendering and rate
+// budgets belong to the bridge and its outbox.
+//
+// # Connection
+//
+// New builds a discordgo session whose http.Client rewrites
+// https://discord.com/ to discord.api_url (discordgo computes its Endpoint*
+// strings once at init, so only the transport can redirect them): REST calls
+// and the gateway lookup go there, and the websocket is dialled at whatever
+// URL that lookup returns. The identify asks for guilds, guild messages,
+// MESSAGE_CONTENT (privileged), guild message reactions and direct messages.
+// If Discord refuses MESSAGE_CONTENT (close 4014), or the token (4004), Run
+// returns an error that says what to fix; other connection failures are
+// retried with backoff.
+//
+// discordgo's own reconnect loop is turned off: Run reconnects itself, so that
+// it can stop at once when its context ends. A reconnect resumes the gateway
+// session when Discord still has it (and Discord replays what was missed);
+// after every READY and RESUMED, Run asks the handler for its active threads
+// and fetches the messages after the newest one seen in each (GET
+// messages?after=), delivering them through Receive, which de-duplicates. So a
+// gateway drop loses no message, and neither does a restart of the bot.
+//
+// # Ordering and blocking
+//
+// discordgo calls the adapter's handlers synchronously (SyncEvents), in
+// gateway order, on its reading goroutine; they never block: each event is put
+// on an unbounded queue that one worker goroutine processes in order. So input
+// reaches the handler in the order Discord sent it, catch-up messages of a
+// reconnect before anything that arrived after it.
+//
+// A slash command is answered at once by a goroutine of its own (a deferred
+// response, or a final ephemeral reply), so Discord's 3-second interaction
+// deadline holds however busy the worker is; the worker then does the rest,
+// in order with the other events.
+//
+// # Slash commands
+//
+// Commands (see the table in commands.go) are bulk-overwritten on every start,
+// per guild in discord.guild_ids or else globally, so they always match the
+// code. /code in a text channel turns its deferred response (@original) into
+// the starter message (request, repo, branch), opens a public thread on it
+// (the thread takes the message's id, which is how the branch is known before
+// the thread exists) and hands the prompt to the handler as a mention in that
+// thread. /code inside a thread or DM, /steer and /followup are input to that
+// conversation: their public response shows what was asked and is the
+// message acknowledgement reactions go on. The other commands become the
+// bridge's text commands (!stop, !status, !compact <focus>, …) and are
+// answered ephemerally ("✓", or why nothing happened). Interaction tokens are
+// only used for these first answers and for Whisper, never for the work that
+// follows (they die after 15 minutes).
+//
+// discord.allowed_users and discord.allowed_roles are applied to slash
+// commands here, before anything visible happens (no starter message, no
+// thread): a refused user gets an ephemeral note and the handler never sees
+// the command. Plain messages are checked by the handler, which calls Whisper.
+//
+// # Whisper
+//
+// Discord has no ephemeral messages outside interactions. Whisper answers
+// through the user's most recent interaction in that channel while its token
+// is alive (editing the ephemeral response if it has not been given, else an
+// ephemeral followup); otherwise it replies in the channel, mentioning the
+// user once (and only that user).
+//
+// # Rate limits and errors
+//
+// discordgo's built-in retry on 429 is off for the chat-facing calls (Post,
+// Edit, React, Upload, SetStatus): a 429 comes back as *chat.RateLimitError
+// with Discord's retry_after and whether it is global. discordgo also sleeps
+// before a request when its bucket headers say the bucket is empty; those
+// calls return *chat.RateLimitError instead of sleeping, so the outbox keeps
+// control of its waits. The adapter's own bookkeeping calls (interaction
+// answers, thread creation, catch-up reads, command registration) let
+// discordgo wait and retry. Errors never carry request URLs (interaction
+// tokens live in them) or the bot token.
+package discord

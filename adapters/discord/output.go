@@ -1,0 +1,146 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// botMentions lets the bot's messages ping users it names, but never roles,
+// @everyone or @here, whatever the model writes.
+func botMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}
+}
+
+// Post implements chat.Adapter. text is Markdown of at most MaxMessageChars.
+func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) (string, error) {
+	var m *discordgo.Message
+	err := a.chatCall(ctx, "post", discordgo.EndpointChannelMessages(thread.Channel), func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{Content: text, AllowedMentions: botMentions()}, opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return m.ID, nil
+}
+
+// Edit implements chat.Editor.
+func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
+	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
+		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+			ID: id, Channel: thread.Channel, Content: &text, AllowedMentions: botMentions(),
+		}, opts...)
+		return err
+	})
+}
+
+// React implements chat.Reactor. Slack-style names ("eyes") are translated to
+// the Unicode emoji Discord wants; an emoji itself, or a custom emoji as
+// name:id, is used as it is.
+func (a *Adapter) React(ctx context.Context, thread chat.ThreadRef, messageID, emoji string, add bool) error {
+	e, err := discordEmoji(emoji)
+	if err != nil {
+		return err
+	}
+	bucket := discordgo.EndpointMessageReaction(thread.Channel, "", "", "")
+	return a.chatCall(ctx, "react", bucket, func(opts ...discordgo.RequestOption) error {
+		if add {
+			return a.s.MessageReactionAdd(thread.Channel, messageID, e, opts...)
+		}
+		return a.s.MessageReactionRemove(thread.Channel, messageID, e, "@me", opts...)
+	})
+}
+
+// Upload implements chat.Uploader: a message with the file attached and the
+// comment as its text.
+func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename string, content []byte, comment string) error {
+	return a.chatCall(ctx, "upload", discordgo.EndpointChannelMessages(thread.Channel), func(opts ...discordgo.RequestOption) error {
+		_, err := a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{
+			Content:         truncateRunes(comment, MaxMessageChars),
+			AllowedMentions: botMentions(),
+			Files:           []*discordgo.File{{Name: filename, ContentType: contentType(filename), Reader: bytes.NewReader(content)}},
+		}, opts...)
+		return err
+	})
+}
+
+// SetStatus implements chat.StatusSetter with the typing indicator, which
+// Discord shows for about ten seconds (the bridge repeats it) and clears when
+// the bot posts. An empty status sends nothing: typing cannot be cleared.
+func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status string) error {
+	if status == "" {
+		return nil
+	}
+	return a.chatCall(ctx, "typing", discordgo.EndpointChannelTyping(thread.Channel), func(opts ...discordgo.RequestOption) error {
+		return a.s.ChannelTyping(thread.Channel, opts...)
+	})
+}
+
+// contentType guesses a file's type from its name; diffs are text/x-diff so
+// that Discord previews them.
+func contentType(name string) string {
+	switch ext := strings.ToLower(path.Ext(name)); ext {
+	case ".diff", ".patch":
+		return "text/x-diff"
+	case "":
+		return "application/octet-stream"
+	default:
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+		return "application/octet-stream"
+	}
+}
+
+// emojiByName translates the Slack-style names the bridge uses (and a few
+// more) to Unicode.
+var emojiByName = map[string]string{
+	"hourglass_flowing_sand": "⏳",
+	"hourglass":              "⌛",
+	"arrow_right_hook":       "↪️",
+	"eyes":                   "👀",
+	"white_check_mark":       "✅",
+	"heavy_check_mark":       "✔️",
+	"x":                      "❌",
+	"warning":                "⚠️",
+	"octagonal_sign":         "🛑",
+	"stop_sign":              "🛑",
+	"thumbsup":               "👍",
+	"+1":                     "👍",
+	"thumbsdown":             "👎",
+	"-1":                     "👎",
+	"rocket":                 "🚀",
+	"tada":                   "🎉",
+	"repeat":                 "🔁",
+	"memo":                   "📝",
+	"thinking_face":          "🤔",
+}
+
+// discordEmoji is the emoji Discord's reaction routes take for name.
+func discordEmoji(name string) (string, error) {
+	n := strings.Trim(name, ":")
+	if e, ok := emojiByName[n]; ok {
+		return e, nil
+	}
+	if n == "" {
+		return "", fmt.Errorf("discord: react: empty emoji")
+	}
+	for _, r := range n {
+		if r >= utf8.RuneSelf {
+			return n, nil // already an emoji
+		}
+	}
+	if strings.Contains(n, ":") {
+		return n, nil // a custom emoji, name:id
+	}
+	return "", fmt.Errorf("discord: react: unknown emoji name %q", name)
+}
