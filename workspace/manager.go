@@ -31,6 +31,10 @@ type Manager struct {
 	janitorDone chan struct{}
 }
 
+// syncTimeout bounds the best-effort fetch when an existing workspace is
+// opened.
+const syncTimeout = 15 * time.Second
+
 type threadLock struct {
 	mu   sync.Mutex
 	refs int
@@ -150,8 +154,8 @@ func (m *Manager) lockThread(key string) func() {
 // folder vanished is recreated from its branch. Opening an existing
 // workspace fetches and brings in commits others pushed to the branch (fast
 // forward, or a rebase of the bot's unpushed commits when the work tree is
-// clean); if the remote cannot be reached then, the workspace is still
-// returned and the problem logged.
+// clean); if the remote cannot be reached then (within 15 s), the workspace
+// is still returned and the problem logged.
 //
 // Every successful Open must be paired with Close when the caller's run
 // ends; a workspace is only cleaned up while no one holds it open.
@@ -179,7 +183,12 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	log := m.log.With("repo", repoName, "branch", w.branch, "thread", key.String())
 
 	if w.treeValid() {
-		if err := mr.fetch(ctx); err != nil {
+		// Best effort: an unreachable remote must not hold up the run for
+		// the full GitTimeout when the workspace is already here.
+		sctx, cancel := context.WithTimeout(ctx, min(m.cfg.GitTimeout, syncTimeout))
+		err := mr.fetch(sctx)
+		cancel()
+		if err != nil {
 			log.Warn("fetch before reusing workspace failed; working offline", "err", err)
 		} else if err := w.integrateRemote(ctx); err != nil {
 			log.Warn("could not bring in remote commits", "err", err)

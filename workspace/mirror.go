@@ -68,6 +68,9 @@ func (m *mirror) ensure(ctx context.Context) error {
 				return newError(CodeInternal, "", err)
 			}
 		}
+		if err := m.guardPushes(ctx, m.dir); err != nil {
+			return err
+		}
 		m.ready = true
 		return nil
 	}
@@ -90,6 +93,9 @@ func (m *mirror) ensure(ctx context.Context) error {
 			return newError(CodeInternal, "", err)
 		}
 	}
+	if err := m.guardPushes(ctx, tmp); err != nil {
+		return err
+	}
 	if err := m.fetchIn(ctx, tmp); err != nil {
 		return err
 	}
@@ -101,6 +107,35 @@ func (m *mirror) ensure(ctx context.Context) error {
 	}
 	m.log.Info("mirror created", "dir", m.dir)
 	m.ready = true
+	return nil
+}
+
+// pushBlockedURL is the mirror's remote.origin.pushurl: a `git push` run by
+// anyone but the bot (the agent's bash, say) fails with this in its message.
+const pushBlockedURL = "/threadsmith/pushes-go-through-the-bot"
+
+// prePushHook refuses every push made with the git CLI from the mirror or a
+// worktree. The bot's own pushes use go-git, which runs no hooks, and its
+// CLI calls disable hooks anyway.
+const prePushHook = `#!/bin/sh
+echo "threadsmith: pushes go through the bot, only to the thread's branch" >&2
+exit 1
+`
+
+// guardPushes makes the git CLI unable to push from the mirror and its
+// worktrees, so only Workspace.Push (which checks the branch) reaches the
+// remote: defence in depth for PRODUCT §7, as the agent's tools can run git.
+func (m *mirror) guardPushes(ctx context.Context, dir string) error {
+	if _, err := m.git.out(ctx, dir, "config", "remote.origin.pushurl", pushBlockedURL); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	hooks := filepath.Join(dir, "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if err := os.WriteFile(filepath.Join(hooks, "pre-push"), []byte(prePushHook), 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
 	return nil
 }
 
@@ -139,7 +174,7 @@ func (m *mirror) fetch(ctx context.Context) error {
 func (m *mirror) fetchIn(ctx context.Context, dir string) error {
 	_, err := m.git.run(ctx, gitCall{
 		dir:     dir,
-		args:    []string{"fetch", "--quiet", "--prune", "--no-write-fetch-head", "origin"},
+		args:    []string{"fetch", "--quiet", "--prune", "--no-write-fetch-head", "--no-show-forced-updates", "--recurse-submodules=no", "origin"},
 		network: true,
 	})
 	if err != nil {

@@ -147,7 +147,10 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	pctx, cancel := context.WithTimeout(ctx, cfg.GitTimeout)
 	mr.admin.RLock()
 	err = repo.PushContext(pctx, &git.PushOptions{
-		RemoteName:     "origin",
+		RemoteName: "origin",
+		// The configured pushurl is a dead end for the CLI (guardPushes);
+		// go-git would use it, so name the real URL.
+		RemoteURL:      mr.repo.URL,
 		RefSpecs:       []config.RefSpec{spec},
 		Auth:           auth,
 		ForceWithLease: lease,

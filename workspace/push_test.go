@@ -146,6 +146,18 @@ func TestNeverPushesOutsidePrefix(t *testing.T) {
 	gitremote.Git(t, w.Root(), "commit", "-q", "-m", "feature")
 	gitremote.Git(t, w.Root(), "branch", "-f", "main", "HEAD")
 
+	// Its own pushes fail, to the remote's configured URL or named directly.
+	for _, args := range [][]string{
+		{"push", "origin", "feature", "main"},
+		{"push", remote.Path, "feature"},
+		{"push", remote.URL(), "HEAD:refs/heads/main"},
+	} {
+		// As the agent's bash would run it: hooks are not disabled.
+		if out, err := gitremote.TryGit(w.Root(), args...); err == nil {
+			t.Errorf("git %v from the workspace succeeded (%s), want it refused", args, out)
+		}
+	}
+
 	if _, err := w.Commit(ctx, CommitRequest{Request: "x"}); !errors.Is(err, ErrWrongBranch) {
 		t.Errorf("Commit off the thread's branch: err = %v, want ErrWrongBranch", err)
 	} else if msg := ErrorMessage(err); !strings.Contains(msg, "feature") || !strings.Contains(msg, w.Branch()) {

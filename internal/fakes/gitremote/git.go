@@ -65,6 +65,12 @@ func GitInput(tb testing.TB, dir string, stdin []byte, env []string, args ...str
 	return strings.TrimRight(out, "\n")
 }
 
+// TryGit runs git like Git but returns the failure instead of failing the
+// test, for commands that are expected to fail.
+func TryGit(dir string, args ...string) (string, error) {
+	return run(dir, nil, nil, args...)
+}
+
 func run(dir string, stdin []byte, env []string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
