@@ -33,7 +33,7 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	if err != nil {
 		return opError("append entries", err)
 	}
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := db.stmts.insertEntry.in(ctx, tx)
 		if err != nil {
 			return err
@@ -71,8 +71,8 @@ func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.E
 
 // LoadContext returns the session's live context, equal to
 // transcript.BuildContext(LoadEntries(…)), but reads and decodes only what that
-// needs: the latest compaction, model and thinking-level changes, the messages
-// from the compaction's first kept entry on, and the newest entry (for NextSeq).
+// needs: the entries from the latest compaction's first kept entry on, and the
+// model and thinking-level changes before them.
 // A session resumed after many compactions loads in time proportional to its
 // live context, not to its history.
 func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Context, error) {
@@ -80,20 +80,18 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	if err != nil {
 		return transcript.Context{}, opError("load context", err)
 	}
-	// The type column precedes payload, so SQLite filters rows without reading
-	// the overflow pages of the payloads it skips.
+	// Two index ranges: everything from the latest compaction's first kept
+	// entry on (the compaction itself included), and the model and thinking-
+	// level changes before it. The compacted messages are never visited.
 	entries, err := db.queryEntries(ctx, `
-		WITH s AS (
+		WITH k AS (
 			SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
-			                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept,
-			       (SELECT max(seq) FROM entries WHERE session_id = ?1) AS last_seq
-		)
-		SELECT seq, type, ts, payload FROM entries, s
-		WHERE session_id = ?1 AND (
-			(type = 'message' AND seq >= s.first_kept)
-			OR type IN ('model_change', 'thinking_level_change')
-			OR seq = s.last_seq
-			OR (type = 'compaction' AND seq = (SELECT max(seq) FROM entries WHERE session_id = ?1 AND type = 'compaction')))
+			                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
+		SELECT seq, type, ts, payload FROM entries
+		WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)
+		UNION ALL
+		SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
+		WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
 		ORDER BY seq`, sid)
 	if err != nil {
 		return transcript.Context{}, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))

@@ -31,6 +31,8 @@ var (
 	ErrForeignDatabase = errors.New("not a threadsmith database")
 	// ErrSchemaTooNew: the file was written by a newer threadsmith.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+	// ErrClosed: the DB was closed.
+	ErrClosed = errors.New("database is closed")
 )
 
 // DuplicateEntryError says which entry was already stored. No entry of the call
@@ -83,12 +85,19 @@ func wrapCode(err error) error {
 	case err == nil:
 		return nil
 	case isCode(err, codeFull) && !errors.Is(err, ErrFull):
-		return fmt.Errorf("%w: %w", ErrFull, err)
+		return codeError{ErrFull, err}
 	case isCode(err, codeReadOnly) && !errors.Is(err, ErrReadOnly):
-		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+		return codeError{ErrReadOnly, err}
 	}
 	return err
 }
+
+// codeError is a driver error that also matches one of this package's
+// sentinels; its text is the driver's, which already says the same.
+type codeError struct{ sentinel, err error }
+
+func (e codeError) Error() string   { return e.err.Error() }
+func (e codeError) Unwrap() []error { return []error{e.sentinel, e.err} }
 
 // opError wraps an error of operation op ("append entries", …).
 func opError(op string, err error) error {

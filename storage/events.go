@@ -15,7 +15,7 @@ func (db *DB) MarkEventProcessed(ctx context.Context, platform, eventID string) 
 		return false, opError("mark event processed", errors.New("platform and event id are required"))
 	}
 	now := db.nowMS()
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := db.stmts.markEvent.in(ctx, tx)
 		if err != nil {
 			return err

@@ -5,4 +5,6 @@ var (
 	WithWriteConns            = withWriteConns
 	WithExtraPragmas          = withExtraPragmas
 	WithoutPreparedStatements = withoutPreparedStatements
+	WithoutGroupCommit        = withoutGroupCommit
+	WithAutoCheckpoint        = withAutoCheckpoint
 )

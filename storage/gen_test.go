@@ -29,10 +29,19 @@ var codeLines = []string{
 	"src/server/handler.go:42:17: undefined: reqBody",
 }
 
+// Compaction as the defaults trigger it: above a 128k-token window minus the
+// 16k reserve, keeping about 20k tokens (at 4 characters a token).
+const (
+	compactAtChars = (128_000 - 16_384) * 4
+	keepChars      = 20_000 * 4
+)
+
 // genEntries returns n entries shaped like a real session: a user prompt, then
 // turns of an assistant reply with thinking and a tool call followed by the
-// tool's result (a few KB of code or command output), an answer now and then,
-// and a compaction and a model change along the way. Deterministic per seed.
+// tool's result (a few KB of code or command output), an answer now and then, a
+// compaction whenever the live context would pass the window (every ~200
+// entries) and a model change at seq 1500. Deterministic per seed; a shorter
+// session is a prefix of a longer one.
 func genEntries(seed uint64, n int) []transcript.Entry {
 	r := rand.New(rand.NewPCG(seed, 42))
 	out := make([]transcript.Entry, 0, n)
@@ -47,19 +56,38 @@ func genEntries(seed uint64, n int) []transcript.Entry {
 		return b.String()
 	}
 	pendingCall := ""
+	size := func(e transcript.Entry) int {
+		if e.Message == nil {
+			return 0
+		}
+		n := 0
+		for _, c := range e.Message.Content {
+			n += len(c.Text) + len(c.Thinking) + len(c.Arguments)
+		}
+		return n
+	}
+	live := 0 // characters of the messages in the live context
 	for seq := int64(0); int(seq) < n; seq++ {
 		ts += int64(r.IntN(5000))
 		var e transcript.Entry
 		switch {
-		case seq > 0 && seq%1000 == 0:
+		case live > compactAtChars && pendingCall == "":
+			// Keep the recent messages, cutting before a user or
+			// assistant message, never before a tool result.
+			keep, kept := seq, 0
+			for kept < keepChars || out[keep].Message == nil || out[keep].Message.Role == llm.RoleToolResult {
+				keep--
+				kept += size(out[keep])
+			}
 			e = transcript.Entry{Seq: seq, Type: transcript.EntryCompaction, Timestamp: ts, Compaction: &transcript.Compaction{
 				Summary:       "## Goal\n" + text(800, 1500),
-				FirstKeptSeq:  seq - 40,
-				TokensBefore:  100_000 + r.IntN(20_000),
+				FirstKeptSeq:  keep,
+				TokensBefore:  live / 4,
 				ReadFiles:     []string{"server/handler.go", "server/handler_test.go"},
 				ModifiedFiles: []string{"server/handler.go"},
 				Reason:        "threshold",
 			}}
+			live = kept
 		case seq == 1500:
 			e = transcript.Entry{Seq: seq, Type: transcript.EntryModelChange, Timestamp: ts,
 				ModelChange: &transcript.ModelChange{Provider: "openai", Model: "gpt-4.1-mini"}}
@@ -88,6 +116,7 @@ func genEntries(seed uint64, n int) []transcript.Entry {
 			e = transcript.MessageEntry(seq, m)
 		}
 		out = append(out, e)
+		live += size(e)
 	}
 	return out
 }

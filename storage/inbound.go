@@ -85,7 +85,7 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 	if len(in.Attachments) > 0 {
 		attachments = string(in.Attachments)
 	}
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
 		ins, err := db.stmts.insertInbound.in(ctx, tx)
 		if err != nil {
@@ -146,7 +146,7 @@ func (db *DB) MarkInbound(ctx context.Context, id int64, state InboundState, det
 		}
 		reason = detail
 	}
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := db.stmts.markInbound.in(ctx, tx)
 		if err != nil {
 			return err

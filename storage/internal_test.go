@@ -36,10 +36,11 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	defer w.Close()
 
 	want := map[string]string{
-		"journal_mode": "wal",
-		"foreign_keys": "1",
-		"busy_timeout": "10000",
-		"synchronous":  "1", // NORMAL
+		"journal_mode":       "wal",
+		"foreign_keys":       "1",
+		"busy_timeout":       "10000",
+		"synchronous":        "1", // NORMAL
+		"journal_size_limit": "67108864",
 	}
 	check := func(name string, c *sql.Conn, queryOnly string) {
 		for p, v := range want {
@@ -63,6 +64,14 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 		check("read connection "+string(rune('1'+i)), c, "1")
 	}
 	check("write connection", w, "0")
+	// Commits leave checkpoints to the checkpointer.
+	var auto string
+	if err := w.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if auto != "0" {
+		t.Errorf("write connection: PRAGMA wal_autocheckpoint = %s, want 0", auto)
+	}
 }
 
 func TestLoadMigrationsRejectsGapsAndBadNames(t *testing.T) {

@@ -153,7 +153,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 	for _, m := range migrations {
 		applied := false
-		err := db.inTx(ctx, func(tx *sql.Tx) error {
+		err := db.runTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			// Read the version inside the write transaction: another process
 			// opening the same file may have migrated meanwhile.
 			v, err := currentVersion(ctx, tx)

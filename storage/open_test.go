@@ -88,8 +88,12 @@ func TestOpenCreatesFileAndMigrates(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		t.Fatalf("database file not created at %s: %v", path, err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("database file mode = %o, want 600 (transcripts are private)", perm)
 	}
 	if got, want := len(migrationRows(t, path)), storage.SchemaVersion(); got != want {
 		t.Fatalf("schema_migrations has %d rows, want %d", got, want)
@@ -104,11 +108,39 @@ func TestOpenCreatesFileAndMigrates(t *testing.T) {
 	if got.Repo != "app" {
 		t.Errorf("repo after reopen = %q, want %q", got.Repo, "app")
 	}
-	if got, want := migrationRows(t, path), []int{1}; len(got) != storage.SchemaVersion() || got[0] != want[0] {
+	if got := migrationRows(t, path); len(got) != storage.SchemaVersion() || got[len(got)-1] != storage.SchemaVersion() {
 		t.Errorf("schema_migrations after reopen = %v, want versions 1..%d once each", got, storage.SchemaVersion())
 	}
 	if err := db.Check(ctx); err != nil {
 		t.Errorf("Check: %v", err)
+	}
+}
+
+// A file written by an older binary gets the migrations it lacks, in order,
+// and keeps its data.
+func TestOpenUpgradesOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), storage.FileName)
+	db := openAt(t, path)
+	th := newThread(t, db, "slack", "1.0")
+	db.Close()
+	// Take the file back to version 1, as the first release left it.
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(`DROP INDEX entries_by_type; DELETE FROM schema_migrations WHERE version > 1`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	db = openAt(t, path)
+	if got, want := migrationRows(t, path), storage.SchemaVersion(); len(got) != want || got[len(got)-1] != want {
+		t.Errorf("schema_migrations after upgrade = %v, want versions 1..%d", got, want)
+	}
+	var n int
+	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'entries_by_type'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("index entries_by_type after upgrade: count %d, err %v; want it recreated by migration 2", n, err)
+	}
+	if _, err := db.ThreadByID(ctx, th.ID); err != nil {
+		t.Errorf("thread after upgrade: %v", err)
 	}
 }
 

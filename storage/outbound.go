@@ -47,9 +47,11 @@ func (db *DB) RecordOutbound(ctx context.Context, o Outbound) (int64, error) {
 	}
 	now := db.nowMS()
 	var id int64
-	err := db.w.QueryRowContext(ctx, `INSERT INTO outbound (thread_id, run_id, kind, channel, message_id, text, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		o.ThreadID, run, o.Kind, o.Channel, o.MessageID, o.Text, now, now).Scan(&id)
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO outbound (thread_id, run_id, kind, channel, message_id, text, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			o.ThreadID, run, o.Kind, o.Channel, o.MessageID, o.Text, now, now).Scan(&id)
+	})
 	if isExtCode(err, codeForeignKey) {
 		err = fmt.Errorf("thread %d or run %d: %w", o.ThreadID, o.RunID, ErrNotFound)
 	}
@@ -61,7 +63,7 @@ func (db *DB) RecordOutbound(ctx context.Context, o Outbound) (int64, error) {
 
 // UpdateOutbound records that the message was edited to text.
 func (db *DB) UpdateOutbound(ctx context.Context, id int64, text string) error {
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := db.stmts.updateOutbnd.in(ctx, tx)
 		if err != nil {
 			return err

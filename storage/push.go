@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -37,8 +38,10 @@ func (db *DB) RecordPush(ctx context.Context, p Push) (int64, error) {
 		return 0, opError("record push", fmt.Errorf("empty branch"))
 	}
 	var id int64
-	err := db.w.QueryRowContext(ctx, `INSERT INTO pushes (thread_id, branch, sha, result, detail, pushed_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, p.ThreadID, p.Branch, p.SHA, p.Result, p.Detail, db.nowMS()).Scan(&id)
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO pushes (thread_id, branch, sha, result, detail, pushed_at)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, p.ThreadID, p.Branch, p.SHA, p.Result, p.Detail, db.nowMS()).Scan(&id)
+	})
 	if isExtCode(err, codeForeignKey) {
 		err = fmt.Errorf("thread %d: %w", p.ThreadID, ErrNotFound)
 	}

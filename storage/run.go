@@ -43,8 +43,10 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 		inbound = inboundID
 	}
 	var id int64
-	err = db.w.QueryRowContext(ctx, `INSERT INTO runs (thread_id, session_id, inbound_id, started_at) VALUES (?, ?, ?, ?) RETURNING id`,
-		threadID, sid, inbound, db.nowMS()).Scan(&id)
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO runs (thread_id, session_id, inbound_id, started_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			threadID, sid, inbound, db.nowMS()).Scan(&id)
+	})
 	if isExtCode(err, codeForeignKey) {
 		err = fmt.Errorf("thread %d or inbound %d: %w", threadID, inboundID, ErrNotFound)
 	}
@@ -60,7 +62,7 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) er
 	if outcome == "" {
 		return opError("finish run", errors.New("empty outcome"))
 	}
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE id = ? AND ended_at IS NULL`,
 			db.nowMS(), outcome, runID)
 		if err != nil {
@@ -111,7 +113,7 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (Run, error) {
 // found in progress then was cut off by the previous process's death.
 func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 	var runs []Run
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.ended_at IS NULL ORDER BY r.id`)
 		if err != nil {
 			return err

@@ -49,7 +49,7 @@ func (db *DB) CreateSession(ctx context.Context, threadID int64, init SessionIni
 		CreatedAt:    fromMS(db.nowMS()),
 	}
 	var rowID int64
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO sessions (uid, thread_id, model, system_prompt, settings, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
 			s.ID, threadID, s.Model, s.SystemPrompt, settings, ms(s.CreatedAt)).Scan(&rowID)
@@ -89,16 +89,9 @@ func (db *DB) GetSession(ctx context.Context, id string) (Session, error) {
 // SetSessionModel records the session's model (the transcript's model_change
 // entry is the agent's to append).
 func (db *DB) SetSessionModel(ctx context.Context, id, model string) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE sessions SET model = ? WHERE uid = ?`, model, id)
-	if err != nil {
-		return opError("set session model", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return opError("set session model", err)
-	} else if n == 0 {
-		return opError("set session model", fmt.Errorf("session %s: %w", id, ErrNotFound))
-	}
-	return nil
+	return opError("set session model", db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return execOne(ctx, tx, "session "+id, `UPDATE sessions SET model = ? WHERE uid = ?`, model, id)
+	}))
 }
 
 // sessionRowID maps a public session id to its row id.

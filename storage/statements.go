@@ -30,10 +30,14 @@ type statements struct {
 	lastSeen      hotStmt
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
+	savepoint     hotStmt
+	release       hotStmt
+	rollbackTo    hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
-	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.updateOutbnd, &s.markEvent}
+	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.updateOutbnd, &s.markEvent,
+		&s.savepoint, &s.release, &s.rollbackTo}
 }
 
 func newStatements() statements {
@@ -55,6 +59,10 @@ func newStatements() statements {
 				OR (length(?1) = length(last_seen_message) AND ?1 > last_seen_message))`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
+		// One write of a group commit (writer.go).
+		savepoint:  hotStmt{query: `SAVEPOINT write`},
+		release:    hotStmt{query: `RELEASE write`},
+		rollbackTo: hotStmt{query: `ROLLBACK TO write`},
 	}
 }
 

@@ -2,16 +2,19 @@
 // sessions, each session's entry record, the durable queue of chat input, the
 // messages the bot posted, runs, pushes and recently processed platform events.
 //
-// Durability: every method that changes something commits one transaction before
-// it returns, so what it reported as done survives the process being killed. The
-// database runs in WAL mode with synchronous=NORMAL: a killed process loses
-// nothing that was committed; a power loss may lose the last transactions but
-// never corrupts the file.
+// Durability: every method that changes something is atomic (all of it or
+// nothing) and committed before it returns, so what it reported as done
+// survives the process being killed. The database runs in WAL mode with
+// synchronous=NORMAL: a killed process loses nothing that was committed; a power
+// loss may lose the last transactions but never corrupts the file.
 //
-// Concurrency: a DB is safe for concurrent use. Writes go through one connection,
-// so concurrent writers queue in Go (first come, first served) instead of
-// spinning on SQLite's busy handler; reads use a separate pool and never wait for
-// writers. Transactions on the write connection are BEGIN IMMEDIATE.
+// Concurrency: a DB is safe for concurrent use. Writes go to one goroutine that
+// owns the only write connection; writes that arrive together share one commit
+// (group commit), each in its own savepoint, so 50 busy sessions do not queue
+// behind 50 commits and nobody spins on SQLite's busy handler. Reads use a
+// separate read-only pool and never wait for writers. WAL checkpoints run in the
+// background, never inside a write. Nothing is written per streamed token: the
+// agent appends an entry per finished message.
 //
 // Errors: lookups of something that does not exist return ErrNotFound; a full
 // disk or a read-only file surface as ErrFull or ErrReadOnly, so a caller can
@@ -49,6 +52,9 @@ var pragmas = []string{
 	"journal_mode(WAL)",
 	"foreign_keys(1)",
 	"synchronous(NORMAL)",
+	// After a checkpoint resets the WAL, cut it back to this size rather than
+	// keep the largest it ever grew to.
+	"journal_size_limit(67108864)",
 }
 
 // DB is an open threadsmith database.
@@ -61,6 +67,16 @@ type DB struct {
 
 	stmts statements
 
+	// The writer goroutine (writer.go) takes writes from writes until quit
+	// closes; writerDone closes when it has stopped. writes is nil without
+	// group commit.
+	writes     chan *writeReq
+	quit       chan struct{}
+	writerDone chan struct{}
+
+	ckpt     *sql.DB // the checkpointer's connection; nil with autocheckpoint
+	ckptDone chan struct{}
+
 	// sessionIDs caches session uid → row id. Sessions are never deleted, so an
 	// entry never goes stale.
 	sessionIDs sync.Map
@@ -72,56 +88,19 @@ type DB struct {
 	closeErr  error
 }
 
-// Option configures Open.
-type Option func(*options)
-
-type options struct {
-	log            *slog.Logger
-	now            func() time.Time
-	readConns      int
-	writeConns     int
-	eventRetention time.Duration
-	extraPragmas   []string
-	noPrepare      bool
-}
-
-// WithLogger sets the logger (default: slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
-
-// WithClock sets the clock used for timestamps and event pruning (default: time.Now).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
-// WithReadConns sets the size of the read pool (default 4).
-func WithReadConns(n int) Option { return func(o *options) { o.readConns = n } }
-
-// WithEventRetention sets how long processed platform event ids are remembered
-// (default 24h, far beyond Slack's and Discord's redelivery windows).
-func WithEventRetention(d time.Duration) Option {
-	return func(o *options) { o.eventRetention = d }
-}
-
-// withWriteConns lets benchmarks compare the single write connection with a pool
-// of writers contending through SQLite's busy handler.
-func withWriteConns(n int) Option { return func(o *options) { o.writeConns = n } }
-
-// withExtraPragmas adds pragmas to every connection (tests: max_page_count).
-func withExtraPragmas(p ...string) Option {
-	return func(o *options) { o.extraPragmas = append(o.extraPragmas, p...) }
-}
-
-// withoutPreparedStatements makes hot statements be prepared per transaction,
-// for benchmarks.
-func withoutPreparedStatements() Option { return func(o *options) { o.noPrepare = true } }
-
 // Open opens the database at path, creating the file and its directory when
 // missing, and brings its schema up to date. It refuses, with an error naming
 // the file, a file that is not SQLite (ErrNotDatabase), a SQLite file that is not
 // threadsmith's (ErrForeignDatabase), and a schema newer than this binary knows
 // (ErrSchemaTooNew); in those cases the file is left as it was.
 func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
-	o := options{log: slog.Default(), now: time.Now, readConns: 4, writeConns: 1, eventRetention: 24 * time.Hour}
+	o := options{log: slog.Default(), now: time.Now, readConns: 4, writeConns: 1, eventRetention: 24 * time.Hour,
+		checkpointEvery: time.Second}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
 	}
 	if path == "" {
 		return nil, errors.New("storage: open: empty database path")
@@ -136,6 +115,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if err := checkHeader(abs); err != nil {
 		return nil, err
 	}
+	// Transcripts hold code and whatever people paste: keep the file (and the
+	// -wal and -shm files SQLite derives from it) private.
+	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	f.Close()
 	if err := inspect(ctx, abs); err != nil {
 		return nil, err
 	}
@@ -146,36 +132,25 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		now:            o.now,
 		eventRetention: o.eventRetention,
 		stmts:          newStatements(),
+		quit:           make(chan struct{}),
 	}
-	db.w, err = sql.Open("sqlite", dsn(abs, slices.Concat(pragmas, o.extraPragmas), "_txlock=immediate"))
-	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	base := slices.Concat(pragmas, o.extraPragmas)
+	writer := base
+	if !o.autoCheckpoint {
+		// The checkpointer (checkpoint.go) does it, so that no write waits
+		// for a checkpoint's fsyncs.
+		writer = slices.Concat(base, []string{"wal_autocheckpoint(0)"})
 	}
-	db.w.SetMaxOpenConns(o.writeConns)
-	db.w.SetMaxIdleConns(o.writeConns)
-	db.w.SetConnMaxIdleTime(0)
-	db.w.SetConnMaxLifetime(0)
-	if err := db.w.PingContext(ctx); err != nil {
-		db.w.Close()
-		return nil, openError(abs, err)
-	}
-	if err := db.migrate(ctx); err != nil {
-		db.w.Close()
+	if db.w, err = openPool(ctx, abs, o.writeConns, writer, "_txlock=immediate"); err != nil {
 		return nil, err
 	}
-
-	db.r, err = sql.Open("sqlite", dsn(abs, slices.Concat(pragmas, o.extraPragmas, []string{"query_only(1)"})))
-	if err != nil {
-		db.w.Close()
-		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
-	}
-	db.r.SetMaxOpenConns(max(o.readConns, 1))
-	db.r.SetMaxIdleConns(max(o.readConns, 1))
-	db.r.SetConnMaxIdleTime(0)
-	db.r.SetConnMaxLifetime(0)
-	if err := db.r.PingContext(ctx); err != nil {
+	if err := db.migrate(ctx); err != nil {
 		db.Close()
-		return nil, openError(abs, err)
+		return nil, err
+	}
+	if db.r, err = openPool(ctx, abs, max(o.readConns, 1), slices.Concat(base, []string{"query_only(1)"})); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if !o.noPrepare {
 		if err := db.stmts.prepare(ctx, db.w); err != nil {
@@ -183,8 +158,38 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 			return nil, openError(abs, err)
 		}
 	}
+	if !o.autoCheckpoint {
+		if db.ckpt, err = openPool(ctx, abs, 1, base); err != nil {
+			db.Close()
+			return nil, err
+		}
+		db.ckptDone = make(chan struct{})
+		go db.checkpointLoop(o.checkpointEvery)
+	}
 	db.lastPrune.Store(db.now().UnixMilli())
+	if !o.noGroupCommit {
+		db.writes = make(chan *writeReq)
+		db.writerDone = make(chan struct{})
+		go db.writeLoop()
+	}
 	return db, nil
+}
+
+// openPool opens a pool of n connections that live as long as the DB.
+func openPool(ctx context.Context, path string, n int, pragmas []string, extra ...string) (*sql.DB, error) {
+	p, err := sql.Open("sqlite", dsn(path, pragmas, extra...))
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	p.SetMaxOpenConns(n)
+	p.SetMaxIdleConns(n)
+	p.SetConnMaxIdleTime(0)
+	p.SetConnMaxLifetime(0)
+	if err := p.PingContext(ctx); err != nil {
+		p.Close()
+		return nil, openError(path, err)
+	}
+	return p, nil
 }
 
 // Path is the absolute path of the database file.
@@ -195,6 +200,16 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		var errs []error
+		close(db.quit)
+		if db.writerDone != nil {
+			<-db.writerDone
+		}
+		if db.ckptDone != nil {
+			<-db.ckptDone
+		}
+		if db.ckpt != nil {
+			errs = append(errs, db.ckpt.Close())
+		}
 		db.stmts.close()
 		if db.w != nil {
 			// Let SQLite refresh its planner statistics, as it recommends on close.
@@ -300,16 +315,3 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // nowMS is the clock's current time in Unix milliseconds.
 func (db *DB) nowMS() int64 { return ms(db.now()) }
-
-// inTx runs fn in one write transaction and commits it.
-func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}

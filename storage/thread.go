@@ -90,7 +90,7 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 	}
 	var t Thread
 	var created bool
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
 		res, err := tx.ExecContext(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
@@ -169,7 +169,7 @@ func (db *DB) SetLastSeenMessage(ctx context.Context, threadID int64, messageID 
 	if messageID == "" {
 		return nil
 	}
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.bumpLastSeen(ctx, tx, threadID, messageID)
 	})
 	if err != nil {
@@ -188,16 +188,9 @@ func (db *DB) bumpLastSeen(ctx context.Context, tx *sql.Tx, threadID int64, mess
 }
 
 func (db *DB) updateThread(ctx context.Context, op string, threadID int64, query string, args ...any) error {
-	res, err := db.w.ExecContext(ctx, query, args...)
-	if err != nil {
-		return opError(op, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return opError(op, err)
-	} else if n == 0 {
-		return opError(op, fmt.Errorf("thread %d: %w", threadID, ErrNotFound))
-	}
-	return nil
+	return opError(op, db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return execOne(ctx, tx, fmt.Sprint("thread ", threadID), query, args...)
+	}))
 }
 
 // lookupError turns sql.ErrNoRows into ErrNotFound and wraps the rest.

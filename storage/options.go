@@ -1,0 +1,57 @@
+package storage
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	log             *slog.Logger
+	now             func() time.Time
+	readConns       int
+	writeConns      int
+	eventRetention  time.Duration
+	extraPragmas    []string
+	noPrepare       bool
+	noGroupCommit   bool
+	autoCheckpoint  bool
+	checkpointEvery time.Duration
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets the clock used for timestamps and event pruning (default: time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithReadConns sets the size of the read pool (default 4).
+func WithReadConns(n int) Option { return func(o *options) { o.readConns = n } }
+
+// WithEventRetention sets how long processed platform event ids are remembered
+// (default 24h, far beyond Slack's and Discord's redelivery windows).
+func WithEventRetention(d time.Duration) Option {
+	return func(o *options) { o.eventRetention = d }
+}
+
+// withWriteConns lets benchmarks compare the single write connection with a pool
+// of writers contending through SQLite's busy handler.
+func withWriteConns(n int) Option { return func(o *options) { o.writeConns = n } }
+
+// withExtraPragmas adds pragmas to every connection (tests: max_page_count).
+func withExtraPragmas(p ...string) Option {
+	return func(o *options) { o.extraPragmas = append(o.extraPragmas, p...) }
+}
+
+// withoutPreparedStatements makes hot statements be prepared per transaction,
+// for benchmarks.
+func withoutPreparedStatements() Option { return func(o *options) { o.noPrepare = true } }
+
+// withoutGroupCommit makes every write its own transaction, for benchmarks.
+func withoutGroupCommit() Option { return func(o *options) { o.noGroupCommit = true } }
+
+// withAutoCheckpoint leaves checkpoints to SQLite (in the committing write),
+// for benchmarks.
+func withAutoCheckpoint() Option { return func(o *options) { o.autoCheckpoint = true } }

@@ -1,0 +1,209 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+)
+
+// batched runs the writes concurrently so that they land in one group commit:
+// the writer is held busy until every write is queued behind it (synctest.Wait
+// returns once all of them are blocked handing their write over), then released.
+// It returns each write's error, in order.
+func batched(t *testing.T, db *DB, writes []func() error) []error {
+	t.Helper()
+	hold, held := make(chan struct{}), make(chan struct{})
+	go db.inTx(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		close(held)
+		<-hold
+		return nil
+	})
+	<-held
+	errs := make([]error, len(writes))
+	done := make(chan struct{})
+	for i, w := range writes {
+		go func() {
+			errs[i] = w()
+			done <- struct{}{}
+		}()
+	}
+	synctest.Wait()
+	close(hold)
+	for range writes {
+		<-done
+	}
+	return errs
+}
+
+func openBubbled(t *testing.T, path string, opts ...Option) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), path, append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// In one group commit, a write that fails leaves nothing and does not take the
+// others down with it.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openBubbled(t, filepath.Join(t.TempDir(), FileName))
+		defer db.Close()
+		th, _, err := db.EnsureThread(ctx, ThreadKey{Platform: "slack", Channel: "C", Thread: "1"}, ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := db.CreateSession(ctx, th.ID, SessionInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := func(seq int64) []transcript.Entry {
+			return []transcript.Entry{transcript.MessageEntry(seq, llm.UserText(fmt.Sprint("m", seq)))}
+		}
+		if err := db.AppendEntries(ctx, s.ID, entry(0)); err != nil {
+			t.Fatal(err)
+		}
+		// Seqs 1..10, each odd one twice; seq 0 again (already stored).
+		var writes []func() error
+		var seqs []int64
+		for seq := int64(1); seq <= 10; seq++ {
+			n := 1 + int(seq%2)
+			for range n {
+				seqs = append(seqs, seq)
+				writes = append(writes, func() error { return db.AppendEntries(ctx, s.ID, entry(seq)) })
+			}
+		}
+		seqs = append(seqs, 0)
+		writes = append(writes, func() error { return db.AppendEntries(ctx, s.ID, entry(0)) })
+
+		errs := batched(t, db, writes)
+		ok := map[int64]int{}
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok[seqs[i]]++
+			case !errors.Is(err, ErrDuplicateEntry):
+				t.Errorf("write of seq %d: %v, want nil or ErrDuplicateEntry", seqs[i], err)
+			}
+		}
+		for seq := int64(1); seq <= 10; seq++ {
+			if ok[seq] != 1 {
+				t.Errorf("seq %d succeeded %d times, want exactly once", seq, ok[seq])
+			}
+		}
+		if ok[0] != 0 {
+			t.Errorf("seq 0 appended again")
+		}
+		got, err := db.LoadEntries(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 11 {
+			t.Fatalf("stored %d entries, want 11", len(got))
+		}
+		for i, e := range got {
+			if e.Seq != int64(i) || e.Message.TextContent() != fmt.Sprint("m", i) {
+				t.Errorf("entry %d = seq %d %q, want seq %d %q", i, e.Seq, e.Message.TextContent(), i, fmt.Sprint("m", i))
+			}
+		}
+	})
+}
+
+// On a full disk, what a batched write reported is what is stored: every
+// success is there after a reopen, every failure is absent.
+func TestGroupCommitOnFullDisk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), FileName)
+		db := openBubbled(t, path)
+		th, _, err := db.EnsureThread(ctx, ThreadKey{Platform: "slack", Channel: "C", Thread: "1"}, ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pages int
+		if err := db.r.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+
+		db = openBubbled(t, path, withExtraPragmas("max_page_count("+strconv.Itoa(pages+3)+")"))
+		var writes []func() error
+		for i := range 12 {
+			text := "small"
+			if i%3 == 1 {
+				text = strings.Repeat("big ", 20000) // needs far more than the free pages
+			}
+			writes = append(writes, func() error {
+				_, _, err := db.AcceptInbound(ctx, Inbound{Platform: "slack", EventID: fmt.Sprint("Ev", i), Channel: "C",
+					ThreadID: th.ID, Text: text, Mode: ModePrompt})
+				return err
+			})
+		}
+		errs := batched(t, db, writes)
+		db.Close()
+
+		db = openBubbled(t, path)
+		defer db.Close()
+		for i, err := range errs {
+			var n int
+			if err := db.r.QueryRow(`SELECT count(*) FROM inbound WHERE event_id = ?`, fmt.Sprint("Ev", i)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 1 && !errors.Is(err, ErrFull) {
+				t.Errorf("big write %d: %v, want ErrFull", i, err)
+			}
+			if (err == nil) != (n == 1) {
+				t.Errorf("write %d reported %v but %d rows are stored", i, err, n)
+			}
+		}
+	})
+}
+
+// A write abandoned by its caller before the writer takes it is not stored.
+func TestAbandonedWriteIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBubbled(t, filepath.Join(t.TempDir(), FileName))
+		defer db.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		hold, held := make(chan struct{}), make(chan struct{})
+		go db.inTx(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			close(held)
+			<-hold
+			return nil
+		})
+		<-held
+		ran := false
+		errc := make(chan error)
+		go func() {
+			errc <- db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				ran = true
+				return nil
+			})
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("abandoned write returned %v, want context.Canceled", err)
+		}
+		close(hold)
+		// A later write goes through, after the abandoned one was dropped.
+		if err := db.inTx(context.Background(), func(ctx context.Context, tx *sql.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if ran {
+			t.Error("the abandoned write ran")
+		}
+	})
+}
