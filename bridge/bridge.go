@@ -218,9 +218,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// Shutdown stops taking input, lets active runs finish until ctx ends, then
-// stops them (telling their threads), waits for every thread owner and flushes
-// the outboxes.
+// Shutdown stops taking input, lets active runs finish, then stops them
+// (telling their threads), waits for every thread owner and flushes the
+// outboxes — all before ctx's deadline: runs get the time until shortly before
+// it, and the rest is kept for stopping, reporting and flushing.
 func (b *Bridge) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
 	b.closing = true
@@ -229,8 +230,15 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 		threads = append(threads, t)
 	}
 	b.mu.Unlock()
+	runCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		reserve := min(5*time.Second, time.Until(deadline)/4)
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(ctx, deadline.Add(-reserve))
+		defer cancel()
+	}
 	for _, t := range threads {
-		t.shutdown(ctx)
+		t.shutdown(runCtx)
 	}
 	done := make(chan struct{})
 	go func() {

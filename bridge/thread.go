@@ -92,7 +92,8 @@ type thread struct {
 	statusMsgText string
 	statusTick    *time.Ticker
 	recent        []time.Time
-	bg            sync.WaitGroup // command goroutines (diff, compact)
+	held          []*pendingInput // input that arrived while a stopped run wound down
+	bg            sync.WaitGroup  // command goroutines (diff, compact)
 	saver         *statusSaver
 }
 
@@ -281,6 +282,12 @@ func (t *thread) handleInput(pi *pendingInput) {
 		}
 	}
 
+	if startsRun && t.run != nil && t.run.stopped {
+		// The run is winding down after !stop: this input must not join it
+		// (it would sit in the stopped run's queue); it starts the next run.
+		t.held = append(t.held, pi)
+		return
+	}
 	text, images := t.prepareInput(ctx, in)
 	slot := false
 	if startsRun && !t.sess.IsRunning() {
@@ -299,7 +306,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 			text = t.header()
 			status = t.p.Outbox.Post(t.ref, text, outbox.High, nil)
 		}
-		t.view.arm(t.header(), status, text)
+		t.view.arm(t.repoLine(), status, text)
 		t.pendingStatus, t.statusMsgText = status, text
 	}
 	ic := &inputCtx{thread: t, pi: pi}
@@ -427,9 +434,11 @@ func (t *thread) delivered(id string) {
 	}
 }
 
-func (t *thread) header() string {
-	return fmt.Sprintf("%s · `%s` · `%s`", workingHeaderPrefix, t.rec.Repo, t.rec.Branch)
-}
+// header is the first text of a run's status message.
+func (t *thread) header() string { return workingHeaderPrefix + " · " + t.repoLine() }
+
+// repoLine names the thread's repository and branch.
+func (t *thread) repoLine() string { return fmt.Sprintf("`%s` · `%s`", t.rec.Repo, t.rec.Branch) }
 
 // workingHeaderPrefix starts a run's status message while it works.
 const workingHeaderPrefix = "⏳ working…"
@@ -517,17 +526,24 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	}
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero())
-	if pushText == "" {
-		t.view.endRun(foot)
-	} else {
-		t.view.endRun("")
-		t.view.post(pushText + "\n\n" + foot)
-	}
+	t.view.endRun(foot, pushText)
 	t.saver.flush()
 	if r.id != 0 {
 		if err := t.b.cfg.Store.FinishRun(ctx, r.id, outcome); err != nil {
 			t.log.Warn("recording run end", "err", err)
 		}
+	}
+	if len(t.held) > 0 {
+		held := t.held
+		t.held = nil
+		t.qmu.Lock()
+		front := make([]item, 0, len(held)+len(t.items))
+		for _, pi := range held {
+			front = append(front, item{input: pi})
+		}
+		t.items = append(front, t.items...)
+		t.qmu.Unlock()
+		t.enqueue(item{}) // wake the loop; an empty item does nothing
 	}
 }
 

@@ -17,13 +17,15 @@ const streamRenderEvery = 250 * time.Millisecond
 
 // view renders one thread's session events into chat operations.
 //
-// A run is shown as a transcript that grows in place: the status message posted
-// when the run starts ("working…") is edited as text streams and tools run —
-// one short line per tool call — and becomes the answer. When the transcript
-// outgrows a message it continues in a new one (split at the platform limit,
-// code fences balanced). Notices (retry, compaction) are separate messages;
-// after one, or after a queued message is delivered, the transcript continues
-// below it so the thread reads in order.
+// A run shows as a status message that is edited in place: "working…" with
+// the repository and branch, one short line per tool call (⏳ then ✓/✗ with its
+// duration), the model's narration between tool calls, and a live preview of
+// the reply being streamed. The answer itself is posted as new message(s) when
+// it is complete — posts are not held back by the platforms' tight edit budgets
+// — split at the platform limit with code fences balanced, and the last message
+// of the run ends with the footer. Notices (retry, compaction, errors) are
+// separate messages; after one, or after queued input is delivered, the status
+// continues in a new message below so the thread reads in order.
 //
 // Session events arrive on the session's event queue; run boundaries come from
 // the thread's owner goroutine; a mutex orders the two.
@@ -34,14 +36,12 @@ type view struct {
 	now   func() time.Time
 	// delivered is called (on the event queue) when queued input reaches the model.
 	delivered func(inputID string)
-	// onText is told the latest text of every transcript message (for the
-	// status saver).
+	// onText is told the latest text of every status message (for the saver).
 	onText func(m *outbox.Message, text string)
-	price  func() Price
-
 	// onRunStart is told (on the event queue) about a run the thread did not
 	// start itself (input queued during a compaction, delivered afterwards).
 	onRunStart func()
+	price      func() Price
 
 	mu      sync.Mutex
 	run     *runState
@@ -56,26 +56,27 @@ type notice struct {
 }
 
 type runState struct {
-	header     string
+	context    string // "`repo` · `branch`"
 	seg        *segment
 	stats      runStats
-	streaming  *strings.Builder // text of the reply being streamed; nil between replies
+	streaming  *strings.Builder // the reply being streamed; nil between replies
 	lastRender time.Time
-	started    bool // the first user message of the run was seen
-	replies    int
+	started    bool     // the run's first user message was seen
+	answer     []string // finished answer text not posted yet
 }
 
-// segment is a part of a run's transcript shown in one or more messages.
+// segment is a status message (or several, when it outgrows one).
 type segment struct {
+	first  bool // the run's first status message: it shows the working line
 	blocks []block
 	msgs   []*outbox.Message
 	texts  []string // the text last requested for each message
+	sealed bool
 }
 
 type block struct {
 	text   string
 	toolID string // set for tool lines, so their line can be updated
-	isText bool
 }
 
 func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, now func() time.Time) *view {
@@ -85,14 +86,13 @@ func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, now func() time.
 	return &view{out: out, ref: ref, limit: limit, now: now, price: func() Price { return Price{} }}
 }
 
-// arm prepares the transcript of the run the thread is about to start: the run
+// arm prepares the status of the run the thread is about to start: the run
 // begins when the session says so (agent_start), which may happen before the
-// thread hears back from Start. status is the message already posted for it, or
-// nil.
-func (v *view) arm(header string, status *outbox.Message, statusText string) {
+// thread hears back from Start. status is the message already posted for it.
+func (v *view) arm(context string, status *outbox.Message, statusText string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r := &runState{header: header, seg: &segment{}, stats: runStats{started: v.now()}}
+	r := &runState{context: context, seg: &segment{first: true}, stats: runStats{started: v.now()}}
 	if status != nil {
 		r.seg.msgs = []*outbox.Message{status}
 		r.seg.texts = []string{statusText}
@@ -112,35 +112,35 @@ func (v *view) disarm() *outbox.Message {
 	return r.seg.msgs[0]
 }
 
-// active reports whether a run's transcript is open.
-func (v *view) active() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.run != nil
-}
-
-// endRun finishes the transcript. The footer, if not empty, ends the last
-// message; it returns the run's stats.
-func (v *view) endRun(footerLine string) runStats {
+// endRun closes the run: the status message loses its "working" line, the
+// answer is posted, then trailer (the push notice) if any; footer ends the
+// last of them.
+func (v *view) endRun(footerLine, trailer string) runStats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r := v.run
 	if r == nil {
 		return runStats{}
 	}
-	r.header = ""
-	if r.streaming != nil {
-		r.seg.blocks = append(r.seg.blocks, block{text: r.streaming.String(), isText: true})
-		r.streaming = nil
-	}
-	if len(r.seg.blocks) == 0 && len(r.seg.msgs) > 0 && footerLine == "" {
-		r.seg.blocks = append(r.seg.blocks, block{text: "_(no reply)_"})
-	}
-	if footerLine != "" {
-		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
-	}
-	v.renderLocked(outbox.High)
 	v.run = nil
+	answer := strings.Join(r.answer, "\n\n")
+	r.answer = nil
+	last := trailer
+	if last == "" {
+		last = answer
+		answer = ""
+	}
+	if last == "" {
+		// Nothing to post: the footer ends the status message.
+		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
+		v.finalizeLocked(r)
+		return r.stats
+	}
+	v.finalizeLocked(r)
+	if answer != "" {
+		v.postChunks(answer)
+	}
+	v.postChunks(last + "\n\n" + footerLine)
 	return r.stats
 }
 
@@ -154,19 +154,19 @@ func (v *view) stats() runStats {
 	return v.run.stats
 }
 
-// note appends a line to the current transcript (or posts it when no run is active).
+// note adds a line to the current status (or posts it when no run is active).
 func (v *view) note(text string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.run == nil {
-		v.out.Post(v.ref, text, outbox.High, nil)
+		v.postChunks(text)
 		return
 	}
 	v.run.seg.blocks = append(v.run.seg.blocks, block{text: text})
-	v.renderLocked(outbox.Normal)
+	v.renderLocked(v.run, outbox.Normal)
 }
 
-// post sends a separate message, after which the transcript continues below it.
+// post sends a separate message, after which the status continues below it.
 func (v *view) post(text string) *outbox.Message {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -174,7 +174,14 @@ func (v *view) post(text string) *outbox.Message {
 }
 
 func (v *view) postLocked(text string) *outbox.Message {
-	v.sealLocked()
+	if r := v.run; r != nil {
+		v.flushAnswerLocked(r)
+		v.sealLocked(r)
+	}
+	return v.postChunks(text)
+}
+
+func (v *view) postChunks(text string) *outbox.Message {
 	var last *outbox.Message
 	for _, chunk := range Split(text, v.limit) {
 		last = v.out.Post(v.ref, chunk, outbox.High, nil)
@@ -182,18 +189,31 @@ func (v *view) postLocked(text string) *outbox.Message {
 	return last
 }
 
-// sealLocked renders the current segment for good and starts a new one, so that
-// what comes next is posted below whatever is posted now.
-func (v *view) sealLocked() {
-	r := v.run
-	if r == nil || len(r.seg.msgs) == 0 && len(r.seg.blocks) == 0 {
+// flushAnswerLocked posts the finished answer text held back so far.
+func (v *view) flushAnswerLocked(r *runState) {
+	if len(r.answer) == 0 {
 		return
 	}
-	header := r.header
-	r.header = ""
-	v.renderLocked(outbox.High)
-	r.header = header
+	text := strings.Join(r.answer, "\n\n")
+	r.answer = nil
+	v.sealLocked(r)
+	v.postChunks(text)
+}
+
+// sealLocked renders the current status segment for good (no "working" line, no
+// preview) and starts a new one, posted when it first has something to show.
+func (v *view) sealLocked(r *runState) {
+	if len(r.seg.msgs) == 0 && len(r.seg.blocks) == 0 {
+		return
+	}
+	v.finalizeLocked(r)
 	r.seg = &segment{}
+}
+
+// finalizeLocked renders the segment's final form.
+func (v *view) finalizeLocked(r *runState) {
+	r.seg.sealed = true
+	v.renderLocked(r, outbox.Normal)
 }
 
 // handle is the session listener.
@@ -209,12 +229,12 @@ func (v *view) handle(ev agent.Event) {
 		if v.armed != nil {
 			v.run, v.armed = v.armed, nil
 		} else {
-			v.run = &runState{header: workingHeaderPrefix, seg: &segment{}, stats: runStats{started: v.now()}}
+			v.run = &runState{seg: &segment{first: true}, stats: runStats{started: v.now()}}
 			if v.onRunStart != nil {
 				v.onRunStart()
 			}
 		}
-		v.renderLocked(outbox.Normal)
+		v.renderLocked(v.run, outbox.Normal)
 	case agent.MessageStart:
 		if e.Message.Role == llm.RoleUser {
 			if e.Message.InputID != "" && v.delivered != nil {
@@ -222,7 +242,10 @@ func (v *view) handle(ev agent.Event) {
 			}
 			if r != nil {
 				if r.started {
-					v.sealLocked() // the transcript continues below the person's message
+					// Queued input joins the run: what came before is done,
+					// and the status continues below the person's message.
+					v.flushAnswerLocked(r)
+					v.sealLocked(r)
 				}
 				r.started = true
 			}
@@ -237,60 +260,37 @@ func (v *view) handle(ev agent.Event) {
 		}
 		r.streaming.WriteString(e.Delta.Text)
 		if v.now().Sub(r.lastRender) >= streamRenderEvery {
-			v.renderLocked(outbox.Low)
+			v.renderLocked(r, outbox.Low)
 		}
 	case agent.MessageEnd:
 		if e.Message.Role != llm.RoleAssistant || r == nil {
 			return
 		}
 		r.streaming = nil
-		r.replies++
-		m := e.Message
-		if m.Usage != nil {
-			r.stats.usage.Input += m.Usage.Input
-			r.stats.usage.Output += m.Usage.Output
-			r.stats.usage.CacheRead += m.Usage.CacheRead
-			r.stats.usage.CacheWrite += m.Usage.CacheWrite
-			r.stats.cost += v.price().cost(*m.Usage)
-		}
-		if text := strings.TrimSpace(m.TextContent()); text != "" {
-			r.seg.blocks = append(r.seg.blocks, block{text: text, isText: true})
-		}
-		r.stats.failed = m.StopReason == llm.StopReasonError
-		switch m.StopReason {
-		case llm.StopReasonError:
-			if m.ErrorInfo == nil || !m.ErrorInfo.Retryable() {
-				r.seg.blocks = append(r.seg.blocks, block{text: "❌ The model request failed: " + shortReason(m.ErrorMessage)})
-			}
-		case llm.StopReasonLength:
-			r.seg.blocks = append(r.seg.blocks, block{text: "_(the reply hit the output token limit)_"})
-		case llm.StopReasonAborted:
-			r.seg.blocks = append(r.seg.blocks, block{text: "⏹ _stopped_"})
-		}
-		v.renderLocked(outbox.Normal)
+		v.account(r, e.Message)
+		v.renderLocked(r, outbox.Normal)
 	case agent.ToolExecutionStart:
 		if r == nil {
 			return
 		}
 		r.seg.blocks = append(r.seg.blocks, block{text: toolLine(e.ToolName, e.Args, false, false, 0), toolID: e.ToolCallID})
-		v.renderLocked(outbox.Normal)
+		v.renderLocked(r, outbox.Normal)
 	case agent.ToolExecutionEnd:
 		if r == nil {
 			return
 		}
 		line := toolLine(e.ToolName, e.Args, true, e.Result.IsError, e.Duration)
-		updated := false
 		for i := len(r.seg.blocks) - 1; i >= 0; i-- {
 			if r.seg.blocks[i].toolID == e.ToolCallID {
 				r.seg.blocks[i].text = line
-				updated = true
+				line = ""
 				break
 			}
 		}
-		if !updated {
+		if line != "" { // its start line is in a sealed message: show the end here
 			r.seg.blocks = append(r.seg.blocks, block{text: line, toolID: e.ToolCallID})
 		}
-		v.renderLocked(outbox.Normal)
+		v.renderLocked(r, outbox.Normal)
 	case agent.AutoRetryStart:
 		text := retryNotice(e)
 		v.retry = &notice{msg: v.postLocked(text), text: text}
@@ -301,7 +301,6 @@ func (v *view) handle(ev agent.Event) {
 		v.out.Edit(v.retry.msg, retryEndNotice(v.retry.text, e), outbox.High)
 		v.retry = nil
 	case agent.AutoCompactionStart:
-		// The numbers come with the end event; the start says why.
 		text := compactionStartNotice(e.Reason, 0, 0)
 		v.compact = &notice{msg: v.postLocked(text), text: text}
 	case agent.AutoCompactionEnd:
@@ -315,18 +314,53 @@ func (v *view) handle(ev agent.Event) {
 	}
 }
 
-// renderLocked brings the current segment's messages up to date.
-func (v *view) renderLocked(p outbox.Priority) {
-	r := v.run
-	if r == nil {
-		return
+// account records a finished reply: usage for the footer, narration (replies
+// that call tools) in the status, answers (replies that don't) for posting.
+func (v *view) account(r *runState, m llm.Message) {
+	if m.Usage != nil {
+		r.stats.usage.Input += m.Usage.Input
+		r.stats.usage.Output += m.Usage.Output
+		r.stats.usage.CacheRead += m.Usage.CacheRead
+		r.stats.usage.CacheWrite += m.Usage.CacheWrite
+		r.stats.cost += v.price().cost(*m.Usage)
 	}
+	r.stats.failed = m.StopReason == llm.StopReasonError
+	text := strings.TrimSpace(m.TextContent())
+	switch {
+	case m.StopReason == llm.StopReasonError:
+		if m.ErrorInfo != nil && m.ErrorInfo.Retryable() {
+			return // a retry notice follows
+		}
+		r.answer = append(r.answer, "❌ The model request failed: "+shortReason(m.ErrorMessage))
+	case m.StopReason == llm.StopReasonAborted:
+		if text != "" {
+			r.answer = append(r.answer, text+"\n\n⏹ _stopped_")
+		} else {
+			r.seg.blocks = append(r.seg.blocks, block{text: "⏹ _stopped_"})
+		}
+	case len(m.ToolCalls()) > 0:
+		if text != "" {
+			r.seg.blocks = append(r.seg.blocks, block{text: text})
+		}
+	default:
+		if text == "" {
+			text = "_(the model returned an empty reply)_"
+		}
+		if m.StopReason == llm.StopReasonLength {
+			text += "\n\n_(the reply hit the output token limit)_"
+		}
+		r.answer = append(r.answer, text)
+	}
+}
+
+// renderLocked brings the status segment's messages up to date.
+func (v *view) renderLocked(r *runState, p outbox.Priority) {
 	r.lastRender = v.now()
 	text := r.text()
+	seg := r.seg
 	if text == "" {
 		return
 	}
-	seg := r.seg
 	chunks := Split(text, v.limit)
 	for i, c := range chunks {
 		if i < len(seg.msgs) {
@@ -337,17 +371,12 @@ func (v *view) renderLocked(p outbox.Priority) {
 			}
 			continue
 		}
-		pp := p
-		if pp == outbox.Low {
-			pp = outbox.Normal // a new message is never optional
-		}
-		m := v.out.Post(v.ref, c, pp, nil)
+		m := v.out.Post(v.ref, c, max(p, outbox.Normal), nil) // a new message is never optional
 		seg.msgs = append(seg.msgs, m)
 		seg.texts = append(seg.texts, c)
 		v.textChanged(m, c)
 	}
-	// Text that shrank (a preview replaced by a shorter final form) leaves
-	// trailing messages: keep them visible but empty of stale text.
+	// A preview that shrank leaves trailing messages: keep them, emptied.
 	for i := len(chunks); i < len(seg.msgs); i++ {
 		if seg.texts[i] != "…" {
 			seg.texts[i] = "…"
@@ -362,11 +391,16 @@ func (v *view) textChanged(m *outbox.Message, text string) {
 	}
 }
 
-// text is the segment's transcript: header, blocks, and the streaming reply.
+// text is the status segment: the working line, tool lines and narration, and
+// the preview of the reply being streamed. A sealed segment has only its blocks
+// (or the repository line when it has none).
 func (r *runState) text() string {
 	var b strings.Builder
-	if r.header != "" {
-		b.WriteString(r.header)
+	if r.seg.first && !r.seg.sealed {
+		b.WriteString(workingHeaderPrefix)
+		if r.context != "" {
+			b.WriteString(" · " + r.context)
+		}
 	}
 	for i, bl := range r.seg.blocks {
 		if b.Len() > 0 {
@@ -378,11 +412,12 @@ func (r *runState) text() string {
 		}
 		b.WriteString(bl.text)
 	}
-	if r.streaming != nil && r.streaming.Len() > 0 {
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
+	if !r.seg.sealed && r.streaming != nil && r.streaming.Len() > 0 {
+		b.WriteString("\n\n")
 		b.WriteString(r.streaming.String())
+	}
+	if b.Len() == 0 && r.seg.first && r.context != "" && len(r.seg.msgs) > 0 {
+		b.WriteString("✓ " + r.context)
 	}
 	return b.String()
 }

@@ -128,9 +128,10 @@ func TestMentionRunsAndPushesTheBranch(t *testing.T) {
 	if commits[0].Subject() != "add a hello file" || !strings.Contains(commits[0].Message, "Co-authored-by: Alice <alice@example.com>") {
 		t.Fatalf("commit = %+v", commits[0])
 	}
+	e.waitText(th, "✓ `write` `hello.txt`")
 	tr := e.chat.Transcript(th)
-	if !strings.Contains(tr, "✓ `write` `hello.txt`") {
-		t.Fatalf("no tool line in the thread:\n%s", tr)
+	if strings.Contains(tr, "working…") {
+		e.waitText(th, "✓ `write`") // the status message's final edit may trail the posts
 	}
 	if !strings.Contains(tr, "in /") || !strings.Contains(tr, "context") {
 		t.Fatalf("no footer in the thread:\n%s", tr)
