@@ -127,6 +127,7 @@ func (t *GrepTool) Execute(ctx context.Context, call agent.ToolCall, _ func(agen
 type grepQuery struct {
 	re      *regexp.Regexp
 	lit     []byte // required literal, lower-cased when fold is set; nil if none
+	rare    int    // offset in lit of its rarest byte, which the search keys on
 	fold    bool   // compare lit ASCII-case-insensitively
 	litOnly bool   // a line matches iff it holds lit
 	// window, when > 0, bounds how far a match reaches on either side of the
@@ -180,6 +181,7 @@ func compileGrep(pattern string, literal, ignoreCase bool) (*grepQuery, error) {
 		lit = strings.ToLower(lit)
 	}
 	q.lit = []byte(lit)
+	q.rare = rarestByte(q.lit)
 	q.litOnly = parsed.Op == syntax.OpLiteral && (parsed.Flags&syntax.FoldCase != 0) == ignoreCase
 	// A match holds the literal, so it reaches at most width-len(lit) bytes
 	// beyond it on either side.
@@ -287,11 +289,10 @@ func (q *grepQuery) lines(buf, lower []byte, emit func(start, end int) bool) {
 			hay = lower
 		}
 		for pos := 0; pos <= len(buf); {
-			i := bytes.Index(hay[pos:], q.lit)
+			i := q.index(hay, pos)
 			if i < 0 {
 				return
 			}
-			i += pos
 			start := bytes.LastIndexByte(buf[pos:i], '\n') + 1 + pos
 			end := lineEnd(buf, i)
 			if q.litOnly || q.matchLine(hay, buf, start, end, i) {
@@ -320,6 +321,52 @@ func (q *grepQuery) lines(buf, lower []byte, emit func(start, end int) bool) {
 	}
 }
 
+// index returns the first offset at or after pos where hay holds the
+// literal, or -1. It scans for the literal's rarest byte (memchr speed) and
+// compares only there: a lower-cased needle such as "errnotfound" would stop
+// bytes.Index on nearly every "e" of the text.
+func (q *grepQuery) index(hay []byte, pos int) int {
+	n, r := len(q.lit), q.rare
+	c := q.lit[r]
+	for pos+n <= len(hay) {
+		j := bytes.IndexByte(hay[pos+r:len(hay)-n+r+1], c)
+		if j < 0 {
+			return -1
+		}
+		start := pos + j
+		if bytes.Equal(hay[start:start+n], q.lit) {
+			return start
+		}
+		pos = start + 1
+	}
+	return -1
+}
+
+// byteRank orders bytes from most to least common in source code and prose;
+// bytes not listed are rarer still.
+const byteRank = " etaonisr\nlcdu\thpm.f(_)g,=\"bySETyIAvRNwCx/OL:;DPk{}MF0T1-*'Bj2U[]HG3V<>&q+W!z4589|67JKQXYZ#%$@?~`^\\"
+
+var rank = func() (r [256]byte) {
+	for i := range r {
+		r[i] = 255
+	}
+	for i := 0; i < len(byteRank); i++ {
+		r[byteRank[i]] = byte(i)
+	}
+	return r
+}()
+
+// rarestByte is the offset of the least common byte of lit.
+func rarestByte(lit []byte) int {
+	best := 0
+	for i, c := range lit {
+		if rank[c] > rank[lit[best]] {
+			best = i
+		}
+	}
+	return best
+}
+
 // matchLine runs the regexp on the line [start, end) of buf, in which hay
 // (buf or its lower-cased copy) holds the literal at i.
 func (q *grepQuery) matchLine(hay, buf []byte, start, end, i int) bool {
@@ -332,11 +379,11 @@ func (q *grepQuery) matchLine(hay, buf []byte, start, end, i int) bool {
 		if q.re.Match(buf[max(start, i-q.window):min(end, i+len(q.lit)+q.window)]) {
 			return true
 		}
-		next := bytes.Index(hay[i+1:end], q.lit)
+		next := q.index(hay[:end], i+1)
 		if next < 0 {
 			return false
 		}
-		i += 1 + next
+		i = next
 	}
 	return false
 }

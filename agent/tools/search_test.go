@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"strings"
@@ -197,6 +199,30 @@ func TestASCIILower(t *testing.T) {
 			if got[i] != want {
 				t.Fatalf("n=%d: byte %d (%#x) became %#x, want %#x", n, i, c, got[i], want)
 			}
+		}
+	}
+}
+
+func TestRareByteIndexAgreesWithBytesIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	alphabet := "aabbbcz \n"
+	for range 2000 {
+		hay := make([]byte, rng.IntN(60))
+		for i := range hay {
+			hay[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		lit := make([]byte, 1+rng.IntN(4))
+		for i := range lit {
+			lit[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		q := &grepQuery{lit: lit, rare: rarestByte(lit)}
+		pos := rng.IntN(len(hay) + 1)
+		want := bytes.Index(hay[pos:], lit)
+		if want >= 0 {
+			want += pos
+		}
+		if got := q.index(hay, pos); got != want {
+			t.Fatalf("index(%q in %q from %d) = %d, want %d", lit, hay, pos, got, want)
 		}
 	}
 }
