@@ -230,6 +230,7 @@ func (t *thread) addHistory(ctx context.Context, in chat.Inbound) {
 	if len(msgs) == 0 {
 		return
 	}
+	mc, _ := t.p.Adapter.(chat.MarkupConverter)
 	var b strings.Builder
 	b.WriteString("Earlier messages in this thread, before you were asked (oldest first):\n")
 	for _, m := range msgs {
@@ -237,7 +238,11 @@ func (t *thread) addHistory(ctx context.Context, in chat.Inbound) {
 		if name == "" {
 			name = m.Author.ID
 		}
-		fmt.Fprintf(&b, "\n[%s, %s]\n%s\n", name, m.Time.UTC().Format("2006-01-02 15:04"), m.Text)
+		text := m.Text
+		if mc != nil {
+			text = mc.PlainText(ctx, text)
+		}
+		fmt.Fprintf(&b, "\n[%s, %s]\n%s\n", name, m.Time.UTC().Format("2006-01-02 15:04"), text)
 	}
 	t.sess.QueueNextTurn(llm.Message{Role: llm.RoleCustom, CustomType: "thread_history", Content: []llm.Content{llm.Text(b.String())}})
 }

@@ -2,9 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
+
+	git "github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/threadsmith/threadsmith/agent/openai"
 	"github.com/threadsmith/threadsmith/config"
@@ -61,8 +72,121 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// checkRemotes tries every configured repository's remote.
-func checkRemotes(ctx context.Context, cfg *config.Config) []string { return nil }
+// checkRemotes lists every configured repository's remote branches and
+// checks that the default branch exists.
+func checkRemotes(ctx context.Context, cfg *config.Config) []string {
+	var problems []string
+	for _, r := range cfg.Workspace.Repos {
+		key := "workspace.repos[" + r.Name + "]"
+		var auth transport.AuthMethod
+		switch {
+		case r.SSHKeyFile != "":
+			a, err := gitssh.NewPublicKeysFromFile("git", r.SSHKeyFile, "")
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s.ssh_key_file: %v", key, err))
+				continue
+			}
+			auth = a
+		case r.Token != "":
+			auth = &githttp.BasicAuth{Username: tokenUser(r.URL), Password: r.Token}
+		}
+		remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{r.URL}})
+		refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s.url: cannot reach the remote: %s", key, redact(err.Error(), r.Token)))
+			continue
+		}
+		found := false
+		for _, ref := range refs {
+			if ref.Name().IsBranch() && ref.Name().Short() == r.DefaultBranch {
+				found = true
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("%s.default_branch: the remote has no branch %q", key, r.DefaultBranch))
+		}
+	}
+	return problems
+}
+
+// tokenUser is the Basic-auth user name forges expect with a token.
+func tokenUser(rawURL string) string {
+	host := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		host = u.Host
+	}
+	switch {
+	case strings.Contains(host, "gitlab"):
+		return "oauth2"
+	case strings.Contains(host, "bitbucket"):
+		return "x-token-auth"
+	}
+	return "x-access-token"
+}
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
+}
 
 // checkPlatforms tries the enabled platforms' credentials.
-func checkPlatforms(ctx context.Context, cfg *config.Config) []string { return nil }
+func checkPlatforms(ctx context.Context, cfg *config.Config) []string {
+	var problems []string
+	client := &http.Client{Timeout: 15 * time.Second}
+	if cfg.Slack.Enabled {
+		if err := slackCall(ctx, client, cfg.Slack.BaseURL()+"auth.test", cfg.Slack.BotToken); err != nil {
+			problems = append(problems, "slack.bot_token: "+err.Error())
+		}
+		if cfg.Slack.Mode == config.SlackSocket {
+			if err := slackCall(ctx, client, cfg.Slack.BaseURL()+"apps.connections.open", cfg.Slack.AppToken); err != nil {
+				problems = append(problems, "slack.app_token: "+err.Error())
+			}
+		}
+	}
+	if cfg.Discord.Enabled {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Discord.BaseURL()+"api/v10/users/@me", nil)
+		tok := cfg.Discord.Token
+		if !strings.HasPrefix(tok, "Bot ") {
+			tok = "Bot " + tok
+		}
+		req.Header.Set("Authorization", tok)
+		resp, err := client.Do(req)
+		switch {
+		case err != nil:
+			problems = append(problems, "discord.api_url: cannot reach Discord: "+redact(err.Error(), cfg.Discord.Token))
+		default:
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				problems = append(problems, "discord.token: Discord refused the token (401)")
+			} else if resp.StatusCode >= 300 {
+				problems = append(problems, fmt.Sprintf("discord: unexpected answer %s", resp.Status))
+			}
+		}
+	}
+	return problems
+}
+
+// slackCall makes one Slack Web API call and reports Slack's error, if any.
+func slackCall(ctx context.Context, client *http.Client, endpoint, token string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(""))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach Slack: %s", redact(err.Error(), token))
+	}
+	defer resp.Body.Close()
+	var body struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return fmt.Errorf("unexpected answer from Slack (%s)", resp.Status)
+	}
+	if !body.OK {
+		return fmt.Errorf("Slack said %q", body.Error)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+func checkConfig(t *testing.T) (config.Config, *slackfake.Server) {
+	t.Helper()
+	llm := llmfake.New(t)
+	sl := slackfake.New(t)
+	remote := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"a.txt": "a"}})
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.LLM.BaseURL = llm.URL()
+	cfg.LLM.APIKey = "sk-check"
+	cfg.LLM.Model = "fake-model"
+	cfg.Slack.APIURL = sl.APIURL()
+	cfg.Slack.BotToken = sl.BotToken()
+	cfg.Slack.AppToken = sl.AppToken()
+	cfg.Workspace.DefaultRepo = "app"
+	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: remote.Path, DefaultBranch: "main"}}
+	return cfg, sl
+}
+
+func runCheck(t *testing.T, cfg config.Config) (bool, string) {
+	t.Helper()
+	m := NewMain()
+	m.Config = &cfg
+	var out bytes.Buffer
+	ok := m.RunCheck(context.Background(), &out)
+	return ok, out.String()
+}
+
+func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	ok, out := runCheck(t, cfg)
+	if !ok || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("check = %v, %q; want ok", ok, out)
+	}
+}
+
+func TestCheckReportsOneLinePerProblem(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	cfg.LLM.Model = "no-such-model"
+	cfg.Slack.BotToken = "xoxb-wrong"
+	cfg.Workspace.Repos[0].DefaultBranch = "trunk"
+	cfg.Workspace.Repos = append(cfg.Workspace.Repos, config.Repo{Name: "gone", URL: filepath.Join(t.TempDir(), "missing.git"), DefaultBranch: "main"})
+	ok, out := runCheck(t, cfg)
+	if ok {
+		t.Fatalf("check passed:\n%s", out)
+	}
+	want := []string{
+		`llm.model: "no-such-model"`,
+		`slack.bot_token: Slack said "invalid_auth"`,
+		`workspace.repos[app].default_branch: the remote has no branch "trunk"`,
+		`workspace.repos[gone].url: cannot reach the remote`,
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("check printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q in:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "xoxb-wrong") || strings.Contains(out, "sk-check") {
+		t.Fatal("a secret was printed")
+	}
+}
+
+func TestCheckReportsInvalidConfigKeys(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	cfg.LLM.ContextWindow = 10
+	cfg.Workspace.DefaultRepo = "nope"
+	ok, out := runCheck(t, cfg)
+	if ok || !strings.Contains(out, "llm.context_window") || !strings.Contains(out, "workspace.default_repo") {
+		t.Fatalf("check = %v:\n%s", ok, out)
+	}
+}
