@@ -12,10 +12,12 @@ import (
 
 var _ agent.Store = (*DB)(nil)
 
-// AppendEntries stores entries of a session in one transaction: all of them or,
-// on error, none. Each entry's Seq is its place in the record; a seq the session
-// already has is refused with a *DuplicateEntryError. The entries are durable
-// when it returns.
+// AppendEntries stores entries of a session atomically: all of them or, on
+// error, none (one transaction, or one savepoint of a commit shared with other
+// writes arriving at the same moment). Each entry's Seq is its place in the
+// record; a seq the session already has is refused with a *DuplicateEntryError.
+// The entries are durable when it returns. Gaps in seq are allowed (an append
+// that failed is not retried by the agent); order is by seq, never by time.
 func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
 	if len(entries) == 0 {
 		return nil
