@@ -92,7 +92,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	cfg := b.cfg.Agent
 	var entries []transcript.Entry
 	if resume {
-		es, err := b.cfg.Store.LoadEntries(ctx, id)
+		es, err := b.cfg.Store.LoadLiveEntries(ctx, id)
 		if err != nil {
 			return err
 		}

@@ -73,18 +73,29 @@ func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.E
 
 // LoadContext returns the session's live context, equal to
 // transcript.BuildContext(LoadEntries(…)), but reads and decodes only what that
-// needs: the entries from the latest compaction's first kept entry on, and the
-// model and thinking-level changes before them.
-// A session resumed after many compactions loads in time proportional to its
-// live context, not to its history.
+// needs (see LoadLiveEntries). A session resumed after many compactions loads in
+// time proportional to its live context, not to its history.
 func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Context, error) {
+	entries, err := db.LoadLiveEntries(ctx, sessionID)
+	if err != nil {
+		return transcript.Context{}, err
+	}
+	return transcript.BuildContext(entries), nil
+}
+
+// LoadLiveEntries returns the entries a resumed session needs, in seq order: the
+// entries from the latest compaction's first kept entry on (the compaction
+// itself included), and the model and thinking-level changes before them. Their
+// BuildContext equals that of all entries, and the next compaction can be
+// prepared from them.
+func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
-		return transcript.Context{}, opError("load context", err)
+		return nil, opError("load context", err)
 	}
 	// Two index ranges: everything from the latest compaction's first kept
-	// entry on (the compaction itself included), and the model and thinking-
-	// level changes before it. The compacted messages are never visited.
+	// entry on, and the model and thinking-level changes before it. The
+	// compacted messages are never visited.
 	entries, err := db.queryEntries(ctx, `
 		WITH k AS (
 			SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
@@ -96,9 +107,9 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 		WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
 		ORDER BY seq`, sid)
 	if err != nil {
-		return transcript.Context{}, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
 	}
-	return transcript.BuildContext(entries), nil
+	return entries, nil
 }
 
 // queryEntries runs a query returning (seq, type, ts, payload) rows in order

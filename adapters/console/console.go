@@ -1,11 +1,11 @@
 // Package console is a chat adapter for one local thread in a terminal: each
 // line typed is a message in the thread, and the bot's messages are printed.
 //
-// Terminals cannot edit what they printed, so edits are shown as a log: lines
-// of a message that are new or changed are printed as they settle (a line is
-// settled once a later line follows it, or once the message has been quiet for
-// a moment), which reads naturally for the bot's transcripts (tool lines turn
-// from ⏳ to ✓, text streams in).
+// Terminals cannot edit what they printed, so edits are shown as a log: the
+// lines of a message that are new or changed are printed when they arrive, and
+// a last line that is still growing (streamed text) once it stops growing. That
+// reads naturally for the bot's transcripts: tool lines turn from ⏳ to ✓, and
+// the answer follows.
 package console
 
 import (
@@ -189,27 +189,31 @@ func (a *Adapter) update(id string, p *printed, text string) {
 	})
 }
 
-// printSettledLocked prints the message's new or changed lines: all of them
-// when quiet, else all but the last (which may still be growing).
+// printSettledLocked prints the message's new or changed lines. The last line
+// is held back while it is still growing (a streamed reply) unless the message
+// has been quiet for a moment. Blank lines are not printed.
 func (a *Adapter) printSettledLocked(p *printed, quiet bool) {
 	lines := strings.Split(p.latest, "\n")
-	n := len(lines)
-	if !quiet {
-		n--
-	}
 	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if i < len(p.lines) && p.lines[i] == lines[i] {
+	for i, line := range lines {
+		if i < len(p.lines) && p.lines[i] == line {
 			continue
+		}
+		last := i == len(lines)-1
+		if last && !quiet && i < len(p.lines) && strings.HasPrefix(line, p.lines[i]) {
+			continue // still growing
+		}
+		if last && !quiet && i >= len(p.lines) && !strings.HasSuffix(p.latest, "\n") && p.version > 1 {
+			continue // a new last line of an edited message may still grow
 		}
 		for len(p.lines) <= i {
 			p.lines = append(p.lines, "\x00") // never equal to a real line
 		}
-		p.lines[i] = lines[i]
-		if strings.TrimSpace(lines[i]) == "…" {
+		p.lines[i] = line
+		if t := strings.TrimSpace(line); t == "" || t == "…" {
 			continue
 		}
-		b.WriteString("bot> " + lines[i] + "\n")
+		b.WriteString("bot> " + line + "\n")
 	}
 	if b.Len() > 0 {
 		io.WriteString(a.out, b.String())

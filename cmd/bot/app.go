@@ -373,8 +373,8 @@ func limitsFor(cfg *config.Config, platform string) outbox.Limits {
 		l.Requests = outbox.PerWindow(r.RequestsPerSecond, time.Second, 10)
 		return l
 	}
-	// Local adapters (console, tests) still get a per-message edit cadence.
-	return outbox.Limits{EditPerMessage: outbox.Rate{Every: 200 * time.Millisecond, Burst: 1}}
+	// Local adapters (the console, tests) have no budgets.
+	return outbox.Limits{}
 }
 
 func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.Platform {

@@ -21,11 +21,10 @@ import (
 func consoleConfig(path, repoName string, env func(string) (string, bool)) (*config.Config, error) {
 	var cfg config.Config
 	fromFile := true
+	_, statErr := os.Stat(path)
 	c, err := config.Load(path, env)
 	switch {
-	case err == nil:
-		cfg = c
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(statErr, fs.ErrNotExist):
 		fromFile = false
 		cfg = config.Default()
 		if v, ok := env("OPENAI_API_KEY"); ok {
@@ -37,8 +36,10 @@ func consoleConfig(path, repoName string, env func(string) (string, bool)) (*con
 		if v, ok := env("OPENAI_MODEL"); ok && v != "" {
 			cfg.LLM.Model = v
 		}
-	default:
+	case err != nil:
 		return nil, fmt.Errorf("invalid config %s:\n%w", path, err)
+	default:
+		cfg = c
 	}
 	cfg.Slack.Enabled = false
 	cfg.Discord.Enabled = false
