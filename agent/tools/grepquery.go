@@ -306,4 +306,3 @@ func asciiLower(dst, src []byte) {
 		dst[i] = c
 	}
 }
-
