@@ -251,21 +251,25 @@ func (a *Agent) appendMessage(m llm.Message) {
 }
 
 // Run starts a run with the given prompt messages and returns the messages the run
-// added, when it has ended (agent_end emitted). Cancelling ctx aborts the run:
-// the partial reply is kept with StopReason aborted and both queues are untouched.
+// added, when it has ended (agent_end emitted). Input queued while the agent was
+// idle follows the prompt right away: steer first, then followUp. Cancelling ctx
+// aborts the run: the partial reply is kept with StopReason aborted and both
+// queues are untouched.
 func (a *Agent) Run(ctx context.Context, prompts []llm.Message) []llm.Message {
-	return a.run(ctx, prompts, false)
-}
-
-func (a *Agent) run(ctx context.Context, prompts []llm.Message, skipInitialSteer bool) []llm.Message {
 	a.emit(AgentStart{})
 	a.emit(TurnStart{})
-	added := make([]llm.Message, 0, len(prompts)+4)
-	for _, p := range prompts {
+	added := a.deliverAll(prompts)
+	pending := append(a.dequeueSteer(), a.dequeueFollowUp()...)
+	return a.loop(ctx, added, pending)
+}
+
+func (a *Agent) deliverAll(msgs []llm.Message) []llm.Message {
+	added := make([]llm.Message, 0, len(msgs)+4)
+	for _, p := range msgs {
 		a.deliver(p)
 		added = append(added, p)
 	}
-	return a.loop(ctx, added, skipInitialSteer)
+	return added
 }
 
 // ErrCannotContinue is returned by Continue when the context ends with an assistant
@@ -280,17 +284,22 @@ func (a *Agent) Continue(ctx context.Context) ([]llm.Message, error) {
 		return nil, errors.New("nothing to continue: the context is empty")
 	}
 	if msgs[len(msgs)-1].Role == llm.RoleAssistant {
+		// Queued input opens the run, one message per poll as the mode says.
 		if s := a.dequeueSteer(); len(s) > 0 {
-			return a.run(ctx, s, true), nil
+			a.emit(AgentStart{})
+			a.emit(TurnStart{})
+			return a.loop(ctx, a.deliverAll(s), nil), nil
 		}
 		if f := a.dequeueFollowUp(); len(f) > 0 {
-			return a.run(ctx, f, false), nil
+			a.emit(AgentStart{})
+			a.emit(TurnStart{})
+			return a.loop(ctx, a.deliverAll(f), a.dequeueSteer()), nil
 		}
 		return nil, ErrCannotContinue
 	}
 	a.emit(AgentStart{})
 	a.emit(TurnStart{})
-	return a.loop(ctx, nil, false), nil
+	return a.loop(ctx, nil, a.dequeueSteer()), nil
 }
 
 // deliver adds a user-side message to the context with its start and end events.
@@ -303,11 +312,9 @@ func (a *Agent) deliver(m llm.Message) {
 	a.emit(MessageEnd{Message: m})
 }
 
-func (a *Agent) loop(ctx context.Context, added []llm.Message, skipInitialSteer bool) []llm.Message {
-	var pending []llm.Message
-	if !skipInitialSteer {
-		pending = a.dequeueSteer() // input typed while the agent was idle
-	}
+// loop runs turns until the model stops and nothing is queued. pending is input
+// to deliver before the first model call.
+func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Message {
 	firstTurn := true
 	for {
 		moreToolCalls := true

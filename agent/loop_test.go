@@ -258,17 +258,15 @@ func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
 		t.Fatalf("aborted tool result = %+v, want one error result", res)
 	}
 
-	// The next run delivers them: the steer right after the prompt, the
-	// follow-up when the model is done.
+	// The next run delivers them right after its prompt: steer, then followUp.
 	h.prompt("next")
 	reqs := h.llm.Requests()
 	got := userTexts(reqs[1])
-	if strings.Join(got, "|") != "go|next|steer me" {
-		t.Fatalf("request after abort users = %v, want go|next|steer me", got)
+	if strings.Join(got, "|") != "go|next|steer me|follow me" {
+		t.Fatalf("request after abort users = %v, want go|next|steer me|follow me", got)
 	}
-	got = userTexts(reqs[len(reqs)-1])
-	if got[len(got)-1] != "follow me" {
-		t.Fatalf("follow-up not delivered last: %v", got)
+	if len(reqs) != 2 {
+		t.Fatalf("requests = %d, want 2 (one model call answers all three)", len(reqs))
 	}
 	if s, f := h.sess.Queued(); len(s)+len(f) != 0 {
 		t.Fatalf("queues not drained: %v %v", s, f)
@@ -278,11 +276,12 @@ func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
 func TestInputQueuedWhileIdleFollowsTheNextPrompt(t *testing.T) {
 	h := newHarness(t)
 	h.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
-	h.sess.Steer(llm.UserText("queued while idle"))
+	h.sess.FollowUp(llm.UserText("followUp while idle"))
+	h.sess.Steer(llm.UserText("steer while idle"))
 	h.prompt("the prompt")
 	reqs := h.llm.Requests()
-	if got := userTexts(reqs[0]); strings.Join(got, "|") != "the prompt|queued while idle" {
-		t.Fatalf("first request users = %v, want the prompt then the queued message", got)
+	if got := userTexts(reqs[0]); strings.Join(got, "|") != "the prompt|steer while idle|followUp while idle" {
+		t.Fatalf("first request users = %v, want the prompt, then steer, then followUp", got)
 	}
 }
 
