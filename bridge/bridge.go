@@ -288,8 +288,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if msgs, err := b.cfg.Store.OutboundForRun(ctx, r.ID); err == nil {
 			for _, m := range msgs {
 				if m.Kind == storage.OutboundStatus && m.MessageID != "" {
-					text := strings.TrimSpace(strings.TrimPrefix(m.Text, workingHeaderPrefix))
-					p.Outbox.Edit(p.Outbox.Adopt(ref, m.MessageID), text+"\n\n⚠️ _interrupted_", outbox.High)
+					p.Outbox.Edit(p.Outbox.Adopt(ref, m.MessageID), interruptedStatus(m.Text), outbox.High)
 				}
 			}
 		}
@@ -318,6 +317,20 @@ func (b *Bridge) recover(ctx context.Context) error {
 		b.log.Info("replaying queued input", "count", len(pending))
 	}
 	return nil
+}
+
+// interruptedStatus is a status message's last saved text with its working
+// line replaced by the news that the run was cut off.
+func interruptedStatus(saved string) string {
+	first, rest, _ := strings.Cut(saved, "\n")
+	if !strings.HasPrefix(first, workingHeaderPrefix) {
+		rest = saved
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return "⚠️ _interrupted: the bot restarted_"
+	}
+	return rest + "\n\n⚠️ _interrupted: the bot restarted_"
 }
 
 // dispatch hands accepted input to its thread's owner, starting one if needed.
