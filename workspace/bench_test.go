@@ -156,6 +156,23 @@ func BenchmarkCommitPush(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitPushCLI is the baseline for BenchmarkCommitPush/local: the
+// same change committed and pushed with the git CLI from a plain clone.
+func BenchmarkCommitPushCLI(b *testing.B) {
+	remote := gitremote.NewBare(b, gitremote.Options{Files: gitremote.GenerateFiles(benchFiles)})
+	work := filepath.Join(b.TempDir(), "clone")
+	gitremote.Git(b, "", "clone", "-q", remote.Path, work)
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		gitremote.WriteFile(b, work, "pkg00/sub00/file0000.go", fmt.Sprintf("// edit %d\n", i))
+		gitremote.WriteFile(b, work, fmt.Sprintf("new/file%d.txt", i), "new\n")
+		b.StartTimer()
+		gitremote.Git(b, work, "add", "--all")
+		gitremote.Git(b, work, "commit", "-q", "-m", "two files")
+		gitremote.Git(b, work, "push", "-q", "origin", "HEAD:refs/heads/cli")
+	}
+}
+
 // BenchmarkDiffStat measures Diff (stat and patch, uncommitted work
 // included) of a branch with a few commits in a 4,000-file workspace, and
 // plain `git diff --stat` against the merge base as the baseline.

@@ -20,7 +20,9 @@
 //     reused, never reset.
 //   - Push sends only the thread's branch (under the prefix, never the
 //     default branch) and never drops commits of others. A failed push keeps
-//     the commits; the next Push sends them.
+//     the commits; the next Push sends them. Pushes with the git CLI from a
+//     mirror or worktree (the agent's bash) are refused: the mirror's
+//     pushurl is a dead end and its pre-push hook says no.
 //   - Secrets never reach disk, argv, logs or errors: the mirror's remote URL
 //     has no credentials, the git CLI gets the token through an
 //     environment-provided credential helper, go-git through its auth API.

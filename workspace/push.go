@@ -119,9 +119,21 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	}
 	if remoteTip == local {
 		res.UpToDate = true
-		return res, w.m.updateMeta(w, func(md *meta) { md.LastPushed = local })
+		w.recordPush(local)
+		return res, nil
 	}
 	res.Created = remoteTip == ""
+	base := remoteTip
+	if base == "" {
+		if base, err = w.forkPoint(ctx, local); err != nil {
+			return res, err
+		}
+		if base == local {
+			// No commit of its own yet: don't publish an empty branch.
+			res.UpToDate, res.Created = true, false
+			return res, nil
+		}
+	}
 
 	var lease *git.ForceWithLease
 	if remoteTip != "" {
@@ -135,7 +147,7 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 			if lease, err = w.leaseForBotCommits(ctx, local, remoteTip); err != nil {
 				return res, err
 			}
-			remoteTip = lease.Hash.String()
+			base = lease.Hash.String()
 			res.Forced = true
 		}
 	}
@@ -168,21 +180,15 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		return res, w.remoteErr("push to", err)
 	}
 
-	if err := w.m.updateMeta(w, func(md *meta) { md.LastPushed = local }); err != nil {
-		w.m.log.Warn("could not record the push", "branch", w.branch, "err", err)
-	}
-	base := remoteTip
-	if base == "" {
-		if base, err = w.forkPoint(ctx, local); err != nil {
-			return res, err
-		}
-	}
+	w.recordPush(local)
+	// The push happened: a failure from here on only costs the notice its
+	// details, so it is logged, not returned.
 	if base != "" {
 		if res.Files, err = treeStats(ctx, repo, base, local); err != nil {
-			return res, err
+			w.m.log.Warn("could not count the pushed changes", "branch", w.branch, "err", err)
 		}
 		if res.Commits, err = w.countCommits(ctx, base, local); err != nil {
-			return res, err
+			w.m.log.Warn("could not count the pushed commits", "branch", w.branch, "err", err)
 		}
 	}
 	w.m.log.Info("pushed", "repo", mr.repo.Name, "branch", w.branch, "sha", short(local),
@@ -223,6 +229,13 @@ func (w *Workspace) Unpushed(ctx context.Context) (int, error) {
 		return 0, newError(CodeInternal, "", err)
 	}
 	return n, nil
+}
+
+// recordPush remembers sha as the last commit known to be on the remote.
+func (w *Workspace) recordPush(sha string) {
+	if err := w.m.updateMeta(w, func(md *meta) { md.LastPushed = sha }); err != nil {
+		w.m.log.Warn("could not record the push", "branch", w.branch, "err", err)
+	}
 }
 
 // leaseForBotCommits is called when the remote branch (at remoteTip) is not

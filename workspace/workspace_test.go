@@ -38,6 +38,9 @@ func TestOpenCommitPushLocalRemote(t *testing.T) {
 	if sha, err := w.Commit(ctx, CommitRequest{Request: "nothing"}); err != nil || sha != "" {
 		t.Errorf("Commit with no changes = %q, %v; want no commit", sha, err)
 	}
+	if res, err := w.Push(ctx); err != nil || !res.UpToDate || remote.Rev(t, w.Branch()) != "" {
+		t.Errorf("Push without commits = %+v, %v; want nothing published", res, err)
+	}
 
 	writeFile(t, w.Root(), "src/util.go", "package main\n\nfunc helper() int { return 1 }\n")
 	writeFile(t, w.Root(), "README.md", "# demo\n\nNow with a helper.\n")
@@ -362,5 +365,52 @@ func TestParseNumstat(t *testing.T) {
 	want := []FileStat{{Path: "a.txt", Added: 1, Deleted: 2}, {Path: "img.png", Binary: true}, {Path: "new name.txt", OldPath: "old name.txt"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseNumstat = %+v, want %+v", got, want)
+	}
+}
+
+func TestReopenFastForwardsToCommitsOthersPushed(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "ff")
+	writeFile(t, w.Root(), "a.txt", "a\n")
+	mustCommit(t, w, "a")
+	mustPush(t, w)
+	w.Close()
+	theirs := remote.Commit(t, gitremote.Change{Branch: w.Branch(), Files: map[string]string{"b.txt": "b\n"}, Message: "theirs"})
+	// An uncommitted edit elsewhere does not stop a fast-forward.
+	writeFile(t, w.Root(), "wip.txt", "wip\n")
+
+	w2 := e.open("app", "ff")
+	if head := gitremote.Git(t, w2.Root(), "rev-parse", "HEAD"); head != theirs {
+		t.Errorf("HEAD after reopen = %s, want their commit %s", head, theirs)
+	}
+	if got := readFile(t, w2.Root(), "wip.txt"); got != "wip\n" {
+		t.Errorf("wip.txt = %q, want the uncommitted edit kept", got)
+	}
+}
+
+func TestBrokenFolderIsReplaced(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "broken")
+	writeFile(t, w.Root(), "x.txt", "x\n")
+	sha := mustCommit(t, w, "x")
+	w.Close()
+	// Someone deletes .git (or a crash left a half-made folder).
+	if err := os.Remove(filepath.Join(w.Root(), ".git")); err != nil {
+		t.Fatal(err)
+	}
+	w2 := e.open("app", "broken")
+	if head := gitremote.Git(t, w2.Root(), "rev-parse", "HEAD"); head != sha {
+		t.Errorf("HEAD = %s, want the branch's %s", head, sha)
+	}
+	if got := e.m.BranchFor(ThreadKey{"slack", "broken"}); got != w2.Branch() {
+		t.Errorf("BranchFor = %q, want %q", got, w2.Branch())
+	}
+	if w2.Repo() != "app" || w2.DefaultBranch() != "main" || w2.Thread() != (ThreadKey{"slack", "broken"}) {
+		t.Errorf("Repo/DefaultBranch/Thread = %s/%s/%v", w2.Repo(), w2.DefaultBranch(), w2.Thread())
+	}
+	if got := e.m.Repos(); !slices.Equal(got, []string{"app"}) {
+		t.Errorf("Repos = %v, want [app]", got)
 	}
 }

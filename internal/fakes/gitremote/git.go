@@ -1,6 +1,8 @@
 // Package gitremote gives tests real git remotes: bare repositories on disk
-// seeded with files, and an authenticated smart-HTTP server (git http-backend
-// behind net/http/cgi with Basic auth) on 127.0.0.1.
+// seeded with files, an authenticated smart-HTTP server (git http-backend
+// behind net/http/cgi with Basic auth) and an ssh server with key auth
+// (git-upload-pack/receive-pack behind golang.org/x/crypto/ssh), both on
+// 127.0.0.1.
 //
 // Every git command it runs is hermetic: no global or system configuration, no
 // terminal prompts, and a fixed identity, because CI machines have no git
