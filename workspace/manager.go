@@ -152,10 +152,9 @@ func (m *Manager) lockThread(key string) func() {
 // branch. If that branch exists on the remote it is checked out (never
 // reset); otherwise it starts from origin/<default_branch>. A workspace whose
 // folder vanished is recreated from its branch. Opening an existing
-// workspace fetches and brings in commits others pushed to the branch (fast
-// forward, or a rebase of the bot's unpushed commits when the work tree is
-// clean); if the remote cannot be reached then (within 15 s), the workspace
-// is still returned and the problem logged.
+// workspace runs Sync (commits others pushed to the branch are brought in);
+// if the remote cannot be reached then (within 15 s), the workspace is still
+// returned and the problem logged.
 //
 // Every successful Open must be paired with Close when the caller's run
 // ends; a workspace is only cleaned up while no one holds it open.
@@ -190,7 +189,7 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 		cancel()
 		if err != nil {
 			log.Warn("fetch before reusing workspace failed; working offline", "err", err)
-		} else if err := w.integrateRemote(ctx); err != nil {
+		} else if _, err := w.integrateRemote(ctx); err != nil {
 			log.Warn("could not bring in remote commits", "err", err)
 		}
 	} else {
@@ -281,7 +280,7 @@ func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) er
 		}
 	}
 	if refs[local] != "" && fetchErr == nil {
-		if err := w.integrateRemote(ctx); err != nil {
+		if _, err := w.integrateRemote(ctx); err != nil {
 			log.Warn("could not bring in remote commits", "err", err)
 		}
 	}

@@ -425,3 +425,59 @@ func TestCommitsDroppedByAPersonStayDropped(t *testing.T) {
 		t.Errorf("unwanted.txt is back in the workspace (err %v)", err)
 	}
 }
+
+func TestSyncBringsInOthersCommitsForAWorkspaceKeptOpen(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+	w := e.open("app", "kept-open") // held across runs, as the chat bridge does
+
+	if res, err := w.Sync(ctx); err != nil || res != (SyncResult{}) {
+		t.Errorf("Sync with nothing new = %+v, %v; want zero", res, err)
+	}
+	writeFile(t, w.Root(), "a.txt", "a\n")
+	mustCommit(t, w, "a")
+	mustPush(t, w)
+	eve := remote.Commit(t, gitremote.Change{Branch: w.Branch(), Files: map[string]string{"eve.txt": "eve\n"}, Name: "Eve", Email: "eve@example.com", Message: "eve"})
+	writeFile(t, w.Root(), "b.txt", "b\n")
+	mustCommit(t, w, "b")
+	if _, err := w.Push(ctx); !errors.Is(err, ErrPushRejected) {
+		t.Fatalf("Push: err = %v, want ErrPushRejected", err)
+	}
+
+	// Next run: Sync first, then the push of the kept commit succeeds.
+	res, err := w.Sync(ctx)
+	if err != nil || res != (SyncResult{Pulled: 1, Rebased: true}) {
+		t.Errorf("Sync = %+v, %v; want 1 commit pulled and ours rebased", res, err)
+	}
+	if got := readFile(t, w.Root(), "eve.txt"); got != "eve\n" {
+		t.Errorf("eve.txt = %q, want Eve's file in the workspace", got)
+	}
+	if n, _ := w.Unpushed(ctx); n != 1 {
+		t.Errorf("Unpushed after Sync = %d, want 1 (b)", n)
+	}
+	if p := mustPush(t, w); p.Commits != 1 || p.Forced {
+		t.Errorf("Push after Sync = %+v, want 1 commit, not forced", p)
+	}
+	if cs := remote.Commits(t, w.Branch()); cs[1].SHA != eve || cs[0].Subject() != "b" {
+		t.Errorf("remote history = %v, want b on top of Eve's %s", cs, eve)
+	}
+
+	// A pure fast-forward.
+	remote.Commit(t, gitremote.Change{Branch: w.Branch(), Files: map[string]string{"eve2.txt": "2\n"}, Message: "eve 2"})
+	if res, err := w.Sync(ctx); err != nil || res != (SyncResult{Pulled: 1}) {
+		t.Errorf("Sync = %+v, %v; want a fast-forward of 1", res, err)
+	}
+
+	// Conflicting changes: reported, nothing touched.
+	remote.Commit(t, gitremote.Change{Branch: w.Branch(), Files: map[string]string{"a.txt": "eve's a\n"}, Message: "eve 3"})
+	writeFile(t, w.Root(), "a.txt", "bot's a\n")
+	ours := mustCommit(t, w, "bot a")
+	res, err = w.Sync(ctx)
+	if err != nil || !res.Diverged || res.Pulled != 0 {
+		t.Errorf("Sync with a conflict = %+v, %v; want Diverged", res, err)
+	}
+	if head := gitremote.Git(t, w.Root(), "rev-parse", "HEAD"); head != ours {
+		t.Errorf("HEAD = %s after a conflicting Sync, want ours %s", head, ours)
+	}
+}

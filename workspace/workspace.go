@@ -243,57 +243,6 @@ func Subject(text string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// integrateRemote brings commits that others pushed to the thread's branch
-// into the workspace after a fetch: a fast-forward when the branch has no
-// unpushed commits, else a rebase of the unpushed commits onto the remote
-// branch when the work tree is clean. A rebase that conflicts is aborted and
-// the branch left as it was; the next push then reports the divergence.
-func (w *Workspace) integrateRemote(ctx context.Context) error {
-	mr := w.mirror
-	local, remote := "refs/heads/"+w.branch, "refs/remotes/origin/"+w.branch
-	refs, err := mr.refs(ctx, local, remote)
-	if err != nil || refs[remote] == "" || refs[local] == refs[remote] {
-		return err
-	}
-	if ahead, err := mr.isAncestor(ctx, refs[remote], refs[local]); err != nil || ahead {
-		return err // nothing new on the remote; our commits await a push
-	}
-	if err := w.checkOnBranch(ctx); err != nil {
-		return err
-	}
-	mr.admin.RLock()
-	defer mr.admin.RUnlock()
-	if behind, err := mr.isAncestor(ctx, refs[local], refs[remote]); err != nil {
-		return err
-	} else if behind {
-		if _, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"merge", "--ff-only", "--quiet", remote}}); err != nil {
-			return fmt.Errorf("fast-forward to the remote branch: %w", err)
-		}
-		w.m.log.Info("workspace fast-forwarded to remote branch", "branch", w.branch)
-		return nil
-	}
-	if dirty, err := w.changed(ctx); err != nil || dirty {
-		if dirty {
-			return fmt.Errorf("branch %s diverged from the remote and the work tree has uncommitted changes; not rebasing", w.branch)
-		}
-		return err
-	}
-	// Replay only the commits never pushed: a commit the bot pushed that is
-	// no longer on the remote was dropped by a person, on purpose.
-	args := []string{"rebase", "--quiet", remote}
-	if md, err := readMeta(w.meta); err == nil && md.LastPushed != "" {
-		if ok, err := mr.isAncestor(ctx, md.LastPushed, refs[local]); err == nil && ok {
-			args = []string{"rebase", "--quiet", "--onto", remote, md.LastPushed}
-		}
-	}
-	if _, err := w.git.run(ctx, gitCall{dir: w.root, args: args}); err != nil {
-		_, _ = w.git.run(ctx, gitCall{dir: w.root, args: []string{"rebase", "--abort"}})
-		return fmt.Errorf("rebase of unpushed commits onto the remote branch failed (left as it was): %w", err)
-	}
-	w.m.log.Info("unpushed commits rebased onto remote branch", "branch", w.branch)
-	return nil
-}
-
 // Close releases the workspace after a run and records the time, from which
 // the idle TTL counts. The workspace stays on disk.
 func (w *Workspace) Close() error {
