@@ -36,10 +36,8 @@ func benchManager(b *testing.B, url, token string) *Manager {
 
 // BenchmarkWorkspaceReady measures the time until a new thread has a
 // checked-out workspace (Manager.Open: fetch, worktree add, bookkeeping),
-// against plain `git worktree add` off an equally fetched bare mirror (and
-// the same with parallel checkout, which Open uses, to show what that alone
-// buys) and against `git clone` of the same repository over file:// and
-// smart HTTP.
+// against plain `git worktree add` off an equally fetched bare mirror and
+// against `git clone` of the same repository over file:// and smart HTTP.
 // The four run interleaved, one of each per iteration, so that the load of a
 // shared machine falls on all alike; each is reported as its median in ms,
 // with open/worktree-add as the ratio of the medians.
@@ -60,7 +58,7 @@ func BenchmarkWorkspaceReady(b *testing.B) {
 	srv := gitremote.NewHTTPServer(b, gitremote.HTTPOptions{})
 	httpURL := srv.Serve(b, remote)
 
-	var open, add, addParallel, cloneFile, cloneHTTP []time.Duration
+	var open, add, cloneFile, cloneHTTP []time.Duration
 	timed := func(into *[]time.Duration, f func()) {
 		t0 := time.Now()
 		f()
@@ -79,12 +77,6 @@ func BenchmarkWorkspaceReady(b *testing.B) {
 				timed(&add, func() {
 					gitremote.Git(b, mirror, "worktree", "add", "-q", "--no-track", "-b", fmt.Sprintf("b%d", i),
 						filepath.Join(dir, fmt.Sprintf("wt%d", i)), "origin/main")
-				})
-			},
-			func() {
-				timed(&addParallel, func() {
-					gitremote.Git(b, mirror, "-c", "checkout.workers=0", "worktree", "add", "-q", "--no-track", "-b", fmt.Sprintf("p%d", i),
-						filepath.Join(dir, fmt.Sprintf("wp%d", i)), "origin/main")
 				})
 			},
 			func() {
@@ -107,11 +99,9 @@ func BenchmarkWorkspaceReady(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ms(median(open)), "open-ms")
 	b.ReportMetric(ms(median(add)), "worktree-add-ms")
-	b.ReportMetric(ms(median(addParallel)), "worktree-add-parallel-ms")
 	b.ReportMetric(ms(median(cloneFile)), "clone-file-ms")
 	b.ReportMetric(ms(median(cloneHTTP)), "clone-http-ms")
 	b.ReportMetric(float64(median(open))/float64(median(add)), "open/worktree-add")
-	b.ReportMetric(float64(median(open))/float64(median(addParallel)), "open/worktree-add-parallel")
 }
 
 func median(ds []time.Duration) time.Duration {

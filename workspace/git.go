@@ -128,10 +128,6 @@ func (g *gitRunner) env(c gitCall) []string {
 		{"gc.autoDetach", "false"},
 		{"maintenance.auto", "false"},
 		{"advice.detachedHead", "false"},
-		// Check files out with one worker per core: creating a few thousand
-		// files is mostly waiting on the file system, and `worktree add`
-		// is about twice as fast this way (BenchmarkWorkspaceReady).
-		{"checkout.workers", "0"},
 	}
 	if !c.gc {
 		cfg = append(cfg, [2]string{"gc.auto", "0"})

@@ -53,7 +53,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg:     cfg,
-		log:     cfg.Logger.With("component", "workspace"),
+		log:     cfg.Logger,
 		mirrors: map[string]*mirror{},
 		open:    map[string]*Workspace{},
 		threads: map[string]*threadLock{},
