@@ -141,11 +141,16 @@ func (s *Session) compact(ctx context.Context, reason CompactionReason, focus st
 
 	_ = s.events.wait(ctx) // the record must hold every message before preparing
 	before := s.ContextTokens()
-	prep, err := compaction.Prepare(s.Entries(), s.cfg.Compaction)
+	settings := s.cfg.Compaction
+	if w := s.contextWindow(); w > 0 && settings.KeepRecentTokens > w/4 {
+		// A small window cannot keep the usual tail verbatim: keep a quarter.
+		settings.KeepRecentTokens = w / 4
+	}
+	prep, err := compaction.Prepare(s.Entries(), settings)
 	if err != nil {
 		return fail(err)
 	}
-	res, err := compaction.Summarize(ctx, s.cfg.Model, s.agent.ModelName(), prep, s.cfg.Compaction, focus)
+	res, err := compaction.Summarize(ctx, s.cfg.Model, s.agent.ModelName(), prep, settings, focus)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}

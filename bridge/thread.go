@@ -308,6 +308,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 		}
 		t.view.arm(t.repoLine(), status, text)
 		t.pendingStatus, t.statusMsgText = status, text
+		t.syncBranch(ctx)
 	}
 	ic := &inputCtx{thread: t, pi: pi}
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
@@ -351,6 +352,23 @@ func (t *thread) handleInput(pi *pendingInput) {
 		}
 	}
 	t.pendingStatus = nil
+}
+
+// syncBranch brings in commits others pushed to the thread's branch before a
+// run starts, so the agent works on them and the next push can succeed.
+func (t *thread) syncBranch(ctx context.Context) {
+	if t.ws == nil {
+		return
+	}
+	res, err := t.ws.Sync(ctx)
+	switch {
+	case err != nil:
+		t.log.Warn("syncing the branch with the remote", "err", err)
+	case res.Diverged:
+		t.say(fmt.Sprintf("⚠️ `%s` has commits on the remote that conflict with mine; I keep working here, but pushing will fail until someone reconciles the branch.", t.ws.Branch()))
+	case res.Pulled > 0:
+		t.log.Info("brought in commits pushed by others", "commits", res.Pulled, "rebased", res.Rebased)
+	}
 }
 
 // fail tells the thread why input could not be taken and records it as dropped.
