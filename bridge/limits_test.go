@@ -78,10 +78,19 @@ func TestBotLoopGuard(t *testing.T) {
 		r.say(th, alice, "!status", false)
 	}
 	r.waitCount(th, reply, loopGuard)
+	var guarded []string
 	for range 3 { // one too many, then two more
-		r.say(th, alice, "!status", false)
+		guarded = append(guarded, r.say(th, alice, "!status", false))
 	}
 	r.waitText(th, "More than 30 messages in a minute")
+	r.waitUntil("the guarded messages are dropped", func() bool {
+		for _, id := range guarded {
+			if inboundByMessage(t, r, id).State != storage.InboundDropped {
+				return false
+			}
+		}
+		return true
+	})
 	clock.Advance(61 * time.Second)
 	r.say(th, alice, "!status", false)
 	r.waitCount(th, reply, loopGuard+1)
@@ -125,21 +134,41 @@ func TestIdleThreadIsEvictedAndReloaded(t *testing.T) {
 	}
 }
 
+// pushScript scripts three runs: write a.txt, write b.txt (its first request
+// held by g), then answer without changing anything.
+func pushScript(r *rig, g *gate) {
+	var n atomic.Int32
+	r.llm.Handle(func(llmfake.Request) llmfake.Response {
+		switch n.Add(1) {
+		case 1:
+			return writeThenAnswer("a.txt", "a", "")[0]
+		case 2:
+			return llmfake.TextReply("wrote a")
+		case 3:
+			g.hold()
+			return writeThenAnswer("b.txt", "b", "")[0]
+		case 4:
+			return llmfake.TextReply("wrote b")
+		}
+		return llmfake.TextReply("nothing to change")
+	})
+}
+
 func TestFailedPushIsReportedAndRetriedAfterTheNextRun(t *testing.T) {
 	r := newRig(t)
-	r.llm.Push(writeThenAnswer("a.txt", "a", "wrote a")...)
-	r.llm.Push(writeThenAnswer("b.txt", "b", "wrote b")...)
-	r.llm.Push(llmfake.TextReply("nothing to change"))
+	g := newGate(t)
+	pushScript(r, g)
 	th := testThread("64.1")
 	r.say(th, alice, "write a", true)
 	r.waitText(th, "⬆️ pushed")
 	r.waitRuns(th, 1)
 	rec, _ := r.thread(th)
-	pushed := r.remote.Rev(t, "refs/heads/"+rec.Branch)
 
-	// Someone else pushes to the bot's branch.
-	r.remote.Commit(t, gitremote.Change{Branch: rec.Branch, Files: map[string]string{"eve.txt": "eve\n"}, Name: "Eve", Email: "eve@example.com", Message: "eve's change"})
+	// Someone else pushes to the bot's branch while it works.
 	r.say(th, alice, "write b", false)
+	r.waitArrived(g)
+	r.remote.Commit(t, gitremote.Change{Branch: rec.Branch, Files: map[string]string{"eve.txt": "eve\n"}, Name: "Eve", Email: "eve@example.com", Message: "eve's change"})
+	g.release()
 	r.waitText(th, "⚠️ Pushing `"+rec.Branch+"` failed:")
 	r.waitRuns(th, 2)
 	if _, ok := r.remote.Files(t, rec.Branch)["b.txt"]; ok {
@@ -149,42 +178,40 @@ func TestFailedPushIsReportedAndRetriedAfterTheNextRun(t *testing.T) {
 		t.Errorf("last push = %+v, %v; want a rejected push recorded", p, err)
 	}
 
-	// Eve takes her commit back; the next run (which changes nothing) pushes
-	// the commit that was kept.
-	r.remote.SetBranch(t, rec.Branch, pushed)
+	// The next run changes nothing; the kept commit is pushed after it, with
+	// Eve's commit brought in (not dropped).
 	r.say(th, alice, "anything else?", false)
 	r.waitCount(th, "⬆️ pushed", 2)
 	r.waitRuns(th, 3)
-	if got := r.remote.Files(t, rec.Branch)["b.txt"]; got != "b" {
-		t.Errorf("b.txt on the remote = %q after the retry, want %q", got, "b")
+	files := r.remote.Files(t, rec.Branch)
+	if files["b.txt"] != "b" || files["eve.txt"] != "eve" || files["a.txt"] != "a" {
+		t.Errorf("remote branch files = %v, want a.txt, Eve's eve.txt and b.txt", files)
 	}
 	if p, err := r.db.LastPush(r.ctx, rec.ID); err != nil || p.Result != storage.PushOK {
 		t.Errorf("last push = %+v, %v; want ok", p, err)
 	}
 }
 
-// TestRejectedPushBringsInOthersCommitsOnTheNextRun: when others pushed to
-// the bot's branch, the next run brings their commits in and pushes again (the
-// push failure notice says so).
-func TestRejectedPushBringsInOthersCommitsOnTheNextRun(t *testing.T) {
-	t.Skip("blocked by: a live thread keeps its Workspace from the first Open, and nothing fetches/integrates the remote branch before later runs, so a rejected push is rejected again on every run until the thread is evicted")
+func TestConflictingPushIsReportedBeforeTheNextRun(t *testing.T) {
 	r := newRig(t)
-	r.llm.Push(writeThenAnswer("a.txt", "a", "wrote a")...)
-	r.llm.Push(writeThenAnswer("b.txt", "b", "wrote b")...)
-	r.llm.Push(llmfake.TextReply("nothing to change"))
+	g := newGate(t)
+	pushScript(r, g)
 	th := testThread("65.1")
 	r.say(th, alice, "write a", true)
 	r.waitRuns(th, 1)
 	rec, _ := r.thread(th)
-	r.remote.Commit(t, gitremote.Change{Branch: rec.Branch, Files: map[string]string{"eve.txt": "eve\n"}, Name: "Eve", Email: "eve@example.com", Message: "eve's change"})
 	r.say(th, alice, "write b", false)
+	r.waitArrived(g)
+	// Eve writes the same file differently: the bot's commit cannot be replayed on hers.
+	r.remote.Commit(t, gitremote.Change{Branch: rec.Branch, Files: map[string]string{"b.txt": "eve's b\n"}, Name: "Eve", Email: "eve@example.com"})
+	g.release()
 	r.waitText(th, "failed")
 	r.waitRuns(th, 2)
 	r.say(th, alice, "anything else?", false)
+	r.waitText(th, "has commits on the remote that conflict with mine")
 	r.waitRuns(th, 3)
-	files := r.remote.Files(t, rec.Branch)
-	if files["eve.txt"] != "eve" || files["b.txt"] != "b" {
-		t.Errorf("remote branch files = %v, want Eve's commit and b.txt", files)
+	if got := r.remote.Files(t, rec.Branch)["b.txt"]; got != "eve's b" {
+		t.Errorf("b.txt on the remote = %q, want Eve's version kept", got)
 	}
 }
 

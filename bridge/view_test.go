@@ -47,7 +47,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // viewRig drives a view the way a thread does (status posted, arm, session
 // events, endRun) against an outbox on the in-process chat platform.
 type viewRig struct {
-	t         *testing.T
+	t         testing.TB
 	chat      *chatfake.Adapter
 	out       *outbox.Outbox
 	ref       chat.ThreadRef
@@ -58,10 +58,15 @@ type viewRig struct {
 
 const rigRepoLine = "`app` · `bot/test-C1-100.1`"
 
-func newViewRig(t *testing.T, limit int) *viewRig {
+func newViewRig(t testing.TB, limit int) *viewRig {
+	return newViewRigWith(t, limit, outbox.Config{})
+}
+
+// newViewRigWith is newViewRig with the outbox's config (budgets).
+func newViewRigWith(t testing.TB, limit int, cfg outbox.Config) *viewRig {
 	t.Helper()
 	c := chatfake.New("test", limit)
-	out := outbox.New(c, outbox.Config{})
+	out := outbox.New(c, cfg)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
