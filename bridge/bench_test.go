@@ -151,8 +151,8 @@ func heapAlloc() uint64 {
 // BenchmarkIdleThreadMemory measures the heap a thread keeps after one
 // short run: "live" while its owner is still in memory (idle, not evicted
 // yet), "evicted" once IdleEvict dropped it. Both include the chat fake's
-// copy of the thread's four messages. Run with -benchtime=1x: each
-// iteration creates 200 threads.
+// copy of the thread's four messages. Each iteration creates 200 threads
+// (-benchtime=1x is enough).
 func BenchmarkIdleThreadMemory(b *testing.B) {
 	const threads = 200
 	measure := func(b *testing.B, evict time.Duration, waitEvicted bool) {
@@ -161,38 +161,37 @@ func BenchmarkIdleThreadMemory(b *testing.B) {
 			c.IdleEvict = evict
 			c.MaxConcurrentRuns = 8
 		})
+		// A warm-up thread creates the mirror and fills the caches first.
+		warm := chat.ThreadRef{Platform: "test", Team: "T1", Channel: "W", Thread: "0.1"}
+		r.say(warm, alice, "hello", true)
+		r.waitRuns(warm, 1)
+		var grown int64
+		round := 0
 		for b.Loop() {
-			// A warm-up thread creates the mirror and fills the caches first.
-			warm := chat.ThreadRef{Platform: "test", Team: "T1", Channel: "W", Thread: "0.1"}
-			r.say(warm, alice, "hello", true)
-			r.waitRuns(warm, 1)
+			round++
 			if waitEvicted {
-				r.waitUntil("the warm-up thread is evicted", func() bool { return !r.live(warm) })
+				r.waitUntil("the earlier threads are evicted", func() bool { return r.liveCount() == 0 })
 			}
 			r.flush()
 			before := heapAlloc()
 			refs := make([]chat.ThreadRef, threads)
 			for i := range refs {
-				refs[i] = chat.ThreadRef{Platform: "test", Team: "T1", Channel: fmt.Sprintf("C%d", i), Thread: "1.1"}
+				refs[i] = chat.ThreadRef{Platform: "test", Team: "T1", Channel: fmt.Sprintf("C%d", i), Thread: fmt.Sprintf("%d.1", round)}
 				r.say(refs[i], alice, "hello", true)
 			}
 			for _, th := range refs {
 				r.waitRuns(th, 1)
 			}
 			if waitEvicted {
-				r.waitUntil("every thread is evicted", func() bool {
-					r.b.mu.Lock()
-					defer r.b.mu.Unlock()
-					return len(r.b.threads) == 0
-				})
-			} else if n := r.liveCount(); n < threads {
-				b.Fatalf("only %d of %d threads are live: raise IdleEvict", n, threads)
+				r.waitUntil("every thread is evicted", func() bool { return r.liveCount() == 0 })
+			} else if n := r.liveCount(); n < round*threads {
+				b.Fatalf("only %d threads are live: raise IdleEvict", n)
 			}
 			r.flush()
-			after := heapAlloc()
-			b.ReportMetric(float64(int64(after)-int64(before))/threads, "heap-B/thread")
-			b.ReportMetric(0, "ns/op")
+			grown += int64(heapAlloc()) - int64(before)
 		}
+		b.ReportMetric(float64(grown)/float64(round*threads), "heap-B/thread")
+		b.ReportMetric(0, "ns/op")
 	}
 	b.Run("live", func(b *testing.B) { measure(b, time.Hour, false) })
 	b.Run("evicted", func(b *testing.B) { measure(b, 20*time.Millisecond, true) })
