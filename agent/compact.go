@@ -123,9 +123,24 @@ func (s *Session) Compact(ctx context.Context, focus string) (CompactionResult, 
 
 // compact runs one compaction on the run goroutine (or Compact's caller, which
 // holds the session) and reports it with auto_compaction_start/end events.
-// Failures change nothing.
+// Failures change nothing. When there is nothing to compact it returns
+// compaction.ErrNothingToCompact without events: that is an answer, not a
+// failure.
 func (s *Session) compact(ctx context.Context, reason CompactionReason, focus string, willRetry bool) (CompactionResult, error) {
-	s.emit(AutoCompactionStart{Reason: reason})
+	_ = s.events.wait(ctx) // the record must hold every message before preparing
+	before := s.ContextTokens()
+	window := s.contextWindow()
+	settings := s.cfg.Compaction
+	if window > 0 && settings.KeepRecentTokens > window/4 {
+		// A small window cannot keep the usual tail verbatim: keep a quarter.
+		settings.KeepRecentTokens = window / 4
+	}
+	prep, err := compaction.Prepare(s.Entries(), settings)
+	if errors.Is(err, compaction.ErrNothingToCompact) {
+		s.log.Info("nothing to compact", "reason", reason)
+		return CompactionResult{}, err
+	}
+	s.emit(AutoCompactionStart{Reason: reason, Tokens: before, ContextWindow: window})
 	s.mu.Lock()
 	s.compacting = true
 	s.mu.Unlock()
@@ -138,15 +153,6 @@ func (s *Session) compact(ctx context.Context, reason CompactionReason, focus st
 		s.emit(AutoCompactionEnd{Reason: reason, ErrorMessage: err.Error(), Aborted: ctx.Err() != nil})
 		return CompactionResult{}, err
 	}
-
-	_ = s.events.wait(ctx) // the record must hold every message before preparing
-	before := s.ContextTokens()
-	settings := s.cfg.Compaction
-	if w := s.contextWindow(); w > 0 && settings.KeepRecentTokens > w/4 {
-		// A small window cannot keep the usual tail verbatim: keep a quarter.
-		settings.KeepRecentTokens = w / 4
-	}
-	prep, err := compaction.Prepare(s.Entries(), settings)
 	if err != nil {
 		return fail(err)
 	}

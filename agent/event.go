@@ -93,8 +93,13 @@ const (
 	CompactionManual    CompactionReason = "manual"    // !compact
 )
 
-// AutoCompactionStart says a compaction began.
-type AutoCompactionStart struct{ Reason CompactionReason }
+// AutoCompactionStart says a compaction began, with the context's size then
+// (Tokens) and the model's window.
+type AutoCompactionStart struct {
+	Reason        CompactionReason
+	Tokens        int
+	ContextWindow int
+}
 
 // AutoCompactionEnd says how a compaction ended. ErrorMessage is set when it failed
 // (and then nothing changed). WillRetry is set when the run that overflowed is

@@ -66,7 +66,7 @@ func (t *thread) prepareInput(ctx context.Context, in chat.Inbound) (string, []l
 func (t *thread) download(ctx context.Context, dl chat.Downloader, a chat.Attachment) ([]byte, error) {
 	limit := t.b.cfg.MaxDownloadBytes
 	if a.Size > limit {
-		return nil, plainError{fmt.Sprintf("larger than the %d MB limit", limit>>20)}
+		return nil, plainError{"larger than the " + byteSize(limit) + " limit"}
 	}
 	rc, err := dl.Download(ctx, a.URL)
 	if err != nil {
@@ -78,7 +78,7 @@ func (t *thread) download(ctx context.Context, dl chat.Downloader, a chat.Attach
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, plainError{fmt.Sprintf("larger than the %d MB limit", limit>>20)}
+		return nil, plainError{"larger than the " + byteSize(limit) + " limit"}
 	}
 	return data, nil
 }
@@ -125,4 +125,17 @@ func inboundFromStore(rec storage.Thread, in storage.Inbound) chat.Inbound {
 		_ = json.Unmarshal(in.Attachments, &out.Attachments)
 	}
 	return out
+}
+
+// byteSize formats a size for people: 512 bytes, 500 KB, 20 MB (a MiB reads
+// as MB, which is what people configure).
+func byteSize(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + " KB"
+	default:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
+	}
 }

@@ -235,13 +235,12 @@ func (t *thread) postDiff(ctx context.Context) {
 		return
 	}
 	name := strings.NewReplacer("/", "-").Replace(t.ws.Branch()) + ".diff"
-	if up, ok := t.p.Adapter.(chat.Uploader); ok {
+	if _, ok := t.p.Adapter.(chat.Uploader); ok {
 		comment := ""
 		if d.Truncated {
 			comment = "(the patch was cut at 4 MB)"
 		}
 		t.p.Outbox.Upload(t.ref, name, []byte(d.Patch), comment)
-		_ = up
 		return
 	}
 	t.say("```diff\n" + strings.TrimRight(d.Patch, "\n") + "\n```")

@@ -114,7 +114,7 @@ func tokens(n int) string {
 	switch {
 	case n < 1000:
 		return fmt.Sprint(n)
-	case n < 1_000_000:
+	case n < 999_950: // below this, one decimal of k does not round up to 1000k
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + "k"
 	default:
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
@@ -201,6 +201,9 @@ func shortReason(s string) string {
 }
 
 func compactionStartNotice(r agent.CompactionReason, tokensNow, window int) string {
+	if r == agent.CompactionThreshold && (tokensNow <= 0 || window <= 0) {
+		return "🗜️ compacting context: it is close to the model's limit (threshold)…"
+	}
 	switch r {
 	case agent.CompactionOverflow:
 		return "🗜️ compacting context: the model refused the prompt as too long (context overflow)…"

@@ -211,7 +211,7 @@ func TestOversizedFilesAreRefusedWithAMessage(t *testing.T) {
 // TestSmallDownloadLimitIsNamedRight: a limit under 1 MB must not be told as
 // "the 0 MB limit".
 func TestSmallDownloadLimitIsNamedRight(t *testing.T) {
-	t.Skip("blocked by: thread.download formats the limit as limit>>20 MB, so MaxDownloadBytes below 1 MiB reads \"the 0 MB limit\"")
+
 	r := newRig(t, func(c *Config, _ *Platform) { c.MaxDownloadBytes = 500_000 })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("43.1")

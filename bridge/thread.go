@@ -310,6 +310,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.pendingStatus, t.statusMsgText = status, text
 		t.syncBranch(ctx)
 	}
+	status := t.pendingStatus
 	ic := &inputCtx{thread: t, pi: pi}
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
 	out, err := t.sess.Start(withInput(ctx, ic), text, opts)
@@ -323,11 +324,19 @@ func (t *thread) handleInput(pi *pendingInput) {
 	if out != agent.Started && slot {
 		t.releaseSlot()
 	}
+	// A status posted for input that did not start a run (armed but unused).
+	var unused *outbox.Message
+	if out != agent.Started {
+		unused = t.view.disarm()
+	}
+	t.pendingStatus = nil
 	switch {
 	case err != nil:
+		t.pendingStatus = unused
 		t.fail(pi, userError(err), err)
+		unused = nil
 	case out == agent.Started:
-		t.beginRun(pi, text, in.Author, slot)
+		t.beginRun(pi, text, in.Author, slot, status)
 	case out == agent.Queued:
 		emoji := reactFollowUp
 		queue := storage.QueueFollowUp
@@ -345,13 +354,9 @@ func (t *thread) handleInput(pi *pendingInput) {
 	case out == agent.Handled:
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 	}
-	if t.run == nil {
-		if status := t.view.disarm(); status != nil {
-			// The status posted for input that did not start a run.
-			t.p.Outbox.Edit(status, "…", outbox.Normal)
-		}
+	if unused != nil {
+		t.p.Outbox.Edit(unused, "…", outbox.Normal)
 	}
-	t.pendingStatus = nil
 }
 
 // syncBranch brings in commits others pushed to the thread's branch before a
@@ -463,8 +468,8 @@ const workingHeaderPrefix = "⏳ working…"
 
 // beginRun tracks a run that Start just started (its transcript began at
 // agent_start, from the armed view).
-func (t *thread) beginRun(pi *pendingInput, request string, author chat.Author, slot bool) {
-	t.trackRun(&activeRun{inboundID: pi.id, request: request, author: author, slot: slot}, t.pendingStatus, t.statusMsgText)
+func (t *thread) beginRun(pi *pendingInput, request string, author chat.Author, slot bool, status *outbox.Message) {
+	t.trackRun(&activeRun{inboundID: pi.id, request: request, author: author, slot: slot}, status, t.statusMsgText)
 }
 
 // adoptRun tracks a run the session started by itself (input queued during a

@@ -63,6 +63,10 @@ type runState struct {
 	lastRender time.Time
 	started    bool     // the run's first user message was seen
 	answer     []string // finished answer text not posted yet
+	// lastError is the failure of the latest reply, shown when the run ends
+	// unless a retry or compaction notice already told it (reported).
+	lastError string
+	reported  bool
 }
 
 // segment is a status message (or several, when it outgrows one).
@@ -123,6 +127,9 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 		return runStats{}
 	}
 	v.run = nil
+	if r.lastError != "" && !r.reported {
+		r.answer = append(r.answer, "❌ The model request failed: "+r.lastError)
+	}
 	answer := strings.Join(r.answer, "\n\n")
 	r.answer = nil
 	last := trailer
@@ -293,18 +300,29 @@ func (v *view) handle(ev agent.Event) {
 		v.renderLocked(r, outbox.Normal)
 	case agent.AutoRetryStart:
 		text := retryNotice(e)
+		if v.retry != nil { // a later attempt updates the same notice
+			v.retry.text = text
+			v.out.Edit(v.retry.msg, text, outbox.High)
+			return
+		}
 		v.retry = &notice{msg: v.postLocked(text), text: text}
 	case agent.AutoRetryEnd:
+		if r != nil && !e.Success {
+			r.reported = true
+		}
 		if v.retry == nil {
 			return
 		}
 		v.out.Edit(v.retry.msg, retryEndNotice(v.retry.text, e), outbox.High)
 		v.retry = nil
 	case agent.AutoCompactionStart:
-		text := compactionStartNotice(e.Reason, 0, 0)
+		text := compactionStartNotice(e.Reason, e.Tokens, e.ContextWindow)
 		v.compact = &notice{msg: v.postLocked(text), text: text}
 	case agent.AutoCompactionEnd:
 		text := compactionEndNotice(e)
+		if r != nil && e.ErrorMessage != "" {
+			r.reported = true
+		}
 		if v.compact == nil {
 			v.postLocked(text)
 			return
@@ -326,12 +344,14 @@ func (v *view) account(r *runState, m llm.Message) {
 	}
 	r.stats.failed = m.StopReason == llm.StopReasonError
 	text := strings.TrimSpace(m.TextContent())
+	if m.StopReason == llm.StopReasonError {
+		// Shown when the run ends, unless a retry or a compaction recovers it
+		// or its notice tells it.
+		r.lastError, r.reported = shortReason(m.ErrorMessage), false
+		return
+	}
+	r.lastError = ""
 	switch {
-	case m.StopReason == llm.StopReasonError:
-		if m.ErrorInfo != nil && m.ErrorInfo.Retryable() {
-			return // a retry notice follows
-		}
-		r.answer = append(r.answer, "❌ The model request failed: "+shortReason(m.ErrorMessage))
 	case m.StopReason == llm.StopReasonAborted:
 		if text != "" {
 			r.answer = append(r.answer, text+"\n\n⏹ _stopped_")
@@ -412,7 +432,10 @@ func (r *runState) text() string {
 		}
 		b.WriteString(bl.text)
 	}
-	if !r.seg.sealed && r.streaming != nil && r.streaming.Len() > 0 {
+	// The live preview shows only in the run's first status message: a
+	// continued one (below a notice or a delivered follow-up) shows tool
+	// lines, and the answer is posted when it is complete.
+	if r.seg.first && !r.seg.sealed && r.streaming != nil && r.streaming.Len() > 0 {
 		b.WriteString("\n\n")
 		b.WriteString(r.streaming.String())
 	}
