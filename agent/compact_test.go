@@ -72,6 +72,9 @@ func TestThresholdCompactionAfterARun(t *testing.T) {
 	if len(starts) != 1 || starts[0].Reason != agent.CompactionThreshold {
 		t.Fatalf("compaction starts = %+v, want one threshold compaction", starts)
 	}
+	if starts[0].Tokens != 3600 || starts[0].ContextWindow != 4000 {
+		t.Fatalf("compaction start = %+v, want the context's 3600 tokens of 4000", starts[0])
+	}
 	if len(ends) != 1 || ends[0].ErrorMessage != "" || ends[0].TokensBefore != 3600 || ends[0].TokensAfter >= ends[0].TokensBefore {
 		t.Fatalf("compaction end = %+v, want before 3600 and fewer after", ends)
 	}
@@ -296,5 +299,8 @@ func TestNothingToCompact(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "nothing to compact") {
 		t.Fatalf("error %q", err)
+	}
+	if n := count[agent.AutoCompactionStart](h.recorded()) + count[agent.AutoCompactionEnd](h.recorded()); n != 0 {
+		t.Fatalf("nothing to compact emitted %d compaction events; it is an answer, not a compaction", n)
 	}
 }
