@@ -176,8 +176,9 @@ func TestRetryNoticeAfterTwoRateLimits(t *testing.T) {
 	e.say(th, "hello", true)
 	e.waitText(th, "made it")
 	e.waitText(th, "retry succeeded")
+	// One notice, updated for the second attempt, then with the outcome.
 	tr := e.chat.Transcript(th)
-	if strings.Count(tr, "retrying in") != 2 || !strings.Contains(tr, "(attempt 2/3): ") {
+	if strings.Count(tr, "retrying in") != 1 || !strings.Contains(tr, "(attempt 2/3): ") {
 		t.Fatalf("retry notices:\n%s", tr)
 	}
 }
