@@ -575,7 +575,8 @@ func TestSlackStopAnswersWithinASecondAndListsTheQueue(t *testing.T) {
 }
 
 func TestSlackRetryNoticeAndItsUpdate(t *testing.T) {
-	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Agent.Retry.BaseDelay = 20 * time.Millisecond }))
+	// Retry waits long enough that the notice's post goes out while it waits.
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Agent.Retry.BaseDelay = 200 * time.Millisecond }))
 	e.llm.Push(
 		llmfake.HTTPError(429, "rate_limit_exceeded", "Rate limit reached for requests"),
 		llmfake.HTTPError(429, "rate_limit_exceeded", "Rate limit reached for requests"),
@@ -584,19 +585,34 @@ func TestSlackRetryNoticeAndItsUpdate(t *testing.T) {
 	root := e.slack.Mention(slackChan, aliceID, "hello", "")
 	e.waitText(slackChan, root, "made it")
 	e.waitText(slackChan, root, "retry succeeded")
-	tr := e.threadText(slackChan, root)
-	if strings.Count(tr, "retrying in") != 2 || !strings.Contains(tr, "(attempt 2/3)") {
-		t.Fatalf("retry notices, want two \"retrying in\" and attempt 2/3:\n%s", tr)
+	// One notice message, updated for the second attempt, then with the
+	// outcome: in place, with chat.update.
+	var notices []slackfake.Message
+	for _, m := range e.botMessages(slackChan, root) {
+		if strings.Contains(m.Text, "retrying in") {
+			notices = append(notices, m)
+		}
 	}
-	// The notice was edited in place to say how it ended.
+	if len(notices) != 1 || !strings.Contains(notices[0].Text, "(attempt 2/3)") || !strings.Contains(notices[0].Text, "retry succeeded") {
+		t.Fatalf("retry notices = %d, want one saying attempt 2/3 and that the retry succeeded:\n%s", len(notices), e.transcript(slackChan, root))
+	}
+	posted := false
+	for _, c := range e.slack.CallsTo("chat.postMessage") {
+		if txt := c.Params.Get("text"); strings.Contains(txt, "retrying in") && !strings.Contains(txt, "succeeded") {
+			posted = true
+		}
+	}
+	if !posted {
+		t.Fatal("no retry notice was posted while the retry was pending")
+	}
 	var edited bool
 	for _, c := range e.slack.CallsTo("chat.update") {
-		if strings.Contains(c.Params.Get("text"), "retry succeeded") {
+		if c.Params.Get("ts") == notices[0].TS && strings.Contains(c.Params.Get("text"), "retry succeeded") {
 			edited = true
 		}
 	}
 	if !edited {
-		t.Fatal("no chat.update turned a retry notice into \"retry succeeded\"")
+		t.Fatal("the retry notice was not edited in place to say the retry succeeded")
 	}
 }
 
