@@ -27,6 +27,7 @@ type statusSaver struct {
 	channel  string
 	msgs     map[*outbox.Message]*savedMsg
 	timer    *time.Timer
+	closed   bool
 }
 
 type savedMsg struct {
@@ -61,7 +62,7 @@ func (s *statusSaver) update(m *outbox.Message, text string) {
 		s.msgs[m] = sm
 	}
 	sm.text, sm.dirty = text, true
-	if s.timer == nil {
+	if s.timer == nil && !s.closed {
 		s.timer = time.AfterFunc(saveEvery, s.flush)
 	}
 }
@@ -98,7 +99,19 @@ func (s *statusSaver) flush() {
 		}
 		sm.dirty = false
 	}
-	if pending {
+	if pending && !s.closed {
 		s.timer = time.AfterFunc(saveEvery, s.flush)
+	}
+}
+
+// close writes what it can and stops the timer for good.
+func (s *statusSaver) close() {
+	s.flush()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
 }

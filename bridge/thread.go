@@ -236,7 +236,7 @@ func (t *thread) close() {
 		cancel()
 		t.unsubscribe()
 	}
-	t.saver.flush()
+	t.saver.close()
 	if t.tws != nil {
 		_ = t.tws.Close()
 	}
