@@ -184,10 +184,9 @@ func (e *slackEnv) stop() {
 }
 
 // testLog is the bot's log output: the test's output until the test ends,
-// then nowhere. The bridge's statusSaver re-arms its flush timer while a
-// tracked message has no id yet, and nothing stops that timer at shutdown:
-// it can fire after Main.Close, fail on the closed database and log, and a
-// write to a finished test's output panics the whole test binary.
+// then nowhere. A write to a finished test's output panics the whole test
+// binary, so a timer that outlives Main.Close (as the bridge's status saver
+// once did) must cost one log line, not the suite.
 type testLog struct {
 	mu     sync.Mutex
 	w      io.Writer
