@@ -190,32 +190,29 @@ func (b *Bridge) Run(ctx context.Context) error {
 	for _, p := range b.platforms {
 		go func() {
 			err := p.Adapter.Run(actx, b.Handler(p.name))
-			if err != nil && actx.Err() == nil {
-				err = fmt.Errorf("%s: %w", p.name, err)
-			} else {
+			switch {
+			case err == nil || actx.Err() != nil:
 				err = nil
+			case !strings.HasPrefix(err.Error(), p.name+":"):
+				err = fmt.Errorf("%s: %w", p.name, err)
 			}
 			errc <- err
 		}()
 	}
 	var runErr error
+	pending := len(b.platforms)
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
-		// An adapter failed for good (bad token, disallowed intents): stop all.
+		// An adapter stopped by itself; if it failed for good (bad token,
+		// disallowed intents), the bot stops.
+		pending--
 	}
 	stopAdapters()
-	for range len(b.platforms) - boolInt(runErr != nil) {
+	for ; pending > 0; pending-- {
 		<-errc
 	}
 	return runErr
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Shutdown stops taking input, lets active runs finish, then stops them
@@ -311,7 +308,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if p == nil {
 			continue
 		}
-		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), mode: in.Mode, replayed: true})
+		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), mode: in.Mode, replayed: true, queue: in.Queue})
 	}
 	if len(pending) > 0 {
 		b.log.Info("replaying queued input", "count", len(pending))
@@ -387,6 +384,10 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		return 0, errors.New("bridge: shutting down")
 	}
 	if !h.allowed(in) {
+		// One note per message, though platforms deliver a mention twice.
+		if first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "refused/"+in.Thread.Channel+"/"+refusalID(in)); err != nil || !first {
+			return chat.Refused, err
+		}
 		if w, ok := p.Adapter.(chat.Whisperer); ok {
 			note := "Sorry, you're not allowed to use this bot here. Ask an admin to add you."
 			if err := w.Whisper(ctx, in.Thread, in.Author.ID, note); err != nil {
@@ -430,6 +431,14 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	b.mu.Unlock()
 	b.dispatch(p, rec, pendingInput{id: id, in: in, mode: mode})
 	return chat.Accepted, nil
+}
+
+// refusalID identifies a refused message across its deliveries.
+func refusalID(in chat.Inbound) string {
+	if in.MessageID != "" {
+		return in.MessageID
+	}
+	return in.EventID
 }
 
 func (h *handler) allowed(in chat.Inbound) bool {

@@ -38,7 +38,8 @@ type pendingInput struct {
 	id       int64 // storage inbound id
 	in       chat.Inbound
 	mode     storage.InboundMode
-	replayed bool // recovered from storage at start
+	replayed bool          // recovered from storage at start
+	queue    storage.Queue // the queue it waited in before a restart, if any
 }
 
 // queuedAck is the reaction shown on a queued message until it is delivered.
@@ -265,6 +266,13 @@ func (t *thread) handleInput(pi *pendingInput) {
 			t.log.Warn("recording last seen message", "err", err)
 		}
 	}
+	if startsRun && t.run != nil && t.run.stopped {
+		// The run is winding down after !stop: this input must not join it
+		// (it would sit in the stopped run's queue); it starts the next run.
+		t.held = append(t.held, pi)
+		return
+	}
+	slot := false
 	if t.sess == nil {
 		if isCommand && !startsRun && t.rec.SessionID == "" {
 			t.say(noSessionReply(name))
@@ -276,21 +284,35 @@ func (t *thread) handleInput(pi *pendingInput) {
 			t.statusMsgText = t.header()
 			t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
 		}
+		if startsRun {
+			// Take the run slot before setting up the workspace, so that a
+			// burst of new threads does not check out every workspace at once.
+			if !t.acquireSlot() {
+				return // shutting down: the input stays in storage for the next start
+			}
+			slot = true
+		}
 		if err := t.open(ctx, in); err != nil {
+			if slot {
+				t.releaseSlot()
+			}
 			t.fail(pi, "I couldn't set up this thread's workspace: "+userError(err), err)
 			return
 		}
 	}
-
-	if startsRun && t.run != nil && t.run.stopped {
-		// The run is winding down after !stop: this input must not join it
-		// (it would sit in the stopped run's queue); it starts the next run.
-		t.held = append(t.held, pi)
-		return
+	if pi.queue != "" && in.MessageID != "" {
+		// Queued before a restart: its reaction still says so; swap it when
+		// the model gets it.
+		emoji := reactFollowUp
+		if pi.queue == storage.QueueSteer {
+			emoji = reactSteer
+		}
+		t.amu.Lock()
+		t.acks[inputID(pi.id)] = queuedAck{messageID: in.MessageID, emoji: emoji}
+		t.amu.Unlock()
 	}
 	text, images := t.prepareInput(ctx, in)
-	slot := false
-	if startsRun && !t.sess.IsRunning() {
+	if startsRun && !slot && !t.sess.IsRunning() {
 		if !t.acquireSlot() {
 			return // shutting down: the input stays in storage for the next start
 		}

@@ -167,7 +167,11 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		a.now = time.Now
 	}
 	if a.http == nil {
-		a.http = &http.Client{}
+		// The outbox makes several calls at once to one host: keep enough
+		// idle connections to avoid a TLS handshake per call.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 16
+		a.http = &http.Client{Transport: tr}
 	}
 	if a.conc <= 0 {
 		a.conc = defaultConcurrency
