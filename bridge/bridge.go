@@ -113,6 +113,7 @@ type Bridge struct {
 	mu      sync.Mutex
 	threads map[string]*thread // live thread owners by thread key
 	known   map[string]bool    // keys of threads that have a session
+	seen    recentSet          // recently accepted deliveries, to answer duplicates without storage
 	closing bool
 	wg      sync.WaitGroup // thread owners
 }
@@ -383,6 +384,16 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		// Not acknowledged: the platform redelivers after the restart.
 		return 0, errors.New("bridge: shutting down")
 	}
+	// Platforms deliver one message more than once (Slack: as app_mention
+	// and as message, and again on timeouts). Storage de-duplicates for sure;
+	// the recent set answers the common case without a write.
+	deliveryKeys := deliveryKeys(p.name, in)
+	b.mu.Lock()
+	dup := b.seen.hasAny(deliveryKeys)
+	b.mu.Unlock()
+	if dup {
+		return chat.Duplicate, nil
+	}
 	if !h.allowed(in) {
 		// One note per message, though platforms deliver a mention twice.
 		if first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "refused/"+in.Thread.Channel+"/"+refusalID(in)); err != nil || !first {
@@ -423,14 +434,63 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	if err != nil {
 		return 0, err
 	}
+	b.mu.Lock()
+	b.seen.add(deliveryKeys)
+	b.known[key] = true
+	b.mu.Unlock()
 	if dup {
 		return chat.Duplicate, nil
 	}
-	b.mu.Lock()
-	b.known[key] = true
-	b.mu.Unlock()
 	b.dispatch(p, rec, pendingInput{id: id, in: in, mode: mode})
 	return chat.Accepted, nil
+}
+
+// deliveryKeys are the ids that identify a message's deliveries.
+func deliveryKeys(platform string, in chat.Inbound) []string {
+	var keys []string
+	if in.EventID != "" {
+		keys = append(keys, platform+"/e/"+in.EventID)
+	}
+	if in.MessageID != "" {
+		keys = append(keys, platform+"/m/"+in.Thread.Channel+"/"+in.MessageID)
+	}
+	return keys
+}
+
+// recentSet remembers the last recentSetSize keys added.
+type recentSet struct {
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+const recentSetSize = 4096
+
+func (r *recentSet) hasAny(keys []string) bool {
+	for _, k := range keys {
+		if _, ok := r.keys[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recentSet) add(keys []string) {
+	if r.keys == nil {
+		r.keys = make(map[string]struct{}, recentSetSize)
+		r.ring = make([]string, recentSetSize)
+	}
+	for _, k := range keys {
+		if _, ok := r.keys[k]; ok {
+			continue
+		}
+		if old := r.ring[r.next]; old != "" {
+			delete(r.keys, old)
+		}
+		r.ring[r.next] = k
+		r.keys[k] = struct{}{}
+		r.next = (r.next + 1) % recentSetSize
+	}
 }
 
 // refusalID identifies a refused message across its deliveries.

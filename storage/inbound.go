@@ -85,7 +85,7 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 	if len(in.Attachments) > 0 {
 		attachments = string(in.Attachments)
 	}
-	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
 		ins, err := db.stmts.insertInbound.in(ctx, tx)
 		if err != nil {

@@ -71,6 +71,7 @@ type DB struct {
 	// closes; writerDone closes when it has stopped. writes is nil without
 	// group commit.
 	writes     chan *writeReq
+	urgent     chan *writeReq // writes a platform acknowledgement waits on: served first
 	quit       chan struct{}
 	writerDone chan struct{}
 
@@ -169,6 +170,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.lastPrune.Store(db.now().UnixMilli())
 	if !o.noGroupCommit {
 		db.writes = make(chan *writeReq)
+		db.urgent = make(chan *writeReq)
 		db.writerDone = make(chan struct{})
 		go db.writeLoop()
 	}

@@ -90,7 +90,7 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 	}
 	var t Thread
 	var created bool
-	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
 		res, err := tx.ExecContext(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,

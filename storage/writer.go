@@ -38,15 +38,26 @@ const (
 // roll back the writes batched with it). A caller whose context ends while the
 // write still waits gets ctx.Err() and the write is skipped.
 func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return db.write(ctx, db.writes, fn)
+}
+
+// inUrgentTx is inTx for writes that a chat platform's acknowledgement waits
+// on (accepting input): the writer takes them before other waiting writes, so
+// a burst of session writes cannot hold up the 3-second deadline.
+func (db *DB) inUrgentTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return db.write(ctx, db.urgent, fn)
+}
+
+func (db *DB) write(ctx context.Context, lane chan *writeReq, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if db.writes == nil {
+	if lane == nil {
 		return db.runTx(ctx, fn)
 	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
-	case db.writes <- r:
+	case lane <- r:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-db.quit:
@@ -83,15 +94,29 @@ func (db *DB) writeLoop() {
 	for {
 		batch = batch[:0]
 		select {
+		case r := <-db.urgent:
+			batch = append(batch, r)
 		case r := <-db.writes:
 			batch = append(batch, r)
 		case <-db.quit:
 			return
 		}
-		// Take whoever else is waiting right now; never wait for more.
+		// Take whoever else is waiting right now, urgent writes first; never
+		// wait for more.
+	urgent:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-db.urgent:
+				batch = append(batch, r)
+			default:
+				break urgent
+			}
+		}
 	drain:
 		for len(batch) < maxBatch {
 			select {
+			case r := <-db.urgent:
+				batch = append(batch, r)
 			case r := <-db.writes:
 				batch = append(batch, r)
 			default:
