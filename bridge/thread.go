@@ -643,9 +643,7 @@ func (t *thread) recordPush(ctx context.Context, sha string, result storage.Push
 
 // link is the thread's permalink for commit messages, when the platform gives one.
 func (t *thread) link(ctx context.Context) string {
-	if l, ok := t.p.Adapter.(interface {
-		Permalink(ctx context.Context, thread chat.ThreadRef) (string, error)
-	}); ok {
+	if l, ok := t.p.Adapter.(chat.Linker); ok {
 		if url, err := l.Permalink(ctx, t.ref); err == nil && url != "" {
 			return "Thread: " + url
 		}

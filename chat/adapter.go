@@ -138,6 +138,11 @@ type HistoryMessage struct {
 	Time   time.Time
 }
 
+// Linker gives a link to a thread, for commit messages.
+type Linker interface {
+	Permalink(ctx context.Context, thread ThreadRef) (string, error)
+}
+
 // Downloader fetches a shared file's content (Slack url_private with the bot
 // token, Discord CDN URLs).
 type Downloader interface {

@@ -338,3 +338,12 @@ func (a *Adapter) channelName(id string) string {
 	defer st.RUnlock()
 	return c.Name
 }
+
+// Permalink implements chat.Linker: Discord's link to the thread.
+func (a *Adapter) Permalink(_ context.Context, thread chat.ThreadRef) (string, error) {
+	guild := thread.Team
+	if guild == "" {
+		guild = "@me"
+	}
+	return "https://discord.com/channels/" + guild + "/" + thread.Thread, nil
+}

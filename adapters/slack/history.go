@@ -111,3 +111,8 @@ func (a *Adapter) mayReceiveToken(u *url.URL) bool {
 	api, err := url.Parse(a.cfg.BaseURL())
 	return err == nil && api.Host != "" && u.Scheme == api.Scheme && strings.EqualFold(u.Host, api.Host)
 }
+
+// Permalink implements chat.Linker: the link to the thread's root message.
+func (a *Adapter) Permalink(ctx context.Context, thread chat.ThreadRef) (string, error) {
+	return a.api.GetPermalinkContext(ctx, &slackapi.PermalinkParameters{Channel: thread.Channel, Ts: thread.Thread})
+}

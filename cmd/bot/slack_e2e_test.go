@@ -406,7 +406,7 @@ func TestSlackMentionStatusAnswerPushAndNotice(t *testing.T) {
 		t.Errorf("hello.txt on %s = %q, want %q", branch, got, "hello world")
 	}
 	commits := e.remote.Commits(t, branch)
-	if commits[0].Subject() != "add a hello file" || !strings.Contains(commits[0].Message, "Co-authored-by: alice <alice@example.com>") {
+	if !strings.Contains(commits[0].Message, "Thread: https://fake.slack.test/archives/") || commits[0].Subject() != "add a hello file" || !strings.Contains(commits[0].Message, "Co-authored-by: alice <alice@example.com>") {
 		t.Errorf("commit = %q, want the request as subject and Alice as co-author", commits[0].Message)
 	}
 	tr := e.threadText(slackChan, root)

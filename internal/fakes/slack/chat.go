@@ -194,6 +194,21 @@ func (s *Server) chatPostEphemeral(p url.Values) (map[string]any, string) {
 	return map[string]any{"message_ts": ts}, ""
 }
 
+// chatGetPermalink answers with Slack's link form for a message:
+// https://<workspace>.slack.com/archives/<channel>/p<ts without the dot>.
+func (s *Server) chatGetPermalink(p url.Values) (map[string]any, string) {
+	ch, code := s.lookupChannelLocked(p.Get("channel"))
+	if code != "" {
+		return nil, code
+	}
+	ts := p.Get("message_ts")
+	if ts == "" {
+		return nil, "message_not_found"
+	}
+	link := "https://fake.slack.test/archives/" + ch.info.ID + "/p" + strings.ReplaceAll(ts, ".", "")
+	return map[string]any{"channel": ch.info.ID, "permalink": link}, ""
+}
+
 // reactionTarget finds the message a reactions.* call names.
 func (s *Server) reactionTarget(p url.Values) (*message, string, string) {
 	ch, code := s.lookupChannelLocked(p.Get("channel"))

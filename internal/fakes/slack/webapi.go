@@ -41,6 +41,7 @@ var apiMethods = map[string]apiMethod{
 	"chat.update":                  {needBot, (*Server).chatUpdate},
 	"chat.postEphemeral":           {needBot, (*Server).chatPostEphemeral},
 	"chat.delete":                  {needBot, (*Server).chatDelete},
+	"chat.getPermalink":            {needBot, (*Server).chatGetPermalink},
 	"reactions.add":                {needBot, (*Server).reactionsAdd},
 	"reactions.remove":             {needBot, (*Server).reactionsRemove},
 	"conversations.replies":        {needBot, (*Server).conversationsReplies},
