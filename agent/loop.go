@@ -345,9 +345,7 @@ func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Me
 					a.beforeTools()
 				}
 				results, steered = a.executeTools(ctx, calls)
-				for _, r := range results {
-					added = append(added, r)
-				}
+				added = append(added, results...)
 			}
 			a.emit(TurnEnd{Message: reply, ToolResults: results})
 			if ctx.Err() != nil {

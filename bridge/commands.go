@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -271,14 +270,4 @@ func (t *thread) reset(ctx context.Context) {
 		return
 	}
 	t.say("🆕 Started a new conversation on the same branch. The previous one is kept in the history.")
-}
-
-// sortedKeys is used by tests to check the command set.
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

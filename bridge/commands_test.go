@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -297,4 +298,13 @@ func inboundByMessage(t *testing.T, r *rig, messageID string) storage.Inbound {
 	}
 	t.Fatalf("no stored input for message %s", messageID)
 	return storage.Inbound{}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

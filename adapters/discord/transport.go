@@ -215,12 +215,3 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
-
-// restCode is Discord's JSON error code of a REST error, or 0.
-func restCode(err error) int {
-	var re *discordgo.RESTError
-	if errors.As(err, &re) && re.Message != nil {
-		return re.Message.Code
-	}
-	return 0
-}

@@ -26,7 +26,7 @@ func buildRequest(req llm.Request) goopenai.ChatCompletionRequest {
 		if usesMaxCompletionTokens(req.Model) {
 			cr.MaxCompletionTokens = req.MaxTokens
 		} else {
-			cr.MaxTokens = req.MaxTokens
+			cr.MaxTokens = req.MaxTokens //nolint:staticcheck // deprecated upstream, but the name OpenAI-compatible servers accept (see above)
 		}
 	}
 	for _, t := range req.Tools {

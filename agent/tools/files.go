@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 )
 
 // openRegular opens a target for reading and refuses anything but a regular
@@ -73,12 +72,4 @@ func readAllCtx(ctx context.Context, f *os.File, size int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// mtimeOf is a file's modification time, or zero when it cannot be had.
-func mtimeOf(fi fs.FileInfo) time.Time {
-	if fi == nil {
-		return time.Time{}
-	}
-	return fi.ModTime()
 }

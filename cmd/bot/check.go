@@ -186,7 +186,7 @@ func slackCall(ctx context.Context, client *http.Client, endpoint, token string)
 		return fmt.Errorf("unexpected answer from Slack (%s)", resp.Status)
 	}
 	if !body.OK {
-		return fmt.Errorf("Slack said %q", body.Error)
+		return fmt.Errorf("rejected by Slack: %q", body.Error)
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func TestCheckReportsOneLinePerProblem(t *testing.T) {
 	}
 	want := []string{
 		`llm.model: "no-such-model"`,
-		`slack.bot_token: Slack said "invalid_auth"`,
+		`slack.bot_token: rejected by Slack: "invalid_auth"`,
 		`workspace.repos[app].default_branch: the remote has no branch "trunk"`,
 		`workspace.repos[gone].url: cannot reach the remote`,
 	}

@@ -133,18 +133,6 @@ func (e *events) add(v any) {
 	e.mu.Unlock()
 }
 
-func count[T any](e *events, match func(T) bool) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, x := range e.list {
-		if v, ok := x.(T); ok && (match == nil || match(v)) {
-			n++
-		}
-	}
-	return n
-}
-
 // waitEvent waits for a decoded event of type T that satisfies match.
 func waitEvent[T any](t testing.TB, e *events, match func(T) bool) T {
 	t.Helper()
