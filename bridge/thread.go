@@ -261,11 +261,6 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
 		return
 	}
-	if in.MessageID != "" && !pi.replayed {
-		if err := t.b.cfg.Store.SetLastSeenMessage(ctx, t.rec.ID, in.MessageID); err != nil {
-			t.log.Warn("recording last seen message", "err", err)
-		}
-	}
 	if startsRun && t.run != nil && t.run.stopped {
 		// The run is winding down after !stop: this input must not join it
 		// (it would sit in the stopped run's queue); it starts the next run.
