@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/threadsmith/threadsmith/internal/fakes/clock"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -22,26 +22,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the test's manual clock.
+func newFakeClock() *clock.Manual {
+	return clock.NewManual(time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC))
 }
 
 // viewRig drives a view the way a thread does (status posted, arm, session
@@ -52,7 +35,7 @@ type viewRig struct {
 	out       *outbox.Outbox
 	ref       chat.ThreadRef
 	v         *view
-	clock     *fakeClock
+	clock     *clock.Manual
 	delivered []string
 }
 

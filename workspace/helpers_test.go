@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"github.com/threadsmith/threadsmith/internal/fakes/clock"
 	"io"
 	"log/slog"
 	"os"
@@ -16,26 +17,9 @@ import (
 
 var bot = Identity{Name: "threadsmith", Email: "bot@threadsmith.test"}
 
-// fakeClock is the injected clock for idle times.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the test's manual clock.
+func newFakeClock() *clock.Manual {
+	return clock.NewManual(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // logBuffer collects a test's logs so tests can assert what they do not
@@ -63,7 +47,7 @@ type env struct {
 	t     *testing.T
 	m     *Manager
 	cfg   Config
-	clock *fakeClock
+	clock *clock.Manual
 	logs  *logBuffer
 }
 
@@ -74,7 +58,7 @@ func newEnv(t *testing.T, repos ...Repo) *env {
 	return newEnvIn(t, t.TempDir(), newFakeClock(), repos...)
 }
 
-func newEnvIn(t *testing.T, dataDir string, clock *fakeClock, repos ...Repo) *env {
+func newEnvIn(t *testing.T, dataDir string, clock *clock.Manual, repos ...Repo) *env {
 	t.Helper()
 	logs := &logBuffer{out: t.Output()}
 	cfg := Config{

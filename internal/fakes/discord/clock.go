@@ -1,8 +1,8 @@
 package discordfake
 
 import (
+	"github.com/threadsmith/threadsmith/internal/fakes/clock"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -17,27 +17,10 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // ManualClock is a Clock that moves only when told, so a test can cross a
 // rate-limit window or the interaction deadline without sleeping.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type ManualClock = clock.Manual
 
 // NewManualClock returns a clock that reads start until advanced.
-func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
-
-// Now returns the clock's time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func NewManualClock(start time.Time) *ManualClock { return clock.NewManual(start) }
 
 // discordEpochMS is the first millisecond of 2015, the epoch of Discord snowflakes.
 const discordEpochMS = 1420070400000

@@ -1,7 +1,7 @@
 package slackfake
 
 import (
-	"sync"
+	"github.com/threadsmith/threadsmith/internal/fakes/clock"
 	"time"
 )
 
@@ -118,28 +118,8 @@ func WithMessageBeforeMention() Option {
 	return func(c *config) { c.messageFirst = true }
 }
 
-// ManualClock is a clock that moves only when told, for WithClock. It is safe for
-// concurrent use.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// ManualClock is a clock that moves only when told, for WithClock.
+type ManualClock = clock.Manual
 
 // NewManualClock returns a clock that reads start until advanced.
-func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start}
-}
-
-// Now returns the clock's current time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func NewManualClock(start time.Time) *ManualClock { return clock.NewManual(start) }
