@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	slackapi "github.com/slack-go/slack"
-	"github.com/slack-go/slack/socketmode"
-
 	"github.com/threadsmith/threadsmith/chat"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
@@ -29,24 +26,7 @@ import (
 func BenchmarkMentionBurstAck(b *testing.B) {
 	b.Run("floor", func(b *testing.B) {
 		srv := slackfake.New(b, slackfake.WithoutBotEcho())
-		api := slackapi.New(srv.BotToken(), slackapi.OptionAPIURL(srv.APIURL()), slackapi.OptionAppLevelToken(srv.AppToken()))
-		sm := socketmode.New(api)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = sm.RunContext(ctx) })
-		wg.Go(func() {
-			for {
-				select {
-				case evt := <-sm.Events:
-					if evt.Type == socketmode.EventTypeEventsAPI {
-						_ = sm.Ack(*evt.Request)
-					}
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-		b.Cleanup(func() { cancel(); wg.Wait() })
+		slackfake.StartAckingClient(b, srv)
 		burst(b, srv)
 	})
 	b.Run("adapter", func(b *testing.B) {

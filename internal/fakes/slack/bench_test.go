@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack/socketmode"
-
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -17,24 +15,7 @@ import (
 // and a slack-go client that acks every envelope at once, with no adapter between.
 func BenchmarkMentionBurstAck(b *testing.B) {
 	srv := slackfake.New(b, slackfake.WithoutBotEcho())
-	sm := socketmode.New(newAPI(srv))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { _ = sm.RunContext(ctx); done <- struct{}{} }()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for {
-			select {
-			case evt := <-sm.Events:
-				if evt.Type == socketmode.EventTypeEventsAPI {
-					_ = sm.Ack(*evt.Request)
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	b.Cleanup(func() { cancel(); <-done; <-done })
+	slackfake.StartAckingClient(b, srv)
 	wait, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
 	if err := srv.WaitConnections(wait, 1); err != nil {
