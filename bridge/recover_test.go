@@ -1,6 +1,9 @@
 package bridge
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
 	tests := []struct{ saved, want string }{
@@ -12,5 +15,22 @@ func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
 		if got := interruptedStatus(tt.saved); got != tt.want {
 			t.Errorf("interruptedStatus(%q) = %q, want %q", tt.saved, got, tt.want)
 		}
+	}
+}
+
+func TestRecentSetForgetsTheOldest(t *testing.T) {
+	var r recentSet
+	r.add([]string{"a", "b"})
+	if !r.hasAny([]string{"x", "b"}) || r.hasAny([]string{"x"}) {
+		t.Fatal("recentSet does not answer for what it holds")
+	}
+	for i := range recentSetSize {
+		r.add([]string{"k" + strconv.Itoa(i)})
+	}
+	if r.hasAny([]string{"a"}) || r.hasAny([]string{"b"}) {
+		t.Fatal("recentSet kept keys beyond its size")
+	}
+	if !r.hasAny([]string{"k" + strconv.Itoa(recentSetSize-1)}) || len(r.keys) != recentSetSize {
+		t.Fatalf("recentSet holds %d keys, want %d with the newest", len(r.keys), recentSetSize)
 	}
 }

@@ -376,3 +376,30 @@ func TestInvalidConfigNamesTheKeyAndExits2(t *testing.T) {
 		t.Fatalf("Run = %v, want an error naming llm.context_window", err)
 	}
 }
+
+func TestBusyModeSteerMakesPlainMessagesSteer(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.Agent.BusyMode = config.BusySteer })
+	g := newGate()
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		switch n.Add(1) {
+		case 1:
+			g.hold()
+			return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "ls", Args: `{}`})
+		}
+		return llmfake.TextReply("reply to: " + lastUserText(r))
+	})
+	th := thread("1100.1")
+	e.say(th, "look around", true)
+	e.waitArrived(g)
+	plain := e.say(th, "actually, check the tests", false)
+	e.waitReaction(plain, "arrow_right_hook")
+	close(g.open)
+	e.waitText(th, "reply to: actually, check the tests")
+	e.waitReaction(plain, "eyes")
+	// As a steer it reached the model right after the tool, in the second
+	// request; as a followUp it would have waited for a third.
+	if reqs := e.llm.Requests(); len(reqs) != 2 || lastUserText(reqs[1]) != "actually, check the tests" {
+		t.Fatalf("requests = %d, last user text of the second %q", len(reqs), lastUserText(reqs[len(reqs)-1]))
+	}
+}
