@@ -107,6 +107,13 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 			}
 			return err
 		}
+		touch, err := db.stmts.touchThread.in(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := touch.ExecContext(ctx, now, in.ThreadID); err != nil {
+			return err
+		}
 		return db.bumpLastSeen(ctx, tx, in.ThreadID, in.MessageID)
 	})
 	if err != nil {

@@ -126,7 +126,8 @@ func TestOpenUpgradesOlderSchema(t *testing.T) {
 	db.Close()
 	// Take the file back to version 1, as the first release left it.
 	raw := rawDB(t, path)
-	if _, err := raw.Exec(`DROP INDEX entries_by_type; DELETE FROM schema_migrations WHERE version > 1`); err != nil {
+	if _, err := raw.Exec(`DROP INDEX entries_by_type; DROP INDEX threads_recent; ALTER TABLE threads DROP COLUMN active_at;
+		DELETE FROM schema_migrations WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
@@ -139,8 +140,12 @@ func TestOpenUpgradesOlderSchema(t *testing.T) {
 	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'entries_by_type'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("index entries_by_type after upgrade: count %d, err %v; want it recreated by migration 2", n, err)
 	}
-	if _, err := db.ThreadByID(ctx, th.ID); err != nil {
+	got, err := db.ThreadByID(ctx, th.ID)
+	if err != nil {
 		t.Errorf("thread after upgrade: %v", err)
+	}
+	if !got.ActiveAt.Equal(got.UpdatedAt) {
+		t.Errorf("thread active at %v after upgrade, want its last update %v (migration 3)", got.ActiveAt, got.UpdatedAt)
 	}
 }
 

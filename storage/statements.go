@@ -28,6 +28,7 @@ type statements struct {
 	findInbound   hotStmt
 	markInbound   hotStmt
 	lastSeen      hotStmt
+	touchThread   hotStmt
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
 	savepoint     hotStmt
@@ -36,7 +37,7 @@ type statements struct {
 }
 
 func (s *statements) all() []*hotStmt {
-	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.updateOutbnd, &s.markEvent,
+	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent,
 		&s.savepoint, &s.release, &s.rollbackTo}
 }
 
@@ -57,6 +58,7 @@ func newStatements() statements {
 		lastSeen: hotStmt{query: `UPDATE threads SET last_seen_message = ?1, updated_at = ?2
 			WHERE id = ?3 AND (length(?1) > length(last_seen_message)
 				OR (length(?1) = length(last_seen_message) AND ?1 > last_seen_message))`},
+		touchThread:  hotStmt{query: `UPDATE threads SET active_at = ?1 WHERE id = ?2 AND active_at < ?1`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
 		// One write of a group commit (writer.go).

@@ -26,12 +26,17 @@ func (k ThreadKey) validate() error {
 }
 
 // ThreadState says whether a thread still takes input.
+//
+// An active thread nobody wrote in lately (ActiveAt older than the caller's
+// window, a day for catching up) is idle: it still takes input, but
+// RecentThreads leaves it out, so a reconnect spends no API call on it.
 type ThreadState string
 
 const (
 	// ThreadActive: the thread hosts a live session (the default).
 	ThreadActive ThreadState = "active"
-	// ThreadClosed: the thread is archived or abandoned; it is not resumed at start.
+	// ThreadClosed: the thread is gone from the platform (deleted, or the bot
+	// lost access); it is neither resumed at start nor caught up.
 	ThreadClosed ThreadState = "closed"
 )
 
@@ -56,12 +61,15 @@ type Thread struct {
 	// LastSeenMessage is the platform id (Slack ts, Discord snowflake) of the
 	// newest message seen in the thread, for catch-up after a reconnect.
 	LastSeenMessage string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// ActiveAt is when a person last wrote in the thread (input accepted), or
+	// when it was created.
+	ActiveAt  time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 const threadColumns = `t.id, t.platform, t.team, t.channel, t.thread, coalesce(s.uid, ''), t.repo, t.branch,
-	t.workspace_path, t.state, t.last_seen_message, t.created_at, t.updated_at`
+	t.workspace_path, t.state, t.last_seen_message, t.active_at, t.created_at, t.updated_at`
 
 const threadFrom = ` FROM threads t LEFT JOIN sessions s ON s.id = t.session_id `
 
@@ -69,10 +77,10 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanThread(r scanner) (Thread, error) {
 	var t Thread
-	var created, updated int64
+	var active, created, updated int64
 	err := r.Scan(&t.ID, &t.Key.Platform, &t.Key.Team, &t.Key.Channel, &t.Key.Thread, &t.SessionID,
-		&t.Repo, &t.Branch, &t.WorkspacePath, &t.State, &t.LastSeenMessage, &created, &updated)
-	t.CreatedAt, t.UpdatedAt = fromMS(created), fromMS(updated)
+		&t.Repo, &t.Branch, &t.WorkspacePath, &t.State, &t.LastSeenMessage, &active, &created, &updated)
+	t.ActiveAt, t.CreatedAt, t.UpdatedAt = fromMS(active), fromMS(created), fromMS(updated)
 	return t, err
 }
 
@@ -92,9 +100,9 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 	var created bool
 	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
-		res, err := tx.ExecContext(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
-			key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, now, now)
+		res, err := tx.ExecContext(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
+			key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, now, now, now)
 		if err != nil {
 			return err
 		}
@@ -144,6 +152,27 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]Thread, error) {
 		out = append(out, t)
 	}
 	return out, opError("active threads", rows.Err())
+}
+
+// RecentThreads returns the platform's active threads a person wrote in at or
+// after since, oldest first: the threads worth catching up on after a
+// reconnect. Idle and closed threads are left out, however many there are.
+func (db *DB) RecentThreads(ctx context.Context, platform string, since time.Time) ([]Thread, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+threadColumns+threadFrom+
+		`WHERE t.platform = ? AND t.state = 'active' AND t.active_at >= ? ORDER BY t.id`, platform, since.UnixMilli())
+	if err != nil {
+		return nil, opError("recent threads", err)
+	}
+	defer rows.Close()
+	var out []Thread
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, opError("recent threads", err)
+		}
+		out = append(out, t)
+	}
+	return out, opError("recent threads", rows.Err())
 }
 
 // SetThreadWorkspace records the thread's repository, branch and workspace path.

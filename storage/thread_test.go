@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestEnsureThread(t *testing.T) {
 		t.Fatalf("first EnsureThread = created %v, err %v; want created", created, err)
 	}
 	want := storage.Thread{ID: th.ID, Key: key, Repo: "app", Branch: "bot/slack-1", WorkspacePath: "/w/1",
-		State: storage.ThreadActive, CreatedAt: clock.t, UpdatedAt: clock.t}
+		State: storage.ThreadActive, ActiveAt: clock.t, CreatedAt: clock.t, UpdatedAt: clock.t}
 	if th != want {
 		t.Errorf("new thread = %+v, want %+v", th, want)
 	}
@@ -152,5 +153,54 @@ func TestSessions(t *testing.T) {
 	}
 	if _, err := db.CreateSession(ctx, 12345, storage.SessionInit{}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("CreateSession(unknown thread) = %v, want ErrNotFound", err)
+	}
+}
+
+// Only threads a person wrote in lately are recent: a reconnect catches up on
+// them and not on the dormant or closed ones, however many.
+func TestRecentThreads(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	db := openDB(t, storage.WithClock(clock.now))
+	thread := func(platform, id string) storage.Thread {
+		th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: platform, Team: "T", Channel: "C", Thread: id}, storage.ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+	dormant := thread("slack", "1.0")
+	written := thread("slack", "2.0")
+	closed := thread("slack", "3.0")
+	other := thread("discord", "4")
+	clock.advance(48 * time.Hour)
+	fresh := thread("slack", "5.0")
+	if _, _, err := db.AcceptInbound(ctx, storage.Inbound{Platform: "slack", EventID: "Ev1", Channel: "C",
+		MessageID: "2.5", ThreadID: written.ID, Text: "hi", Mode: storage.ModePrompt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetThreadState(ctx, closed.ID, storage.ThreadClosed); err != nil {
+		t.Fatal(err)
+	}
+	// A redelivery of old input (a catch-up) is not new activity: it changes nothing.
+	clock.advance(time.Hour)
+	if _, dup, err := db.AcceptInbound(ctx, storage.Inbound{Platform: "slack", EventID: "Ev1", Channel: "C",
+		MessageID: "2.5", ThreadID: written.ID, Text: "hi", Mode: storage.ModePrompt}); err != nil || !dup {
+		t.Fatalf("AcceptInbound again = dup %v, err %v; want a duplicate", dup, err)
+	}
+
+	got, err := db.RecentThreads(ctx, "slack", clock.t.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, th := range got {
+		ids = append(ids, th.ID)
+	}
+	if want := []int64{written.ID, fresh.ID}; !slices.Equal(ids, want) {
+		t.Errorf("RecentThreads = %v, want %v (not dormant %d, closed %d, nor discord's %d)", ids, want, dormant.ID, closed.ID, other.ID)
+	}
+	if w := got[0]; !w.ActiveAt.Equal(clock.t.Add(-time.Hour)) {
+		t.Errorf("written thread active at %v, want the first acceptance %v", w.ActiveAt, clock.t.Add(-time.Hour))
 	}
 }
