@@ -58,7 +58,9 @@ func newStatements() statements {
 		lastSeen: hotStmt{query: `UPDATE threads SET last_seen_message = ?1, updated_at = ?2
 			WHERE id = ?3 AND (length(?1) > length(last_seen_message)
 				OR (length(?1) = length(last_seen_message) AND ?1 > last_seen_message))`},
-		touchThread:  hotStmt{query: `UPDATE threads SET active_at = ?1 WHERE id = ?2 AND active_at < ?1`},
+		// Input is activity, and shows the thread exists: a closed one is active again.
+		touchThread: hotStmt{query: `UPDATE threads SET active_at = ?1, state = 'active'
+			WHERE id = ?2 AND (active_at < ?1 OR state <> 'active')`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
 		// One write of a group commit (writer.go).

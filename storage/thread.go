@@ -36,7 +36,8 @@ const (
 	// ThreadActive: the thread hosts a live session (the default).
 	ThreadActive ThreadState = "active"
 	// ThreadClosed: the thread is gone from the platform (deleted, or the bot
-	// lost access); it is neither resumed at start nor caught up.
+	// lost access); it is neither resumed at start nor caught up. Input
+	// accepted in it makes it active again.
 	ThreadClosed ThreadState = "closed"
 )
 

@@ -203,4 +203,13 @@ func TestRecentThreads(t *testing.T) {
 	if w := got[0]; !w.ActiveAt.Equal(clock.t.Add(-time.Hour)) {
 		t.Errorf("written thread active at %v, want the first acceptance %v", w.ActiveAt, clock.t.Add(-time.Hour))
 	}
+
+	// Someone writes in the closed thread: it exists after all.
+	if _, _, err := db.AcceptInbound(ctx, storage.Inbound{Platform: "slack", EventID: "Ev2", Channel: "C",
+		MessageID: "3.5", ThreadID: closed.ID, Text: "back", Mode: storage.ModePrompt}); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := db.ThreadByID(ctx, closed.ID); th.State != storage.ThreadActive || !th.ActiveAt.Equal(clock.t) {
+		t.Errorf("closed thread after input = %s active at %v, want active at %v", th.State, th.ActiveAt, clock.t)
+	}
 }
