@@ -71,6 +71,7 @@ type Config struct {
 	LLM               LLM       `yaml:"llm"`
 	Agent             Agent     `yaml:"agent"`
 	Workspace         Workspace `yaml:"workspace"`
+	Sandbox           Sandbox   `yaml:"sandbox"`
 	Slack             Slack     `yaml:"slack"`
 	Discord           Discord   `yaml:"discord"`
 
@@ -180,6 +181,21 @@ type Compaction struct {
 	Enabled          bool `yaml:"enabled"`
 	ReserveTokens    int  `yaml:"reserve_tokens"`
 	KeepRecentTokens int  `yaml:"keep_recent_tokens"`
+}
+
+// Sandbox configures the isolation of everything the agent runs (PRODUCT.md §8).
+type Sandbox struct {
+	// Mode is auto (the strongest isolation available; the bot refuses to
+	// start without one), namespaces, or none (unsandboxed, explicit).
+	Mode SandboxMode `yaml:"mode"`
+	// Network lets the agent's commands reach the network.
+	Network bool `yaml:"network"`
+	// Memory caps each process's address space.
+	Memory ByteSize `yaml:"memory"`
+	// Processes caps the processes one command may run at once.
+	Processes int `yaml:"processes"`
+	// ReadOnlyPaths are extra host paths shown read-only (toolchains).
+	ReadOnlyPaths []string `yaml:"read_only_paths"`
 }
 
 // Workspace configures the per-thread checkouts.
@@ -339,6 +355,7 @@ func Default() Config {
 			IdleTTL:          168 * time.Hour,
 			MaxDownloadBytes: 20 << 20,
 		},
+		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512},
 		Slack: Slack{
 			Enabled: true,
 			Mode:    SlackSocket,

@@ -161,3 +161,31 @@ func (m *SlackMode) UnmarshalText(b []byte) error {
 }
 
 func (m SlackMode) valid() bool { return m == SlackSocket || m == SlackHTTP }
+
+// SandboxMode is how the agent's commands are isolated (sandbox.mode).
+type SandboxMode string
+
+const (
+	// SandboxAuto uses the strongest isolation the kernel offers and refuses
+	// to start without one.
+	SandboxAuto SandboxMode = "auto"
+	// SandboxNamespaces requires Linux namespaces (plus Landlock when present).
+	SandboxNamespaces SandboxMode = "namespaces"
+	// SandboxNone runs the agent's commands unsandboxed.
+	SandboxNone SandboxMode = "none"
+)
+
+// UnmarshalText accepts the modes in any case.
+func (m *SandboxMode) UnmarshalText(b []byte) error {
+	switch s := SandboxMode(strings.ToLower(string(b))); s {
+	case SandboxAuto, SandboxNamespaces, SandboxNone:
+		*m = s
+	default:
+		*m = SandboxMode(b)
+	}
+	return nil
+}
+
+func (m SandboxMode) valid() bool {
+	return m == SandboxAuto || m == SandboxNamespaces || m == SandboxNone
+}

@@ -179,7 +179,10 @@ type walker struct {
 	done map[*yaml.Node]bool
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
 
 func (w *walker) walk(n *yaml.Node, t reflect.Type, key string) {
 	if n.Kind == yaml.AliasNode {
@@ -293,6 +296,8 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, key string) {
 		switch {
 		case t == durationType:
 			want = "a duration such as 30s, 10m or 168h"
+		case t == byteSizeType:
+			want = "a size such as 2GiB or 512MiB"
 		case t.Kind() == reflect.Bool:
 			want = "true or false"
 		case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ func (c *Config) Validate() error {
 	c.validateLLM(&v)
 	c.validateAgent(&v)
 	c.validateWorkspace(&v)
+	c.validateSandbox(&v)
 	if c.Slack.Enabled {
 		c.validateSlack(&v)
 	}
@@ -52,6 +54,22 @@ func (c *Config) inUse(key string) bool {
 		return c.Discord.Enabled
 	}
 	return true
+}
+
+func (c *Config) validateSandbox(v *collector) {
+	s := c.Sandbox
+	if !s.Mode.valid() {
+		v.add("sandbox.mode", fmt.Sprintf("must be auto, namespaces or none (got %q)", s.Mode))
+	}
+	if s.Memory < 16<<20 {
+		v.add("sandbox.memory", fmt.Sprintf("must be at least 16MiB (got %s)", s.Memory))
+	}
+	positiveInt(v, "sandbox.processes", s.Processes)
+	for i, p := range s.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			v.add(fmt.Sprintf("sandbox.read_only_paths[%d]", i), fmt.Sprintf("must be an absolute path (got %q)", p))
+		}
+	}
 }
 
 func (c *Config) validateTop(v *collector) {

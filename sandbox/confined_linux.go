@@ -1,0 +1,437 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names the bot's binary is started under, in the sandbox's two roles.
+const (
+	initArg0 = "threadsmith-sandbox-init"
+	shimArg0 = "threadsmith-sandbox-exec"
+	// shimEnv carries the shim's instructions; the shim removes it before
+	// it execs the command.
+	shimEnv = "THREADSMITH_SANDBOX_SHIM"
+)
+
+// systemPaths are shown read-only when they exist: programs and libraries.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcEntries is the part of /etc a command needs to run programs, resolve
+// names and verify TLS. The rest of /etc (shadow, ssh host keys, private TLS
+// keys, the bot's own config, credentials of other services) stays out.
+var etcEntries = []string{
+	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
+	"environment.d", "gai.conf", "group", "host.conf", "hostname", "hosts", "inputrc",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "locale.alias", "locale.conf",
+	"login.defs", "lsb-release", "magic", "mime.types", "nsswitch.conf", "os-release", "passwd",
+	"pki/ca-trust", "pki/tls/certs", "profile", "profile.d", "protocols", "resolv.conf", "rpc",
+	"services", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone", "vim", "wgetrc",
+}
+
+// initSpec is what the init is told, as JSON on fd 3.
+type initSpec struct {
+	Mounts  []Mount `json:"mounts"`
+	Dir     string  `json:"dir"`
+	Network bool    `json:"network,omitempty"`
+	// Idmap says the bot hands over the non-hidden mounts, idmapped, on fd 5.
+	Idmap     bool     `json:"idmap,omitempty"`
+	Shim      shimSpec `json:"shim"`
+	Landlock  int      `json:"landlock,omitempty"`
+	TmpfsSize int64    `json:"tmpfs_size,omitempty"`
+}
+
+// shimSpec is what the shim is told, as JSON in shimEnv.
+type shimSpec struct {
+	Path      string   `json:"path"`
+	Args      []string `json:"args"`
+	Env       []string `json:"env"`
+	Memory    int64    `json:"memory,omitempty"`
+	Processes int      `json:"processes,omitempty"`
+	Landlock  int      `json:"landlock,omitempty"`
+	Network   bool     `json:"network,omitempty"`
+	Writable  []string `json:"writable,omitempty"`
+	Probe     bool     `json:"probe,omitempty"`
+}
+
+// confined is a command in a sandbox: the init process and the pipe on which
+// the init reports the command's end.
+type confined struct {
+	cmd    *exec.Cmd
+	status *os.File
+	waited chan struct{}
+	exit   Exit
+	err    error
+	once   sync.Once
+	killed bool
+	mu     sync.Mutex
+}
+
+func (s *Sandbox) startConfined(sp Spec) (process, error) {
+	spec := s.initSpec(sp)
+	return s.startInit(spec, sp)
+}
+
+func (s *Sandbox) initSpec(sp Spec) initSpec {
+	mounts := s.mounts(sp.Mounts)
+	var writable []string
+	for _, m := range mounts {
+		if m.Access == ReadWrite {
+			writable = append(writable, m.Path)
+		}
+	}
+	var tmpfs int64
+	if s.cfg.Memory > 0 {
+		tmpfs = s.cfg.Memory
+	}
+	return initSpec{
+		Mounts:    mounts,
+		Idmap:     s.idmap,
+		Dir:       sp.Dir,
+		Network:   s.cfg.Network,
+		Landlock:  s.landlock,
+		TmpfsSize: tmpfs,
+		Shim: shimSpec{
+			Path:      sp.Path,
+			Args:      sp.Args,
+			Env:       sp.Env,
+			Memory:    s.cfg.Memory,
+			Processes: s.cfg.Processes,
+			Landlock:  s.landlock,
+			Network:   s.cfg.Network,
+			Writable:  writable,
+		},
+	}
+}
+
+// mounts orders the caller's mounts, the configured extra read-only paths and
+// masks for the configured hidden paths that would otherwise be visible, so
+// that a parent is always mounted before what lies inside it.
+func (s *Sandbox) mounts(extra []Mount) []Mount {
+	var ms []Mount
+	for _, p := range s.cfg.ReadOnly {
+		ms = append(ms, Mount{Path: filepath.Clean(p), Access: ReadOnly})
+	}
+	for _, m := range extra {
+		ms = append(ms, Mount{Path: filepath.Clean(m.Path), Access: m.Access})
+	}
+	visible := slices.Clone(systemPaths)
+	for _, e := range etcEntries {
+		visible = append(visible, "/etc/"+e)
+	}
+	for _, m := range ms {
+		if m.Access != Hidden {
+			visible = append(visible, m.Path)
+		}
+	}
+	for _, h := range s.cfg.Hide {
+		h = filepath.Clean(h)
+		if slices.ContainsFunc(visible, func(v string) bool { return strings.HasPrefix(h, v+"/") }) {
+			ms = append(ms, Mount{Path: h, Access: Hidden})
+		}
+	}
+	slices.SortStableFunc(ms, func(a, b Mount) int {
+		return strings.Count(a.Path, "/") - strings.Count(b.Path, "/")
+	})
+	return ms
+}
+
+func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	files := []*os.File{specR, statusW}
+	var sock, peer *os.File
+	if spec.Idmap {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			specR.Close()
+			specW.Close()
+			statusR.Close()
+			statusW.Close()
+			return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+		}
+		sock, peer = os.NewFile(uintptr(fds[0]), "mounts"), os.NewFile(uintptr(fds[1]), "mounts-peer")
+		defer sock.Close()
+		files = append(files, peer)
+	}
+	cmd := &exec.Cmd{
+		Path: "/proc/self/exe",
+		Args: []string{initArg0},
+		// Nothing of the bot's environment: that is where its secrets are.
+		Env:        []string{},
+		ExtraFiles: files,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// Become the namespace's root, so that the init keeps its
+			// capabilities there across execve even when the bot's own uid
+			// is not the one mapped (a root bot's sandbox runs as nobody).
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+			// The sandbox dies with the bot, whatever kills it.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if !spec.Network {
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	setStdio(cmd, sp)
+	err = startDumpable(cmd)
+	specR.Close()
+	statusW.Close()
+	if peer != nil {
+		peer.Close()
+	}
+	if err != nil {
+		specW.Close()
+		statusR.Close()
+		return nil, fmt.Errorf("sandbox: start: %w", err)
+	}
+	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{})}
+	b, _ := json.Marshal(spec)
+	_, werr := specW.Write(b)
+	specW.Close()
+	if werr == nil && spec.Idmap {
+		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
+	}
+	if werr != nil {
+		c.kill()
+		_, _ = c.wait()
+		return nil, fmt.Errorf("sandbox: handing over the command: %w", werr)
+	}
+	return c, nil
+}
+
+func (c *confined) kill() {
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	// pid 1 of the namespace: its death kills every process in it. After
+	// Wait the pid may be reused, so Kill after Wait does nothing.
+	select {
+	case <-c.waited:
+	default:
+		_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+func (c *confined) wait() (Exit, error) {
+	c.once.Do(func() {
+		defer close(c.waited)
+		// The init writes one line when the command ends, then exits; read
+		// it before reaping so that the pipe cannot fill.
+		line, _ := bufio.NewReader(c.status).ReadString('\n')
+		c.status.Close()
+		werr := c.cmd.Wait()
+		c.exit, c.err = parseStatus(line, werr)
+	})
+	return c.exit, c.err
+}
+
+// parseStatus reads the init's report ("exit N", "signal N" or "error
+// TEXT"). Without one, the init itself was killed (by Kill, or by the
+// kernel), and so was the command.
+func parseStatus(line string, werr error) (Exit, error) {
+	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch word {
+	case "exit":
+		n, err := strconv.Atoi(rest)
+		if err == nil {
+			return Exit{Code: n}, nil
+		}
+	case "signal":
+		n, err := strconv.Atoi(rest)
+		if err == nil {
+			return Exit{Code: -1, Signal: syscall.Signal(n)}, nil
+		}
+	case "error":
+		return Exit{}, fmt.Errorf("sandbox: %s", rest)
+	}
+	var exitErr *exec.ExitError
+	if werr != nil && !errors.As(werr, &exitErr) {
+		return Exit{}, fmt.Errorf("sandbox: wait: %w", werr)
+	}
+	return Exit{Code: -1, Signal: syscall.SIGKILL}, nil
+}
+
+// hostGID is the host gid of the sandbox's root.
+func (s *Sandbox) hostGID() int {
+	if s.idmap {
+		return s.hostID
+	}
+	return os.Getgid()
+}
+
+// unprivilegedID is the host uid and gid a root bot's sandboxes run as:
+// "nobody" on most systems. Nothing of the host that it could own is visible
+// inside, and its processes are counted against RLIMIT_NPROC, which the
+// kernel never enforces for uid 0.
+const unprivilegedID = 65534
+
+// passMounts hands the init every non-hidden mount, cloned from the host's
+// tree and idmapped through the sandbox's user namespace, so that files the
+// bot (root) owns are the sandbox root's own. Only the bot can make them:
+// idmapping needs CAP_SYS_ADMIN over the filesystem.
+func passMounts(pid int, mounts []Mount, sock *os.File) error {
+	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's user namespace: %w", err)
+	}
+	defer unix.Close(userns)
+	for i, m := range mounts {
+		if m.Access == Hidden {
+			continue
+		}
+		fd, err := idmappedTree(m.Path, userns)
+		if err != nil {
+			return err
+		}
+		err = unix.Sendmsg(int(sock.Fd()), []byte(strconv.Itoa(i)), unix.UnixRights(fd), nil, 0)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("handing over %s: %w", m.Path, err)
+		}
+	}
+	return unix.Sendmsg(int(sock.Fd()), []byte("end"), nil, nil, 0)
+}
+
+// idmappedTree clones the mount tree at path, idmapped through userns.
+func idmappedTree(path string, userns int) (int, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return -1, fmt.Errorf("cloning %s: %w", path, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns)}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("idmapping %s: %w", path, err)
+	}
+	return fd, nil
+}
+
+// A process that is not dumpable has its /proc files owned by root, so a bot
+// that is not root (and made itself not dumpable) cannot write its child's
+// uid_map while it starts the init. For those few instants the bot is made
+// dumpable again: the sandboxed processes cannot see it (they live in their
+// own PID namespace), and the bot's other children are its own git.
+var dumpable struct {
+	sync.Mutex
+	users int
+	was   int
+}
+
+func startDumpable(cmd *exec.Cmd) error {
+	if os.Getuid() == 0 {
+		return cmd.Start() // root writes the map whoever owns the file
+	}
+	dumpable.Lock()
+	if dumpable.users == 0 {
+		dumpable.was, _ = unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		if dumpable.was != 1 {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+		}
+	}
+	dumpable.users++
+	dumpable.Unlock()
+	defer func() {
+		dumpable.Lock()
+		if dumpable.users--; dumpable.users == 0 && dumpable.was != 1 {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(dumpable.was), 0, 0, 0)
+		}
+		dumpable.Unlock()
+	}()
+	return cmd.Start()
+}
+
+// probe runs the whole chain once with an empty command.
+func (s *Sandbox) probe() error {
+	s.landlock = landlockABI()
+	s.hostID = os.Getuid()
+	if s.hostID != 0 {
+		return s.probeOnce()
+	}
+	// A root bot runs its sandboxes as an unprivileged uid over idmapped
+	// mounts where the kernel and filesystem allow it, and as a root
+	// without capabilities otherwise.
+	s.hostID, s.idmap = unprivilegedID, true
+	if s.probeOnce() == nil {
+		return nil
+	}
+	s.hostID, s.idmap = 0, false
+	return s.probeOnce()
+}
+
+func (s *Sandbox) probeOnce() error {
+	dir, err := os.MkdirTemp("", "threadsmith-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer os.RemoveAll(dir)
+	spec := s.initSpec(Spec{Path: "/proc/self/exe", Args: []string{shimArg0}, Dir: dir,
+		Mounts: []Mount{{Path: dir, Access: ReadWrite}}})
+	spec.Shim.Probe = true
+	var out strings.Builder
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			if out.Len() < 4096 {
+				out.Write(b[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	c, err := s.startInit(spec, Spec{Stdout: w, Stderr: w})
+	w.Close()
+	if err != nil {
+		r.Close()
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	timer := time.AfterFunc(30*time.Second, c.kill)
+	exit, err := c.wait()
+	timer.Stop()
+	<-done
+	r.Close()
+	if err == nil && (exit.Code != 0 || exit.Signaled()) {
+		err = fmt.Errorf("the test command ended with %+v", exit)
+	}
+	if err != nil {
+		msg := strings.TrimSpace(out.String())
+		if msg != "" {
+			err = fmt.Errorf("%v: %s", err, msg)
+		}
+		return fmt.Errorf("%w: user, mount and PID namespaces do not work here (%v)", ErrUnavailable, err)
+	}
+	return nil
+}

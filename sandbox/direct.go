@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// direct is a command of ModeNone: its own process group, killed whole.
+type direct struct {
+	cmd      *exec.Cmd
+	killOnce sync.Once
+}
+
+func startDirect(sp Spec) (process, error) {
+	cmd := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir}
+	setStdio(cmd, sp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("sandbox: start: %w", err)
+	}
+	return &direct{cmd: cmd}, nil
+}
+
+// setStdio hands the spec's files to cmd as they are: an *os.File is passed
+// to the child without a copying goroutine.
+func setStdio(cmd *exec.Cmd, sp Spec) {
+	if sp.Stdin != nil {
+		cmd.Stdin = sp.Stdin
+	}
+	if sp.Stdout != nil {
+		cmd.Stdout = sp.Stdout
+	}
+	if sp.Stderr != nil {
+		cmd.Stderr = sp.Stderr
+	}
+}
+
+func (d *direct) kill() {
+	// The group may outlive its leader (a background job): kill it whatever
+	// the leader's state. Once the leader is reaped its pid may be reused,
+	// so only a group that still had this leader is signalled twice at most.
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+func (d *direct) wait() (Exit, error) {
+	err := d.cmd.Wait()
+	// Nothing of one command outlives it: its background jobs die with it.
+	d.killOnce.Do(d.kill)
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+	default:
+		return Exit{}, fmt.Errorf("sandbox: wait: %w", err)
+	}
+	return exitOf(d.cmd.ProcessState), nil
+}
+
+func exitOf(ps *os.ProcessState) Exit {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Exit{Code: -1, Signal: ws.Signal()}
+	}
+	return Exit{Code: ps.ExitCode()}
+}

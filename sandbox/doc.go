@@ -1,0 +1,52 @@
+// Package sandbox runs the commands of an untrusted agent so that they see
+// only what they are given: the thread's worktree (read-write), the system's
+// programs and libraries (read-only), a private /tmp, and nothing else of the
+// machine.
+//
+// # How
+//
+// Start re-executes the bot's own binary (/proc/self/exe) as a small init in
+// new user, mount, PID, IPC, UTS and (unless Config.Network) network
+// namespaces. The init (pid 1 of its namespace) builds a new root on a tmpfs
+// from read-only binds of /usr, /bin, /lib…, a curated part of /etc, /dev
+// nodes, a fresh /proc for the new PID namespace (with /proc/sys and friends
+// read-only or masked), a tmpfs /tmp and the caller's Mounts at their host
+// paths, then pivots into it, so nothing of the host's tree stays reachable.
+// It starts the binary once more as a shim that sets the resource limits,
+// PR_SET_NO_NEW_PRIVS, a Landlock domain (reads everywhere in the new root,
+// writes only below writable mounts; signals and abstract unix sockets scoped
+// to the sandbox) and drops every capability, then execs the command. The init
+// reaps everything and exits with the command; the kernel then kills every
+// process left in the PID namespace, so a setsid, nohup or & child never
+// outlives the call. The init dies with the bot (PR_SET_PDEATHSIG) and Kill
+// kills it, and so the whole sandbox.
+//
+// Why two processes: the mounts need the capabilities of the new user
+// namespace, the command must have none; resource limits must bind the command
+// but not a Go runtime (the init's, or a race-enabled test binary's) that
+// still allocates; and Landlock and the capability sets are per thread, which
+// a Go program only controls during package initialisation, on its locked main
+// thread. The shim does its work in an init function for exactly that reason.
+//
+// # Contract
+//
+//   - The command's environment is exactly Spec.Env; the init and the shim get
+//     nothing of the bot's environment, so no secret reaches the sandbox.
+//   - The sandbox cannot see the bot's process (a different PID namespace, and
+//     the bot is not dumpable), nor signal or ptrace it, nor anything of the
+//     host's file tree outside the mounts listed above.
+//   - Inside, the command runs as uid 0 of its user namespace, mapped to the
+//     bot's uid, with no capabilities at all and no way to gain any (no new
+//     privileges, an empty bounding set, SECBIT_NOROOT).
+//   - Memory (RLIMIT_AS, per process) and processes (RLIMIT_NPROC, counted in
+//     the sandbox's own user namespace) are limited; a fork bomb or a memory
+//     hog fails inside and the bot is not affected.
+//   - ModeNone runs the command directly in its own process group, with the
+//     same environment and kill semantics as far as a process group allows
+//     (a child that calls setsid escapes); it exists for machines without
+//     namespaces and must be chosen explicitly.
+//
+// Any binary that imports this package can be the sandbox's init: the package
+// initialiser recognises the init and shim roles by argv[0] and never returns
+// in them. Tests of packages that import it therefore sandbox for real.
+package sandbox
