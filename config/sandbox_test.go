@@ -1,0 +1,65 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSandbox(t *testing.T) {
+	c := mustParse(t, `
+sandbox:
+  mode: None
+  network: true
+  memory: 512MiB
+  processes: 64
+  read_only_paths: [/opt/tools]
+`, nil)
+	want := Sandbox{Mode: SandboxNone, Network: true, Memory: 512 << 20, Processes: 64, ReadOnlyPaths: []string{"/opt/tools"}}
+	if c.Sandbox.Mode != want.Mode || c.Sandbox.Network != want.Network || c.Sandbox.Memory != want.Memory ||
+		c.Sandbox.Processes != want.Processes || len(c.Sandbox.ReadOnlyPaths) != 1 {
+		t.Errorf("got %+v, want %+v", c.Sandbox, want)
+	}
+	if d := Default().Sandbox; d.Mode != SandboxAuto || d.Network || d.Memory != 2<<30 || d.Processes != 512 {
+		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512", d)
+	}
+}
+
+func TestByteSizes(t *testing.T) {
+	for in, want := range map[string]ByteSize{
+		"2GiB": 2 << 30, "2G": 2 << 30, "2gb": 2 << 30, "512MiB": 512 << 20, "1.5G": 3 << 29,
+		"1048576": 1 << 20, "64k": 64 << 10, "1 TiB": 1 << 40, "100b": 100,
+	} {
+		var got ByteSize
+		if err := got.UnmarshalText([]byte(in)); err != nil || got != want {
+			t.Errorf("%q: got %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1G", "2XB", "1e30G"} {
+		var got ByteSize
+		if err := got.UnmarshalText([]byte(in)); err == nil {
+			t.Errorf("%q: got %d, want an error", in, got)
+		}
+	}
+	if s := ByteSize(2 << 30).String(); s != "2GiB" {
+		t.Errorf("String = %q, want 2GiB", s)
+	}
+}
+
+func TestValidateSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*Config)
+		key    string
+		want   string
+	}{
+		{func(c *Config) { c.Sandbox.Mode = "chroot" }, "sandbox.mode", "auto, namespaces or none"},
+		{func(c *Config) { c.Sandbox.Memory = 1 << 20 }, "sandbox.memory", "at least 16MiB"},
+		{func(c *Config) { c.Sandbox.Processes = 0 }, "sandbox.processes", "greater than 0"},
+		{func(c *Config) { c.Sandbox.ReadOnlyPaths = []string{"opt"} }, "sandbox.read_only_paths[0]", "absolute"},
+	} {
+		c := validConfig()
+		tc.mutate(&c)
+		wantErr(t, c.Validate(), tc.key, tc.want)
+	}
+	_, err := Parse(strings.NewReader("sandbox: {memory: lots}"), nil)
+	wantErr(t, err, "sandbox.memory", "a size such as 2GiB")
+}
