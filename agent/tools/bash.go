@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/tools/truncate"
+	"github.com/threadsmith/threadsmith/sandbox"
 )
 
 // BashName is the bash tool's name.
@@ -97,13 +95,14 @@ func (t *BashTool) Execute(ctx context.Context, call agent.ToolCall, update func
 // bashRun is how one command ended.
 type bashRun struct {
 	out     *bashOutput
-	state   *os.ProcessState
+	exit    sandbox.Exit
 	details BashDetails
 }
 
-// run starts the command in its own process group, streams its output, and
-// waits for it to exit, time out or be cancelled. However it ends, the whole
-// group is then killed and the output drained.
+// run starts the command in the workspace's sandbox, streams its output, and
+// waits for it to exit, time out or be cancelled. However it ends, everything
+// it started is then dead (the sandbox's PID namespace; unsandboxed, its
+// process group) and the output drained.
 func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, update func(agent.ToolResult)) (*bashRun, error) {
 	// One pipe for stdout and stderr keeps their order. The parent keeps only
 	// the read end, so EOF means every process that inherited it is gone.
@@ -112,18 +111,18 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		return nil, fmt.Errorf("bash: pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(t.ws.bash, "-c", command)
-	cmd.Dir = t.ws.repo.abs
-	cmd.Env = t.ws.env
-	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays /dev/null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	proc, err := t.ws.sandbox.Start(sandbox.Spec{
+		Path:   t.ws.bash,
+		Args:   []string{"bash", "-c", command},
+		Env:    t.ws.env,
+		Dir:    t.ws.repo.abs,
+		Mounts: t.ws.mounts,
+		Stdout: pw, Stderr: pw, // stdin stays /dev/null
+	})
 	pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("bash: start: %w", err)
 	}
-	pgid := cmd.Process.Pid
-	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
 	r := &bashRun{out: &bashOutput{dir: t.ws.logs, lastNL: -1}}
 	drained := make(chan struct{})
@@ -131,37 +130,39 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		defer close(drained)
 		r.out.collect(pr, update)
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	type ended struct {
+		exit sandbox.Exit
+		err  error
+	}
+	exited := make(chan ended, 1)
+	go func() {
+		e, err := proc.Wait()
+		exited <- ended{e, err}
+	}()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var waitErr error
+	var end ended
 	select {
-	case waitErr = <-exited:
+	case end = <-exited:
 	case <-timer.C:
 		r.details.TimedOut = true
-		killGroup()
-		waitErr = <-exited
+		proc.Kill()
+		end = <-exited
 	case <-ctx.Done():
 		r.details.Aborted = true
-		killGroup()
-		waitErr = <-exited
+		proc.Kill()
+		end = <-exited
 	}
-	// Background jobs die with the command: nothing of one call outlives it.
-	killGroup()
+	// Background jobs die with the command (Wait sees to it): nothing of one
+	// call outlives it. Unsandboxed, a child that left the process group may
+	// still hold the pipe; stop reading after a grace.
 	_ = pr.SetReadDeadline(time.Now().Add(bashDrainGrace))
 	<-drained
-
-	var exitErr *exec.ExitError
-	switch {
-	case waitErr == nil:
-		r.state = cmd.ProcessState
-	case errors.As(waitErr, &exitErr):
-		r.state = exitErr.ProcessState
-	default:
-		return nil, fmt.Errorf("bash: wait: %w", waitErr)
+	if end.err != nil {
+		return nil, fmt.Errorf("bash: %w", end.err)
 	}
+	r.exit = end.exit
 	return r, nil
 }
 
@@ -174,11 +175,11 @@ func (r *bashRun) result(text string, timeout time.Duration) agent.ToolResult {
 	case d.Aborted:
 		return withDetails(agent.ErrorResult(appendNote(text, "[Aborted; the command and its child processes were killed.]")), d)
 	}
-	if ws, ok := r.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		d.Signal = ws.Signal().String()
-		return withDetails(agent.ErrorResult(appendNote(text, fmt.Sprintf("[Killed by signal: %s.]", ws.Signal()))), d)
+	if r.exit.Signaled() {
+		d.Signal = r.exit.Signal.String()
+		return withDetails(agent.ErrorResult(appendNote(text, fmt.Sprintf("[Killed by signal: %s.]", r.exit.Signal))), d)
 	}
-	code := r.state.ExitCode()
+	code := r.exit.Code
 	d.ExitCode = &code
 	if code != 0 {
 		return withDetails(agent.ErrorResult(appendNote(text, fmt.Sprintf("[Exit code %d.]", code))), d)

@@ -9,6 +9,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/tools/truncate"
+	"github.com/threadsmith/threadsmith/sandbox"
 )
 
 // Default result limits, as pi.
@@ -29,9 +30,15 @@ type descriptionData struct {
 	LsLimit      int
 	BashTimeout  int // seconds
 	MaxImageMB   int
+	// Sandboxed and Network describe bash's sandbox.
+	Sandboxed, Network bool
 }
 
-func describe(name, tmpl string, bashTimeout time.Duration) string {
+func describe(name, tmpl string, ws *Workspace) string {
+	bashTimeout, sb := DefaultBashTimeout, sandbox.None()
+	if ws != nil {
+		bashTimeout, sb = ws.timeout, ws.sandbox
+	}
 	t := template.Must(template.New(name).Option("missingkey=error").Parse(tmpl))
 	var b strings.Builder
 	err := t.Execute(&b, descriptionData{
@@ -43,6 +50,8 @@ func describe(name, tmpl string, bashTimeout time.Duration) string {
 		LsLimit:      LsLimit,
 		BashTimeout:  int(bashTimeout / time.Second),
 		MaxImageMB:   MaxImageBytes >> 20,
+		Sandboxed:    sb.Confined(),
+		Network:      sb.Network(),
 	})
 	if err != nil {
 		panic(err) // the templates are ours and fixed at build time
@@ -53,7 +62,7 @@ func describe(name, tmpl string, bashTimeout time.Duration) string {
 // newSpec builds a tool's spec once, at construction: the description from
 // its template, the parameters from its params struct.
 func newSpec(name, tmpl string, ws *Workspace, params any) llm.ToolSpec {
-	return llm.ToolSpec{Name: name, Description: describe(name, tmpl, ws.timeout), Parameters: Schema(params)}
+	return llm.ToolSpec{Name: name, Description: describe(name, tmpl, ws), Parameters: Schema(params)}
 }
 
 // withDetails attaches machine-readable facts (truncation, diff, exit code) for

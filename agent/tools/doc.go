@@ -11,8 +11,11 @@
 //     writing. Operations then go through os.Root, so a symlink swapped in
 //     after the check cannot lead out either. grep, find and ls never follow
 //     symbolic links. bash is not path-confined (it is a shell): it runs in the
-//     root with an allowlisted environment, a timeout, and its process group
-//     is killed when it ends.
+//     Workspace's sandbox (package sandbox: only the root, the scratch area's
+//     home and tmp are writable, the rest of the scratch area and the
+//     configured Mounts read-only, nothing else of the machine visible) with
+//     an allowlisted environment and a timeout, and everything it started is
+//     killed when it ends.
 //   - Errors. A model's mistake (bad path, no match, failing command) is a
 //     result with IsError set and a message the model can act on. A non-nil
 //     error means broken infrastructure (no pipe, no bash, a full disk while

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/threadsmith/threadsmith/sandbox"
 )
 
 // DefaultBashTimeout is how long a bash command may run unless configured otherwise.
@@ -30,6 +32,13 @@ type WorkspaceConfig struct {
 	// GitName and GitEmail are the git author and committer identity bash sees.
 	// Default "threadsmith" and "threadsmith@localhost".
 	GitName, GitEmail string
+	// Sandbox runs bash. Nil runs it unsandboxed (sandbox.None), as tests
+	// of the tools themselves do; the bot always passes its configured one.
+	Sandbox *sandbox.Sandbox
+	// Mounts are shown to bash besides the workspace (read-write), the
+	// scratch folder (read-only) with its home and tmp (read-write): the
+	// worktree's git metadata, read-only, so that git status/diff/log work.
+	Mounts []sandbox.Mount
 }
 
 // Workspace is one session's confined file area: the repository root and a
@@ -47,6 +56,8 @@ type Workspace struct {
 	timeout time.Duration
 	env     []string
 	bash    string // absolute path of the bash binary
+	sandbox *sandbox.Sandbox
+	mounts  []sandbox.Mount
 }
 
 // area is a tree the file tools may use: its absolute path with symlinks
@@ -119,6 +130,16 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	}
 	w.repo = area{abs: root, aliases: rootAliases, fs: rootFS, isRepo: true}
 	w.scratch = area{abs: scratch, aliases: scratchAliases, fs: scratchFS}
+	w.sandbox = cfg.Sandbox
+	if w.sandbox == nil {
+		w.sandbox = sandbox.None()
+	}
+	w.mounts = append([]sandbox.Mount{
+		{Path: root, Access: sandbox.ReadWrite},
+		{Path: scratch, Access: sandbox.ReadOnly},
+		{Path: w.home, Access: sandbox.ReadWrite},
+		{Path: w.tmp, Access: sandbox.ReadWrite},
+	}, cfg.Mounts...)
 	return w, nil
 }
 
@@ -130,6 +151,9 @@ func (w *Workspace) Scratch() string { return w.scratch.abs }
 
 // Home is bash's HOME, inside the scratch folder.
 func (w *Workspace) Home() string { return w.home }
+
+// Sandbox is what bash runs in.
+func (w *Workspace) Sandbox() *sandbox.Sandbox { return w.sandbox }
 
 // BashTimeout is the longest a bash command may run.
 func (w *Workspace) BashTimeout() time.Duration { return w.timeout }
