@@ -18,14 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Names the bot's binary is started under, in the sandbox's two roles.
-const (
-	initArg0 = "threadsmith-sandbox-init"
-	shimArg0 = "threadsmith-sandbox-exec"
-	// shimEnv carries the shim's instructions; the shim removes it before
-	// it execs the command.
-	shimEnv = "THREADSMITH_SANDBOX_SHIM"
-)
+// initArg0 is the name the bot's binary is started under as the sandbox's
+// init.
+const initArg0 = "threadsmith-sandbox-init"
 
 // systemPaths are shown read-only when they exist: programs and libraries.
 var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
@@ -48,14 +43,14 @@ type initSpec struct {
 	Dir     string  `json:"dir"`
 	Network bool    `json:"network,omitempty"`
 	// Idmap says the bot hands over the non-hidden mounts, idmapped, on fd 5.
-	Idmap     bool     `json:"idmap,omitempty"`
-	Shim      shimSpec `json:"shim"`
-	Landlock  int      `json:"landlock,omitempty"`
-	TmpfsSize int64    `json:"tmpfs_size,omitempty"`
+	Idmap     bool    `json:"idmap,omitempty"`
+	Cmd       cmdSpec `json:"cmd"`
+	Landlock  int     `json:"landlock,omitempty"`
+	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
 }
 
-// shimSpec is what the shim is told, as JSON in shimEnv.
-type shimSpec struct {
+// cmdSpec is the command and the restrictions it starts under.
+type cmdSpec struct {
 	Path      string   `json:"path"`
 	Args      []string `json:"args"`
 	Env       []string `json:"env"`
@@ -64,7 +59,6 @@ type shimSpec struct {
 	Landlock  int      `json:"landlock,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Writable  []string `json:"writable,omitempty"`
-	Probe     bool     `json:"probe,omitempty"`
 }
 
 // confined is a command in a sandbox: the init process and the pipe on which
@@ -102,9 +96,8 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 		Idmap:     s.idmap,
 		Dir:       sp.Dir,
 		Network:   s.cfg.Network,
-		Landlock:  s.landlock,
 		TmpfsSize: tmpfs,
-		Shim: shimSpec{
+		Cmd: cmdSpec{
 			Path:      sp.Path,
 			Args:      sp.Args,
 			Env:       sp.Env,
@@ -390,9 +383,16 @@ func (s *Sandbox) probeOnce() error {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer os.RemoveAll(dir)
-	spec := s.initSpec(Spec{Path: "/proc/self/exe", Args: []string{shimArg0}, Dir: dir,
-		Mounts: []Mount{{Path: dir, Access: ReadWrite}}})
-	spec.Shim.Probe = true
+	// The empty command: a system program, so that the probe proves it can
+	// be found and run inside, under every restriction.
+	prog := []string{"/bin/sh", "-c", ":"}
+	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			prog = []string{p}
+			break
+		}
+	}
+	spec := s.initSpec(Spec{Path: prog[0], Args: prog, Dir: dir, Mounts: []Mount{{Path: dir, Access: ReadWrite}}})
 	var out strings.Builder
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -12,32 +12,38 @@
 // nodes, a fresh /proc for the new PID namespace (with /proc/sys and friends
 // read-only or masked), a tmpfs /tmp and the caller's Mounts at their host
 // paths, then pivots into it, so nothing of the host's tree stays reachable.
-// It starts the binary once more as a shim that sets the resource limits,
+// Then, on its main thread (locked to the main goroutine during package
+// initialisation, which is where the init runs), it takes on
 // PR_SET_NO_NEW_PRIVS, a Landlock domain (reads everywhere in the new root,
 // writes only below writable mounts; signals and abstract unix sockets scoped
-// to the sandbox) and drops every capability, then execs the command. The init
-// reaps everything and exits with the command; the kernel then kills every
-// process left in the PID namespace, so a setsid, nohup or & child never
-// outlives the call. The init dies with the bot (PR_SET_PDEATHSIG) and Kill
-// kills it, and so the whole sandbox.
+// to the sandbox) and an empty capability set, and forks the command from
+// that thread, which inherits all three. Resource limits belong to a whole
+// process and the init's Go runtime must stay free to allocate, so the
+// command starts traced, stops right after execve, gets its limits and is
+// let go before it runs one instruction. The init reaps everything and exits
+// with the command; the kernel then kills every process left in the PID
+// namespace, so a setsid, nohup or & child never outlives the call. The init
+// dies with the bot (PR_SET_PDEATHSIG) and Kill kills it, and so the whole
+// sandbox.
 //
-// Why two processes: the mounts need the capabilities of the new user
-// namespace, the command must have none; resource limits must bind the command
-// but not a Go runtime (the init's, or a race-enabled test binary's) that
-// still allocates; and Landlock and the capability sets are per thread, which
-// a Go program only controls during package initialisation, on its locked main
-// thread. The shim does its work in an init function for exactly that reason.
+// A root bot's sandboxes run as an unprivileged uid (nobody): the bot clones
+// the caller's mounts and idmaps them through the sandbox's user namespace,
+// so the root-owned worktree is the sandbox root's own, while the kernel
+// counts its processes against RLIMIT_NPROC (never enforced for uid 0) and
+// nothing root-only of the system paths is readable. Where idmapped mounts
+// are not available the sandbox's root is the bot's uid, without
+// capabilities.
 //
 // # Contract
 //
-//   - The command's environment is exactly Spec.Env; the init and the shim get
-//     nothing of the bot's environment, so no secret reaches the sandbox.
+//   - The command's environment is exactly Spec.Env; the init gets nothing of
+//     the bot's environment, so no secret reaches the sandbox.
 //   - The sandbox cannot see the bot's process (a different PID namespace, and
 //     the bot is not dumpable), nor signal or ptrace it, nor anything of the
 //     host's file tree outside the mounts listed above.
-//   - Inside, the command runs as uid 0 of its user namespace, mapped to the
-//     bot's uid, with no capabilities at all and no way to gain any (no new
-//     privileges, an empty bounding set, SECBIT_NOROOT).
+//   - Inside, the command runs as uid 0 of its user namespace, with no
+//     capabilities at all and no way to gain any (no new privileges, an empty
+//     bounding set, SECBIT_NOROOT), and cannot make user namespaces.
 //   - Memory (RLIMIT_AS, per process) and processes (RLIMIT_NPROC, counted in
 //     the sandbox's own user namespace) are limited; a fork bomb or a memory
 //     hog fails inside and the bot is not affected.
@@ -47,6 +53,6 @@
 //     namespaces and must be chosen explicitly.
 //
 // Any binary that imports this package can be the sandbox's init: the package
-// initialiser recognises the init and shim roles by argv[0] and never returns
-// in them. Tests of packages that import it therefore sandbox for real.
+// initialiser recognises the role by argv[0] and pid 1 and never returns in
+// it. Tests of packages that import it therefore sandbox for real.
 package sandbox

@@ -14,11 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// init turns this binary into the sandbox's init or shim when it was started
-// as one. It runs during package initialisation on purpose: the main
-// goroutine is then locked to the main thread, which is what the shim needs
-// for Landlock and capabilities (both per thread) to reach the command it
-// execs.
+// init turns this binary into the sandbox's init when it was started as one.
+// It runs during package initialisation on purpose: the main goroutine is
+// then locked to the main thread, which is what the init needs for Landlock
+// and capabilities (both per thread) to reach the command it starts.
 func init() {
 	if len(os.Args) == 0 {
 		return
@@ -28,15 +27,11 @@ func init() {
 		if os.Getpid() == 1 {
 			os.Exit(runInit())
 		}
-	case shimArg0:
-		if v, ok := os.LookupEnv(shimEnv); ok {
-			runShim(v)
-		}
 	}
 }
 
-// runInit is pid 1 of the sandbox: it builds the root, starts the shim, reaps
-// every process and reports how the command ended on fd 4.
+// runInit is pid 1 of the sandbox: it builds the root, starts the command,
+// reaps every process and reports how the command ended on fd 4.
 func runInit() int {
 	status := os.NewFile(4, "status")
 	report := func(format string, args ...any) {
@@ -83,18 +78,14 @@ func runInit() int {
 		}
 	}
 
-	shim, err := json.Marshal(spec.Shim)
+	pid, code, err := startCommand(spec.Cmd)
 	if err != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			report("exit %d", code)
+			return 0
+		}
 		report("error %v", err)
-		return 1
-	}
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{shimArg0}, &syscall.ProcAttr{
-		Env:   []string{shimEnv + "=" + string(shim)},
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	if err != nil {
-		report("error starting the command: %v", err)
 		return 1
 	}
 	for {
@@ -491,49 +482,73 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// runShim hardens this process and execs the command. It never returns.
-func runShim(v string) {
-	fail := func(code int, format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "sandbox: "+format+"\n", args...)
-		os.Exit(code)
+// startCommand starts the command as the sandbox's only child, with none of
+// the init's powers: this thread (the init's main thread, locked to the main
+// goroutine during package initialisation, which is where the init runs)
+// takes on PR_SET_NO_NEW_PRIVS, the Landlock domain and an empty capability
+// set, and a child forked from it inherits them. Resource limits belong to a
+// whole process, and the init's Go runtime must stay free to allocate, so
+// the child is started traced: it stops right after execve, before running
+// a single instruction of the command, gets its limits, and is let go.
+//
+// A command that cannot be executed returns the shell's exit code for it
+// (127 not found, 126 otherwise) with the error.
+func startCommand(c cmdSpec) (int, int, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, 0, fmt.Errorf("no_new_privs: %w", err)
 	}
-	_ = os.Unsetenv(shimEnv)
-	var s shimSpec
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		fail(126, "decoding the command: %v", err)
+	if c.Landlock > 0 {
+		if err := restrictLandlock(c.Landlock, c.Writable); err != nil {
+			return 0, 0, fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		return 0, 0, fmt.Errorf("dropping capabilities: %w", err)
+	}
+	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{
+		Env:   c.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setsid: true, Ptrace: true},
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, syscall.ENOENT) {
+			code = 127
+		}
+		return 0, code, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, unix.WALL, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			if err != nil {
+				return 0, 0, fmt.Errorf("waiting for the command to start: %w", err)
+			}
+			break
+		}
+	}
+	if !ws.Stopped() {
+		return 0, 0, fmt.Errorf("the command did not stop at its start (%v)", ws)
 	}
 	limits := []struct {
 		res int
 		val int64
-	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_AS, s.Memory}, {unix.RLIMIT_NPROC, int64(s.Processes)}}
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_NPROC, int64(c.Processes)}}
 	for _, l := range limits {
 		if l.val < 0 {
 			continue
 		}
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: uint64(l.val), Max: uint64(l.val)}); err != nil {
-			fail(126, "setting resource limit %d: %v", l.res, err)
+		lim := unix.Rlimit{Cur: uint64(l.val), Max: uint64(l.val)}
+		if err := unix.Prlimit(pid, l.res, &lim, nil); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return 0, 0, fmt.Errorf("setting resource limit %d: %w", l.res, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		fail(126, "no_new_privs: %v", err)
+	if err := syscall.PtraceDetach(pid); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return 0, 0, fmt.Errorf("releasing the command: %w", err)
 	}
-	if s.Landlock > 0 {
-		if err := restrictLandlock(s.Landlock, s.Writable); err != nil {
-			fail(126, "landlock: %v", err)
-		}
-	}
-	if err := dropCapabilities(); err != nil {
-		fail(126, "dropping capabilities: %v", err)
-	}
-	if s.Probe {
-		os.Exit(0)
-	}
-	err := syscall.Exec(s.Path, s.Args, s.Env)
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	fail(code, "%s: %v", s.Path, err)
+	return pid, 0, nil
 }
 
 // dropCapabilities leaves the calling thread, and what it execs, without
