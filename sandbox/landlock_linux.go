@@ -10,7 +10,8 @@ import (
 // Landlock by hand rather than with go-landlock: the library applies a
 // domain to every thread of a Go process through AllThreadsSyscall, which
 // refuses to work in a cgo-enabled binary (every -race test binary is one).
-// The shim needs the domain on one thread only, the one that execs, and the
+// The init needs the domain on one thread only, the one that forks the
+// command, and the
 // three system calls are small.
 
 // rulesetAttr is struct landlock_ruleset_attr: each ABI version added a field,
