@@ -11,8 +11,7 @@ import (
 // domain to every thread of a Go process through AllThreadsSyscall, which
 // refuses to work in a cgo-enabled binary (every -race test binary is one).
 // The init needs the domain on one thread only, the one that forks the
-// command, and the
-// three system calls are small.
+// command, and the three system calls are small.
 
 // rulesetAttr is struct landlock_ruleset_attr: each ABI version added a field,
 // and the kernel is told the size of the part the sandbox fills in.
