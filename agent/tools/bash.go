@@ -116,7 +116,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		Args:   []string{"bash", "-c", command},
 		Env:    t.ws.env,
 		Dir:    t.ws.repo.abs,
-		Mounts: t.ws.mounts,
+		Mounts: t.ws.bashMounts(),
 		Stdout: pw, Stderr: pw, // stdin stays /dev/null
 	})
 	pw.Close()

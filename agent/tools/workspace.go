@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,10 +36,12 @@ type WorkspaceConfig struct {
 	// Sandbox runs bash. Nil runs it unsandboxed (sandbox.None), as tests
 	// of the tools themselves do; the bot always passes its configured one.
 	Sandbox *sandbox.Sandbox
-	// Mounts are shown to bash besides the workspace (read-write), the
-	// scratch folder (read-only) with its home and tmp (read-write): the
-	// worktree's git metadata, read-only, so that git status/diff/log work.
-	Mounts []sandbox.Mount
+	// Mounts returns what bash is shown besides the workspace (read-write)
+	// and the scratch folder (read-only) with its home and tmp (read-write):
+	// the worktree's git metadata, read-only, so that git status/diff/log
+	// work. It is asked before every command (the metadata can move). Nil:
+	// nothing more.
+	Mounts func() []sandbox.Mount
 }
 
 // Workspace is one session's confined file area: the repository root and a
@@ -58,6 +61,7 @@ type Workspace struct {
 	bash    string // absolute path of the bash binary
 	sandbox *sandbox.Sandbox
 	mounts  []sandbox.Mount
+	extra   func() []sandbox.Mount
 }
 
 // area is a tree the file tools may use: its absolute path with symlinks
@@ -134,12 +138,13 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	if w.sandbox == nil {
 		w.sandbox = sandbox.None()
 	}
-	w.mounts = append([]sandbox.Mount{
+	w.mounts = []sandbox.Mount{
 		{Path: root, Access: sandbox.ReadWrite},
 		{Path: scratch, Access: sandbox.ReadOnly},
 		{Path: w.home, Access: sandbox.ReadWrite},
 		{Path: w.tmp, Access: sandbox.ReadWrite},
-	}, cfg.Mounts...)
+	}
+	w.extra = cfg.Mounts
 	return w, nil
 }
 
@@ -151,6 +156,14 @@ func (w *Workspace) Scratch() string { return w.scratch.abs }
 
 // Home is bash's HOME, inside the scratch folder.
 func (w *Workspace) Home() string { return w.home }
+
+// bashMounts is what bash is shown in its sandbox.
+func (w *Workspace) bashMounts() []sandbox.Mount {
+	if w.extra == nil {
+		return w.mounts
+	}
+	return append(slices.Clip(w.mounts), w.extra()...)
+}
 
 // Sandbox is what bash runs in.
 func (w *Workspace) Sandbox() *sandbox.Sandbox { return w.sandbox }
