@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 )
 
@@ -217,7 +215,7 @@ func BenchmarkStatus(b *testing.B) {
 		}
 	})
 	b.Run("go-git-Status", func(b *testing.B) {
-		repo, err := git.PlainOpenWithOptions(w.Root(), &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+		repo, err := w.openRepo()
 		if err != nil {
 			b.Fatal(err)
 		}

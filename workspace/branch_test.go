@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 )
 
 // gitAcceptsBranch asks git itself, so our rules cannot drift from git's.
@@ -119,8 +121,8 @@ func TestBranchPrefixValidated(t *testing.T) {
 	}
 }
 
-// runGitPlain runs git hermetically outside any repository.
+// runGitPlain runs git hermetically in dir, finding the repository from
+// there as a person would.
 func runGitPlain(dir string, args ...string) (string, error) {
-	g := &gitRunner{author: bot, timeout: 10e9}
-	return g.run(testContext(), gitCall{dir: dir, args: args})
+	return gitremote.TryGit(dir, args...)
 }

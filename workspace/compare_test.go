@@ -1,12 +1,9 @@
 package workspace
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
-
-func testContext() context.Context { return context.Background() }
 
 func TestCompareURL(t *testing.T) {
 	const base, head = "main", "bot/slack-17-ab"

@@ -231,6 +231,23 @@ func (r Repo) kind() string {
 	}
 }
 
+// protocol is the list of transports git may use for the remote, in
+// GIT_ALLOW_PROTOCOL's syntax.
+func (r Repo) protocol() string {
+	switch r.kind() {
+	case kindHTTP:
+		if strings.HasPrefix(r.URL, "https://") {
+			return "https"
+		}
+		// A plain-http remote may redirect to https on the same server.
+		return "http:https"
+	case kindSSH:
+		return "ssh"
+	default:
+		return "file"
+	}
+}
+
 func defaultUsername(host string) string {
 	switch h := strings.ToLower(host); {
 	case strings.Contains(h, "gitlab"):

@@ -46,41 +46,41 @@ func (w *Workspace) Diff(ctx context.Context) (DiffResult, error) {
 
 	mr := w.mirror
 	res := DiffResult{CompareURL: CompareURL(mr.repo.URL, mr.repo.Forge, mr.repo.DefaultBranch, w.branch)}
-	base, err := w.git.out(ctx, w.root, "merge-base", "HEAD", "refs/remotes/origin/"+mr.repo.DefaultBranch)
+	base, err := w.git.out(ctx, w.call("merge-base", "HEAD", "refs/remotes/origin/"+mr.repo.DefaultBranch))
 	if err != nil {
 		if exitStatus(err) != 1 {
 			return res, newError(CodeInternal, "", err)
 		}
 		// Unrelated histories: compare with the empty tree.
-		if base, err = w.git.out(ctx, w.root, "hash-object", "-t", "tree", "/dev/null"); err != nil {
+		if base, err = w.git.out(ctx, w.call("hash-object", "--no-filters", "-t", "tree", "/dev/null")); err != nil {
 			return res, newError(CodeInternal, "", err)
 		}
 	}
 	res.Base = base
 
-	gitDir, err := w.git.out(ctx, w.root, "rev-parse", "--absolute-git-dir")
+	tmpIndex, err := w.copyIndex()
 	if err != nil {
 		return res, newError(CodeInternal, "", err)
 	}
-	tmpIndex := filepath.Join(gitDir, "threadsmith-diff-index")
 	defer os.Remove(tmpIndex)
-	// Starting from a copy keeps the index's stat data, so `add` only
-	// rehashes files that changed.
-	if err := copyFile(filepath.Join(gitDir, "index"), tmpIndex); err != nil && !os.IsNotExist(err) {
-		return res, newError(CodeInternal, "", err)
-	}
 	env := []string{"GIT_INDEX_FILE=" + tmpIndex}
-	if _, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"add", "--all"}, env: env}); err != nil {
-		return res, newError(CodeInternal, "", err)
+	if err := w.stage(ctx, env); err != nil {
+		return res, err
 	}
-	numstat, err := w.git.run(ctx, gitCall{dir: w.root, env: env,
-		args: []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--find-renames", "--numstat", "-z", base}})
+	// Index against a commit: no work tree is read, nested or not. No
+	// external diff or textconv: their commands come from config.
+	diff := func(extra ...string) (string, error) {
+		c := w.call(append([]string{"diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+			"--ignore-submodules=none", "--find-renames"}, extra...)...)
+		c.env = env
+		return w.git.run(ctx, c)
+	}
+	numstat, err := diff("--numstat", "-z", base)
 	if err != nil {
 		return res, newError(CodeInternal, "", err)
 	}
 	res.Stat = parseNumstat(numstat)
-	patch, err := w.git.run(ctx, gitCall{dir: w.root, env: env,
-		args: []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--find-renames", base}})
+	patch, err := diff(base)
 	if err != nil {
 		return res, newError(CodeInternal, "", err)
 	}
@@ -129,19 +129,32 @@ func capPatch(p string, limit int) (string, bool) {
 	return cut, true
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+// copyIndex copies the worktree's index to a new file in its admin dir and
+// returns the copy's path. Starting from a copy keeps the index's stat data,
+// so staging only rehashes files that changed. The file is created
+// exclusively under a fresh name, so nothing planted there is followed.
+func (w *Workspace) copyIndex() (string, error) {
+	dst, err := os.CreateTemp(w.GitDir(), "threadsmith-diff-index-")
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer in.Close()
-	out, err := os.Create(dst)
+	src, err := os.Open(filepath.Join(w.GitDir(), "index"))
+	if os.IsNotExist(err) {
+		// No index yet; git reads a missing index file as empty, an empty
+		// one as corrupt.
+		dst.Close()
+		return dst.Name(), os.Remove(dst.Name())
+	}
+	if err == nil {
+		_, err = io.Copy(dst, src)
+		src.Close()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return err
+		os.Remove(dst.Name())
+		return "", err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return dst.Name(), nil
 }

@@ -6,7 +6,12 @@
 //
 //	mirrors/<repo>.git          one bare mirror per repository, remote
 //	                            branches fetched into refs/remotes/origin/*
+//	                            (CommonDir)
+//	mirrors/<repo>.git/worktrees/<name>
+//	                            a worktree's admin dir: HEAD, index (GitDir)
 //	workspaces/<repo>/<id>      one linked worktree per thread (Root)
+//	workspaces/<repo>/.new/<id> where a worktree is checked out before it is
+//	                            moved to Root
 //	scratch/<repo>/<id>         downloads and tool output (ScratchDir)
 //	meta/<repo>/<id>.json       thread key, branch and last use
 //
@@ -29,15 +34,74 @@
 //   - Every git process is hermetic (no global/system config, no prompts,
 //     no hooks, the bot's identity, only a short allow-list of the bot's
 //     environment) and every network call has Config.GitTimeout.
+//   - Nothing the agent writes is executed or trusted by the bot's git; see
+//     below.
 //   - Operations on one thread are serialised; different threads and
 //     repositories run in parallel. Close waits for background work.
 //   - Errors are *Error values whose Message can be shown in the thread as
 //     is; see ErrorMessage.
 //
 // Which tool does what, and why: the git CLI creates mirrors and worktrees
-// (go-git has no `worktree add`), fetches, stages (`git add -A`), answers
-// "anything changed?" (`git status`) and produces the working-tree diff,
-// where go-git is slow on large trees or has no API; go-git makes the
-// commits, pushes with token or ssh-key auth, and computes the per-file
-// line counts of a push.
+// (go-git has no `worktree add`), fetches, stages (ls-files and
+// update-index, what `git add -A` does), answers "anything changed?"
+// (`git status`) and produces the working-tree diff, where go-git is slow
+// on large trees or has no API; go-git makes the commits, pushes with token
+// or ssh-key auth, and computes the per-file line counts of a push.
+//
+// # The agent is untrusted
+//
+// Its bash can write anything in Root (the .git file, .gitattributes,
+// .gitmodules, nested repositories, symlinks) and, without a sandbox, the
+// mirror as well (`git config` in a worktree writes the mirror's config).
+// None of it is executed or trusted by the bot's own git:
+//
+//   - Every git call names its repository: GIT_DIR is the worktree's admin
+//     dir, GIT_COMMON_DIR the mirror, GIT_WORK_TREE Root. The admin dir is
+//     found from the mirror's side (the registration whose gitdir file names
+//     Root/.git); Root/.git and the admin dir's commondir file are never
+//     read. go-git opens the same two folders as explicit storage. Open
+//     rewrites a wrong Root/.git for the agent's own git; a Root whose
+//     registration vanished is registered again around its files, so
+//     uncommitted work survives. Registrations are locked and pruned by the
+//     bot only, judging by whether Root exists, not Root/.git.
+//   - The mirror's config file belongs to the bot. Its content (what
+//     `git init --bare` writes on this machine, plus the remote) is worked
+//     out once per process, and before every git call, CLI or go-git, a
+//     changed file is replaced and a warning logged. The whole file rather
+//     than a list of keys: git's config names commands and destinations
+//     under names its writer picks (filter.<x>.clean, merge.<x>.driver,
+//     diff.<x>.textconv, url.<x>.insteadOf, remote.<url>.*, include and
+//     includeIf), so no list of overrides is complete, while the drivers
+//     .gitattributes in Root asks for do nothing without a config to name
+//     them. The config lives in the mirror rather than in a file of the
+//     bot's because git reads a repository's config only from there.
+//   - Every call also pins, through GIT_CONFIG_COUNT (it outranks every
+//     file and reaches the git processes git starts) and the environment,
+//     each fixed-name key that runs a command or sends credentials:
+//     core.fsmonitor, core.hooksPath, pagers and editors, core.sshCommand,
+//     core.askPass, core.alternateRefsCommand, core.gitProxy,
+//     credential.helper, gpg programs and signing, submodule recursion and
+//     more (neutralConfig). They hold even if a writer racing the bot
+//     changes the file between the check and git reading it, which only an
+//     unsandboxed agent can do.
+//   - Diffs pass --no-ext-diff and --no-textconv. Git never runs inside a
+//     nested repository: status passes --ignore-submodules=dirty (the flag
+//     outranks .gitmodules) and staging uses ls-files and update-index,
+//     because `git add -A` runs `git status` in every submodule, with that
+//     repository's own config.
+//   - The remote is the configured URL on every call: fetch names it on
+//     the command line; ls-remote and push use a go-git remote built from
+//     the configuration. remote.origin.* in the mirror's config is written
+//     for the agent's benefit only. GIT_ALLOW_PROTOCOL allows the remote's
+//     transport on network calls and none on the others, and the token's
+//     credential helper answers only for the configured host.
+//   - Only the bot pushes, only the thread's branch under branch_prefix
+//     (never the default branch); the mirror's pushurl is a dead end and
+//     its pre-push hook refuses every CLI push.
+//
+// A sandbox gives the agent's own git what it needs read-only: GitDir and
+// CommonDir (with the other threads' admin dirs under CommonDir/worktrees
+// hidden); `git status`, `diff` and `log` work in Root with both read-only.
+// Without a sandbox the agent can still write the mirror's refs and objects
+// (another thread's branch, say), which no git setting prevents.
 package workspace

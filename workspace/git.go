@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,11 +37,19 @@ const credentialHelper = `!f() { test "$1" = get || exit 0; printf 'username=%s\
 
 // gitCall is one run of the git CLI.
 type gitCall struct {
-	dir   string
-	args  []string
-	env   []string // extra variables
-	stdin []byte
-	// network calls get credentials and the GitTimeout.
+	dir string
+	// gitDir, commonDir and workTree reach git as GIT_DIR, GIT_COMMON_DIR
+	// and GIT_WORK_TREE, so that it never discovers a repository by itself:
+	// a worktree's .git file, the commondir file of its admin dir and any
+	// .git an agent plants are writable by the agent's bash, and following
+	// them would let it hand the bot's git a repository (and a config) of its
+	// choosing. All empty only for commands that make a repository (init).
+	gitDir, commonDir, workTree string
+	args                        []string
+	env                         []string // extra variables
+	stdin                       []byte
+	// network calls get credentials, the remote's transport and the
+	// GitTimeout.
 	network bool
 	// gc leaves automatic gc enabled (every other call disables it, so that
 	// maintenance happens only when the janitor says so, never detached).
@@ -52,17 +63,36 @@ type gitRunner struct {
 	repo    Repo // credentials for network calls
 	redact  redactor
 	log     *slog.Logger // nil: no logging
+
+	// mirrorDir is the repository's mirror; config holds what its config
+	// file must contain (nil until the mirror's ensure has worked it out).
+	// Every call on the mirror or one of its worktrees first puts that
+	// content back if anyone else changed it: see enforceConfig.
+	mirrorDir string
+	config    atomic.Pointer[[]byte]
 }
 
 // run executes c and returns stdout. A failure is a *gitError whose text is
 // redacted.
 func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
+	if c.gitDir == "" && (len(c.args) == 0 || c.args[0] != "init") {
+		// Fail closed rather than let git discover a repository from dir.
+		return "", newError(CodeInternal, "", fmt.Errorf("git %s in %s without an explicit repository", strings.Join(c.args, " "), c.dir))
+	}
+	if c.commonDir != "" && c.commonDir == g.mirrorDir {
+		if err := g.enforceConfig(); err != nil {
+			return "", err
+		}
+	}
 	if c.network {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, "git", c.args...)
+	// --no-pager: no pager runs, whatever core.pager or pager.<cmd> say
+	// (git would only start one on a terminal, but it costs nothing to be
+	// sure).
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, c.args...)...)
 	cmd.Dir = c.dir
 	cmd.Env = g.env(c)
 	// Kill the whole process group: git fetch/push spawn helpers
@@ -99,13 +129,97 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 }
 
 // out runs c and returns stdout without its trailing newline.
-func (g *gitRunner) out(ctx context.Context, dir string, args ...string) (string, error) {
-	s, err := g.run(ctx, gitCall{dir: dir, args: args})
+func (g *gitRunner) out(ctx context.Context, c gitCall) (string, error) {
+	s, err := g.run(ctx, c)
 	return strings.TrimRight(s, "\n"), err
 }
 
+// enforceConfig makes the mirror's config file hold exactly what the bot
+// wrote there. Everything in it is under the control of whoever can write
+// the mirror (`git config` in a worktree writes it), and much of git's
+// configuration names commands to run (filter and merge drivers, diff
+// textconv, fsmonitor, hooks, credential helpers, ssh, pagers, editors) or
+// places to send credentials (remote and insteadOf URLs, proxies, TLS
+// settings), many under names git lets the writer choose. Rather than chase
+// each key, the bot owns the whole file: a changed file is replaced before
+// any git the bot runs can read it. The fixed-name keys are also pinned in
+// every call's environment (neutralConfig), which holds even if the file is
+// changed again between this check and git reading it.
+func (g *gitRunner) enforceConfig() error {
+	want := g.config.Load()
+	if want == nil {
+		// Fail closed: no git call on the mirror before ensure decided what
+		// its config is.
+		return newError(CodeInternal, "", fmt.Errorf("git call on mirror %s before its config was established", g.mirrorDir))
+	}
+	path := filepath.Join(g.mirrorDir, "config")
+	if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, *want) {
+		return nil
+	}
+	if g.log != nil {
+		g.log.Warn("the mirror's git config was changed outside the bot; restoring it", "dir", g.mirrorDir)
+	}
+	if err := writeFileAtomic(path, *want, 0o644); err != nil {
+		return newError(CodeInternal, "", fmt.Errorf("restore mirror config: %w", err))
+	}
+	return nil
+}
+
+// neutralConfig is set on every git call through GIT_CONFIG_COUNT/KEY/VALUE,
+// which outranks every configuration file and is inherited by git processes
+// that git itself starts. It turns off what a repository's configuration
+// could make git run or where it could make it connect, for keys with fixed
+// names; keys whose names the writer chooses (filter.<driver>.*,
+// merge.<driver>.driver, diff.<driver>.*, url.<base>.*, remote.<url>.*) are
+// handled by owning the config file (enforceConfig), by flags on the bot's
+// diffs (--no-ext-diff, --no-textconv), by GIT_ALLOW_PROTOCOL and by
+// credentials bound to the configured host.
+var neutralConfig = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"}, // no hook runs, whoever wrote it
+	{"core.pager", "cat"},
+	{"core.editor", "true"},
+	{"sequence.editor", "true"},
+	{"core.askPass", ""},
+	{"core.alternateRefsCommand", ""},
+	{"core.attributesFile", "/dev/null"},
+	{"core.sshCommand", "false"}, // replaced by the pinned command for ssh remotes
+	{"credential.helper", ""},    // an empty value empties the list of helpers
+	{"protocol.ext.allow", "never"},
+	{"http.sslVerify", "true"},
+	// Nested repositories (submodules, or any repository the agent makes
+	// inside the worktree): git would run `git status` inside them, with
+	// their own configuration, to see whether they are dirty.
+	{"submodule.recurse", "false"},
+	{"fetch.recurseSubmodules", "false"},
+	{"diff.ignoreSubmodules", "dirty"},
+	{"diff.submodule", "short"},
+	{"status.submoduleSummary", "false"},
+	// Signing and verifying run gpg.program (or ssh-keygen) from config.
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"merge.verifySignatures", "false"},
+	{"log.showSignature", "false"},
+	{"gpg.program", "false"},
+	{"gpg.openpgp.program", "false"},
+	{"gpg.x509.program", "false"},
+	{"gpg.ssh.program", "false"},
+	// A rebase touches the thread's branch and nothing else.
+	{"rebase.updateRefs", "false"},
+	{"rebase.autoStash", "false"},
+	// Every git call names its repository; never discover a bare one.
+	{"safe.bareRepository", "explicit"},
+	// Worktrees are removed by the bot only (see mirror.pruneStale): git's
+	// prune would drop the registration of a worktree whose .git file the
+	// agent deleted, and with it the index.
+	{"gc.worktreePruneExpire", "never"},
+	{"gc.autoDetach", "false"},
+	{"maintenance.auto", "false"},
+	{"advice.detachedHead", "false"},
+}
+
 func (g *gitRunner) env(c gitCall) []string {
-	env := make([]string, 0, 32)
+	env := make([]string, 0, 64)
 	for _, k := range passedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -114,48 +228,100 @@ func (g *gitRunner) env(c gitCall) []string {
 	env = append(env,
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_ASKPASS=",
 		"SSH_ASKPASS=",
+		// The environment outranks core.pager, pager.<cmd>, core.editor,
+		// sequence.editor and core.gitProxy (an empty proxy command is none).
+		"GIT_PAGER=cat",
+		"PAGER=cat",
+		"GIT_EDITOR=true",
+		"GIT_SEQUENCE_EDITOR=true",
+		"GIT_PROXY_COMMAND=",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_NO_LAZY_FETCH=1",
 		"LC_ALL=C",
 		"GIT_AUTHOR_NAME="+g.author.Name,
 		"GIT_AUTHOR_EMAIL="+g.author.Email,
 		"GIT_COMMITTER_NAME="+g.author.Name,
 		"GIT_COMMITTER_EMAIL="+g.author.Email,
 	)
-	cfg := [][2]string{
-		{"core.hooksPath", "/dev/null"}, // no hook runs, whoever wrote it
-		{"gc.autoDetach", "false"},
-		{"maintenance.auto", "false"},
-		{"advice.detachedHead", "false"},
+	if c.gitDir != "" {
+		env = append(env, "GIT_DIR="+c.gitDir, "GIT_COMMON_DIR="+c.commonDir)
 	}
+	if c.workTree != "" {
+		env = append(env, "GIT_WORK_TREE="+c.workTree)
+	}
+	cfg := append([][2]string(nil), neutralConfig...)
 	if !c.gc {
 		cfg = append(cfg, [2]string{"gc.auto", "0"})
 	}
+	// Only network calls may use a transport, and only the configured
+	// remote's: GIT_ALLOW_PROTOCOL overrides every protocol.*.allow, so a
+	// URL rewritten by config cannot switch to ext:: or another scheme.
+	allow := ""
+	// GIT_SSH_COMMAND outranks core.sshCommand; "false" for every call that
+	// has no business running ssh.
+	ssh := "false"
 	if c.network {
+		allow = g.repo.protocol()
 		switch g.repo.kind() {
 		case kindHTTP:
-			if g.repo.Token != "" {
-				// An empty value resets the helper list, then ours is the only one.
-				cfg = append(cfg, [2]string{"credential.helper", ""}, [2]string{"credential.helper", credentialHelper})
-				env = append(env, envUser+"="+g.repo.Username, envPassword+"="+g.repo.Token)
+			if u, err := url.Parse(g.repo.URL); err == nil {
+				// The URL-specific key wins over a less specific one an
+				// attacker might have configured for the same URL.
+				cfg = append(cfg, [2]string{"http." + g.repo.URL + ".sslVerify", "true"})
+				if g.repo.Token != "" {
+					// Bound to the configured host: a URL rewritten to
+					// another host gets no answer from this helper.
+					origin := u.Scheme + "://" + u.Host
+					cfg = append(cfg, [2]string{"credential." + origin + ".helper", credentialHelper})
+					env = append(env, envUser+"="+g.repo.Username, envPassword+"="+g.repo.Token)
+				}
 			}
 		case kindSSH:
-			ssh := "ssh -o BatchMode=yes -o ConnectTimeout=" + fmt.Sprint(max(1, int(g.timeout/time.Second)))
+			ssh = "ssh -o BatchMode=yes -o ConnectTimeout=" + fmt.Sprint(max(1, int(g.timeout/time.Second)))
 			if g.repo.SSHKeyFile != "" {
 				ssh += " -o IdentitiesOnly=yes -i " + shellQuote(g.repo.SSHKeyFile)
 			}
 			if g.repo.SSHKnownHosts != "" {
 				ssh += " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + shellQuote(g.repo.SSHKnownHosts)
 			}
-			env = append(env, "GIT_SSH_COMMAND="+ssh)
+			cfg = append(cfg, [2]string{"core.sshCommand", ssh})
 		}
 	}
+	env = append(env, "GIT_ALLOW_PROTOCOL="+allow, "GIT_SSH_COMMAND="+ssh)
 	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
 	for i, kv := range cfg {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
 	return append(env, c.env...)
+}
+
+// writeFileAtomic replaces path with data through a temporary file and a
+// rename, so readers see the old or the new content, and a symlink planted
+// at path is replaced rather than followed.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".threadsmith-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 func shellQuote(s string) string {

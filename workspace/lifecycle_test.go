@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,8 +109,19 @@ func TestCleanupRunsGCOnMirrors(t *testing.T) {
 	if got := loose(); got == "0" {
 		t.Fatalf("no loose objects before gc; the test needs some")
 	}
-	// Make `gc --auto` find work: two packs are more than one.
-	gitremote.Git(t, mirror, "config", "gc.autoPackLimit", "1")
+	// Make `gc --auto` find work: more packs than gc.autoPackLimit (50).
+	// (Not by lowering the limit in the mirror's config: the bot owns that
+	// file and puts it back.) One fast-import, a pack per checkpoint, every
+	// object reachable so that gc packs rather than loosens them.
+	var packs strings.Builder
+	for i := range 51 {
+		fmt.Fprintf(&packs, "commit refs/test/packs\ncommitter t <t@t> 0 +0000\ndata 1\nx\n")
+		if i > 0 {
+			packs.WriteString("from refs/test/packs^0\n")
+		}
+		fmt.Fprintf(&packs, "M 100644 inline f%d\ndata 2\n%d\n\ncheckpoint\n\n", i, i%10)
+	}
+	gitremote.GitInput(t, mirror, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
 	if _, err := e.m.Cleanup(context.Background()); err != nil {
 		t.Fatal(err)
 	}

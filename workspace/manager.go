@@ -181,7 +181,29 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	w := m.newWorkspace(mr, key, id)
 	log := m.log.With("repo", repoName, "branch", w.branch, "thread", key.String())
 
-	if w.treeValid() {
+	admin, rootOK := w.locate()
+	switch {
+	case admin != "" && rootOK:
+		w.setAdmin(admin)
+	case rootOK:
+		// The folder is here but the mirror has no registration for it
+		// (someone deleted it): register it again around the files, so
+		// that uncommitted work survives.
+		log.Warn("workspace folder has no registration in the mirror; registering it again", "dir", w.root)
+		if err := m.adopt(ctx, w); err != nil {
+			return nil, err
+		}
+	default:
+		if err := m.create(ctx, w, log); err != nil {
+			return nil, err
+		}
+	}
+	if fixed, err := repairDotGit(w.root, w.GitDir()); err != nil {
+		log.Warn("could not repair the workspace's .git file", "err", err)
+	} else if fixed {
+		log.Warn("the workspace's .git file was changed or removed; restored it")
+	}
+	if rootOK {
 		// Best effort: an unreachable remote must not hold up the run for
 		// the full GitTimeout when the workspace is already here.
 		sctx, cancel := context.WithTimeout(ctx, min(m.cfg.GitTimeout, syncTimeout))
@@ -192,10 +214,6 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 		} else if _, err := w.integrateRemote(ctx); err != nil {
 			log.Warn("could not bring in remote commits", "err", err)
 		}
-	} else {
-		if err := m.create(ctx, w, log); err != nil {
-			return nil, err
-		}
 	}
 	if err := os.MkdirAll(w.scratch, 0o755); err != nil {
 		return nil, newError(CodeInternal, "", err)
@@ -203,6 +221,8 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 
 	m.mu.Lock()
 	if cur := m.open[wkey]; cur != nil && !cur.removed {
+		// The registration may have been made again just now.
+		cur.setAdmin(w.GitDir())
 		w = cur
 	} else {
 		m.open[wkey] = w
@@ -236,31 +256,23 @@ func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) er
 		log.Warn("fetch failed; recreating workspace from the local branch", "err", fetchErr)
 	}
 
-	// A folder left without a valid .git (a crash during creation, or a
-	// person deleting .git) is in the way of `worktree add`.
-	if _, err := os.Stat(w.root); err == nil {
-		log.Warn("removing workspace folder that is not a valid worktree", "dir", w.root)
+	// Something without work in it is in the way: a symlink, a file, a
+	// folder holding nothing but .git.
+	if _, err := os.Lstat(w.root); err == nil {
+		log.Warn("removing what is in the way of the workspace folder", "dir", w.root)
 		if err := os.RemoveAll(w.root); err != nil {
 			return newError(CodeInternal, "", err)
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(w.root), 0o755); err != nil {
-		return newError(CodeInternal, "", err)
 	}
 
 	var args []string
 	switch {
 	case refs[local] != "":
-		// The thread had a workspace before (the folder was removed while
-		// idle, or vanished): its registration may linger, so prune first.
-		if err := m.pruneWorktrees(ctx, mr); err != nil {
-			return err
-		}
-		args = []string{"worktree", "add", "--quiet", w.root, w.branch}
+		args = []string{"worktree", "add", "--quiet", w.staging(), w.branch}
 	case refs[remote] != "":
-		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.root, remote}
+		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.staging(), remote}
 	case refs[def] != "":
-		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.root, def}
+		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", w.branch, w.staging(), def}
 	default:
 		return mr.checkDefaultBranch(ctx, mr.dir)
 	}
@@ -268,11 +280,12 @@ func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) er
 	// enumerate worktrees (another worktree add, fetch, rebase, gc) fail
 	// with "failed to read worktrees/<name>/commondir".
 	mr.admin.Lock()
-	_, err = mr.git.run(ctx, gitCall{dir: mr.dir, args: args})
+	admin, err := m.checkout(ctx, w, args)
 	mr.admin.Unlock()
 	if err != nil {
 		return newError(CodeInternal, "", err)
 	}
+	w.setAdmin(admin)
 	if refs[local] == "" && refs[remote] != "" {
 		// The remote's commits are published: never replay them.
 		if err := m.updateMeta(w, func(md *meta) { md.LastPushed = refs[remote] }); err != nil {
@@ -295,13 +308,116 @@ func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) er
 	return nil
 }
 
-func (m *Manager) pruneWorktrees(ctx context.Context, mr *mirror) error {
+// staging is where a new worktree is checked out before it is moved to
+// Root: a crash during the checkout leaves a half-made folder there, never
+// at Root, where a folder without a registration is taken for the agent's
+// work and kept (see adopt). Its base name is the thread's id, which git
+// names the admin dir after.
+func (w *Workspace) staging() string {
+	return filepath.Join(filepath.Dir(w.root), ".new", w.id)
+}
+
+// checkout runs `git worktree add` (args) into w's staging folder, then
+// moves the folder to Root and points the new admin dir at it. It returns
+// the admin dir. Callers hold mr.admin exclusively.
+func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (string, error) {
+	mr, staging := w.mirror, w.staging()
+	if err := os.RemoveAll(staging); err != nil {
+		return "", err
+	}
+	// Registrations whose folders are gone (this thread's earlier one,
+	// say) keep git from checking their branch out again.
+	if err := mr.pruneStale(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(staging), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := mr.git.run(ctx, mr.call(args...)); err != nil {
+		return "", err
+	}
+	admins := mr.adminsFor(staging, w.id)
+	if len(admins) != 1 {
+		return "", fmt.Errorf("git worktree add made %d registrations for %s, want 1", len(admins), staging)
+	}
+	admin := admins[0]
+	// Point the registration at Root before the folder gets there: a crash
+	// in between leaves a registration whose folder is missing, pruned on
+	// the next try.
+	if err := writeFileAtomic(filepath.Join(admin, "gitdir"), []byte(filepath.Join(w.root, ".git")+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte(lockReason), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(w.root), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(staging, w.root); err != nil {
+		return "", err
+	}
+	return admin, nil
+}
+
+// adopt registers the existing folder Root again, on the thread's branch,
+// keeping every file in it: the index is rebuilt from the branch's last
+// commit, so what the folder holds beyond it shows as uncommitted changes.
+// Called with the thread lock held, when the mirror has no usable
+// registration for Root.
+func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
+	mr := w.mirror
+	local := "refs/heads/" + w.branch
+	refs, err := mr.refs(ctx, local, "refs/remotes/origin/"+w.branch, "refs/remotes/origin/"+mr.repo.DefaultBranch)
+	if err != nil {
+		return err
+	}
 	mr.admin.Lock()
-	defer mr.admin.Unlock()
-	if _, err := mr.git.run(ctx, gitCall{dir: mr.dir, args: []string{"worktree", "prune"}}); err != nil {
+	admin, err := m.register(ctx, w, refs)
+	mr.admin.Unlock()
+	if err != nil {
+		return err
+	}
+	w.setAdmin(admin)
+	if _, err := repairDotGit(w.root, admin); err != nil {
 		return newError(CodeInternal, "", err)
 	}
+	// Mixed reset: the index becomes the branch's commit, the files stay.
+	if _, err := w.git.run(ctx, w.call("reset", "--quiet")); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	m.log.Info("workspace folder registered again; its files were kept", "repo", mr.repo.Name, "branch", w.branch)
 	return nil
+}
+
+// register is adopt's part under mr.admin.
+func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]string) (string, error) {
+	mr := w.mirror
+	// Unusable registrations naming Root are in the way.
+	for _, a := range mr.adminsFor(w.root, w.id) {
+		if err := os.RemoveAll(a); err != nil {
+			return "", newError(CodeInternal, "", err)
+		}
+	}
+	if err := mr.pruneStale(); err != nil {
+		return "", err
+	}
+	if refs["refs/heads/"+w.branch] == "" {
+		start := refs["refs/remotes/origin/"+w.branch]
+		if start == "" {
+			start = refs["refs/remotes/origin/"+mr.repo.DefaultBranch]
+		}
+		if start == "" {
+			return "", mr.checkDefaultBranch(ctx, mr.dir)
+		}
+		if _, err := mr.git.run(ctx, mr.call("branch", "--no-track", w.branch, start)); err != nil {
+			return "", newError(CodeInternal, "", err)
+		}
+	}
+	admin, err := mr.register(w.root, w.id, w.branch)
+	if err != nil {
+		return "", newError(CodeInternal, "", err)
+	}
+	return admin, nil
 }
 
 func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace {
@@ -406,6 +522,14 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 	cutoff := m.cfg.Now().Add(-m.cfg.IdleTTL)
 	for _, name := range m.names {
 		mr := m.mirrors[name]
+		if _, err := os.Stat(filepath.Join(mr.dir, "HEAD")); err != nil {
+			continue // never created: no workspaces, nothing to collect
+		}
+		// Establishes the mirror's config before the first git call on it.
+		if err := mr.ensure(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		paths, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "meta", name, "*.json"))
 		for _, p := range paths {
 			if ctx.Err() != nil {
@@ -427,10 +551,8 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 				removed = append(removed, md.Branch)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(mr.dir, "HEAD")); err == nil {
-			if err := mr.gc(ctx); err != nil {
-				errs = append(errs, err)
-			}
+		if err := mr.gc(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return removed, errors.Join(errs...)
@@ -455,7 +577,7 @@ func (m *Manager) removeIdle(ctx context.Context, mr *mirror, key ThreadKey, cut
 	if md, err := readMeta(w.meta); err != nil || md.LastUsed.After(cutoff) {
 		return false, err
 	}
-	if !w.treeValid() {
+	if _, rootOK := w.locate(); !rootOK {
 		return false, nil
 	}
 	if err := w.remove(ctx, "removed after being idle"); err != nil {

@@ -42,33 +42,53 @@ type mirror struct {
 }
 
 func newMirror(dataDir string, repo Repo, g *gitRunner, log *slog.Logger) *mirror {
+	dir := filepath.Join(dataDir, "mirrors", repo.Name+".git")
+	g.mirrorDir = dir
 	return &mirror{
 		repo: repo,
-		dir:  filepath.Join(dataDir, "mirrors", repo.Name+".git"),
+		dir:  dir,
 		git:  g,
 		log:  log.With("repo", repo.Name),
 	}
 }
 
+// fetchRefSpec maps the remote's branches to remote-tracking refs.
+const fetchRefSpec = "+refs/heads/*:refs/remotes/origin/*"
+
+// call is a git command on the mirror itself.
+func (m *mirror) call(args ...string) gitCall { return m.callIn(m.dir, args...) }
+
+// callIn is a git command on the bare repository dir: the mirror, or the
+// temporary folder it is built in.
+func (m *mirror) callIn(dir string, args ...string) gitCall {
+	return gitCall{dir: dir, gitDir: dir, commonDir: dir, args: args}
+}
+
 // ensure creates the mirror on first use: a bare repository with a fetch
 // refspec into refs/remotes/origin/*, fetched once. It is built in a
 // temporary folder and renamed into place, so a crash never leaves a
-// half-made mirror behind.
+// half-made mirror behind. The first ensure of a process also works out the
+// mirror's config (see enforceConfig) and puts it in place.
 func (m *mirror) ensure(ctx context.Context) error {
 	m.initMu.Lock()
 	defer m.initMu.Unlock()
 	if m.ready {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(m.dir, "HEAD")); err == nil {
-		// Keep the remote URL in step with the configuration.
-		url, _ := m.git.out(ctx, m.dir, "config", "--get", "remote.origin.url")
-		if url != m.repo.URL {
-			if _, err := m.git.out(ctx, m.dir, "config", "remote.origin.url", m.repo.URL); err != nil {
-				return newError(CodeInternal, "", err)
-			}
+	if m.git.config.Load() == nil {
+		cfg, err := m.canonicalConfig(ctx)
+		if err != nil {
+			return err
 		}
-		if err := m.guardPushes(ctx, m.dir); err != nil {
+		m.git.config.Store(&cfg)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "HEAD")); err == nil {
+		// The config (remote URL included) follows the configuration; the
+		// next git call restores it, do it now to say so once.
+		if err := m.git.enforceConfig(); err != nil {
+			return err
+		}
+		if err := m.guardPushes(m.dir); err != nil {
 			return err
 		}
 		m.ready = true
@@ -83,17 +103,14 @@ func (m *mirror) ensure(ctx context.Context) error {
 		return newError(CodeInternal, "", err)
 	}
 	defer os.RemoveAll(tmp)
-	setup := [][]string{
-		{"init", "--quiet", "--bare", "--initial-branch=" + m.repo.DefaultBranch, tmp},
-		{"-C", tmp, "config", "remote.origin.url", m.repo.URL},
-		{"-C", tmp, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"},
+	init := gitCall{dir: filepath.Dir(tmp), args: []string{"init", "--quiet", "--bare", "--initial-branch=" + m.repo.DefaultBranch, tmp}}
+	if _, err := m.git.run(ctx, init); err != nil {
+		return newError(CodeInternal, "", err)
 	}
-	for _, args := range setup {
-		if _, err := m.git.out(ctx, "", args...); err != nil {
-			return newError(CodeInternal, "", err)
-		}
+	if err := writeFileAtomic(filepath.Join(tmp, "config"), *m.git.config.Load(), 0o644); err != nil {
+		return newError(CodeInternal, "", err)
 	}
-	if err := m.guardPushes(ctx, tmp); err != nil {
+	if err := m.guardPushes(tmp); err != nil {
 		return err
 	}
 	if err := m.fetchIn(ctx, tmp); err != nil {
@@ -110,6 +127,39 @@ func (m *mirror) ensure(ctx context.Context) error {
 	return nil
 }
 
+// canonicalConfig returns what the mirror's config file must hold: what
+// `git init --bare` writes on this machine and file system, plus the remote
+// (URL from the configuration, the fetch refspec, and a dead-end pushurl).
+// It is worked out in a scratch repository next to the mirror, never read
+// from the mirror, whose config anyone with a worktree can change.
+func (m *mirror) canonicalConfig(ctx context.Context) ([]byte, error) {
+	parent := filepath.Dir(m.dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+m.repo.Name+".config-")
+	if err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	defer os.RemoveAll(tmp)
+	calls := []gitCall{
+		{dir: parent, args: []string{"init", "--quiet", "--bare", "--template=", tmp}},
+		m.callIn(tmp, "config", "remote.origin.url", m.repo.URL),
+		m.callIn(tmp, "config", "remote.origin.fetch", fetchRefSpec),
+		m.callIn(tmp, "config", "remote.origin.pushurl", pushBlockedURL),
+	}
+	for _, c := range calls {
+		if _, err := m.git.run(ctx, c); err != nil {
+			return nil, newError(CodeInternal, "", err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(tmp, "config"))
+	if err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	return b, nil
+}
+
 // pushBlockedURL is the mirror's remote.origin.pushurl: a `git push` run by
 // anyone but the bot (the agent's bash, say) fails with this in its message.
 const pushBlockedURL = "/threadsmith/pushes-go-through-the-bot"
@@ -123,17 +173,15 @@ exit 1
 `
 
 // guardPushes makes the git CLI unable to push from the mirror and its
-// worktrees, so only Workspace.Push (which checks the branch) reaches the
-// remote: defence in depth for PRODUCT §7, as the agent's tools can run git.
-func (m *mirror) guardPushes(ctx context.Context, dir string) error {
-	if _, err := m.git.out(ctx, dir, "config", "remote.origin.pushurl", pushBlockedURL); err != nil {
-		return newError(CodeInternal, "", err)
-	}
+// worktrees (with the dead-end pushurl of the canonical config), so only
+// Workspace.Push (which checks the branch) reaches the remote: defence in
+// depth for PRODUCT §7, as the agent's tools can run git.
+func (m *mirror) guardPushes(dir string) error {
 	hooks := filepath.Join(dir, "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	if err := os.WriteFile(filepath.Join(hooks, "pre-push"), []byte(prePushHook), 0o755); err != nil {
+	if err := writeFileAtomic(filepath.Join(hooks, "pre-push"), []byte(prePushHook), 0o755); err != nil {
 		return newError(CodeInternal, "", err)
 	}
 	return nil
@@ -171,12 +219,14 @@ func (m *mirror) fetch(ctx context.Context) error {
 	return nil
 }
 
+// fetchIn fetches into the bare repository dir from the configured URL,
+// named on the command line: remote.origin.* in the mirror's config is
+// never what decides where the bot connects.
 func (m *mirror) fetchIn(ctx context.Context, dir string) error {
-	_, err := m.git.run(ctx, gitCall{
-		dir:     dir,
-		args:    []string{"fetch", "--quiet", "--prune", "--no-write-fetch-head", "--no-show-forced-updates", "--recurse-submodules=no", "origin"},
-		network: true,
-	})
+	c := m.callIn(dir, "fetch", "--quiet", "--prune", "--no-write-fetch-head", "--no-show-forced-updates",
+		"--recurse-submodules=no", m.repo.URL, fetchRefSpec)
+	c.network = true
+	_, err := m.git.run(ctx, c)
 	if err != nil {
 		return remoteError(m.repo.Name, "fetch", m.git.timeout, err)
 	}
@@ -186,10 +236,10 @@ func (m *mirror) fetchIn(ctx context.Context, dir string) error {
 // checkDefaultBranch fails with a clear message when the remote has no
 // branch of the configured default name.
 func (m *mirror) checkDefaultBranch(ctx context.Context, dir string) error {
-	if _, err := m.git.out(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+m.repo.DefaultBranch+"^{commit}"); err == nil {
+	if _, err := m.git.out(ctx, m.callIn(dir, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+m.repo.DefaultBranch+"^{commit}")); err == nil {
 		return nil
 	}
-	out, _ := m.git.out(ctx, dir, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/")
+	out, _ := m.git.out(ctx, m.callIn(dir, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/"))
 	var branches []string
 	for _, b := range strings.Split(out, "\n") {
 		if b != "" && b != "HEAD" {
@@ -213,7 +263,7 @@ func (m *mirror) checkDefaultBranch(ctx context.Context, dir string) error {
 // absent from the result.
 func (m *mirror) refs(ctx context.Context, names ...string) (map[string]string, error) {
 	args := append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, names...)
-	out, err := m.git.out(ctx, m.dir, args...)
+	out, err := m.git.out(ctx, m.call(args...))
 	if err != nil {
 		return nil, newError(CodeInternal, "", err)
 	}
@@ -233,7 +283,7 @@ func (m *mirror) refs(ctx context.Context, names ...string) (map[string]string, 
 
 // isAncestor reports whether commit a is an ancestor of (or equal to) b.
 func (m *mirror) isAncestor(ctx context.Context, a, b string) (bool, error) {
-	_, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"merge-base", "--is-ancestor", a, b}})
+	_, err := m.git.run(ctx, m.call("merge-base", "--is-ancestor", a, b))
 	if err == nil {
 		return true, nil
 	}
@@ -243,13 +293,16 @@ func (m *mirror) isAncestor(ctx context.Context, a, b string) (bool, error) {
 	return false, newError(CodeInternal, "", err)
 }
 
-// gc runs `git gc --auto` and prunes worktree entries whose folders are gone.
+// gc prunes worktree registrations whose folders are gone and runs
+// `git gc --auto`.
 func (m *mirror) gc(ctx context.Context) error {
 	m.admin.Lock()
 	defer m.admin.Unlock()
-	if _, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"worktree", "prune"}}); err != nil {
+	if err := m.pruneStale(); err != nil {
 		return err
 	}
-	_, err := m.git.run(ctx, gitCall{dir: m.dir, args: []string{"gc", "--auto", "--quiet"}, gc: true})
+	c := m.call("gc", "--auto", "--quiet")
+	c.gc = true
+	_, err := m.git.run(ctx, c)
 	return err
 }

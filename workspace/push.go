@@ -97,10 +97,15 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	if err != nil {
 		return res, err
 	}
-	remote, err := repo.Remote("origin")
-	if err != nil {
-		return res, newError(CodeInternal, "", err)
-	}
+	// The remote is built from the configuration, not read from the
+	// mirror's config (repo.Remote), whose URL anyone with a worktree can
+	// point elsewhere to receive the token. Its fetch refspec moves the
+	// remote-tracking ref along with a push.
+	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{
+		Name:  "origin",
+		URLs:  []string{mr.repo.URL},
+		Fetch: []config.RefSpec{fetchRefSpec},
+	})
 
 	// Ask the remote where the branch is: the remote-tracking ref may be
 	// stale, and the answer decides between a plain push, a force push of
@@ -158,10 +163,8 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.GitTimeout)
 	mr.admin.RLock()
-	err = repo.PushContext(pctx, &git.PushOptions{
-		RemoteName: "origin",
-		// The configured pushurl is a dead end for the CLI (guardPushes);
-		// go-git would use it, so name the real URL.
+	err = remote.PushContext(pctx, &git.PushOptions{
+		RemoteName:     "origin",
 		RemoteURL:      mr.repo.URL,
 		RefSpecs:       []config.RefSpec{spec},
 		Auth:           auth,
@@ -220,7 +223,7 @@ func (w *Workspace) Unpushed(ctx context.Context) (int, error) {
 	if exclude == "" {
 		exclude = "refs/remotes/origin/" + mr.repo.DefaultBranch
 	}
-	out, err := mr.git.out(ctx, mr.dir, "rev-list", "--count", refs[local], "^"+exclude)
+	out, err := mr.git.out(ctx, mr.call("rev-list", "--count", refs[local], "^"+exclude))
 	if err != nil {
 		return 0, newError(CodeInternal, "", err)
 	}
@@ -256,7 +259,7 @@ func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip str
 	if tip == "" {
 		tip = remoteTip
 	}
-	out, err := mr.git.out(ctx, mr.dir, "log", "--format=%H%x09%ae%x09%ce%x09%an", local+".."+tip)
+	out, err := mr.git.out(ctx, mr.call("log", "--no-show-signature", "--format=%H%x09%ae%x09%ce%x09%an", local+".."+tip))
 	if err != nil {
 		return nil, newError(CodeInternal, "", err)
 	}
@@ -283,7 +286,7 @@ func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip str
 // forkPoint is where the thread's branch left the default branch.
 func (w *Workspace) forkPoint(ctx context.Context, head string) (string, error) {
 	mr := w.mirror
-	out, err := mr.git.run(ctx, gitCall{dir: mr.dir, args: []string{"merge-base", head, "refs/remotes/origin/" + mr.repo.DefaultBranch}})
+	out, err := mr.git.run(ctx, mr.call("merge-base", head, "refs/remotes/origin/"+mr.repo.DefaultBranch))
 	if err != nil {
 		if exitStatus(err) == 1 {
 			return "", nil // unrelated histories
@@ -294,7 +297,7 @@ func (w *Workspace) forkPoint(ctx context.Context, head string) (string, error) 
 }
 
 func (w *Workspace) countCommits(ctx context.Context, base, head string) (int, error) {
-	out, err := w.mirror.git.out(ctx, w.mirror.dir, "rev-list", "--count", base+".."+head)
+	out, err := w.mirror.git.out(ctx, w.mirror.call("rev-list", "--count", base+".."+head))
 	if err != nil {
 		return 0, newError(CodeInternal, "", err)
 	}

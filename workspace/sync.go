@@ -62,7 +62,7 @@ func (w *Workspace) integrateRemote(ctx context.Context) (SyncResult, error) {
 	}
 	mr.admin.RLock()
 	defer mr.admin.RUnlock()
-	pulled, err := mr.git.out(ctx, mr.dir, "rev-list", "--count", refs[local]+".."+refs[remote])
+	pulled, err := mr.git.out(ctx, mr.call("rev-list", "--count", refs[local]+".."+refs[remote]))
 	if err != nil {
 		return res, newError(CodeInternal, "", err)
 	}
@@ -71,7 +71,7 @@ func (w *Workspace) integrateRemote(ctx context.Context) (SyncResult, error) {
 	if behind, err := mr.isAncestor(ctx, refs[local], refs[remote]); err != nil {
 		return res, err
 	} else if behind {
-		if _, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"merge", "--ff-only", "--quiet", remote}}); err != nil {
+		if _, err := w.git.run(ctx, w.call("merge", "--ff-only", "--quiet", "--no-stat", "--no-verify-signatures", remote)); err != nil {
 			w.m.log.Warn("could not fast-forward to the remote branch", "branch", w.branch, "err", err)
 			res.Diverged = true
 			return res, nil
@@ -98,8 +98,8 @@ func (w *Workspace) integrateRemote(ctx context.Context) (SyncResult, error) {
 			args = []string{"rebase", "--quiet", "--onto", remote, md.LastPushed}
 		}
 	}
-	if _, err := w.git.run(ctx, gitCall{dir: w.root, args: args}); err != nil {
-		_, _ = w.git.run(ctx, gitCall{dir: w.root, args: []string{"rebase", "--abort"}})
+	if _, err := w.git.run(ctx, w.call(args...)); err != nil {
+		_, _ = w.git.run(ctx, w.call("rebase", "--abort"))
 		w.m.log.Warn("rebase of unpushed commits onto the remote branch failed; left as it was", "branch", w.branch, "err", err)
 		res.Diverged = true
 		return res, nil

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Workspace is one thread's checkout: a linked worktree of its repository's
@@ -29,6 +33,9 @@ type Workspace struct {
 	// never committed.
 	scratch string
 	meta    string
+	// admin is the worktree's admin dir in the mirror (see GitDir). It is
+	// set with the thread lock held and read without it by GitDir.
+	admin atomic.Pointer[string]
 
 	// refs and removed are guarded by m.mu.
 	refs    int
@@ -55,6 +62,33 @@ func (w *Workspace) DefaultBranch() string { return w.mirror.repo.DefaultBranch 
 // Thread is the key of the thread the workspace belongs to.
 func (w *Workspace) Thread() ThreadKey { return w.key }
 
+// GitDir is the absolute path of the worktree's admin dir,
+// <data_dir>/mirrors/<repo>.git/worktrees/<name>: its HEAD, index and
+// per-worktree refs; Root's .git file points here. A sandbox that runs git in
+// Root mounts it read-only (at the same path) next to CommonDir. It can
+// change when the bot has to register the worktree again (Open does so when
+// the registration vanished), so read it per use rather than once.
+func (w *Workspace) GitDir() string {
+	if p := w.admin.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// CommonDir is the absolute path of the repository's shared mirror,
+// <data_dir>/mirrors/<repo>.git: objects, refs and config of every thread
+// of the repository. Its worktrees/ folder holds every thread's GitDir, so a
+// sandbox shows the thread only its own.
+func (w *Workspace) CommonDir() string { return w.mirror.dir }
+
+func (w *Workspace) setAdmin(admin string) { w.admin.Store(&admin) }
+
+// call is a git command in the thread's worktree, with its admin dir and
+// the mirror named explicitly (see gitCall).
+func (w *Workspace) call(args ...string) gitCall {
+	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.mirror.dir, workTree: w.root, args: args}
+}
+
 func (w *Workspace) wkey() string { return w.mirror.repo.Name + "/" + w.id }
 
 // lock takes the thread lock and checks that the workspace still exists.
@@ -77,23 +111,59 @@ func (w *Workspace) lock() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// treeValid reports whether root is a linked worktree whose registration in
-// the mirror still exists.
-func (w *Workspace) treeValid() bool {
-	b, err := os.ReadFile(filepath.Join(w.root, ".git"))
+// locate finds the worktree's admin dir from the mirror's side, never from
+// Root/.git, and reports whether Root is a folder of its own (not missing,
+// not a symlink). admin is "" when no usable registration names Root.
+func (w *Workspace) locate() (admin string, rootOK bool) {
+	st, err := os.Lstat(w.root)
+	rootOK = err == nil && st.IsDir() && !emptyButDotGit(w.root)
+	admins := w.mirror.adminsFor(w.root, w.id)
+	cur := w.GitDir()
+	for _, a := range admins {
+		if !usableAdmin(a) {
+			continue
+		}
+		if a == cur {
+			return a, rootOK
+		}
+		if admin == "" {
+			admin = a
+		}
+	}
+	return admin, rootOK
+}
+
+// emptyButDotGit reports whether dir holds nothing but (maybe) .git: a
+// folder with no work in it to keep. Registering it as the worktree would
+// show every file of the branch as deleted.
+func emptyButDotGit(dir string) bool {
+	f, err := os.Open(dir)
 	if err != nil {
 		return false
 	}
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(gitdir, "HEAD"))
-	return err == nil
+	defer f.Close()
+	names, _ := f.Readdirnames(2)
+	return len(names) == 0 || len(names) == 1 && names[0] == ".git"
 }
 
+// openRepo opens the worktree with go-git on explicit storage: the admin
+// dir for per-worktree files, the mirror for the rest. PlainOpen would read
+// Root/.git and the admin dir's commondir file, both writable by the agent.
 func (w *Workspace) openRepo() (*git.Repository, error) {
-	r, err := git.PlainOpenWithOptions(w.root, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err := w.git.enforceConfig(); err != nil {
+		return nil, err
+	}
+	admin := w.GitDir()
+	if admin == "" {
+		return nil, newError(CodeInternal, "", fmt.Errorf("worktree %s has no admin dir", w.root))
+	}
+	// The storage file systems are go-git's default (as PlainOpen's):
+	// go-git renames its temporary object files by absolute path, which a
+	// bound file system would resolve inside the admin dir. Only the work
+	// tree, the agent's, gets one that does not follow symlinks out.
+	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.mirror.dir))
+	st := filesystem.NewStorage(fs, cache.NewObjectLRUDefault())
+	r, err := git.Open(st, osfs.New(w.root, osfs.WithBoundOS()))
 	if err != nil {
 		return nil, newError(CodeInternal, "", fmt.Errorf("open %s: %w", w.root, err))
 	}
@@ -115,7 +185,10 @@ func (w *Workspace) Changed(ctx context.Context) (bool, error) {
 // and is an order of magnitude slower on a few thousand files (see
 // BenchmarkStatus).
 func (w *Workspace) changed(ctx context.Context) (bool, error) {
-	out, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"status", "--porcelain", "-z", "--untracked-files=normal"}})
+	// --ignore-submodules=dirty: a nested repository's commit counts, but
+	// git does not run `git status` inside it (with its config) to see
+	// whether its files changed; the flag outranks .gitmodules.
+	out, err := w.git.run(ctx, w.call("status", "--porcelain", "-z", "--untracked-files=normal", "--ignore-submodules=dirty"))
 	if err != nil {
 		return false, newError(CodeInternal, "", err)
 	}
@@ -153,10 +226,12 @@ func (w *Workspace) commit(ctx context.Context, msg string) (string, error) {
 	}
 	// Staging with the CLI: go-git's AddWithOptions{All: true} runs a full
 	// go-git status first (see changed).
-	if _, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"add", "--all"}}); err != nil {
-		return "", newError(CodeInternal, "", err)
+	if err := w.stage(ctx, nil); err != nil {
+		return "", err
 	}
-	_, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"diff", "--cached", "--quiet"}})
+	// Index against HEAD only: git looks at no work tree, nested or not, so
+	// a changed submodule commit counts whatever .gitmodules says.
+	_, err := w.git.run(ctx, w.call("diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"))
 	switch {
 	case err == nil:
 		return "", nil // nothing staged
@@ -186,7 +261,7 @@ func (w *Workspace) commit(ctx context.Context, msg string) (string, error) {
 // worktree to another branch or detached HEAD: committing there would put
 // the work where no push takes it.
 func (w *Workspace) checkOnBranch(ctx context.Context) error {
-	head, err := w.git.run(ctx, gitCall{dir: w.root, args: []string{"symbolic-ref", "--quiet", "HEAD"}})
+	head, err := w.git.run(ctx, w.call("symbolic-ref", "--quiet", "HEAD"))
 	head = strings.TrimSpace(head)
 	if err != nil && exitStatus(err) != 1 {
 		return newError(CodeInternal, "", err)
@@ -273,7 +348,17 @@ func (w *Workspace) Remove(ctx context.Context) error {
 }
 
 func (w *Workspace) remove(ctx context.Context, why string) error {
-	if w.treeValid() {
+	admin, rootOK := w.locate()
+	if rootOK {
+		// Save uncommitted work on the branch first; a folder whose
+		// registration vanished is registered again to do so.
+		if admin == "" {
+			if err := w.m.adopt(ctx, w); err != nil {
+				return err
+			}
+		} else {
+			w.setAdmin(admin)
+		}
 		dirty, err := w.changed(ctx)
 		if err != nil {
 			return err
@@ -284,15 +369,14 @@ func (w *Workspace) remove(ctx context.Context, why string) error {
 			}
 		}
 	}
+	// Removed by hand rather than with `git worktree remove`, which reads
+	// Root/.git and refuses when it does not point back.
 	mr := w.mirror
 	mr.admin.Lock()
-	_, err := mr.git.run(ctx, gitCall{dir: mr.dir, args: []string{"worktree", "remove", "--force", w.root}})
-	if err != nil {
-		// Unregistered or half-made: delete the folder, then drop any
-		// registration pointing at it.
-		err = os.RemoveAll(w.root)
-		if err == nil {
-			_, err = mr.git.run(ctx, gitCall{dir: mr.dir, args: []string{"worktree", "prune"}})
+	err := os.RemoveAll(w.root)
+	for _, a := range mr.adminsFor(w.root, w.id) {
+		if rerr := os.RemoveAll(a); err == nil {
+			err = rerr
 		}
 	}
 	mr.admin.Unlock()
