@@ -34,6 +34,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
@@ -57,8 +58,14 @@ type Config struct {
 	IdleEvict time.Duration
 	// MaxDownloadBytes caps each file people share. Default 20 MiB.
 	MaxDownloadBytes int64
+	// CatchUpWindow is how recently a person must have written in a thread
+	// for a reconnect to catch up on it (ActiveThreads). Default a day.
+	CatchUpWindow time.Duration
 	// Secrets are redacted from tool output (tokens, keys).
 	Secrets []string
+	// Sandbox runs everything the agent runs. Nil means unsandboxed
+	// (sandbox.None), and every run's status says so.
+	Sandbox *sandbox.Sandbox
 	Logger  *slog.Logger
 	Now     func() time.Time
 }

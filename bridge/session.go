@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -59,6 +61,16 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		Env:         b.cfg.Agent.BashEnv,
 		GitName:     b.cfg.Agent.GitName,
 		GitEmail:    b.cfg.Agent.GitEmail,
+		Sandbox:     b.cfg.Sandbox,
+		// Read-only git metadata, so that git status/diff/log work inside;
+		// the other threads' worktree records in the mirror stay hidden.
+		Mounts: func() []sandbox.Mount {
+			return []sandbox.Mount{
+				{Path: ws.CommonDir(), Access: sandbox.ReadOnly},
+				{Path: filepath.Join(ws.CommonDir(), "worktrees"), Access: sandbox.Hidden},
+				{Path: ws.GitDir(), Access: sandbox.ReadOnly},
+			}
+		},
 	})
 	if err != nil {
 		return err

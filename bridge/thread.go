@@ -475,7 +475,15 @@ func (t *thread) delivered(id string) {
 }
 
 // header is the first text of a run's status message.
-func (t *thread) header() string { return workingHeaderPrefix + " · " + t.repoLine() }
+func (t *thread) header() string {
+	h := workingHeaderPrefix + " · " + t.repoLine()
+	if !t.b.cfg.Sandbox.Confined() {
+		// The operator chose sandbox.mode: none; everyone in the thread
+		// should know that what the agent runs is not isolated.
+		h += " · ⚠️ unsandboxed"
+	}
+	return h
+}
 
 // repoLine names the thread's repository and branch.
 func (t *thread) repoLine() string { return fmt.Sprintf("`%s` · `%s`", t.rec.Repo, t.rec.Branch) }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/adapters/console"
+	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/openai"
@@ -138,6 +139,12 @@ func (m *Main) Run(ctx context.Context) error {
 		log = newLogger(cfg.Log, m.Stderr)
 	}
 	log.Info("starting threadsmith", "config", cfg.Redacted())
+	hardenProcess(cfg, log)
+	sb, err := m.openSandbox(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("sandbox", "mode", sb.String())
 
 	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log))
 	if err != nil {
@@ -179,6 +186,7 @@ func (m *Main) Run(ctx context.Context) error {
 		RunTimeout:        cfg.RunTimeout,
 		MaxDownloadBytes:  cfg.Workspace.MaxDownloadBytes,
 		Secrets:           secrets(cfg),
+		Sandbox:           sb,
 		Logger:            log,
 	})
 	if err != nil {
@@ -343,6 +351,43 @@ func queueMode(q config.QueueMode) agent.QueueMode {
 }
 
 // secrets are the strings tool output must never show.
+// openSandbox sets up the sandbox of the agent's commands. An unusable
+// sandbox.mode is a configuration error: the operator must either fix the
+// machine or say sandbox.mode: none.
+func (m *Main) openSandbox(cfg *config.Config) (*sandbox.Sandbox, error) {
+	sb, err := sandbox.New(sandboxConfig(cfg, m.ConfigPath))
+	if err != nil {
+		return nil, configError{fmt.Errorf("sandbox.mode: %s: %w; set sandbox.mode: none to run the agent's commands unsandboxed", cfg.Sandbox.Mode, err)}
+	}
+	return sb, nil
+}
+
+// sandboxConfig is the sandbox of cfg. What the agent must never see even
+// where a system folder is shown (a config file under /etc, say): the
+// config file, the data directory and the bot's home.
+func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
+	var hide []string
+	for _, p := range []string{configPath, cfg.DataDir} {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			hide = append(hide, abs)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		hide = append(hide, home)
+	}
+	return sandbox.Config{
+		Mode:      sandbox.Mode(cfg.Sandbox.Mode),
+		Network:   cfg.Sandbox.Network,
+		Memory:    int64(cfg.Sandbox.Memory),
+		Processes: cfg.Sandbox.Processes,
+		ReadOnly:  cfg.Sandbox.ReadOnlyPaths,
+		Hide:      hide,
+	}
+}
+
 func secrets(cfg *config.Config) []string {
 	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token}
 	for _, r := range cfg.Workspace.Repos {

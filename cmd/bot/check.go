@@ -40,6 +40,11 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		ok = false
 		fmt.Fprintf(w, format+"\n", args...)
 	}
+	if sb, err := m.openSandbox(cfg); err != nil {
+		fail("%v", err)
+	} else {
+		fmt.Fprintf(w, "sandbox: %s\n", sb)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
