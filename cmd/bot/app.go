@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/adapters/console"
-	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/openai"
@@ -22,6 +21,7 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
