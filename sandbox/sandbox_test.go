@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
+	"golang.org/x/sys/unix"
 )
 
 // botSecret stands for a key that lives only in the bot's memory and
@@ -434,5 +435,25 @@ func TestDescribe(t *testing.T) {
 	}
 	if _, err := sandbox.New(sandbox.Config{Mode: "chroot"}); err == nil || !strings.Contains(err.Error(), "unknown mode") {
 		t.Errorf("unknown mode: %v", err)
+	}
+}
+
+// The bot makes itself not dumpable; a bot that is not root must still be
+// able to start sandboxes (the kernel then owns its children's /proc files
+// by root, uid_map included). CI runs as root; run this file's tests as
+// another user (setpriv --reuid=65534 --regid=65534 --clear-groups) to see
+// the other path.
+func TestStartsFromANonDumpableBot(t *testing.T) {
+	r := newRig(t, sandbox.Config{})
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	out, exit := r.run(t, "echo inside")
+	if exit.Code != 0 || !strings.Contains(out, "inside") {
+		t.Fatalf("from a non-dumpable bot (uid %d): %+v %q", os.Getuid(), exit, out)
+	}
+	if d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); d != 0 {
+		t.Errorf("the bot is dumpable again after starting a sandbox")
 	}
 }
