@@ -299,6 +299,9 @@ func passMounts(pid int, mounts []Mount, sock *os.File) error {
 			continue
 		}
 		fd, err := idmappedTree(m.Path, userns)
+		if errors.Is(err, unix.ENOENT) && m.Access == ReadOnly {
+			continue // gone meanwhile: nothing to show (see applyMount)
+		}
 		if err != nil {
 			return err
 		}

@@ -180,7 +180,7 @@ func buildRoot(spec *initSpec, trees map[int]int) error {
 	// Whether each mount is a directory: from the tree the bot handed over
 	// (the init may not be able to look at the host path itself: a root
 	// bot's sandbox runs as nobody), else from the host path.
-	dirs := make([]bool, len(spec.Mounts))
+	dirs, skip := make([]bool, len(spec.Mounts)), make([]bool, len(spec.Mounts))
 	for i, m := range spec.Mounts {
 		var st unix.Stat_t
 		if tree, ok := trees[i]; ok {
@@ -188,15 +188,24 @@ func buildRoot(spec *initSpec, trees map[int]int) error {
 				return fmt.Errorf("mount %s: %w", m.Path, err)
 			}
 		} else if err := unix.Stat("/oldroot"+m.Path, &st); err != nil {
-			if m.Access == Hidden {
+			switch m.Access {
+			case Hidden:
 				st.Mode = unix.S_IFDIR // decided by what is visible
-			} else {
+			case ReadOnly:
+				// Something to look at that is gone (a worktree's git
+				// metadata being registered again): the command runs
+				// without it rather than not at all.
+				skip[i] = true
+			default:
 				return fmt.Errorf("mount %s: %w", m.Path, err)
 			}
 		}
 		dirs[i] = st.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
 	for i, m := range spec.Mounts {
+		if skip[i] {
+			continue
+		}
 		tree, ok := trees[i]
 		if !ok {
 			tree = -1

@@ -457,3 +457,19 @@ func TestStartsFromANonDumpableBot(t *testing.T) {
 		t.Errorf("the bot is dumpable again after starting a sandbox")
 	}
 }
+
+func TestMissingReadOnlyMountIsLeftOut(t *testing.T) {
+	r := newRig(t, sandbox.Config{})
+	gone := filepath.Join(t.TempDir(), "gone")
+	out, exit := r.run(t, "ls "+gone+" 2>&1; echo ran", sandbox.Mount{Path: gone, Access: sandbox.ReadOnly})
+	if exit.Code != 0 || !strings.Contains(out, "ran") || !strings.Contains(out, "No such file") {
+		t.Fatalf("with a missing read-only mount: %+v %q", exit, out)
+	}
+	p, err := r.sb.Start(sandbox.Spec{Path: "/bin/true", Dir: r.work, Mounts: []sandbox.Mount{{Path: r.work, Access: sandbox.ReadWrite}, {Path: gone, Access: sandbox.ReadWrite}}})
+	if err == nil {
+		_, err = p.Wait()
+	}
+	if err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("a missing writable mount: %v, want an error naming it", err)
+	}
+}
