@@ -11,6 +11,8 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
 
 func checkConfig(t *testing.T) (config.Config, *slackfake.Server) {
@@ -42,9 +44,24 @@ func runCheck(t *testing.T, cfg config.Config) (bool, string) {
 
 func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
 	cfg, _ := checkConfig(t)
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	ok, out := runCheck(t, cfg)
-	if !ok || strings.TrimSpace(out) != "ok" {
-		t.Fatalf("check = %v, %q; want ok", ok, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !ok || len(lines) != 2 || lines[1] != "ok" {
+		t.Fatalf("check = %v, %q; want the sandbox line, then ok", ok, out)
+	}
+	// Which sandbox is active, for the operator.
+	if !strings.HasPrefix(lines[0], "sandbox: namespaces (user, mount, pid, ipc, uts, net)") || !strings.Contains(lines[0], "network off") {
+		t.Errorf("sandbox line %q", lines[0])
+	}
+}
+
+func TestCheckSaysWhenTheAgentIsUnsandboxed(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	cfg.Sandbox.Mode = config.SandboxNone
+	ok, out := runCheck(t, cfg)
+	if !ok || !strings.HasPrefix(out, "sandbox: none (unsandboxed") {
+		t.Fatalf("check = %v, %q; want the unsandboxed line, then ok", ok, out)
 	}
 }
 
@@ -65,7 +82,7 @@ func TestCheckReportsOneLinePerProblem(t *testing.T) {
 		`workspace.repos[gone].url: cannot reach the remote`,
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(want) {
+	if len(lines) != len(want)+1 || !strings.HasPrefix(lines[0], "sandbox: ") {
 		t.Fatalf("check printed %d lines, want %d:\n%s", len(lines), len(want), out)
 	}
 	for _, w := range want {

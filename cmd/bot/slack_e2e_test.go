@@ -460,13 +460,15 @@ func TestSlackFollowUpWhileBusyIsAcknowledgedThenDelivered(t *testing.T) {
 }
 
 func TestSlackSteerWhileAToolRunsJoinsTheRun(t *testing.T) {
-	e := newSlackEnv(t)
 	// The bash tool blocks reading a FIFO until the test writes to it: the
-	// steer arrives while the tool runs, not while the model streams.
+	// steer arrives while the tool runs, not while the model streams. The
+	// sandbox shows the FIFO's folder, read-only, as an operator would a
+	// toolchain.
 	fifo := filepath.Join(t.TempDir(), "release")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(fifo)} }))
 	// Opened read-write, the FIFO never blocks the test, keeps the line
 	// buffered until the tool reads it (whether or not it has opened the FIFO
 	// yet), and closing it at the end gives a still-blocked tool its EOF.
