@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/threadsmith/threadsmith/config"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
@@ -104,4 +110,84 @@ func jsonArgs(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// Without a usable sandbox the bot refuses to start, naming the key, unless
+// the operator said sandbox.mode: none. The machine without one is made by
+// running the real binary in a user namespace that may not create more.
+func TestNoSandboxRefusesToStartUnlessModeNone(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) is needed to take user namespaces away")
+	}
+	if err := exec.Command("unshare", "--user", "--map-root-user", "true").Run(); err != nil {
+		t.Skipf("this machine has no user namespaces to take away: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildBot(t, ctx, dir)
+	write := func(name, mode string) string {
+		p := filepath.Join(dir, name)
+		cfg := fmt.Sprintf("data_dir: %q\nllm: {api_key: sk-x, base_url: \"http://127.0.0.1:1/v1\"}\nsandbox: {mode: %s}\nslack: {enabled: false}\n", filepath.Join(dir, "data"), mode)
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := func(args ...string) (int, string) {
+		script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`
+		cmd := exec.CommandContext(ctx, "unshare", append([]string{"--user", "--map-root-user", "sh", "-c", script, "sh", bin}, args...)...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+
+	start := time.Now()
+	code, out := run("-config", write("auto.yaml", "auto"))
+	if code != 2 || !strings.Contains(out, "sandbox.mode: auto") || !strings.Contains(out, "sandbox.mode: none") {
+		t.Fatalf("without namespaces, mode auto: exit %d\n%s\nwant exit 2 naming sandbox.mode and the way out", code, out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %s", d)
+	}
+	code, out = run("-check", "-config", write("auto.yaml", "auto"))
+	if code != 1 || !strings.Contains(out, "sandbox.mode: auto") {
+		t.Errorf("-check without namespaces: exit %d\n%s", code, out)
+	}
+	code, out = run("-check", "-config", write("none.yaml", "none"))
+	if !strings.Contains(out, "sandbox: none (unsandboxed") || strings.Contains(out, "sandbox.mode") {
+		t.Errorf("-check with mode none: exit %d\n%s", code, out)
+	}
+}
+
+// Under sandbox.mode: none every run's status message says so; sandboxed
+// runs do not.
+func TestSlackStatusSaysUnsandboxed(t *testing.T) {
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Sandbox.Mode = config.SandboxNone }))
+	e.llm.Push(llmfake.TextReply("done"))
+	root := e.slack.Mention(slackChan, aliceID, "hello", "")
+	var status slackfake.Call
+	e.waitFor("the status message", func() bool {
+		var ok bool
+		status, ok = e.firstPostIn(root)
+		return ok
+	})
+	if txt := status.Params.Get("text"); !strings.Contains(txt, "unsandboxed") {
+		t.Errorf("status message under mode none = %q, want it to say unsandboxed", txt)
+	}
+	e.waitText(slackChan, root, "⏱")
+
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	s := newSlackEnv(t)
+	s.llm.Push(llmfake.TextReply("done"))
+	root = s.slack.Mention(slackChan, aliceID, "hello", "")
+	s.waitText(slackChan, root, "⏱")
+	if tr := s.transcript(slackChan, root); strings.Contains(tr, "unsandboxed") {
+		t.Errorf("a sandboxed run says unsandboxed:\n%s", tr)
+	}
 }
