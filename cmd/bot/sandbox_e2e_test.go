@@ -16,6 +16,7 @@ import (
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
+	"golang.org/x/sys/unix"
 )
 
 // A thread whose model was steered by an attacker (a prompt injection in a
@@ -189,5 +190,23 @@ func TestSlackStatusSaysUnsandboxed(t *testing.T) {
 	s.waitText(slackChan, root, "⏱")
 	if tr := s.transcript(slackChan, root); strings.Contains(tr, "unsandboxed") {
 		t.Errorf("a sandboxed run says unsandboxed:\n%s", tr)
+	}
+}
+
+// The running bot is not dumpable and has dropped the secrets it was given
+// through its environment, so that nothing it starts inherits them.
+func TestRunningBotIsNotDumpableAndKeepsNoSecretEnv(t *testing.T) {
+	t.Setenv("THREADSMITH_TEST_LLM_KEY", "sk-test-key-0001") // the value slackConfig uses
+	t.Setenv("THREADSMITH_TEST_PLAIN", "not-a-secret")
+	defer unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	newSlackEnv(t)
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 0 {
+		t.Errorf("PR_GET_DUMPABLE = %d, %v; want 0", d, err)
+	}
+	if v, ok := os.LookupEnv("THREADSMITH_TEST_LLM_KEY"); ok {
+		t.Errorf("the API key is still in the bot's environment: %q", v)
+	}
+	if os.Getenv("THREADSMITH_TEST_PLAIN") != "not-a-secret" {
+		t.Error("a variable that is no secret was removed")
 	}
 }
