@@ -160,17 +160,13 @@ func buildRoot(spec *initSpec, trees map[int]int) error {
 	if err := os.MkdirAll("/newroot/etc", 0o755); err != nil {
 		return err
 	}
-	if err := buildDev(); err != nil {
+	if err := buildDev(spec.TmpfsSize); err != nil {
 		return err
 	}
 	if err := buildProc(); err != nil {
 		return err
 	}
-	tmpOpts := "mode=1777"
-	if spec.TmpfsSize > 0 {
-		tmpOpts += fmt.Sprintf(",size=%d", spec.TmpfsSize)
-	}
-	if err := mkMount("/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+	if err := mkMount("/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsOpts(spec.TmpfsSize)); err != nil {
 		return err
 	}
 	if err := os.MkdirAll("/newroot/var", 0o755); err == nil {
@@ -390,8 +386,18 @@ func applyMount(m Mount, tree int, dir bool, later []Mount, laterDirs []bool) er
 	return fmt.Errorf("mount %s: unknown access %v", m.Path, m.Access)
 }
 
+// tmpfsOpts are the options of a world-writable tmpfs. Its pages are memory,
+// so it is capped like the memory of one process (tmpfs would default to
+// half the machine's).
+func tmpfsOpts(size int64) string {
+	if size > 0 {
+		return fmt.Sprintf("mode=1777,size=%d", size)
+	}
+	return "mode=1777"
+}
+
 // buildDev makes a /dev with the harmless device nodes only.
-func buildDev() error {
+func buildDev(size int64) error {
 	if err := mkMount("/newroot/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
 	}
@@ -416,7 +422,7 @@ func buildDev() error {
 			return err
 		}
 	}
-	if err := mkMount("/newroot/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"); err != nil {
+	if err := mkMount("/newroot/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, tmpfsOpts(size)); err != nil {
 		return err
 	}
 	return setAttr("/newroot/dev", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, false)

@@ -473,3 +473,11 @@ func TestMissingReadOnlyMountIsLeftOut(t *testing.T) {
 		t.Fatalf("a missing writable mount: %v, want an error naming it", err)
 	}
 }
+
+func TestTmpfsIsCappedLikeMemory(t *testing.T) {
+	r := newRig(t, sandbox.Config{Memory: 64 << 20})
+	out, _ := r.run(t, "df -k /tmp /dev/shm | tail -2 | awk '{print $2}'")
+	if strings.Count(out, "65536\n") != 2 {
+		t.Fatalf("sizes of /tmp and /dev/shm in KiB:\n%s\nwant 65536 each", out)
+	}
+}
