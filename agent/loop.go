@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,8 +65,6 @@ type AgentConfig struct {
 // methods and the accessors are safe from any goroutine.
 type Agent struct {
 	model        llm.Model
-	tools        []Tool
-	toolIndex    map[string]Tool
 	steerMode    QueueMode
 	followUpMode QueueMode
 	emit         func(Event)
@@ -74,6 +73,8 @@ type Agent struct {
 	log          *slog.Logger
 
 	mu           sync.Mutex
+	tools        []Tool          // under mu: SetTools may swap them between turns
+	toolIndex    map[string]Tool // by name, the same set as tools
 	modelName    string
 	maxTokens    int
 	systemPrompt string
@@ -87,8 +88,6 @@ type Agent struct {
 func NewAgent(cfg AgentConfig) *Agent {
 	a := &Agent{
 		model:        cfg.Model,
-		tools:        cfg.Tools,
-		toolIndex:    make(map[string]Tool, len(cfg.Tools)),
 		maxTokens:    cfg.MaxTokens,
 		steerMode:    cfg.SteerMode,
 		followUpMode: cfg.FollowUpMode,
@@ -100,9 +99,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 		systemPrompt: cfg.SystemPrompt,
 		messages:     append([]llm.Message(nil), cfg.Messages...),
 	}
-	for _, t := range cfg.Tools {
-		a.toolIndex[t.Spec().Name] = t
-	}
+	a.tools, a.toolIndex = indexTools(cfg.Tools)
 	if a.emit == nil {
 		a.emit = func(Event) {}
 	}
@@ -113,6 +110,31 @@ func NewAgent(cfg AgentConfig) *Agent {
 		a.log = slog.Default()
 	}
 	return a
+}
+
+func indexTools(tools []Tool) ([]Tool, map[string]Tool) {
+	index := make(map[string]Tool, len(tools))
+	for _, t := range tools {
+		index[t.Spec().Name] = t
+	}
+	return slices.Clone(tools), index
+}
+
+// SetTools replaces the tools the model is offered from its next call on (an
+// MCP server said its list changed). A call of a tool that has just gone gets
+// the usual "not found" result.
+func (a *Agent) SetTools(tools []Tool) {
+	list, index := indexTools(tools)
+	a.mu.Lock()
+	a.tools, a.toolIndex = list, index
+	a.mu.Unlock()
+}
+
+// Tools returns the tools the model is offered.
+func (a *Agent) Tools() []Tool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.tools)
 }
 
 // Messages returns a copy of the current context.
@@ -379,10 +401,10 @@ func (a *Agent) streamReply(ctx context.Context) (reply llm.Message) {
 		Messages:     ProviderMessages(a.messages),
 		MaxTokens:    a.maxTokens,
 	}
-	a.mu.Unlock()
 	for _, t := range a.tools {
 		req.Tools = append(req.Tools, t.Spec())
 	}
+	a.mu.Unlock()
 
 	start := llm.Message{Role: llm.RoleAssistant, Model: req.Model, Timestamp: a.now().UnixMilli()}
 	a.emit(MessageStart{Message: start})
@@ -497,7 +519,9 @@ func (a *Agent) prepare(c llm.Content) *toolRun {
 		r.refused, r.result = true, ErrorResult(msg)
 		return r
 	}
+	a.mu.Lock()
 	t, ok := a.toolIndex[c.Name]
+	a.mu.Unlock()
 	if !ok {
 		return refuse(fmt.Sprintf("tool %s not found", c.Name))
 	}

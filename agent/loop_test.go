@@ -383,3 +383,30 @@ func TestEndpointDownEndsTheRunWithAnError(t *testing.T) {
 		t.Fatalf("retry end = %+v, want one failure after the retry", retry)
 	}
 }
+
+func TestSetToolsChangesWhatTheNextCallOffers(t *testing.T) {
+	old := &testTool{name: "old", run: func(context.Context, map[string]any) (agent.ToolResult, error) { return agent.TextResult("old ran"), nil }}
+	fresh := &testTool{name: "fresh", run: func(context.Context, map[string]any) (agent.ToolResult, error) { return agent.TextResult("fresh ran"), nil }}
+	h := newHarness(t, withTools(old))
+	h.llm.Push(llmfake.TextReply("first"))
+	h.prompt("one")
+	h.sess.SetTools([]agent.Tool{fresh})
+	if got := h.sess.Tools(); len(got) != 1 || got[0].Spec().Name != "fresh" {
+		t.Fatalf("Tools() = %v, want [fresh]", got)
+	}
+	h.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "fresh", Args: `{}`}, llmfake.Call{ID: "c2", Name: "old", Args: `{}`}),
+		llmfake.TextReply("second"),
+	)
+	h.prompt("two")
+	reqs := h.llm.Requests()
+	names := func(r llmfake.Request) (n []string) {
+		for _, t := range r.Tools {
+			n = append(n, t.Name)
+		}
+		return n
+	}
+	equalStrings(t, "tools of the first call", names(reqs[0]), []string{"old"})
+	equalStrings(t, "tools of the second call", names(reqs[1]), []string{"fresh"})
+	equalStrings(t, "results", toolResults(reqs[2]), []string{"c1=fresh ran", "c2=tool old not found"})
+}

@@ -646,6 +646,12 @@ func (s *Session) FollowUp(m llm.Message) {
 	s.agent.FollowUp(m)
 }
 
+// SetTools replaces the session's tools from the model's next call on.
+func (s *Session) SetTools(tools []Tool) { s.agent.SetTools(tools) }
+
+// Tools returns the tools the model is offered.
+func (s *Session) Tools() []Tool { return s.agent.Tools() }
+
 // Queued returns copies of the steer and followUp queues.
 func (s *Session) Queued() (steer, followUp []llm.Message) { return s.agent.Queued() }
 
