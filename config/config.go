@@ -72,6 +72,7 @@ type Config struct {
 	Agent             Agent     `yaml:"agent"`
 	Workspace         Workspace `yaml:"workspace"`
 	Sandbox           Sandbox   `yaml:"sandbox"`
+	HTTP              HTTP      `yaml:"http"`
 	Slack             Slack     `yaml:"slack"`
 	Discord           Discord   `yaml:"discord"`
 
@@ -196,6 +197,13 @@ type Sandbox struct {
 	Processes int `yaml:"processes"`
 	// ReadOnlyPaths are extra host paths shown read-only (toolchains).
 	ReadOnlyPaths []string `yaml:"read_only_paths"`
+}
+
+// HTTP configures the operator's HTTP endpoints (/healthz, /readyz, /metrics).
+type HTTP struct {
+	// Listen is their address, such as 127.0.0.1:9090; empty turns them off.
+	// It may equal slack.listen in http mode: one server then answers both.
+	Listen string `yaml:"listen"`
 }
 
 // Workspace configures the per-thread checkouts.

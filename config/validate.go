@@ -87,6 +87,11 @@ func (c *Config) validateTop(v *collector) {
 	if !c.Log.Format.valid() {
 		v.add("log.format", fmt.Sprintf("must be auto, json or text (got %q)", c.Log.Format))
 	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			v.add("http.listen", fmt.Sprintf("must be host:port or :port, such as 127.0.0.1:9090 (got %q)", c.HTTP.Listen))
+		}
+	}
 }
 
 func (c *Config) validateLLM(v *collector) {

@@ -153,6 +153,7 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Slack.Mode = SlackHTTP }, "slack.signing_secret", "required in http mode"},
 		{func(c *Config) { c.Slack.Mode, c.Slack.SigningSecret, c.Slack.Listen = SlackHTTP, "s", "" }, "slack.listen", "required in http mode"},
 		{func(c *Config) { c.Slack.Mode, c.Slack.SigningSecret, c.Slack.Listen = SlackHTTP, "s", "3000" }, "slack.listen", "host:port"},
+		{func(c *Config) { c.HTTP.Listen = "9090" }, "http.listen", "host:port"},
 		{func(c *Config) { c.Slack.APIURL = "http://127.0.0.1:9000/api" }, "slack.api_url", `must end with "/"`},
 		{func(c *Config) { c.Slack.APIURL = "slack.local/api/" }, "slack.api_url", "absolute http(s) URL"},
 		{func(c *Config) { c.Slack.AllowedUsers = []string{"U1", ""} }, "slack.allowed_users[1]", "must not be empty"},
