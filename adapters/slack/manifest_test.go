@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/threadsmith/threadsmith/chat"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
