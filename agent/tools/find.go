@@ -74,7 +74,8 @@ func (t *FindTool) Execute(ctx context.Context, call agent.ToolCall, _ func(agen
 	var found []string
 	more := false
 	err = walkTree(ctx, tg, func(e walkEntry) bool {
-		if g.match(relTo(tg.rel, e.rel)) {
+		rel := relTo(tg.rel, e.rel)
+		if g.match(rel, e.isDir) {
 			if len(found) == limit {
 				more = true
 				cancel()
@@ -86,7 +87,7 @@ func (t *FindTool) Execute(ctx context.Context, call agent.ToolCall, _ func(agen
 			}
 			found = append(found, name)
 		}
-		return true
+		return e.isDir && g.descend(rel)
 	})
 	if err != nil && !more {
 		if ctx.Err() != nil {

@@ -2,29 +2,38 @@ package tools
 
 import (
 	"errors"
-	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // maxGlobAlternatives bounds brace expansion ({a,b}{c,d}… multiplies).
 const maxGlobAlternatives = 256
 
-// glob matches slash paths against a pattern with *, ?, [...], ** and {a,b}.
-// A pattern (alternative) without a slash matches the base name at any depth,
-// as ripgrep's and fd's globs do ("*.go"); one with a slash matches the whole
-// path relative to the search folder, where ** spans any number of folders,
-// none included ("src/**/*_test.go", "**/*.json").
+// glob matches slash paths against a pattern with *, ?, [...], [!...], ** and
+// {a,b}, as shells (bash with globstar) and .gitignore read them; the matching
+// itself is doublestar's. A pattern (alternative) without a slash matches the
+// base name at any depth, as ripgrep's and fd's globs do ("*.go"); one with a
+// slash matches the whole path relative to the search folder, where ** spans any
+// number of folders, none included ("src/**/*_test.go", "**/*.json").
 type glob struct {
 	alts []globAlt
 }
 
 type globAlt struct {
-	segs     []string
+	pattern  string   // a doublestar pattern without top-level alternatives
+	segs     []string // pattern split at '/', for pruning folders
 	basename bool
+	// folder is set for a pattern ending in "/**": pattern then holds what is
+	// inside (…/*/**) and folder the folder itself, which matches only a folder.
+	folder string
 }
 
 func compileGlob(pattern string) (*glob, error) {
 	g := &glob{}
+	// Braces are expanded here rather than left to doublestar because each
+	// alternative decides on its own whether it is a base-name pattern:
+	// "{src/*.go,*.md}" finds README.md at any depth.
 	for _, alt := range expandBraces(pattern) {
 		alt = strings.TrimPrefix(alt, "./")
 		alt = strings.TrimPrefix(alt, "/")
@@ -32,13 +41,18 @@ func compileGlob(pattern string) (*glob, error) {
 		if alt == "" {
 			continue
 		}
-		segs := strings.Split(alt, "/")
-		for _, s := range segs {
-			if _, err := path.Match(s, ""); err != nil {
-				return nil, errors.New("bad glob pattern " + quoted(pattern) + ": unbalanced [ or trailing \\")
-			}
+		if !doublestar.ValidatePattern(alt) {
+			return nil, errors.New("bad glob pattern " + quoted(pattern) + ": unbalanced [ or {, or a trailing \\")
 		}
-		g.alts = append(g.alts, globAlt{segs: segs, basename: len(segs) == 1 && segs[0] != "**"})
+		segs := strings.Split(alt, "/")
+		a := globAlt{pattern: alt, segs: segs, basename: len(segs) == 1 && segs[0] != "**"}
+		// A trailing /** is "everything inside" (bash, .gitignore); doublestar
+		// also lets it match nothing, so that "src/**" would find a file named
+		// src, and "*/**" every file at the top.
+		if prefix, ok := strings.CutSuffix(alt, "/**"); ok && prefix != "**" && !strings.HasSuffix(prefix, "/**") {
+			a.pattern, a.folder = prefix+"/*/**", prefix
+		}
+		g.alts = append(g.alts, a)
 	}
 	if len(g.alts) == 0 {
 		return nil, errors.New("empty glob pattern")
@@ -46,52 +60,54 @@ func compileGlob(pattern string) (*glob, error) {
 	return g, nil
 }
 
-// match reports whether rel (slash path relative to the search folder) matches.
-func (g *glob) match(rel string) bool {
+// match reports whether rel (slash path relative to the search folder), a
+// folder when isDir, matches.
+func (g *glob) match(rel string, isDir bool) bool {
 	name := rel[strings.LastIndexByte(rel, '/')+1:]
-	var segs []string
 	for _, a := range g.alts {
+		subject := rel
 		if a.basename {
-			if ok, _ := path.Match(a.segs[0], name); ok {
-				return true
-			}
-			continue
+			subject = name
 		}
-		if segs == nil {
-			segs = strings.Split(rel, "/")
+		if doublestar.MatchUnvalidated(a.pattern, subject) {
+			return true
 		}
-		if matchSegments(a.segs, segs) {
+		if isDir && a.folder != "" && doublestar.MatchUnvalidated(a.folder, rel) {
 			return true
 		}
 	}
 	return false
 }
 
-func matchSegments(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 0 && pat[0] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 0 {
-				return true
-			}
-			for i := range len(segs) + 1 {
-				if matchSegments(pat, segs[i:]) {
-					return true
-				}
-			}
-			return false
+// descend reports whether anything below the folder rel (relative to the
+// search folder) can match, so that a walk skips folders a pattern rules out:
+// "pkg3/**/*.go" never looks outside pkg3. It errs on the side of descending.
+func (g *glob) descend(rel string) bool {
+	dir := strings.Split(rel, "/")
+	for _, a := range g.alts {
+		if a.basename || mayContain(a.segs, dir) {
+			return true
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
 	}
-	return len(segs) == 0
+	return false
+}
+
+// mayContain reports whether a path below the folder dir can match the
+// pattern segments segs: dir's names must match the pattern's leading
+// segments up to its first "**", after which anything may follow.
+func mayContain(segs, dir []string) bool {
+	for i, name := range dir {
+		if i >= len(segs) {
+			return false // the pattern ends above this folder
+		}
+		if strings.Contains(segs[i], "**") {
+			return true
+		}
+		if !doublestar.MatchUnvalidated(segs[i], name) {
+			return false
+		}
+	}
+	return len(segs) > len(dir)
 }
 
 // expandBraces turns "*.{ts,tsx}" into "*.ts" and "*.tsx", nested braces

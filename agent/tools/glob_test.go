@@ -28,12 +28,12 @@ func TestGlob(t *testing.T) {
 			t.Fatalf("%q: %v", tt.pattern, err)
 		}
 		for _, p := range tt.match {
-			if !g.match(p) {
+			if !g.match(p, false) {
 				t.Errorf("%q does not match %q, want a match", tt.pattern, p)
 			}
 		}
 		for _, p := range tt.nomatch {
-			if g.match(p) {
+			if g.match(p, false) {
 				t.Errorf("%q matches %q, want none", tt.pattern, p)
 			}
 		}

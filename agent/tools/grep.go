@@ -169,9 +169,9 @@ func (s *grepSearch) tree(ctx context.Context, tg target, workers int) error {
 		base := tg.rel
 		walkErr = walkTree(ctx, tg, func(e walkEntry) bool {
 			if e.isDir {
-				return true
+				return s.glob == nil || s.glob.descend(relTo(base, e.rel))
 			}
-			if s.glob != nil && !s.glob.match(relTo(base, e.rel)) {
+			if s.glob != nil && !s.glob.match(relTo(base, e.rel), false) {
 				return false
 			}
 			select {
