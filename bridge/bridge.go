@@ -127,8 +127,9 @@ type Bridge struct {
 
 type platform struct {
 	Platform
-	name  string
-	limit int
+	name    string
+	limit   int
+	measure func(string) int // the length of Markdown as the adapter sends it
 }
 
 // New checks cfg and returns a Bridge.
@@ -154,6 +155,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.MaxDownloadBytes <= 0 {
 		cfg.MaxDownloadBytes = 20 << 20
 	}
+	if cfg.CatchUpWindow <= 0 {
+		cfg.CatchUpWindow = 24 * time.Hour
+	}
 	if cfg.Agent.BusyMode == agent.BehaviorNone {
 		cfg.Agent.BusyMode = agent.BehaviorFollowUp
 	}
@@ -174,7 +178,8 @@ func New(cfg Config) (*Bridge, error) {
 		if p.Outbox == nil {
 			return nil, fmt.Errorf("bridge: platform %s has no outbox", name)
 		}
-		b.platforms[name] = &platform{Platform: p, name: name, limit: p.Adapter.Limits().MaxMessageChars}
+		lim := p.Adapter.Limits()
+		b.platforms[name] = &platform{Platform: p, name: name, limit: lim.MaxMessageChars, measure: lim.Measure}
 	}
 	return b, nil
 }
@@ -293,7 +298,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if msgs, err := b.cfg.Store.OutboundForRun(ctx, r.ID); err == nil {
 			for _, m := range msgs {
 				if m.Kind == storage.OutboundStatus && m.MessageID != "" {
-					p.Outbox.Edit(p.Outbox.Adopt(ref, m.MessageID), interruptedStatus(m.Text), outbox.High)
+					p.Outbox.EditFinal(p.Outbox.Adopt(ref, m.MessageID), interruptedStatus(m.Text), outbox.High)
 				}
 			}
 		}
@@ -372,7 +377,10 @@ type handler struct {
 	p *platform
 }
 
-var _ chat.Handler = (*handler)(nil)
+var (
+	_ chat.Handler      = (*handler)(nil)
+	_ chat.ThreadCloser = (*handler)(nil)
+)
 
 // Receive implements chat.Handler.
 func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
@@ -408,7 +416,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		}
 		if w, ok := p.Adapter.(chat.Whisperer); ok {
 			note := "Sorry, you're not allowed to use this bot here. Ask an admin to add you."
-			if err := w.Whisper(ctx, in.Thread, in.Author.ID, note); err != nil {
+			if err := w.Whisper(ctx, in, note); err != nil {
 				b.log.Warn("refusal note failed", "thread", key, "err", err)
 			}
 		}
@@ -536,19 +544,45 @@ func (h *handler) Describe(thread chat.ThreadRef, repo string) (string, string, 
 	return name, h.b.cfg.Workspaces.BranchFor(wsKey(thread)), nil
 }
 
-// ActiveThreads implements chat.Handler.
+// ActiveThreads implements chat.Handler: the platform's threads with a
+// session that someone wrote in within the catch-up window. The others are
+// idle; catching up on them would cost a rate-limited call each on every
+// reconnect (Slack allows conversations.replies 50 times a minute, or once
+// for apps outside the Marketplace), for messages that are very unlikely.
 func (h *handler) ActiveThreads(ctx context.Context) ([]chat.ThreadCursor, error) {
-	threads, err := h.b.cfg.Store.ActiveThreads(ctx)
+	b := h.b
+	threads, err := b.cfg.Store.RecentThreads(ctx, h.p.name, b.cfg.Now().Add(-b.cfg.CatchUpWindow))
 	if err != nil {
 		return nil, err
 	}
 	var out []chat.ThreadCursor
 	for _, t := range threads {
-		if t.Key.Platform == h.p.name && t.SessionID != "" {
+		if t.SessionID != "" {
 			out = append(out, chat.ThreadCursor{Thread: refOf(t.Key), LastSeen: t.LastSeenMessage})
 		}
 	}
 	return out, nil
+}
+
+// CloseThread implements chat.ThreadCloser: a thread the platform no longer
+// has is closed, so it is neither caught up on nor resumed again.
+func (h *handler) CloseThread(ctx context.Context, thread chat.ThreadRef) error {
+	b := h.b
+	rec, err := b.cfg.Store.GetThread(ctx, storeKey(thread))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := b.cfg.Store.SetThreadState(ctx, rec.ID, storage.ThreadClosed); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	delete(b.known, thread.Key())
+	b.mu.Unlock()
+	b.log.Info("closed a thread the platform no longer has", "thread", thread.Key())
+	return nil
 }
 
 var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)

@@ -115,7 +115,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.log.Warn("loading skills and prompt templates", "err", rerr)
 	}
 	if t.view == nil {
-		t.view = newView(t.p.Outbox, t.ref, t.p.limit, b.cfg.Now)
+		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
 		t.view.delivered = t.delivered
 		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
 		t.view.onText = t.saver.update

@@ -3,20 +3,11 @@ package bridge
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
-
-func fenceCount(s string) int {
-	n := 0
-	for _, l := range strings.Split(s, "\n") {
-		if isFence(l) {
-			n++
-		}
-	}
-	return n
-}
 
 func checkChunks(t *testing.T, text string, limit int, chunks []string) {
 	t.Helper()
@@ -24,21 +15,38 @@ func checkChunks(t *testing.T, text string, limit int, chunks []string) {
 		if n := utf8.RuneCountInString(c); n > limit {
 			t.Fatalf("chunk %d has %d runes, limit %d", i, n, limit)
 		}
-		if fenceCount(c)%2 != 0 {
+		if f := openFence(c, limit); f != nil {
 			t.Fatalf("chunk %d leaves a code block open:\n%s", i, c)
 		}
 	}
 	// Nothing is lost: the words of the text appear in order.
-	joined := strings.Join(chunks, "\n")
-	want := strings.Fields(strings.NewReplacer("```go", "", "```", "").Replace(text))
-	got := strings.Fields(strings.NewReplacer("```go", "", "```", "").Replace(joined))
-	if strings.Join(got, "") != strings.Join(want, "") {
-		t.Fatalf("content changed by splitting")
+	if got, want := words(strings.Join(chunks, "\n"), limit), words(text, limit); got != want {
+		t.Fatalf("content changed by splitting:\nwant %q\n got %q", want, got)
 	}
 }
 
+var longFence = regexp.MustCompile("(?m)^ {0,3}(?:`+|~+)")
+
+// words is the text without its fence lines (which splitting adds) and
+// whitespace (where it cuts).
+func words(s string, limit int) string {
+	var kept []string
+	var f *fence
+	for _, l := range strings.Split(s, "\n") {
+		switch {
+		case f == nil && parseFence(l, limit) != nil:
+			f = parseFence(l, limit)
+		case f != nil && f.closedBy(l):
+			f = nil
+		default:
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(strings.Fields(strings.Join(kept, " ")), "")
+}
+
 func TestSplitShortTextIsOneChunk(t *testing.T) {
-	if got := Split("hello\nworld", 100); len(got) != 1 || got[0] != "hello\nworld" {
+	if got := Split("hello\nworld", 100, nil); len(got) != 1 || got[0] != "hello\nworld" {
 		t.Fatalf("Split = %q", got)
 	}
 }
@@ -47,7 +55,7 @@ func TestSplitPrefersParagraphs(t *testing.T) {
 	p1 := strings.Repeat("a", 60)
 	p2 := strings.Repeat("b", 60)
 	text := p1 + "\n\n" + p2
-	got := Split(text, 100)
+	got := Split(text, 100, nil)
 	if len(got) != 2 || got[0] != p1 || got[1] != p2 {
 		t.Fatalf("Split = %q, want the two paragraphs", got)
 	}
@@ -61,7 +69,7 @@ func TestSplitKeepsCodeBlocksBalanced(t *testing.T) {
 	}
 	b.WriteString("```\n\nThat's all.")
 	text := b.String()
-	chunks := Split(text, 2000)
+	chunks := Split(text, 2000, nil)
 	if len(chunks) < 3 {
 		t.Fatalf("chunks = %d", len(chunks))
 	}
@@ -78,10 +86,10 @@ func TestSplitKeepsCodeBlocksBalanced(t *testing.T) {
 
 func TestSplitCutsOverlongLines(t *testing.T) {
 	line := strings.Repeat("word ", 1000)
-	chunks := Split(line, 500)
+	chunks := Split(line, 500, nil)
 	checkChunks(t, line, 500, chunks)
 	unbroken := strings.Repeat("x", 1234)
-	chunks = Split(unbroken, 100)
+	chunks = Split(unbroken, 100, nil)
 	checkChunks(t, unbroken, 100, chunks)
 	if strings.Join(chunks, "") != unbroken {
 		t.Fatal("unbroken line not reassembled")
@@ -111,6 +119,107 @@ func TestSplitRandomMarkdown(t *testing.T) {
 		}
 		limit := 100 + r.IntN(3000)
 		text := b.String()
-		t.Run(fmt.Sprint(iter), func(t *testing.T) { checkChunks(t, text, limit, Split(text, limit)) })
+		t.Run(fmt.Sprint(iter), func(t *testing.T) { checkChunks(t, text, limit, Split(text, limit, nil)) })
 	}
+}
+
+// The defects the issue found, each as it was reported.
+func TestSplitFenceDefects(t *testing.T) {
+	t.Run("four backticks keep their room to close", func(t *testing.T) {
+		// A line inside a ```` block used to leave room for ``` only: 2,001
+		// characters with the closing fence.
+		text := "````md\n" + strings.Repeat("y", 1993) + "\n" + strings.Repeat("z", 100) + "\n````"
+		chunks := Split(text, 2000, nil)
+		checkChunks(t, text, 2000, chunks)
+		for i, c := range chunks {
+			if !strings.HasPrefix(c, "````md\n") || !strings.HasSuffix(c, "\n````") {
+				t.Errorf("chunk %d is not a whole ```` block: %q…%q", i, c[:10], c[len(c)-10:])
+			}
+		}
+	})
+	t.Run("no empty code block when the first line does not fit", func(t *testing.T) {
+		text := strings.Repeat("a", 90) + "\n```go\n" + strings.Repeat("b", 50) + "\n```"
+		chunks := Split(text, 100, nil)
+		checkChunks(t, text, 100, chunks)
+		for i, c := range chunks {
+			if strings.Contains(c, "```go\n```") {
+				t.Errorf("chunk %d is an empty code block: %q", i, c)
+			}
+		}
+		if len(chunks) != 2 || chunks[1] != "```go\n"+strings.Repeat("b", 50)+"\n```" {
+			t.Errorf("chunks %q, want the prose, then the whole block", chunks)
+		}
+	})
+	t.Run("a longer closing fence closes", func(t *testing.T) {
+		text := "```\ncode\n`````\n" + strings.Repeat("after the block ", 20)
+		chunks := Split(text, 100, nil)
+		checkChunks(t, text, 100, chunks)
+		if strings.HasPrefix(chunks[len(chunks)-1], "```") {
+			t.Errorf("the text after the block was reopened as code: %q", chunks)
+		}
+	})
+	t.Run("an unclosed block is closed", func(t *testing.T) {
+		// A streaming preview stops mid-block; Slack would show its backticks.
+		for _, limit := range []int{1000, 40} {
+			got := Split("Here:\n```go\nfunc main() {", limit, nil)
+			if f := openFence(got[len(got)-1], limit); f != nil || !strings.HasSuffix(got[len(got)-1], "\n```") {
+				t.Errorf("limit %d: %q, want the block closed", limit, got)
+			}
+		}
+	})
+}
+
+// Measured on what is sent: a platform that escapes < into &lt; gets chunks
+// that fit after escaping.
+func TestSplitMeasuresTheSentText(t *testing.T) {
+	escaped := func(s string) int {
+		return utf8.RuneCountInString(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s))
+	}
+	text := strings.Repeat("<div>&nbsp;</div>\n", 400) + "```html\n" + strings.Repeat("<p>&amp;</p>\n", 400) + "```"
+	chunks := Split(text, 3500, escaped)
+	for i, c := range chunks {
+		if n := escaped(c); n > 3500 {
+			t.Errorf("chunk %d measures %d, over 3500", i, n)
+		}
+	}
+	if strings.Join(strings.Fields(strings.Join(chunks, "\n")), "") == "" {
+		t.Fatal("no content")
+	}
+}
+
+// FuzzSplit: for any text and limit, chunks fit, no block is left open, and
+// the words come out in order (fence lines aside).
+func FuzzSplit(f *testing.F) {
+	f.Add("hello\n\nworld", 100)
+	f.Add("````md\n```go\nx\n```\n````", 20)
+	f.Add("```\n"+strings.Repeat("a ", 300), 50)
+	f.Add(strings.Repeat("~~~\n", 9), 16)
+	f.Fuzz(func(t *testing.T, text string, limit int) {
+		if !utf8.ValidString(text) || limit < 0 || limit > 5000 {
+			return
+		}
+		limit = max(limit, minSplitLimit)
+		chunks := Split(text, limit, nil)
+		for i, c := range chunks {
+			if n := utf8.RuneCountInString(c); n > limit {
+				t.Fatalf("chunk %d has %d runes, limit %d", i, n, limit)
+			}
+			if openFence(c, limit) != nil {
+				t.Fatalf("chunk %d leaves a block open: %q", i, c)
+			}
+		}
+		// A fence longer than a quarter of the limit is text to Split but
+		// still closes a block: words cannot tell, so such texts are not
+		// compared.
+		if longFence.MatchString(text) && strings.ContainsAny(text, "`~") {
+			for _, l := range strings.Split(text, "\n") {
+				if m := longFence.FindString(l); len(strings.TrimLeft(m, " ")) > limit/4 {
+					return
+				}
+			}
+		}
+		if got, want := words(strings.Join(chunks, "\n"), limit), words(text, limit); got != want {
+			t.Fatalf("content changed:\nwant %q\n got %q", want, got)
+		}
+	})
 }

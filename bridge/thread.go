@@ -398,7 +398,7 @@ func (t *thread) fail(pi *pendingInput, msg string, err error) {
 	t.log.Warn("input not delivered", "inbound", pi.id, "err", err)
 	text := "❌ " + msg
 	if t.pendingStatus != nil {
-		t.p.Outbox.Edit(t.pendingStatus, text, outbox.High)
+		t.p.Outbox.EditFinal(t.pendingStatus, text, outbox.High)
 		t.pendingStatus = nil
 	} else {
 		t.say(text)
@@ -412,7 +412,7 @@ func (t *thread) say(text string) {
 		t.view.post(text)
 		return
 	}
-	for _, c := range Split(text, t.p.limit) {
+	for _, c := range Split(text, t.p.limit, t.p.measure) {
 		t.p.Outbox.Post(t.ref, c, outbox.High, nil)
 	}
 }

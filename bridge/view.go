@@ -30,10 +30,11 @@ const streamRenderEvery = 250 * time.Millisecond
 // Session events arrive on the session's event queue; run boundaries come from
 // the thread's owner goroutine; a mutex orders the two.
 type view struct {
-	out   *outbox.Outbox
-	ref   chat.ThreadRef
-	limit int
-	now   func() time.Time
+	out     *outbox.Outbox
+	ref     chat.ThreadRef
+	limit   int
+	measure func(string) int // nil: rune count
+	now     func() time.Time
 	// delivered is called (on the event queue) when queued input reaches the model.
 	delivered func(inputID string)
 	// onText is told the latest text of every status message (for the saver).
@@ -83,11 +84,11 @@ type block struct {
 	toolID string // set for tool lines, so their line can be updated
 }
 
-func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, now func() time.Time) *view {
+func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, measure func(string) int, now func() time.Time) *view {
 	if limit <= 0 {
 		limit = 2000
 	}
-	return &view{out: out, ref: ref, limit: limit, now: now, price: func() Price { return Price{} }}
+	return &view{out: out, ref: ref, limit: limit, measure: measure, now: now, price: func() Price { return Price{} }}
 }
 
 // arm prepares the status of the run the thread is about to start: the run
@@ -190,7 +191,7 @@ func (v *view) postLocked(text string) *outbox.Message {
 
 func (v *view) postChunks(text string) *outbox.Message {
 	var last *outbox.Message
-	for _, chunk := range Split(text, v.limit) {
+	for _, chunk := range Split(text, v.limit, v.measure) {
 		last = v.out.Post(v.ref, chunk, outbox.High, nil)
 	}
 	return last
@@ -313,7 +314,7 @@ func (v *view) handle(ev agent.Event) {
 		if v.retry == nil {
 			return
 		}
-		v.out.Edit(v.retry.msg, retryEndNotice(v.retry.text, e), outbox.High)
+		v.out.EditFinal(v.retry.msg, retryEndNotice(v.retry.text, e), outbox.High)
 		v.retry = nil
 	case agent.AutoCompactionStart:
 		text := compactionStartNotice(e.Reason, e.Tokens, e.ContextWindow)
@@ -327,7 +328,7 @@ func (v *view) handle(ev agent.Event) {
 			v.postLocked(text)
 			return
 		}
-		v.out.Edit(v.compact.msg, text, outbox.High)
+		v.out.EditFinal(v.compact.msg, text, outbox.High)
 		v.compact = nil
 	}
 }
@@ -381,12 +382,18 @@ func (v *view) renderLocked(r *runState, p outbox.Priority) {
 	if text == "" {
 		return
 	}
-	chunks := Split(text, v.limit)
+	chunks := Split(text, v.limit, v.measure)
 	for i, c := range chunks {
 		if i < len(seg.msgs) {
 			if seg.texts[i] != c {
 				seg.texts[i] = c
-				v.out.Edit(seg.msgs[i], c, p)
+				if seg.sealed {
+					// The status's last text: it must not stay "working…"
+					// because the platform refused an edit.
+					v.out.EditFinal(seg.msgs[i], c, p)
+				} else {
+					v.out.Edit(seg.msgs[i], c, p)
+				}
 				v.textChanged(seg.msgs[i], c)
 			}
 			continue

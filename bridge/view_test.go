@@ -58,7 +58,7 @@ func newViewRigWith(t testing.TB, limit int, cfg outbox.Config) *viewRig {
 		}
 	})
 	r := &viewRig{t: t, chat: c, out: out, ref: chat.ThreadRef{Platform: "test", Team: "T1", Channel: "C1", Thread: "100.1"}, clock: newFakeClock()}
-	r.v = newView(out, r.ref, limit, r.clock.Now)
+	r.v = newView(out, r.ref, limit, nil, r.clock.Now)
 	r.v.delivered = func(id string) { r.delivered = append(r.delivered, id) }
 	return r
 }

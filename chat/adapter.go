@@ -78,8 +78,13 @@ type Inbound struct {
 // Limits are a platform's message limits.
 type Limits struct {
 	// MaxMessageChars is where long text is split (Slack 3,500 for readability,
-	// Discord 2,000).
+	// Discord 2,000), counted on the text as the platform receives it.
 	MaxMessageChars int
+	// Measure is the length of Markdown text as the adapter sends it, in the
+	// platform's characters: Slack's mrkdwn escapes &, < and > into
+	// entities, so "a<b" costs 6. Nil means the text is sent as it is (rune
+	// count).
+	Measure func(markdown string) int
 }
 
 // Adapter connects the bridge to one chat platform: it does platform I/O only.
@@ -119,10 +124,30 @@ type StatusSetter interface {
 	SetStatus(ctx context.Context, thread ThreadRef, status string) error
 }
 
-// Whisperer sends a note only one person sees (Slack ephemeral messages,
-// Discord ephemeral replies).
+// Whisperer sends a note only one person sees, in answer to a message of
+// theirs (Slack ephemeral messages, Discord ephemeral replies or a direct
+// message). The adapter picks where the person will see it; the note never
+// names or pings anyone in public.
 type Whisperer interface {
-	Whisper(ctx context.Context, thread ThreadRef, userID, text string) error
+	Whisper(ctx context.Context, to Inbound, text string) error
+}
+
+// OncePoster posts so that a post repeated after a failure of unknown outcome
+// (a timeout: the platform may have created the message) shows once. The
+// outbox uses it instead of Adapter.Post when an adapter implements it.
+type OncePoster interface {
+	PostOnce(ctx context.Context, thread ThreadRef, text string, key PostKey) (id string, err error)
+}
+
+// PostKey identifies one message across the attempts to post it.
+type PostKey struct {
+	// ID is unique to the message and the same on every attempt (at most 25
+	// characters: Discord's nonce).
+	ID string
+	// Retry says an earlier attempt may have been posted.
+	Retry bool
+	// First is when the first attempt was made.
+	First time.Time
 }
 
 // HistoryReader returns the human conversation of a thread before a message,
@@ -186,11 +211,19 @@ type Handler interface {
 	// use (Discord shows them in the /code starter message). repo may be "".
 	// An unknown repo is an error whose text lists the known ones.
 	Describe(thread ThreadRef, repo string) (repoName, branch string, err error)
-	// ActiveThreads lists this platform's threads that have a session, with the
-	// id of the newest message seen in each, so that after a reconnect the
-	// adapter can fetch what was typed during the gap (and Receive it; Receive
-	// de-duplicates).
+	// ActiveThreads lists this platform's threads that have a session and were
+	// active lately (a day), with the id of the newest message seen in each,
+	// so that after a reconnect the adapter can fetch what was typed during
+	// the gap (and Receive it; Receive de-duplicates). Dormant threads are left
+	// out: a reconnect costs API calls per thread listed.
 	ActiveThreads(ctx context.Context) ([]ThreadCursor, error)
+}
+
+// ThreadCloser is implemented by handlers that want to hear of threads the
+// platform no longer has (deleted, or the bot was removed from them), so
+// that catching up stops asking for them.
+type ThreadCloser interface {
+	CloseThread(ctx context.Context, thread ThreadRef) error
 }
 
 // ThreadCursor is a thread and the newest message id seen in it.

@@ -29,7 +29,14 @@
 // operation is tried again: nothing is dropped for rate limits. Other
 // transient failures are retried a few times with backoff; a permanent
 // failure is logged and reported through onPosted and Message.Wait, and later
-// edits of a message whose post failed are dropped.
+// edits of a message whose post failed are dropped — except a final edit
+// (EditFinal), whose text is then posted as a new message, as is the text of
+// a final edit the platform refuses.
+//
+// Duplicates. A post whose call failed without an answer (a timeout) may
+// have been created all the same; with a chat.OncePoster the retry carries
+// the same key and says it is one, so the adapter can return the message
+// already there instead of posting it twice.
 //
 // Loss. Flush waits until everything queued before it was sent or has
 // failed. Close stops accepting work, flushes, and stops the dispatcher; when

@@ -32,6 +32,9 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 	ref := op.th.ref
 	switch op.kind {
 	case opPost:
+		if o.once != nil {
+			return o.once.PostOnce(ctx, ref, op.text, chat.PostKey{ID: op.key, Retry: op.uncertain, First: op.first})
+		}
 		return o.a.Post(ctx, ref, op.text)
 	case opEdit:
 		return "", o.editor.Edit(ctx, ref, op.target, op.text)
@@ -70,6 +73,7 @@ func (o *Outbox) finishLocked(op *op, id string, err error, now time.Time) func(
 		return nil
 	}
 	if transient(err) && op.failures < o.cfg.Retries {
+		op.uncertain = true
 		op.failures++
 		o.stats.Retries++
 		op.notBefore = now.Add(o.backoff(op.failures))
@@ -144,6 +148,10 @@ func (o *Outbox) failedLocked(op *op, err error) func() {
 		th.edits = removeOp(th.edits, op)
 		if err == ErrClosed {
 			o.stats.EditsDropped++
+		} else if op.final && op.msg.edit == nil {
+			// The last word of a message the platform will not change: it
+			// goes out as a new message rather than not at all.
+			o.postLocked(o.newMessage(op.msg.ref), op.text, High)
 		}
 	case opReact:
 		th.reacts = removeOp(th.reacts, op)
@@ -214,6 +222,7 @@ func (o *Outbox) requeueLocked(op *op) {
 func (o *Outbox) absorbLocked(into, from *op) {
 	into.text = from.text
 	into.prio = max(into.prio, from.prio)
+	into.final = into.final || from.final
 	o.doneLocked(from)
 }
 

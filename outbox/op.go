@@ -38,6 +38,15 @@ type op struct {
 	name    string
 	content []byte
 
+	key   string    // a post's idempotency key, the same on every attempt
+	first time.Time // when a post's first attempt was made
+	// uncertain says an attempt of a post failed without an answer (a
+	// timeout): it may have been created, so the next attempt must check.
+	uncertain bool
+	// final marks an edit that must show even if the platform refuses it:
+	// it is posted anew then (EditFinal).
+	final bool
+
 	attempts  int       // calls made so far
 	failures  int       // transient failures so far
 	notBefore time.Time // Retry-After or backoff of this op

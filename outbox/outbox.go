@@ -3,7 +3,9 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -77,6 +79,7 @@ type Stats struct {
 // never block.
 type Outbox struct {
 	a        chat.Adapter
+	once     chat.OncePoster
 	editor   chat.Editor
 	reactor  chat.Reactor
 	uploader chat.Uploader
@@ -136,6 +139,7 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 		workspace:   newBucket(cfg.Limits.EditPerWorkspace),
 		requests:    newBucket(cfg.Limits.Requests),
 	}
+	o.once, _ = a.(chat.OncePoster)
 	o.editor, _ = a.(chat.Editor)
 	o.reactor, _ = a.(chat.Reactor)
 	o.uploader, _ = a.(chat.Uploader)
@@ -163,14 +167,22 @@ func (o *Outbox) Post(thread chat.ThreadRef, text string, p Priority, onPosted f
 		}
 		return m
 	}
-	th := o.threadLocked(thread, m.key)
-	op := o.newOpLocked(opPost, p, th)
-	op.msg, op.text = m, text
-	m.post = op
-	th.lane = append(th.lane, op)
+	o.postLocked(m, text, p)
 	o.mu.Unlock()
 	o.poke()
 	return m
+}
+
+// postLocked queues the post of m with text.
+func (o *Outbox) postLocked(m *Message, text string, p Priority) {
+	th := o.threadLocked(m.ref, m.key)
+	op := o.newOpLocked(opPost, p, th)
+	op.msg, op.text = m, text
+	// The same key on every attempt lets the platform (or the adapter) tell a
+	// repeated post from a new one.
+	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
+	m.post = op
+	th.lane = append(th.lane, op)
 }
 
 // Adopt returns a message posted earlier, before a restart (storage's
@@ -188,6 +200,19 @@ func (o *Outbox) Adopt(thread chat.ThreadRef, id string) *Message {
 // message not posted yet changes the text its post will carry; edits of a
 // message whose post failed are dropped.
 func (o *Outbox) Edit(m *Message, text string, p Priority) {
+	o.edit(m, text, p, false)
+}
+
+// EditFinal is Edit for a message's last text (a status message that stops
+// saying "working…"): if the platform refuses the edit for good (the message
+// was deleted, the workspace's edit window closed), or the message was never
+// posted, the text is posted as a new message instead, so that the thread
+// does not keep showing a stale state.
+func (o *Outbox) EditFinal(m *Message, text string, p Priority) {
+	o.edit(m, text, p, true)
+}
+
+func (o *Outbox) edit(m *Message, text string, p Priority, final bool) {
 	if m == nil || m.o != o {
 		return
 	}
@@ -197,15 +222,19 @@ func (o *Outbox) Edit(m *Message, text string, p Priority) {
 	o.stats.EditsRequested++
 	switch {
 	case m.post != nil:
-		wake = merge(m.post, text, p)
+		wake = merge(m.post, text, p, final)
 	case m.edit != nil:
-		wake = merge(m.edit, text, p)
+		wake = merge(m.edit, text, p, final)
+	case !o.closed && final && (m.state == msgFailed || o.editor == nil):
+		o.stats.EditsDropped++
+		o.postLocked(o.newMessage(m.ref), text, p)
+		wake = true
 	case o.closed || m.state == msgFailed || o.editor == nil:
 		o.stats.EditsDropped++
 	default:
 		th := o.threadLocked(m.ref, m.key)
 		op := o.newOpLocked(opEdit, p, th)
-		op.msg, op.text = m, text
+		op.msg, op.text, op.final = m, text, final
 		m.edit = op
 		th.edits = append(th.edits, op)
 		wake = true
@@ -218,8 +247,9 @@ func (o *Outbox) Edit(m *Message, text string, p Priority) {
 
 // merge folds a later request into a waiting op and says whether its
 // priority rose (which can make it ready sooner).
-func merge(op *op, text string, p Priority) bool {
+func merge(op *op, text string, p Priority, final bool) bool {
 	op.text = text
+	op.final = op.final || final
 	if p > op.prio {
 		op.prio = p
 		return true

@@ -164,6 +164,9 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 		b.take(now)
 	}
 	op.attempts++
+	if op.attempts == 1 {
+		op.first = now
+	}
 	op.inFlight = true
 	th.busy = true
 	o.inflight++

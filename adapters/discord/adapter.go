@@ -26,10 +26,12 @@ const Platform = config.PlatformDiscord
 // MaxMessageChars is Discord's limit on a message's content.
 const MaxMessageChars = 2000
 
-// Intents are the gateway intents the bot identifies with. MESSAGE_CONTENT is
-// privileged: it must be enabled for the bot in the developer portal.
+// Intents are the gateway intents the bot identifies with: only what it reads
+// (reactions are written, never read, so their events are not asked for).
+// MESSAGE_CONTENT is privileged: it must be enabled for the bot in the
+// developer portal.
 const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsMessageContent |
-	discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessages
+	discordgo.IntentsDirectMessages
 
 var (
 	_ chat.Adapter         = (*Adapter)(nil)
@@ -38,6 +40,7 @@ var (
 	_ chat.Uploader        = (*Adapter)(nil)
 	_ chat.StatusSetter    = (*Adapter)(nil)
 	_ chat.Whisperer       = (*Adapter)(nil)
+	_ chat.OncePoster      = (*Adapter)(nil)
 	_ chat.HistoryReader   = (*Adapter)(nil)
 	_ chat.Downloader      = (*Adapter)(nil)
 	_ chat.MarkupConverter = (*Adapter)(nil)
@@ -75,6 +78,10 @@ type Adapter struct {
 
 	kinds sync.Map // channel id -> channelKind, for channels discordgo's state does not know
 	names sync.Map // user id -> display name, for PlainText
+	// requesters holds, per conversation channel, the last person whose
+	// input the handler accepted there: the one user the bot's messages in
+	// it may ping.
+	requesters sync.Map
 
 	// receiveRetry are the waits between attempts of a Receive that failed.
 	receiveRetry []time.Duration

@@ -246,20 +246,21 @@ func TestAdapter(t *testing.T) {
 		}
 		m := fake.UserMessage(thread, bob, "let me in too")
 		h.inbound(t, m.ID)
-		note, err := fake.WaitForMessage(ctxT(t), thread, func(x discordfake.Message) bool {
+		// Outside an interaction the note is a direct message: a reply in
+		// the thread would name bob in front of everyone.
+		note, err := fake.WaitForMessage(ctxT(t), fake.DMChannel(bob), func(x discordfake.Message) bool {
 			return x.AuthorBot && strings.Contains(x.Content, "not for you")
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(note.Content, "<@"+bob+">") || strings.Count(note.Content, "<@") != 1 {
-			t.Errorf("refusal note for a message: got %q, want a reply mentioning bob once", note.Content)
+		if !strings.Contains(note.Content, "<#"+thread+">") || strings.Contains(note.Content, "<@") {
+			t.Errorf("refusal note for a message: got %q, want a DM naming the thread and nobody", note.Content)
 		}
-		req, err := fake.WaitForRequest(ctxT(t), func(r discordfake.Request) bool {
-			return r.Method == "POST" && strings.Contains(string(r.Body), "not for you")
-		})
-		if err != nil || !strings.Contains(string(req.Body), `"users":["`+bob+`"]`) {
-			t.Errorf("refusal note's allowed_mentions: got %s, want only bob", req.Body)
+		for _, x := range fake.Messages(thread) {
+			if x.AuthorBot && strings.Contains(x.Content, "not for you") {
+				t.Errorf("refusal note in the thread: %q", x.Content)
+			}
 		}
 		if got := len(fake.Threads()); got != before {
 			t.Errorf("threads after a refused /code: got %d, want %d", got, before)
@@ -325,13 +326,19 @@ func TestAdapter(t *testing.T) {
 	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: thread, Thread: thread}
 	t.Run("post edit react upload typing", func(t *testing.T) {
 		ctx := ctxT(t)
-		id, err := e.a.Post(ctx, ref, "working… @everyone")
+		id, err := e.a.Post(ctx, ref, "working… @everyone <@"+bob+"> <@"+alice+">")
 		if err != nil {
 			t.Fatalf("Post: %v", err)
 		}
 		req, _ := fake.WaitForRequest(ctx, func(r discordfake.Request) bool { return strings.Contains(string(r.Body), "working…") })
-		if !strings.Contains(string(req.Body), `"parse":["users"]`) {
-			t.Errorf("Post allowed_mentions: got %s, want users only (never @everyone)", req.Body)
+		// alice asked last in this thread: she alone may be pinged.
+		if !strings.Contains(string(req.Body), `"allowed_mentions":{"parse":[],"users":["`+alice+`"]`) {
+			t.Errorf("Post allowed_mentions: got %s, want no parse types and only alice", req.Body)
+		}
+		for _, n := range fake.Notices() {
+			if n.Everyone || len(n.Roles) > 0 || slices.ContainsFunc(n.Users, func(u string) bool { return u != alice }) {
+				t.Errorf("a message pings %+v, want at most alice", n)
+			}
 		}
 		if err := untilNotLimited(t, func() error { return e.a.Edit(ctx, ref, id, "done") }); err != nil {
 			t.Fatalf("Edit: %v", err)

@@ -12,7 +12,8 @@
 // strings once at init, so only the transport can redirect them): REST calls
 // and the gateway lookup go there, and the websocket is dialled at whatever
 // URL that lookup returns. The identify asks for guilds, guild messages,
-// MESSAGE_CONTENT (privileged), guild message reactions and direct messages.
+// MESSAGE_CONTENT (privileged) and direct messages; not for reactions, which
+// the bot adds but never reads.
 // If Discord refuses MESSAGE_CONTENT (close 4014), or the token (4004), Run
 // returns an error that says what to fix; other connection failures are
 // retried with backoff.
@@ -64,8 +65,18 @@
 // Discord has no ephemeral messages outside interactions. Whisper answers
 // through the user's most recent interaction in that channel while its token
 // is alive (editing the ephemeral response if it has not been given, else an
-// ephemeral followup); otherwise it replies in the channel, mentioning the
-// user once (and only that user).
+// ephemeral followup); otherwise it sends the note as a direct message. It
+// never writes in the channel: a public reply would name the person. If the
+// person takes no direct messages, a ⛔ reaction on their message is all
+// that shows.
+//
+// # Mentions
+//
+// Nothing the bot writes can ping anyone but the requester: every message,
+// edit and upload carries allowed_mentions with no parse types and, as its
+// only user, the last person whose input the handler accepted in that
+// conversation. Posts carry a nonce with enforce_nonce (PostOnce), so a post
+// retried after a timeout is created once.
 //
 // # Rate limits and errors
 //

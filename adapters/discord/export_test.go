@@ -1,7 +1,20 @@
 package discord
 
-import "time"
+import (
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
 
 // SetReceiveRetry sets the waits between attempts of a failed Receive, so
 // that tests of the failure path do not take seconds. Call it before Run.
 func SetReceiveRetry(a *Adapter, waits ...time.Duration) { a.receiveRetry = waits }
+
+// AllowedMentionsIn is what the adapter's messages in a channel may ping.
+func AllowedMentionsIn(a *Adapter, channelID string) *discordgo.MessageAllowedMentions {
+	return a.mentionsIn(channelID)
+}
+
+// SetRequester records userID as the one who asked in a channel, as an
+// accepted input does.
+func SetRequester(a *Adapter, channelID, userID string) { a.requesters.Store(channelID, userID) }

@@ -97,7 +97,7 @@ func (h *recorder) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, 
 		}
 	}
 	if refuse != nil && refuse(in) {
-		if err := h.a.Whisper(ctx, in.Thread, in.Author.ID, "not for you"); err != nil {
+		if err := h.a.Whisper(ctx, in, "not for you"); err != nil {
 			return 0, err
 		}
 		return chat.Refused, nil

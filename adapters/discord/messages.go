@@ -3,6 +3,7 @@ package discord
 import (
 	"cmp"
 	"context"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -156,7 +157,9 @@ func (r *runner) catchUpThread(ctx context.Context, c chat.ThreadCursor, roles m
 	for range maxCatchUpPages {
 		msgs, err := a.s.ChannelMessages(ref.Channel, catchUpPage, "", after, "", ownCall(ctx)...)
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && gone(err) {
+				r.closeThread(ctx, ref, err)
+			} else if ctx.Err() == nil {
 				a.log.Warn("catch-up: could not read a thread", "thread", ref.Key(), "err", restError("read messages", err, nil))
 			}
 			return
@@ -181,6 +184,30 @@ func (r *runner) catchUpThread(ctx context.Context, c chat.ThreadCursor, roles m
 	if delivered > 0 {
 		a.log.Info("catch-up: delivered messages written while disconnected", "thread", ref.Key(), "count", delivered)
 	}
+}
+
+// gone reports whether err says the conversation is no longer there for the
+// bot: Unknown Channel (deleted), Missing Access (removed from it).
+func gone(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Message == nil {
+		return false
+	}
+	return re.Message.Code == discordgo.ErrCodeUnknownChannel || re.Message.Code == discordgo.ErrCodeMissingAccess
+}
+
+// closeThread tells the handler a conversation is gone, so that catching up
+// stops asking for it.
+func (r *runner) closeThread(ctx context.Context, ref chat.ThreadRef, why error) {
+	closer, ok := r.h.(chat.ThreadCloser)
+	if !ok {
+		return
+	}
+	if err := closer.CloseThread(ctx, ref); err != nil {
+		r.a.log.Warn("catch-up: closing a conversation that is gone failed", "thread", ref.Key(), "err", err)
+		return
+	}
+	r.a.log.Info("catch-up: the conversation is gone; closed it", "thread", ref.Key(), "err", restError("read messages", why, nil))
 }
 
 // memberRoles looks up a member's roles (REST messages do not carry them),

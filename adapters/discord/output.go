@@ -3,6 +3,7 @@ package discord
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -15,18 +16,57 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 )
 
-// botMentions lets the bot's messages ping users it names, but never roles,
-// @everyone or @here, whatever the model writes.
-func botMentions() *discordgo.MessageAllowedMentions {
-	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}
+// mentionsIn is what the bot's messages in a conversation may ping: no
+// @everyone, @here or role, and no user but the requester (the last person
+// whose input the handler accepted there), however the model spells a
+// mention. Parse is empty, not nil, so that it is sent as [].
+func (a *Adapter) mentionsIn(channelID string) *discordgo.MessageAllowedMentions {
+	am := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	if v, ok := a.requesters.Load(channelID); ok {
+		am.Users = []string{v.(string)}
+	}
+	return am
+}
+
+// noteRequester records who asked in a conversation, once the handler took
+// their input.
+func (a *Adapter) noteRequester(in chat.Inbound, rc chat.Receipt) {
+	if rc == chat.Accepted && in.Author.ID != "" {
+		a.requesters.Store(in.Thread.Channel, in.Author.ID)
+	}
 }
 
 // Post implements chat.Adapter. text is Markdown of at most MaxMessageChars.
 func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) (string, error) {
-	var m *discordgo.Message
-	err := a.chatCall(ctx, "post", discordgo.EndpointChannelMessages(thread.Channel), func(opts ...discordgo.RequestOption) (err error) {
-		m, err = a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{Content: text, AllowedMentions: botMentions()}, opts...)
-		return err
+	return a.PostOnce(ctx, thread, text, chat.PostKey{})
+}
+
+// messageCreate is the body of a new message: discordgo's MessageSend has no
+// nonce fields.
+type messageCreate struct {
+	Content         string                            `json:"content"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Nonce           string                            `json:"nonce,omitempty"`
+	EnforceNonce    bool                              `json:"enforce_nonce,omitempty"`
+}
+
+// PostOnce implements chat.OncePoster with Discord's nonce: with
+// enforce_nonce, a second message with the same nonce from the bot within a
+// few minutes is not created, and the first one is returned instead. So a
+// post retried after a timeout shows once.
+func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
+	body := messageCreate{Content: text, AllowedMentions: a.mentionsIn(thread.Channel)}
+	if key.ID != "" {
+		body.Nonce, body.EnforceNonce = truncateRunes(key.ID, maxNonce), true
+	}
+	route := discordgo.EndpointChannelMessages(thread.Channel)
+	var m discordgo.Message
+	err := a.chatCall(ctx, "post", route, func(opts ...discordgo.RequestOption) error {
+		raw, err := a.s.RequestWithBucketID(http.MethodPost, route, body, route, opts...)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &m)
 	})
 	if err != nil {
 		return "", err
@@ -34,11 +74,14 @@ func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) 
 	return m.ID, nil
 }
 
+// maxNonce is the longest nonce Discord takes.
+const maxNonce = 25
+
 // Edit implements chat.Editor.
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
 	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
 		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-			ID: id, Channel: thread.Channel, Content: &text, AllowedMentions: botMentions(),
+			ID: id, Channel: thread.Channel, Content: &text, AllowedMentions: a.mentionsIn(thread.Channel),
 		}, opts...)
 		return err
 	})
@@ -81,7 +124,7 @@ func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename st
 	return a.chatCall(ctx, "upload", discordgo.EndpointChannelMessages(thread.Channel), func(opts ...discordgo.RequestOption) error {
 		_, err := a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{
 			Content:         truncateRunes(comment, MaxMessageChars),
-			AllowedMentions: botMentions(),
+			AllowedMentions: a.mentionsIn(thread.Channel),
 			Files:           []*discordgo.File{{Name: filename, ContentType: contentType(filename), Reader: bytes.NewReader(content)}},
 		}, opts...)
 		return err
@@ -126,6 +169,7 @@ var emojiByName = map[string]string{
 	"white_check_mark":       "✅",
 	"heavy_check_mark":       "✔️",
 	"x":                      "❌",
+	"no_entry":               "⛔",
 	"warning":                "⚠️",
 	"octagonal_sign":         "🛑",
 	"stop_sign":              "🛑",

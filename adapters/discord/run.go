@@ -287,6 +287,9 @@ func (r *runner) work(ctx context.Context) {
 func (r *runner) receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
 	for attempt := 0; ; attempt++ {
 		rc, err := r.h.Receive(ctx, in)
+		if err == nil {
+			r.a.noteRequester(in, rc)
+		}
 		if err == nil || ctx.Err() != nil || attempt >= len(r.a.receiveRetry) {
 			return rc, err
 		}
@@ -306,7 +309,7 @@ func (r *runner) failNote(ctx context.Context, ref chat.ThreadRef, what string, 
 	}
 	text := "⚠️ I couldn't take " + what + " (an internal error). Please send it again."
 	if _, perr := r.a.s.ChannelMessageSendComplex(ref.Channel, &discordgo.MessageSend{
-		Content: text, AllowedMentions: &discordgo.MessageAllowedMentions{},
+		Content: text, AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
 	}, ownCall(ctx)...); perr != nil {
 		r.a.log.Warn("could not post the note", "thread", ref.Key(), "err", restError("post", perr, nil))
 	}

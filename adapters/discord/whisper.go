@@ -68,10 +68,13 @@ func (h *heldInteractions) claim(x *heldInteraction) bool {
 
 // Whisper implements chat.Whisperer. Through the user's latest live
 // interaction in the channel, the note is ephemeral (the ephemeral answer
-// itself if it was not given yet, else an ephemeral followup); without one,
-// it is a reply in the channel that mentions the user (and pings only them).
-func (a *Adapter) Whisper(ctx context.Context, thread chat.ThreadRef, userID, text string) error {
-	text = truncateRunes(text, MaxMessageChars-30)
+// itself if it was not given yet, else an ephemeral followup). Without one,
+// it is a direct message, saying where it comes from: a note in the channel
+// would name the person in front of everyone. If they take no direct
+// messages, a ⛔ on their message is the answer.
+func (a *Adapter) Whisper(ctx context.Context, to chat.Inbound, text string) error {
+	thread, userID := to.Thread, to.Author.ID
+	text = truncateRunes(text, MaxMessageChars-100)
 	if x := a.held.latest(thread.Channel, userID); x != nil {
 		if x.ephemeral && a.held.claim(x) {
 			_, err := a.editOriginal(ctx, x.i, text)
@@ -83,13 +86,26 @@ func (a *Adapter) Whisper(ctx context.Context, thread chat.ThreadRef, userID, te
 		if err == nil {
 			return nil
 		}
-		a.log.Warn("ephemeral note failed; replying in the channel", "thread", thread.Key(), "err", restError("followup", err, nil))
+		a.log.Warn("ephemeral note failed; sending a direct message", "thread", thread.Key(), "err", restError("followup", err, nil))
 	}
-	mentions := &discordgo.MessageAllowedMentions{}
-	if thread.Team != "" {
-		text = "<@" + userID + "> " + text
-		mentions.Users = []string{userID}
+	noMentions := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	if thread.Team == "" {
+		// Already a direct conversation: the note is for the one person in it.
+		_, err := a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{Content: text, AllowedMentions: noMentions}, ownCall(ctx)...)
+		return restError("whisper", err, nil)
 	}
-	_, err := a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{Content: text, AllowedMentions: mentions}, ownCall(ctx)...)
-	return restError("whisper", err, nil)
+	dm, err := a.s.UserChannelCreate(userID, ownCall(ctx)...)
+	if err == nil {
+		// <#id> links the thread; it pings nobody.
+		note := "About your message in <#" + thread.Channel + ">: " + text
+		_, err = a.s.ChannelMessageSendComplex(dm.ID, &discordgo.MessageSend{Content: note, AllowedMentions: noMentions}, ownCall(ctx)...)
+	}
+	if err == nil {
+		return nil
+	}
+	a.log.Info("the person takes no direct messages; reacting on their message instead", "thread", thread.Key(), "err", restError("direct message", err, nil))
+	if to.MessageID == "" {
+		return restError("direct message", err, nil)
+	}
+	return a.React(ctx, thread, to.MessageID, "no_entry", true)
 }

@@ -31,8 +31,16 @@
 // # Output
 //
 // Post and Edit take Markdown and send Slack mrkdwn (see Mrkdwn) into the
-// thread, never broadcast to the channel, truncated with a notice at Slack's
-// 40,000-character limit. Rate limits (HTTP 429 with Retry-After, or
+// thread, never broadcast to the channel, with parse=none and link_names off:
+// nothing the model writes mentions anyone, however it is spelled. The
+// bridge splits text at 3,500 characters measured on the mrkdwn (Measure);
+// the adapter truncates, with a notice, anything over chat.update's 4,000. A
+// Markdown block (12,000 characters) would save the conversion, but Slack
+// documents no way to escape < and & in it, so mentions could not be shown
+// to stay text: the adapter sends mrkdwn text only.
+//
+// PostOnce keeps a post that timed out but went through from showing twice:
+// the key travels in the message's metadata, and a retry looks for it first. Rate limits (HTTP 429 with Retry-After, or
 // ok:false "ratelimited") are returned as *chat.RateLimitError; slack-go's own
 // retries stay off so that the bridge's outbox sees them.
 package slack
@@ -57,8 +65,9 @@ import (
 // Platform is the name of this platform in chat.ThreadRef.
 const Platform = "slack"
 
-// MaxMessageChars is where the bridge splits long text: Slack allows 40,000
-// characters, but a message past a few thousand is hard to read in a thread.
+// MaxMessageChars is where the bridge splits long text, in characters of the
+// mrkdwn sent (Measure): Slack edits at most 4,000, and a message past a few
+// thousand is hard to read in a thread anyway.
 const MaxMessageChars = 3500
 
 // Defaults of Options.
@@ -124,6 +133,7 @@ var (
 	_ chat.Uploader        = (*Adapter)(nil)
 	_ chat.StatusSetter    = (*Adapter)(nil)
 	_ chat.Whisperer       = (*Adapter)(nil)
+	_ chat.OncePoster      = (*Adapter)(nil)
 	_ chat.HistoryReader   = (*Adapter)(nil)
 	_ chat.MarkupConverter = (*Adapter)(nil)
 	_ chat.Downloader      = (*Adapter)(nil)
@@ -194,8 +204,10 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 // Platform returns "slack".
 func (a *Adapter) Platform() string { return Platform }
 
-// Limits returns Slack's readable message size.
-func (a *Adapter) Limits() chat.Limits { return chat.Limits{MaxMessageChars: MaxMessageChars} }
+// Limits returns Slack's readable message size, measured on the mrkdwn sent.
+func (a *Adapter) Limits() chat.Limits {
+	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure}
+}
 
 // Run authenticates (auth.test), then receives events until ctx ends, over
 // Socket Mode or the HTTP Events API as slack.mode says. It returns nil when ctx

@@ -69,6 +69,10 @@ func (c *catchUp) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			if gone(err) {
+				c.close(ctx, tc.Thread, err)
+				continue
+			}
 			c.a.log.Warn("slack: catch-up: conversations.replies failed", "thread", tc.Thread.Key(), "err", err)
 			continue
 		}
@@ -80,6 +84,30 @@ func (c *catchUp) run(ctx context.Context) {
 		}
 	}
 	c.a.log.Info("slack: catch-up done", "threads", len(threads), "messages", found)
+}
+
+// gone reports whether err says the thread is no longer there for the bot:
+// its root was deleted, the channel too, or the bot was removed from it.
+func gone(err error) bool {
+	switch slackCode(err) {
+	case "thread_not_found", "channel_not_found", "not_in_channel":
+		return true
+	}
+	return false
+}
+
+// close tells the handler that a thread is gone, so later reconnects do not
+// ask for it again.
+func (c *catchUp) close(ctx context.Context, thread chat.ThreadRef, why error) {
+	closer, ok := c.d.h.(chat.ThreadCloser)
+	if !ok {
+		return
+	}
+	if err := closer.CloseThread(ctx, thread); err != nil {
+		c.a.log.Warn("slack: catch-up: closing a thread that is gone failed", "thread", thread.Key(), "err", err)
+		return
+	}
+	c.a.log.Info("slack: catch-up: the thread is gone; closed it", "thread", thread.Key(), "reason", slackCode(why))
 }
 
 // replies returns the input messages of a thread after its cursor, oldest first,

@@ -101,7 +101,7 @@ func TestManifestScopesCoverEveryCall(t *testing.T) {
 	must(t, r.React(ctx, th, root, "eyes", false))
 	must(t, r.Upload(ctx, th, "change.diff", []byte("+x\n"), "patch"))
 	must(t, r.SetStatus(ctx, th, "is working…"))
-	must(t, r.Whisper(ctx, th, "U0ALICE", "not allowed"))
+	must(t, r.Whisper(ctx, chat.Inbound{Thread: th, MessageID: root, Author: chat.Author{ID: "U0ALICE"}}, "not allowed"))
 	_, err = r.History(ctx, th, id)
 	must(t, err)
 	_ = r.PlainText(ctx, "<@U0BOB>")

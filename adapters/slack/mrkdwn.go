@@ -10,7 +10,10 @@ import (
 //
 //   - **bold** and __bold__ become *bold*; *it* and _it_ become _it_;
 //     ***both*** becomes *_both_*; ~~gone~~ becomes ~gone~.
-//   - [label](url) becomes <url|label>, <https://…> and bare URLs <url>.
+//   - [label](url) becomes <url|label>, <https://…> and bare URLs <url>,
+//     for web and mail links only: any other target ([x](!here), [x](@U1),
+//     [x](#C1), [x](<!channel>)) stays literal text, since inside <…> Slack
+//     would read it as a mention of a channel, a user group or a person.
 //   - Headings become bold lines; bullets become •, task items ☐/☑;
 //     numbered lists and block quotes stay; rules become a line.
 //   - Code spans and fenced blocks are not converted; a fence loses its
@@ -18,7 +21,10 @@ import (
 //   - Tables, which Slack cannot draw, become code blocks so columns align.
 //   - &, < and > are escaped everywhere except in the markup made here, code
 //     included: Slack decodes them inside code too, and an unescaped <!channel>
-//     or <@U…> in the model's output would notify people.
+//     or <@U…> in the model's output would notify people. The only < the
+//     output holds opens a link to an http(s) or mailto URL, so it mentions
+//     nobody, however the model spelled a mention (&lt;!here&gt; arrives as
+//     &amp;lt;!here&amp;gt;, shown as written).
 func Mrkdwn(md string) string {
 	md = strings.ReplaceAll(md, "\r\n", "\n")
 	lines := strings.Split(md, "\n")
@@ -156,7 +162,9 @@ const atomMax = 0xF8FF
 
 var (
 	autolink = regexp.MustCompile(`^<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>`)
-	autoMail = regexp.MustCompile(`^<([A-Za-z0-9.!#$%&'*+/=?^_{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)>`)
+	// An address starts with a letter or digit and has no |: <!subteam^S1|@devs>
+	// is Slack markup, not mail.
+	autoMail = regexp.MustCompile(`^<([A-Za-z0-9][A-Za-z0-9.!#$%&'*+/=?^_{}~-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)>`)
 	bareURL  = regexp.MustCompile(`^(?:https?://|www\.)[^\s<>]+`)
 )
 
@@ -164,6 +172,11 @@ var (
 func inline(s string) string {
 	var atoms []string
 	var b strings.Builder
+	// noSpanEnd holds the backtick run lengths found to have no closing run
+	// after some point: none closes later either, so runs of backticks stay
+	// linear.
+	noSpanEnd := map[int]bool{}
+	lastParen := strings.LastIndexByte(s, ')')
 	atom := func(rendered string) {
 		if atomBase+len(atoms) > atomMax { // thousands of pieces: give up protecting them
 			b.WriteString(rendered)
@@ -176,12 +189,16 @@ func inline(s string) string {
 		c := s[i]
 		switch {
 		case c == '`':
-			if code, n, ok := codeSpan(s[i:]); ok {
-				atom("`" + escapeText(code) + "`")
-				i += n
-				continue
+			n := runLen(s[i:], '`')
+			if !noSpanEnd[n] {
+				if code, size, ok := codeSpan(s[i:]); ok {
+					atom("`" + escapeText(code) + "`")
+					i += size
+					continue
+				}
+				noSpanEnd[n] = true
 			}
-			n := runLen(s[i:], '`') // an unmatched run is literal
+			// an unmatched run is literal
 			atom(s[i : i+n])
 			i += n
 			continue
@@ -194,13 +211,18 @@ func inline(s string) string {
 			if c == '!' {
 				start++
 			}
+			if start > lastParen {
+				break // no ) is left to end a link
+			}
 			if label, url, n, ok := link(s[start:]); ok {
-				atom(renderLink(url, label))
-				i = start + n
-				continue
+				if r, ok := renderLink(url, label); ok {
+					atom(r)
+					i = start + n
+					continue
+				}
 			}
 		case c == '<':
-			if m := autolink.FindStringSubmatch(s[i:]); m != nil {
+			if m := autolink.FindStringSubmatch(s[i:]); m != nil && linkable(m[1]) {
 				atom("<" + urlEscaper.Replace(m[1]) + ">")
 				i += len(m[0])
 				continue
@@ -266,11 +288,19 @@ func runLen(s string, c byte) int {
 	return n
 }
 
+// Bounds of what link parses: a longer label or destination is text. They
+// keep a line full of [ or ( linear, where scanning to its end from every [
+// would be quadratic (and Measure runs Mrkdwn on every chunk's lines).
+const (
+	maxLinkLabel = 1000
+	maxLinkDest  = 2048
+)
+
 // link parses [label](destination "title") at the start of s.
 func link(s string) (label, url string, n int, ok bool) {
 	depth := 0
 	end := -1
-	for i := 0; i < len(s) && end < 0; i++ {
+	for i := 0; i < len(s) && i <= maxLinkLabel && end < 0; i++ {
 		switch s[i] {
 		case '\\':
 			i++
@@ -291,8 +321,9 @@ func link(s string) (label, url string, n int, ok bool) {
 	for i < len(s) && s[i] == ' ' {
 		i++
 	}
+	destEnd := min(len(s), i+maxLinkDest)
 	if i < len(s) && s[i] == '<' {
-		k := strings.IndexByte(s[i:], '>')
+		k := strings.IndexByte(s[i:destEnd], '>')
 		if k < 0 {
 			return "", "", 0, false
 		}
@@ -300,7 +331,7 @@ func link(s string) (label, url string, n int, ok bool) {
 		i += k + 1
 	} else {
 		parens, start := 0, i
-		for ; i < len(s); i++ {
+		for ; i < destEnd; i++ {
 			if s[i] == '(' {
 				parens++
 			} else if s[i] == ')' {
@@ -318,7 +349,7 @@ func link(s string) (label, url string, n int, ok bool) {
 		i++
 	}
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') { // a title, which Slack cannot show
-		k := strings.IndexByte(s[i+1:], s[i])
+		k := strings.IndexByte(s[i+1:min(len(s), i+1+maxLinkLabel)], s[i])
 		if k < 0 {
 			return "", "", 0, false
 		}
@@ -333,12 +364,34 @@ func link(s string) (label, url string, n int, ok bool) {
 	return label, url, i + 1, true
 }
 
-func renderLink(url, label string) string {
+// renderLink renders a Markdown link, or ok false when its target is no
+// web or mail URL (the caller then leaves the Markdown as text).
+func renderLink(url, label string) (string, bool) {
+	if !linkable(url) {
+		return "", false
+	}
 	label = strings.TrimSpace(labelStrip.Replace(label))
 	if label == "" || label == url {
-		return "<" + urlEscaper.Replace(url) + ">"
+		return "<" + urlEscaper.Replace(url) + ">", true
 	}
-	return "<" + urlEscaper.Replace(url) + "|" + escapeText(label) + ">"
+	return "<" + urlEscaper.Replace(url) + "|" + escapeText(label) + ">", true
+}
+
+// linkable reports whether a link target may go inside <…>: only web and
+// mail URLs. Slack reads <!…> as special mentions, <@…> as people and <#…>
+// as channels, and gives other schemes no meaning worth the risk.
+func linkable(url string) bool {
+	scheme, rest, ok := strings.Cut(url, ":")
+	if !ok || rest == "" {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "http", "https":
+		return strings.HasPrefix(rest, "//") && len(rest) > 2
+	case "mailto":
+		return true
+	}
+	return false
 }
 
 // trimURL drops the punctuation that ends a sentence rather than the URL, and
@@ -366,14 +419,22 @@ func isASCIIPunct(c byte) bool {
 	return c >= '!' && c <= '/' || c >= ':' && c <= '@' || c >= '[' && c <= '`' || c >= '{' && c <= '~'
 }
 
-// maxTextRunes is Slack's hard limit on a message's text.
-const maxTextRunes = 40000
+// maxTextRunes is the most text the adapter sends in one message: Slack
+// refuses chat.update text over 4,000 characters (msg_too_long), and a post
+// that could not be edited later is no better.
+const maxTextRunes = 4000
 
-const truncatedNotice = "\n\n_… truncated: Slack allows at most 40,000 characters in a message._"
+const truncatedNotice = "\n\n_… truncated: a Slack message holds at most 4,000 characters._"
 
-// fitText cuts mrkdwn that exceeds Slack's limit, at a point that splits no
+// Measure is the length of Markdown text as Slack receives it: the runes of
+// its mrkdwn. The bridge splits long text by it (chat.Limits.Measure), so
+// that the 3,500-character chunks hold after escaping, which can make text
+// several times longer (every < is &lt;).
+func Measure(md string) int { return utf8.RuneCountInString(Mrkdwn(md)) }
+
+// fitText cuts mrkdwn that exceeds maxTextRunes, at a point that splits no
 // entity or <link>, closes a code block left open, and says so. The bridge
-// splits text far below the limit: this is a safety net.
+// splits text by Measure far below the limit: this is a safety net.
 func fitText(s string) string {
 	if utf8.RuneCountInString(s) <= maxTextRunes {
 		return s

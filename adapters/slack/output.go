@@ -4,19 +4,67 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/threadsmith/threadsmith/chat"
 )
 
+// render is the text the adapter sends for Markdown md.
+func render(md string) string { return fitText(Mrkdwn(md)) }
+
+// postKeyEvent is the metadata event type that carries a post's key.
+const postKeyEvent = "threadsmith_post"
+
+// textOptions are the options of every text the bot sends: the mrkdwn of
+// text, at most maxTextRunes, with parse=none and link_names off, so that
+// Slack turns no plain "@channel" or "@team" into a mention (chat.update
+// parses as a client would unless told otherwise).
+func textOptions(text string) []slackapi.MsgOption {
+	return []slackapi.MsgOption{
+		slackapi.MsgOptionText(render(text), false),
+		slackapi.MsgOptionParse(false),
+		slackapi.MsgOptionLinkNames(false),
+	}
+}
+
 // Post writes Markdown into the thread as Slack mrkdwn and returns the new
 // message's ts. Replies stay in the thread; they are never broadcast.
 func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) (string, error) {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(fitText(Mrkdwn(text)), false)}
+	return a.post(ctx, thread, text, "")
+}
+
+// PostOnce implements chat.OncePoster. Slack has no idempotency key, so each
+// post carries its key in the message's metadata, and a retry after a call
+// that failed without an answer first looks for the bot's message with that
+// key among the thread's messages since the first attempt: found, it is the
+// post, and nothing is posted twice.
+func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
+	if key.Retry {
+		ts, err := a.findPosted(ctx, thread, key)
+		if err != nil {
+			return "", err
+		}
+		if ts != "" {
+			a.log.Info("slack: a post that seemed to fail had gone through; not posting it again", "thread", thread.Key())
+			return ts, nil
+		}
+	}
+	return a.post(ctx, thread, text, key.ID)
+}
+
+func (a *Adapter) post(ctx context.Context, thread chat.ThreadRef, text, key string) (string, error) {
+	opts := textOptions(text)
 	if thread.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread.Thread))
+	}
+	if key != "" {
+		opts = append(opts, slackapi.MsgOptionMetadata(slackapi.SlackMetadata{
+			EventType: postKeyEvent, EventPayload: map[string]any{"key": key},
+		}))
 	}
 	_, ts, err := a.api.PostMessageContext(ctx, thread.Channel, opts...)
 	if err != nil {
@@ -25,10 +73,63 @@ func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) 
 	return ts, nil
 }
 
+// lookBack is how much earlier than the first attempt findPosted looks, for
+// the difference between this machine's clock and Slack's.
+const lookBack = 5 * time.Minute
+
+// findPosted returns the ts of the bot's message carrying key in the thread
+// (or the channel's top level), or "".
+func (a *Adapter) findPosted(ctx context.Context, thread chat.ThreadRef, key chat.PostKey) (string, error) {
+	id, err := a.identity(ctx)
+	if err != nil {
+		return "", err
+	}
+	oldest := ""
+	if !key.First.IsZero() {
+		oldest = strconv.FormatInt(key.First.Add(-lookBack).Unix(), 10) + ".000000"
+	}
+	match := func(m slackapi.Message) bool {
+		return (m.User == id.UserID || (id.BotID != "" && m.BotID == id.BotID)) &&
+			m.Metadata.EventType == postKeyEvent && m.Metadata.EventPayload["key"] == key.ID
+	}
+	var cursor string
+	for {
+		var msgs []slackapi.Message
+		var more bool
+		var method string
+		if thread.Thread != "" {
+			method = "conversations.replies"
+			msgs, more, cursor, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: thread.Channel, Timestamp: thread.Thread, Oldest: oldest, Cursor: cursor,
+				Limit: repliesPage, IncludeAllMetadata: true,
+			})
+		} else {
+			method = "conversations.history"
+			var res *slackapi.GetConversationHistoryResponse
+			res, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: thread.Channel, Oldest: oldest, Cursor: cursor, Limit: repliesPage, IncludeAllMetadata: true,
+			})
+			if res != nil {
+				msgs, more, cursor = res.Messages, res.HasMore, res.ResponseMetaData.NextCursor
+			}
+		}
+		if err != nil {
+			return "", apiError(method, err)
+		}
+		for _, m := range msgs {
+			if match(m) {
+				return m.Timestamp, nil
+			}
+		}
+		if !more || cursor == "" {
+			return "", nil
+		}
+	}
+}
+
 // Edit replaces the text of a message the bot posted.
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
-	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id,
-		slackapi.MsgOptionText(fitText(Mrkdwn(text)), false))
+	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, textOptions(text)...)
 	return apiError("chat.update", err)
 }
 
@@ -63,7 +164,9 @@ func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename st
 		Channel: thread.Channel, ThreadTimestamp: thread.Thread,
 	}
 	if comment != "" {
-		params.InitialComment = fitText(Mrkdwn(comment))
+		// files.completeUploadExternal has no parse option; the comment is
+		// the bridge's own text (a stat line), escaped like every other.
+		params.InitialComment = render(comment)
 	}
 	_, err := a.api.UploadFileContext(ctx, params)
 	return apiError("files upload", err)
@@ -97,12 +200,16 @@ func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status s
 	return apiError("assistant.threads.setStatus", err)
 }
 
-// Whisper sends a note (Markdown) only userID sees, in the thread.
-func (a *Adapter) Whisper(ctx context.Context, thread chat.ThreadRef, userID, text string) error {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(fitText(Mrkdwn(text)), false)}
-	if thread.Thread != "" {
-		opts = append(opts, slackapi.MsgOptionTS(thread.Thread))
+// Whisper sends a note (Markdown) only the author of to sees, where they will
+// see it. Slack shows an ephemeral message posted into a thread only when the
+// thread has replies: the note of a message that is a thread's root (a
+// top-level mention, which the bot leaves unanswered) goes to the channel
+// itself, and a note about a reply goes into its thread.
+func (a *Adapter) Whisper(ctx context.Context, to chat.Inbound, text string) error {
+	opts := textOptions(text)
+	if th := to.Thread.Thread; th != "" && to.MessageID != "" && to.MessageID != th {
+		opts = append(opts, slackapi.MsgOptionTS(th))
 	}
-	_, err := a.api.PostEphemeralContext(ctx, thread.Channel, userID, opts...)
+	_, err := a.api.PostEphemeralContext(ctx, to.Thread.Channel, to.Author.ID, opts...)
 	return apiError("chat.postEphemeral", err)
 }

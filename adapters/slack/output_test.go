@@ -166,24 +166,35 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 	})
 }
 
-func TestWhisperIsEphemeralInThread(t *testing.T) {
+// A whisper goes where its reader sees it: Slack hides an ephemeral message
+// posted into a thread without replies, so the note about a top-level mention
+// goes to the channel, and the note about a reply into its thread.
+func TestWhisperIsEphemeralWhereVisible(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho())
 	a := newAdapter(t, srv)
 	th := thread(srv, "C0DEV")
-	if err := a.Whisper(testContext(t), th, "U0ALICE", "Sorry, you are **not** allowed."); err != nil {
+	author := chat.Author{ID: "U0ALICE"}
+	top := chat.Inbound{Thread: th, MessageID: th.Thread, Author: author}
+	if err := a.Whisper(testContext(t), top, "Sorry, you are **not** allowed."); err != nil {
 		t.Fatal(err)
 	}
-	want := slackfake.Ephemeral{Channel: "C0DEV", User: "U0ALICE", Text: "Sorry, you are *not* allowed.", ThreadTS: th.Thread}
+	reply := srv.UserMessage("C0DEV", "U0ALICE", "again", th.Thread)
+	if err := a.Whisper(testContext(t), chat.Inbound{Thread: th, MessageID: reply, Author: author}, "still not"); err != nil {
+		t.Fatal(err)
+	}
+	want := []slackfake.Ephemeral{
+		{Channel: "C0DEV", User: "U0ALICE", Text: "Sorry, you are *not* allowed.", Visible: true},
+		{Channel: "C0DEV", User: "U0ALICE", Text: "still not", ThreadTS: th.Thread, Visible: true},
+	}
 	got := srv.Ephemerals()
-	if len(got) != 1 {
-		t.Fatalf("ephemerals %+v, want one", got)
+	for i := range got {
+		got[i].TS = ""
 	}
-	got[0].TS = ""
-	if got[0] != want {
-		t.Errorf("ephemeral %+v, want %+v", got[0], want)
+	if !slices.Equal(got, want) {
+		t.Errorf("ephemerals %+v, want %+v", got, want)
 	}
-	if n := len(srv.Messages("C0DEV", th.Thread)); n != 1 {
-		t.Errorf("thread has %d messages, want only the root (a whisper is not posted)", n)
+	if n := len(srv.Messages("C0DEV", th.Thread)); n != 2 {
+		t.Errorf("thread has %d messages, want the root and the reply (a whisper is not posted)", n)
 	}
 }
 

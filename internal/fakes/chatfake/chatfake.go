@@ -220,10 +220,10 @@ func (a *Adapter) Upload(_ context.Context, thread chat.ThreadRef, name string, 
 }
 
 // Whisper implements chat.Whisperer.
-func (a *Adapter) Whisper(_ context.Context, _ chat.ThreadRef, userID, text string) error {
+func (a *Adapter) Whisper(_ context.Context, to chat.Inbound, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.whispers = append(a.whispers, userID+": "+text)
+	a.whispers = append(a.whispers, to.Author.ID+": "+text)
 	a.notifyLocked()
 	return nil
 }

@@ -58,6 +58,14 @@
 //   - Content over 2,000 characters (counted in runes) is rejected with 50035,
 //     an empty message with 50006, a reaction given as a shortcode ("eyes")
 //     instead of the emoji itself with 10014.
+//   - allowed_mentions decides who a message pings: Notices records every
+//     message, edit, interaction answer or followup of the bot whose content
+//     would ping someone (no allowed_mentions: every mention in it), and a
+//     parse type given with a list of ids of that type is rejected (50035).
+//   - A message created with a nonce and enforce_nonce: true is created once;
+//     the same nonce again within a few minutes returns the first message.
+//     LoseResponseNext makes a request take effect without an answer, as
+//     after a timeout.
 //
 // Rate limits are off unless WithRateLimits is given; then every response
 // carries X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket headers and

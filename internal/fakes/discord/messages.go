@@ -118,6 +118,27 @@ type messagePayload struct {
 	MessageReference *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
+	Nonce        json.RawMessage `json:"nonce"`
+	EnforceNonce bool            `json:"enforce_nonce"`
+}
+
+// nonceWindow is how long Discord remembers a nonce for enforce_nonce ("the
+// past few minutes").
+const nonceWindow = 5 * time.Minute
+
+// nonceOf reads a nonce (a string or an integer) and checks its length.
+func nonceOf(raw json.RawMessage) (string, response, bool) {
+	if emptyJSON(raw) {
+		return "", response{}, true
+	}
+	var str string
+	if json.Unmarshal(raw, &str) != nil {
+		str = string(raw) // an integer
+	}
+	if utf8.RuneCountInString(str) > 25 {
+		return "", invalidForm(map[string]string{"nonce": "BASE_TYPE_MAX_LENGTH: Must be 25 or fewer in length."}), false
+	}
+	return str, response{}, true
 }
 
 func emptyJSON(raw json.RawMessage) bool {

@@ -162,6 +162,9 @@ type Request struct {
 	Authorized bool
 	Status     int
 	At         time.Time
+	// Lost says the request took effect but its response was never sent
+	// (LoseResponseNext).
+	Lost bool
 }
 
 // File is one uploaded file of a multipart request.

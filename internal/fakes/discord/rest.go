@@ -28,6 +28,7 @@ const (
 // call is one REST request being handled, with the fake's lock held.
 type call struct {
 	r     *http.Request
+	route string // the matched pattern
 	body  json.RawMessage
 	files []File
 	now   time.Time
@@ -185,21 +186,42 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 			resp, limited = s.rateLimitLocked(r, pattern, auth, now)
 			if !limited {
 				hdr := resp.header
-				resp = h(&call{r: r, body: body, files: files, now: now})
+				resp = h(&call{r: r, route: pattern, body: body, files: files, now: now})
 				if hdr != nil {
 					resp.header = hdr
 				}
 			}
 		}
 		rec.Status = resp.status
+		lost := s.lose[pattern] > 0
+		if lost {
+			s.lose[pattern]--
+			rec.Lost = true
+		}
 		s.requests = append(s.requests, rec)
 		s.notifyLocked()
 		s.mu.Unlock()
+		if lost {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
 		if resp.status >= 400 {
 			s.log.Debug("rest rejected", "method", r.Method, "path", r.URL.Path, "status", resp.status)
 		}
 		writeResponse(w, resp)
 	})
+}
+
+// LoseResponseNext makes the next request to route (a pattern such as
+// "POST /api/v9/channels/{channel}/messages") take effect but closes the
+// connection instead of answering: the client cannot tell whether it worked,
+// as after a timeout.
+func (s *Server) LoseResponseNext(route string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[route]++
 }
 
 // serveUnknown answers routes Discord does not have (or the fake does not

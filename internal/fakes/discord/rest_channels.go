@@ -180,6 +180,26 @@ func (s *Server) createMessage(c *call) response {
 	if resp, valid := validateMessage(content, p.Embeds, p.Components, len(c.files), len(p.StickerIDs)); !valid {
 		return resp
 	}
+	am, resp, valid := allowedMentionsOf(c.body)
+	if !valid {
+		return resp
+	}
+	nonce, resp, valid := nonceOf(p.Nonce)
+	if !valid {
+		return resp
+	}
+	if nonce != "" && p.EnforceNonce {
+		// The same nonce from the bot a moment ago: that message, not a new one.
+		for i := len(ch.messages) - 1; i >= 0; i-- {
+			m := ch.messages[i]
+			if c.now.Sub(m.CreatedAt) > nonceWindow {
+				break
+			}
+			if m.nonce == nonce && m.AuthorID == s.cfg.botID && !m.deleted {
+				return ok(s.messageObjLocked(m, false, false))
+			}
+		}
+	}
 	var ref *messageState
 	if p.MessageReference != nil && p.MessageReference.MessageID != "" {
 		if ref = s.messageInLocked(ch, p.MessageReference.MessageID); ref == nil {
@@ -200,6 +220,8 @@ func (s *Server) createMessage(c *call) response {
 		m.ReferenceID = ref.ID
 		m.Type = 19
 	}
+	m.nonce = nonce
+	s.noticeLocked(c.route, m, am, false)
 	s.dispatchMessageLocked("MESSAGE_CREATE", m)
 	return ok(s.messageObjLocked(m, false, false))
 }
@@ -216,9 +238,14 @@ func (s *Server) editMessage(c *call) response {
 	if m.AuthorID != s.cfg.botID || m.WebhookID != "" {
 		return errNotAuthor
 	}
+	am, resp, valid := allowedMentionsOf(c.body)
+	if !valid {
+		return resp
+	}
 	if resp, valid := s.applyEditLocked(m, c.body, c.files, c.now); !valid {
 		return resp
 	}
+	s.noticeLocked(c.route, m, am, true)
 	s.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	return ok(s.messageObjLocked(m, false, false))
 }

@@ -62,12 +62,17 @@ func (s *Server) interactionCallback(c *call) response {
 			return invalidForm(map[string]string{"data": "DICT_TYPE_CONVERT: Only dictionaries may be used in a DictType"})
 		}
 	}
+	am, resp, valid := allowedMentionsOf(body.Data)
+	if !valid {
+		return resp
+	}
 	switch body.Type {
 	case ResponseChannelMessageWithSource:
 		if resp, valid := validateMessage(d.Content, d.Embeds, d.Components, len(c.files), 0); !valid {
 			return resp
 		}
 		m := s.interactionMessageLocked(in, d, c.files, c.now)
+		s.noticeLocked(c.route, m, am, false)
 		in.originalID = m.ID
 		s.dispatchMessageLocked("MESSAGE_CREATE", m)
 	case ResponseDeferredChannelMessage:
@@ -139,9 +144,16 @@ func (s *Server) editWebhookMessage(c *call) response {
 	if m == nil {
 		return errUnknownMessage
 	}
+	am, resp, valid := allowedMentionsOf(c.body)
+	if !valid {
+		return resp
+	}
+	wasLoading := m.Flags&MessageFlagLoading != 0
 	if resp, valid := s.applyEditLocked(m, c.body, c.files, c.now); !valid {
 		return resp
 	}
+	// Filling in a deferred answer is its first content, not an edit.
+	s.noticeLocked(c.route, m, am, !wasLoading)
 	s.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	return ok(s.messageObjLocked(m, false, false))
 }
@@ -177,6 +189,10 @@ func (s *Server) createFollowup(c *call) response {
 	if resp, valid := validateMessage(d.Content, d.Embeds, d.Components, len(c.files), 0); !valid {
 		return resp
 	}
+	am, resp, valid := allowedMentionsOf(c.body)
+	if !valid {
+		return resp
+	}
 	var m *messageState
 	if orig := s.messages[in.originalID]; orig != nil && !orig.deleted && orig.Flags&MessageFlagLoading != 0 {
 		if resp, valid := s.applyEditLocked(orig, c.body, c.files, c.now); !valid {
@@ -189,6 +205,7 @@ func (s *Server) createFollowup(c *call) response {
 		in.followupIDs = append(in.followupIDs, m.ID)
 		s.dispatchMessageLocked("MESSAGE_CREATE", m)
 	}
+	s.noticeLocked(c.route, m, am, false)
 	if c.r.URL.Query().Get("wait") != "true" {
 		return noContent()
 	}

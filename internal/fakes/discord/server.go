@@ -51,6 +51,8 @@ type Server struct {
 	rateLimited  int
 	buckets      map[string]*bucket
 	global       *bucket
+	notices      []Notice
+	lose         map[string]int // routes whose next response is never written
 
 	sessions   map[string]*gwSession
 	conns      map[*gwConn]struct{}
@@ -82,6 +84,7 @@ type channelState struct {
 
 type messageState struct {
 	Message
+	nonce     string // with enforce_nonce: the bot's key for this message
 	deleted   bool
 	mentions  []string
 	reactions []Reaction
@@ -130,6 +133,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		overwrites:   map[string]int{},
 		attachments:  map[string]*Attachment{},
 		buckets:      map[string]*bucket{},
+		lose:         map[string]int{},
 		sessions:     map[string]*gwSession{},
 		conns:        map[*gwConn]struct{}{},
 	}

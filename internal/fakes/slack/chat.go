@@ -8,8 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// maxTextRunes is Slack's hard limit on a message's text.
-const maxTextRunes = 40000
+// Slack's limits on a message's text: chat.postMessage refuses more than
+// 40,000 characters, chat.update more than 4,000 (msg_too_long).
+const (
+	maxPostRunes   = 40000
+	maxUpdateRunes = 4000
+)
 
 // Messages returns a thread as the fake stores it, with edits applied and deletions
 // left out: the root then its replies, oldest first. threadTS may name the root or any
@@ -62,7 +66,8 @@ func (s *Server) Reactions(channel, ts string) []Reaction {
 	return out
 }
 
-// Ephemerals returns the messages sent with chat.postEphemeral, in order.
+// Ephemerals returns the messages sent with chat.postEphemeral, in order, and
+// whether their user could see them (Visible).
 func (s *Server) Ephemerals() []Ephemeral {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,12 +90,13 @@ func (s *Server) lookupChannelLocked(id string) (*channel, string) {
 	return ch, ""
 }
 
-// messageContent checks the text/blocks/attachments of a post or update.
-func messageContent(p url.Values) string {
+// messageContent checks the text/blocks/attachments of a post or update
+// against the method's text limit.
+func messageContent(p url.Values, maxRunes int) string {
 	if p.Get("text") == "" && p.Get("blocks") == "" && p.Get("attachments") == "" {
 		return "no_text"
 	}
-	if utf8.RuneCountInString(p.Get("text")) > maxTextRunes {
+	if utf8.RuneCountInString(p.Get("text")) > maxRunes {
 		return "msg_too_long"
 	}
 	if b := p.Get("blocks"); b != "" && !json.Valid([]byte(b)) {
@@ -111,7 +117,7 @@ func (s *Server) chatPostMessage(p url.Values) (map[string]any, string) {
 	if code != "" {
 		return nil, code
 	}
-	if code := messageContent(p); code != "" {
+	if code := messageContent(p, maxPostRunes); code != "" {
 		return nil, code
 	}
 	m := &message{
@@ -122,7 +128,15 @@ func (s *Server) chatPostMessage(p url.Values) (map[string]any, string) {
 		},
 		appID: s.cfg.appID,
 	}
+	if md := p.Get("metadata"); md != "" {
+		if !json.Valid([]byte(md)) {
+			return nil, "invalid_metadata_format"
+		}
+		m.Metadata = json.RawMessage(md)
+	}
 	s.addLocked(ch, m)
+	parse, linkNames := parseMode("chat.postMessage", p)
+	s.noticeLocked("chat.postMessage", m, parse, linkNames)
 	obj := s.messageObject(ch, m)
 	s.echoLocked(ch, m, s.messageEvent(ch, m))
 	return map[string]any{"channel": ch.info.ID, "ts": m.TS, "message": obj}, ""
@@ -140,7 +154,7 @@ func (s *Server) chatUpdate(p url.Values) (map[string]any, string) {
 	if m.User != s.cfg.botUserID {
 		return nil, "cant_update_message"
 	}
-	if code := messageContent(p); code != "" {
+	if code := messageContent(p, maxUpdateRunes); code != "" {
 		return nil, code
 	}
 	prev := s.messageObject(ch, m)
@@ -150,6 +164,8 @@ func (s *Server) chatUpdate(p url.Values) (map[string]any, string) {
 	if p.Has("blocks") {
 		m.Blocks = rawBlocks(p)
 	}
+	parse, linkNames := parseMode("chat.update", p)
+	s.noticeLocked("chat.update", m, parse, linkNames)
 	m.editor = s.cfg.botUserID
 	m.EditedTS = s.nextTSLocked()
 	obj := s.messageObject(ch, m)
@@ -184,14 +200,34 @@ func (s *Server) chatPostEphemeral(p url.Values) (map[string]any, string) {
 	if _, ok := s.users[user]; !ok {
 		return nil, "user_not_found"
 	}
-	if code := messageContent(p); code != "" {
+	if code := messageContent(p, maxPostRunes); code != "" {
 		return nil, code
 	}
 	ts := s.nextTSLocked()
 	s.ephemerals = append(s.ephemerals, Ephemeral{
 		Channel: ch.info.ID, User: user, Text: p.Get("text"), ThreadTS: p.Get("thread_ts"), TS: ts,
+		Visible: ephemeralVisible(ch, p.Get("thread_ts")),
 	})
 	return map[string]any{"message_ts": ts}, ""
+}
+
+// ephemeralVisible says whether Slack shows an ephemeral message posted with
+// threadTS: at the channel's top level always; in a thread only when the
+// thread has replies (Slack accepts the call, but a message that has none
+// shows no thread to open, so the note is never seen).
+func ephemeralVisible(ch *channel, threadTS string) bool {
+	if threadTS == "" {
+		return true
+	}
+	m, ok := ch.msgs[threadTS]
+	if !ok {
+		return false
+	}
+	root := m.TS
+	if m.ThreadTS != "" {
+		root = m.ThreadTS
+	}
+	return len(ch.liveReplies(root)) > 0
 }
 
 // chatGetPermalink answers with Slack's link form for a message:

@@ -2,6 +2,7 @@ package slackfake
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
@@ -101,6 +102,7 @@ func (s *Server) conversationsReplies(p url.Values) (map[string]any, string) {
 		return nil, code
 	}
 	limit := parseLimit(p, repliesDefaultLimit)
+	meta := wantsMetadata(p)
 
 	var items []map[string]any
 	var from int64
@@ -111,7 +113,7 @@ func (s *Server) conversationsReplies(p url.Values) (map[string]any, string) {
 	} else if root.deleted {
 		items = append(items, tombstone(root))
 	} else {
-		items = append(items, s.messageObject(ch, root))
+		items = append(items, s.readObject(ch, root, meta))
 	}
 	next := ""
 	for _, r := range replies {
@@ -123,7 +125,7 @@ func (s *Server) conversationsReplies(p url.Values) (map[string]any, string) {
 			next = r.TS
 			break
 		}
-		items = append(items, s.messageObject(ch, r))
+		items = append(items, s.readObject(ch, r, meta))
 	}
 	return pageResponse(items, next), ""
 }
@@ -158,11 +160,26 @@ func (s *Server) conversationsHistory(p url.Values) (map[string]any, string) {
 			next = m.TS
 			break
 		}
-		items = append(items, s.messageObject(ch, m))
+		items = append(items, s.readObject(ch, m, wantsMetadata(p)))
 	}
 	res := pageResponse(items, next)
 	res["pin_count"] = 0
 	return res, ""
+}
+
+// wantsMetadata says a history read asked for messages' metadata.
+func wantsMetadata(p url.Values) bool {
+	v := p.Get("include_all_metadata")
+	return v == "1" || v == "true"
+}
+
+// readObject renders m for a history read, with its metadata if asked.
+func (s *Server) readObject(ch *channel, m *message, meta bool) map[string]any {
+	o := s.messageObject(ch, m)
+	if meta && len(m.Metadata) > 0 {
+		o["metadata"] = json.RawMessage(m.Metadata)
+	}
+	return o
 }
 
 func pageResponse(items []map[string]any, next string) map[string]any {
@@ -212,7 +229,10 @@ func (s *Server) usersInfo(p url.Values) (map[string]any, string) {
 	profile := map[string]any{
 		"real_name": u.RealName, "real_name_normalized": u.RealName,
 		"display_name": u.Name, "display_name_normalized": u.Name,
-		"email": u.Email, "team": s.cfg.teamID,
+		"team": s.cfg.teamID,
+	}
+	if s.hasScope("users:read.email") {
+		profile["email"] = u.Email
 	}
 	if u.IsBot && u.ID == s.cfg.botUserID {
 		profile["bot_id"] = s.cfg.botID

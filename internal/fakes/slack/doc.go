@@ -18,6 +18,17 @@
 // unknown_method. Every request is recorded (Calls, CallsTo) before the response is
 // written, so a test that saw the response also sees the call.
 //
+// As strict as Slack where a bot can go wrong: chat.update refuses text over 4,000
+// characters and chat.postMessage over 40,000 (msg_too_long); with WithScopes a
+// method the granted scopes do not cover answers missing_scope; with WithRateLimits
+// every method the bot calls has its limit (chat.postMessage per channel,
+// chat.update per message and workspace, the others by tier); an ephemeral message
+// posted into a thread without replies is recorded as not Visible. Notices records
+// every post or update whose text would notify someone (<!here>, <!subteam^…>,
+// <@U…>, or plain @channel when parsed as a client would, which chat.update does
+// unless told parse=none). LoseResponseNext makes a call take effect without an
+// answer, as after a timeout.
+//
 // Messages get unique, strictly increasing ts values ("1700000000.000100") from the
 // server's clock. The fake keeps every channel's messages and threads (Messages),
 // reactions (Reactions), ephemeral messages (Ephemerals), file uploads (Uploads) and

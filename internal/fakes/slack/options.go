@@ -22,6 +22,8 @@ type config struct {
 	assistant    bool
 	botEcho      bool
 	messageFirst bool
+
+	scopes []string // nil: every scope
 }
 
 func defaultConfig() config {
@@ -104,6 +106,14 @@ func WithClock(now func() time.Time) Option {
 // method answers not_allowed, as it does for an app that is not an AI assistant.
 func WithAssistantThreads() Option {
 	return func(c *config) { c.assistant = true }
+}
+
+// WithScopes grants the bot token exactly these scopes (a manifest's
+// oauth_config.scopes.bot): a method that needs another answers
+// missing_scope, as Slack does, and users.info leaves out emails without
+// users:read.email. Without it every scope is granted.
+func WithScopes(scopes ...string) Option {
+	return func(c *config) { c.scopes = append([]string{}, scopes...) }
 }
 
 // WithoutBotEcho stops the events Slack sends about the bot's own messages (posts,

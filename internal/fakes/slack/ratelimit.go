@@ -24,8 +24,21 @@ const (
 	RateLimitOKFalse
 )
 
-// RateLimits models Slack's limits on the methods a chat bot calls in bulk. Each
-// limit is a token bucket refilled continuously from the server's clock (WithClock).
+// Slack's Web API tiers: each method allows about so many calls a minute per
+// workspace, with bursts of a minute's worth (Tier 1 tolerates a few).
+var (
+	Tier1 = Rate{Every: time.Minute, Burst: 3}
+	Tier2 = Rate{Every: time.Minute / 20, Burst: 20}
+	Tier3 = Rate{Every: time.Minute / 50, Burst: 50}
+	Tier4 = Rate{Every: time.Minute / 100, Burst: 100}
+	// NonMarketplaceReplies is conversations.replies (and .history) for apps
+	// created since May 2025 outside the Slack Marketplace: one call a
+	// minute.
+	NonMarketplaceReplies = Rate{Every: time.Minute, Burst: 1}
+)
+
+// RateLimits models Slack's limits on every method the bot calls. Each limit
+// is a token bucket refilled continuously from the server's clock (WithClock).
 type RateLimits struct {
 	// PostMessagePerChannel limits chat.postMessage in each channel (Slack's
 	// "special" tier: about one per second per channel, with short bursts).
@@ -35,7 +48,10 @@ type RateLimits struct {
 	UpdatePerWorkspace Rate
 	// UpdatePerMessage limits chat.update of one message (about one a second).
 	UpdatePerMessage Rate
-	Style            RateLimitStyle
+	// Methods limits every other method per workspace, by name (its tier).
+	// A method not listed is not limited.
+	Methods map[string]Rate
+	Style   RateLimitStyle
 	// Grace lets a call through that arrives up to Grace before its token would be
 	// available, so a client pacing itself exactly at the limit is not punished for
 	// network jitter.
@@ -44,13 +60,32 @@ type RateLimits struct {
 
 // SlackRateLimits returns Slack's documented limits: chat.postMessage 1/s per channel
 // with bursts of 5, chat.update 50/min per workspace (bursts of 50) and 1/s per
-// message, answered with HTTP 429, with 50 ms of grace.
+// message, every other method the tier Slack's method reference gives it
+// (assistant.threads.setStatus, whose limit is "special" and unpublished, as
+// Tier 3), answered with HTTP 429, with 50 ms of grace.
 func SlackRateLimits() RateLimits {
 	return RateLimits{
 		PostMessagePerChannel: Rate{Every: time.Second, Burst: 5},
 		UpdatePerWorkspace:    Rate{Every: time.Minute / 50, Burst: 50},
 		UpdatePerMessage:      Rate{Every: time.Second, Burst: 1},
-		Grace:                 50 * time.Millisecond,
+		Methods: map[string]Rate{
+			"apps.connections.open":        Tier1,
+			"auth.test":                    Tier4,
+			"chat.postEphemeral":           Tier4,
+			"chat.delete":                  Tier3,
+			"chat.getPermalink":            Tier4,
+			"reactions.add":                Tier3,
+			"reactions.remove":             Tier2,
+			"conversations.replies":        Tier3,
+			"conversations.history":        Tier3,
+			"conversations.info":           Tier3,
+			"users.info":                   Tier4,
+			"files.getUploadURLExternal":   Tier4,
+			"files.completeUploadExternal": Tier4,
+			"files.info":                   Tier4,
+			"assistant.threads.setStatus":  Tier3,
+		},
+		Grace: 50 * time.Millisecond,
 	}
 }
 
@@ -88,6 +123,8 @@ func (s *Server) checkRateLimitLocked(method string, p url.Values, now time.Time
 			{"update", l.UpdatePerWorkspace},
 			{"update/" + p.Get("channel") + "/" + p.Get("ts"), l.UpdatePerMessage},
 		}
+	default:
+		limits = []limit{{"method/" + method, l.Methods[method]}}
 	}
 	var wait time.Duration
 	var take []*bucket

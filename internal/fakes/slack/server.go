@@ -44,8 +44,13 @@ type Server struct {
 	buckets     map[string]*bucket
 	injected    map[string][]injection
 	ephemerals  []Ephemeral
+	notices     []Notice
 	statuses    []Status
-	downloads   []Download
+	// groupHandles maps user group handles to their ids (AddUserGroup).
+	groupHandles map[string]string
+	// lose are the methods whose next response is never written.
+	lose      map[string]int
+	downloads []Download
 
 	events      map[string]*eventRecord
 	deliveries  []*delivery
@@ -89,6 +94,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		upKeys:     map[string]*Upload{},
 		buckets:    map[string]*bucket{},
 		injected:   map[string][]injection{},
+		lose:       map[string]int{},
 		events:     map[string]*eventRecord{},
 		byDelivery: map[string]*delivery{},
 		ackOf:      map[string]Ack{},
@@ -96,6 +102,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		timers:     map[*time.Timer]struct{}{},
 		tickets:    map[string]bool{},
 		httpWake:   make(chan struct{}, 1),
+
+		groupHandles: map[string]string{},
 	}
 	s.users[cfg.botUserID] = &User{ID: cfg.botUserID, Name: cfg.botName, RealName: cfg.botName, IsBot: true}
 

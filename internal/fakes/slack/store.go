@@ -146,6 +146,7 @@ func (m *message) snapshot() Message {
 	out := m.Message
 	out.Files = slices.Clone(m.Files)
 	out.Blocks = slices.Clone(m.Blocks)
+	out.Metadata = slices.Clone(m.Metadata)
 	return out
 }
 

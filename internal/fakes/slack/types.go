@@ -22,6 +22,9 @@ type Call struct {
 	// Status is the HTTP status answered; Error the Slack error code ("" when ok).
 	Status int
 	Error  string
+	// Lost says the call took effect but its response was never sent
+	// (LoseResponseNext).
+	Lost bool
 }
 
 // Message is a message as the fake stores it, with edits applied.
@@ -39,6 +42,9 @@ type Message struct {
 	EditedTS string // ts of the last edit, "" if never edited
 	// Broadcast is set for a thread reply also sent to the channel.
 	Broadcast bool
+	// Metadata is the message's metadata as posted ({"event_type",
+	// "event_payload"}); Web API reads return it with include_all_metadata.
+	Metadata json.RawMessage
 }
 
 // Reaction is one emoji on a message and who added it, in order.
@@ -87,6 +93,9 @@ type Ephemeral struct {
 	Text     string
 	ThreadTS string
 	TS       string
+	// Visible says the user could see it: Slack shows an ephemeral message
+	// posted into a thread only if the thread has replies.
+	Visible bool
 }
 
 // Status is one assistant.threads.setStatus call that the fake accepted.

@@ -77,6 +77,15 @@ func (s *Server) RateLimitNext(method string, retryAfter time.Duration) {
 	s.injected[method] = append(s.injected[method], injection{retryAfter: max(retryAfter, time.Nanosecond)})
 }
 
+// LoseResponseNext makes the next call to method go through (the fake does
+// what it asks) but closes the connection instead of answering: the client
+// cannot tell whether it worked, as after a timeout.
+func (s *Server) LoseResponseNext(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[method]++
+}
+
 // Calls returns every Web API call so far, in order.
 func (s *Server) Calls() []Call {
 	s.mu.Lock()
@@ -148,10 +157,22 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	if ok, _ := res.body["ok"].(bool); !ok {
 		call.Error, _ = res.body["error"].(string)
 	}
+	lost := s.lose[method] > 0
+	if lost {
+		s.lose[method]--
+		call.Lost = true
+	}
 	s.calls = append(s.calls, call)
 	out, err := json.Marshal(res.body)
 	s.notifyLocked()
 	s.mu.Unlock()
+
+	if lost {
+		if conn, _, herr := http.NewResponseController(w).Hijack(); herr == nil {
+			conn.Close()
+			return
+		}
+	}
 
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -201,6 +222,9 @@ func (s *Server) dispatchLocked(call *Call, perr error) apiResponse {
 	}
 	if (m.token == needBot && call.Token != "bot") || (m.token == needApp && call.Token != "app") {
 		return fail("not_allowed_token_type")
+	}
+	if body := s.scopeErrorLocked(call.Method, call.Params); body != nil {
+		return apiResponse{status: http.StatusOK, body: body}
 	}
 	if q := s.injected[call.Method]; len(q) > 0 {
 		inj := q[0]

@@ -1,0 +1,125 @@
+package discord_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/adapters/discord"
+	"github.com/threadsmith/threadsmith/bridge"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
+)
+
+// wireMentions is allowed_mentions as the adapter sends it, read back as
+// Discord reads it.
+func wireMentions(t testing.TB, a *discord.Adapter, channel string) *discordfake.AllowedMentions {
+	raw, err := json.Marshal(discord.AllowedMentionsIn(a, channel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var am discordfake.AllowedMentions
+	if err := json.Unmarshal(raw, &am); err != nil {
+		t.Fatal(err)
+	}
+	return &am
+}
+
+var fenceInfo = regexp.MustCompile("(?m)^( {0,3}(?:```+|~~~+))[^`\n]*$")
+
+// visible is what a message shows, for comparing content: fences without
+// their language (a reopened block repeats it) and no whitespace.
+func visible(s string) string {
+	s = fenceInfo.ReplaceAllString(s, "")
+	return strings.Join(strings.Fields(strings.NewReplacer("```", "", "~~~", "").Replace(s)), "")
+}
+
+// FuzzSplitMentions splits any model text at Discord's limit as the bridge
+// does and checks each message as the adapter sends it: at most 2,000
+// characters, pinging nobody but the requester whatever it names, and all
+// together showing exactly what the model wrote.
+func FuzzSplitMentions(f *testing.F) {
+	for _, seed := range []string{
+		"hello",
+		"@everyone @here <@&1000000000000000030> <@1000000000000000041> <@!1000000000000000041> <@1000000000000000040>",
+		strings.Repeat("ping <@1000000000000000041> @everyone ", 200),
+		"````md\n" + strings.Repeat("```go\nx := 1 // <@1000000000000000041>\n```\n", 200) + "````\n",
+		"```go\n" + strings.Repeat("x", 3000) + "\n```",
+		"```\nunclosed " + strings.Repeat("@here ", 800),
+		"~~~\n" + strings.Repeat("~~~~~~\n", 10),
+	} {
+		f.Add(seed)
+	}
+	fake := discordfake.New(f)
+	a, err := discord.New(config.Discord{Token: fake.Token()}, discord.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	const channel, requester = "1000000000000000100", discordfake.AliceID
+	discord.SetRequester(a, channel, requester)
+	am := wireMentions(f, a, channel)
+	f.Fuzz(func(t *testing.T, md string) {
+		if !utf8.ValidString(md) {
+			return
+		}
+		chunks := bridge.Split(md, discord.MaxMessageChars, a.Limits().Measure)
+		for i, c := range chunks {
+			if n := utf8.RuneCountInString(c); n > discord.MaxMessageChars {
+				t.Fatalf("message %d has %d characters, over %d", i, n, discord.MaxMessageChars)
+			}
+			got := discordfake.Notified(c, am)
+			if got.Everyone || len(got.Roles) > 0 || len(got.Users) > 1 || (len(got.Users) == 1 && got.Users[0] != requester) {
+				t.Fatalf("message %d pings %+v, want at most the requester", i, got)
+			}
+		}
+		if want, got := visible(md), visible(strings.Join(chunks, "\n")); got != want {
+			t.Fatalf("the messages do not show what the model wrote:\nwant %q\n got %q", want, got)
+		}
+	})
+}
+
+// Without a requester nobody may be pinged; with one, only they.
+func TestAllowedMentionsAtMostTheRequester(t *testing.T) {
+	a, err := discord.New(config.Discord{Token: "x"}, discord.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "@everyone <@&1> <@2> <@3>"
+	if got := discordfake.Notified(content, wireMentions(t, a, "C")); !got.Empty() {
+		t.Errorf("no requester: pings %+v, want nobody", got)
+	}
+	discord.SetRequester(a, "C", "3")
+	if got := discordfake.Notified(content, wireMentions(t, a, "C")); got.Everyone || len(got.Roles) > 0 || len(got.Users) != 1 || got.Users[0] != "3" {
+		t.Errorf("requester 3: pings %+v, want 3 only", got)
+	}
+}
+
+// A post whose response was lost is retried with the same nonce: one message.
+func TestPostOnceWithLostResponse(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	key := chat.PostKey{ID: "0123456789abcdef01234567"}
+	fake.LoseResponseNext("POST /api/v9/channels/{channel}/messages")
+	if _, err := e.a.PostOnce(ctx, ref, "exactly once", key); err == nil {
+		t.Fatal("PostOnce with a lost response succeeded, want the transport error")
+	}
+	key.Retry = true
+	id, err := e.a.PostOnce(ctx, ref, "exactly once", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range fake.Messages(general) {
+		if m.Content == "exactly once" {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) != 1 || ids[0] != id {
+		t.Errorf("messages %v, want one, %s", ids, id)
+	}
+}

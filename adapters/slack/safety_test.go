@@ -1,0 +1,238 @@
+package slack
+
+import (
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/bridge"
+	"github.com/threadsmith/threadsmith/chat"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// notifies returns whom text, sent as the adapter sends it (parse=none,
+// link_names off), would notify on Slack.
+func notifies(text string) slackfake.Mentioned {
+	return slackfake.Mentions(text, "none", false, nil)
+}
+
+func TestMrkdwnLinkTargetsMentionNobody(t *testing.T) {
+	for _, tc := range []struct{ md, want string }{
+		{"[click](!channel)", "[click](!channel)"},
+		{"[x](<!here>)", "[x](&lt;!here&gt;)"},
+		{"[t](!subteam^S1)", "[t](!subteam^S1)"},
+		{"[x](@U123)", "[x](@U123)"},
+		{"[c](#C1)", "[c](#C1)"},
+		{"![a](!everyone)", "![a](!everyone)"},
+		{"[js](javascript:alert(1))", "[js](javascript:alert(1))"},
+		{"[s](slack://open)", "[s](slack://open)"},
+		{"<slack://open>", "&lt;slack://open&gt;"},
+		{"[m](mailto:a@b.io)", "<mailto:a@b.io|m>"},
+		{"[w](https://a.io/<!here>|x)", "<https://a.io/%3C!here%3E%7Cx|w>"},
+		{"&lt;!channel&gt;", "&amp;lt;!channel&amp;gt;"},
+	} {
+		got := Mrkdwn(tc.md)
+		if got != tc.want {
+			t.Errorf("Mrkdwn(%q) = %q, want %q", tc.md, got, tc.want)
+		}
+		if n := notifies(got); !n.Empty() {
+			t.Errorf("Mrkdwn(%q) = %q notifies %+v", tc.md, got, n)
+		}
+	}
+}
+
+// The model's text at its most hostile, as Slack receives it: golden, and
+// notifying nobody.
+func TestRenderGolden(t *testing.T) {
+	md, err := os.ReadFile("testdata/hostile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(string(md))
+	const golden = "testdata/hostile.golden"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("render(testdata/hostile.md) differs from %s:\n%s", golden, got)
+	}
+	if n := notifies(got); !n.Empty() {
+		t.Errorf("rendered text notifies %+v", n)
+	}
+}
+
+// Every text the adapter sends is read with parse=none and no link_names:
+// chat.update would otherwise parse "@channel" as a client does.
+func TestTextIsSentWithParseNone(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	id, err := a.Post(ctx, th, "@channel look")
+	must(t, err)
+	must(t, a.Edit(ctx, th, id, "@here again"))
+	must(t, a.Whisper(ctx, chat.Inbound{Thread: th, MessageID: th.Thread, Author: chat.Author{ID: "U0ALICE"}}, "@everyone no"))
+	for _, m := range []string{"chat.postMessage", "chat.update", "chat.postEphemeral"} {
+		p := srv.CallsTo(m)[0].Params
+		if p.Get("parse") != "none" || p.Get("link_names") != "false" {
+			t.Errorf("%s sent parse=%q link_names=%q, want none and false", m, p.Get("parse"), p.Get("link_names"))
+		}
+	}
+	if n := srv.Notices(); len(n) != 0 {
+		t.Errorf("notices %+v, want none", n)
+	}
+}
+
+// A post that timed out but went through is found on the retry, not posted
+// again; a retry of a post that really failed posts it.
+func TestPostOnceFindsAPostThatWentThrough(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	key := chat.PostKey{ID: "k1"}
+
+	srv.LoseResponseNext("chat.postMessage")
+	if _, err := a.PostOnce(ctx, th, "the answer", key); err == nil {
+		t.Fatal("PostOnce with a lost response succeeded, want the transport error")
+	}
+	key.Retry = true
+	ts, err := a.PostOnce(ctx, th, "the answer", key)
+	must(t, err)
+	msgs := srv.Messages("C0DEV", th.Thread)
+	if len(msgs) != 2 || msgs[1].TS != ts || msgs[1].Text != "the answer" {
+		t.Fatalf("thread %+v, want the root and the answer once, with ts %s", msgs, ts)
+	}
+	if got := srv.CallsTo("chat.postMessage"); len(got) != 1 {
+		t.Errorf("chat.postMessage called %d times, want 1", len(got))
+	}
+	if c := srv.CallsTo("conversations.replies"); len(c) != 1 || c[0].Params.Get("include_all_metadata") != "1" {
+		t.Errorf("conversations.replies calls %+v, want one look-up with metadata", c)
+	}
+
+	// Not found: the retry posts.
+	ts2, err := a.PostOnce(ctx, th, "second", chat.PostKey{ID: "k2", Retry: true})
+	must(t, err)
+	if ts2 == ts || len(srv.Messages("C0DEV", th.Thread)) != 3 {
+		t.Errorf("retry of a post that was not made: ts %s, thread %d messages; want a new post", ts2, len(srv.Messages("C0DEV", th.Thread)))
+	}
+}
+
+func TestMeasureIsTheSentLength(t *testing.T) {
+	for _, md := range []string{"plain", "a < b && c > d", "**bold** [x](https://a.io)", "```\n<html>\n```"} {
+		if got, want := Measure(md), utf8.RuneCountInString(Mrkdwn(md)); got != want {
+			t.Errorf("Measure(%q) = %d, want %d", md, got, want)
+		}
+	}
+	lim := (&Adapter{}).Limits()
+	if lim.MaxMessageChars != MaxMessageChars || lim.Measure == nil {
+		t.Errorf("Limits = %+v, want %d measured by Measure", lim, MaxMessageChars)
+	}
+}
+
+// FuzzRenderSplit drives the bridge's splitter with the adapter's measure
+// and renders each chunk as the adapter sends it: every message is within
+// Slack's limits, notifies nobody, and together they show all the model
+// wrote (its letters and digits, in order), however it is written.
+func FuzzRenderSplit(f *testing.F) {
+	hostile, err := os.ReadFile("testdata/hostile.md")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		"hello", string(hostile), strings.Repeat(string(hostile), 12),
+		strings.Repeat("<b>&amp;</b> <!channel> ", 400),
+		"````md\n" + strings.Repeat("```go\nx := a && b < c\n```\n", 300) + "````\n",
+		"```go\n" + strings.Repeat("<", 5000) + "\n```",
+		"```\nunclosed <@U1> " + strings.Repeat("& ", 3000),
+		"| a | b |\n|---|---|\n" + strings.Repeat("| <x> | & |\n", 600),
+		"[x](!here) " + strings.Repeat("[a](https://a.io/?q=<&>) ", 400),
+		strings.Repeat("- [x] task <!here>\n", 500),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		if !utf8.ValidString(md) {
+			return
+		}
+		chunks := bridge.Split(md, MaxMessageChars, Measure)
+		var visible strings.Builder
+		for i, c := range chunks {
+			sent := render(c)
+			if n := utf8.RuneCountInString(sent); n > maxTextRunes {
+				t.Fatalf("message %d has %d characters, over %d", i, n, maxTextRunes)
+			}
+			if n := utf8.RuneCountInString(sent); n > MaxMessageChars {
+				t.Errorf("message %d has %d characters, over the %d the splitter aims for", i, n, MaxMessageChars)
+			}
+			if strings.HasSuffix(sent, truncatedNotice) {
+				t.Errorf("message %d was truncated", i)
+			}
+			if n := notifies(sent); !n.Empty() {
+				t.Fatalf("message %d notifies %+v:\n%s", i, n, sent)
+			}
+			visible.WriteString(plainText(sent, func(string) string { return "" }))
+			visible.WriteString("\n")
+		}
+		want, got := contentOf(modelText(md)), contentOf(visible.String())
+		if !isSubsequence(want, got) {
+			t.Fatalf("the messages lose or reorder what the model wrote:\nwant in order %q\n got %q", string(want), string(got))
+		}
+	})
+}
+
+var (
+	fenceInfo = regexp.MustCompile("(?m)^( {0,3}(?:```+|~~~+))[^`\n]*$")
+	taskMark  = regexp.MustCompile(`\[[ xX]\]`)
+	urlLabel  = regexp.MustCompile(`\[[^\]]*(?:https?://|www\.)[^\]]*\]`)
+	linkTitle = regexp.MustCompile(`\s+(?:"[^"\n]*"|'[^'\n]*')\s*\)`)
+)
+
+// modelText is what of md Slack can show: without fence languages, task
+// boxes, link titles and the labels of links to themselves, which mrkdwn has
+// no room for. Taking out more than the renderer drops only weakens the
+// check.
+func modelText(md string) string {
+	md = fenceInfo.ReplaceAllString(md, "$1")
+	md = taskMark.ReplaceAllString(md, "")
+	md = urlLabel.ReplaceAllString(md, "")
+	md = linkTitle.ReplaceAllString(md, ")")
+	return md
+}
+
+// contentOf is the letters and digits of s, with www. links compared
+// without the scheme the renderer adds, and mail links without theirs
+// (Slack shows a mailto: link as its address).
+func contentOf(s string) []rune {
+	s = strings.ReplaceAll(s, "http://www.", "www.")
+	s = strings.ReplaceAll(s, "mailto:", "")
+	var out []rune
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func isSubsequence(sub, seq []rune) bool {
+	i := 0
+	for _, r := range seq {
+		if i < len(sub) && sub[i] == r {
+			i++
+		}
+	}
+	return i == len(sub)
+}

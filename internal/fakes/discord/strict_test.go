@@ -1,0 +1,103 @@
+package discordfake_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
+)
+
+func TestNotifiedHonoursAllowedMentions(t *testing.T) {
+	const content = "<@1> <@!2> <@&3> @everyone `<@4>`"
+	for _, tc := range []struct {
+		name  string
+		am    *discordfake.AllowedMentions
+		users []string
+		roles []string
+		all   bool
+	}{
+		{"no allowed_mentions: everything", nil, []string{"1", "2", "4"}, []string{"3"}, true},
+		{"parse nothing", &discordfake.AllowedMentions{}, nil, nil, false},
+		{"users only", &discordfake.AllowedMentions{Parse: []string{"users"}}, []string{"1", "2", "4"}, nil, false},
+		{"one user", &discordfake.AllowedMentions{Users: []string{"2", "9"}}, []string{"2"}, nil, false},
+		{"everyone", &discordfake.AllowedMentions{Parse: []string{"everyone"}, Roles: []string{"3"}}, nil, []string{"3"}, true},
+	} {
+		got := discordfake.Notified(content, tc.am)
+		if !slices.Equal(got.Users, tc.users) || !slices.Equal(got.Roles, tc.roles) || got.Everyone != tc.all {
+			t.Errorf("%s: got %+v, want users %v roles %v everyone %v", tc.name, got, tc.users, tc.roles, tc.all)
+		}
+	}
+}
+
+func TestNoticesAndAllowedMentionsChecks(t *testing.T) {
+	fake := discordfake.New(t)
+	api := newAPI(t, fake)
+	ch := discordfake.DefaultChannelID
+	path := "/api/v9/channels/" + ch + "/messages"
+
+	quiet := api.do("POST", path, map[string]any{"content": "hi <@" + discordfake.AliceID + "> @here", "allowed_mentions": map[string]any{"parse": []string{}}})
+	if quiet.status != http.StatusOK {
+		t.Fatalf("post: %d %s", quiet.status, quiet.body)
+	}
+	loud := api.do("POST", path, map[string]any{"content": "hi <@" + discordfake.AliceID + "> @here"})
+	bad := api.do("POST", path, map[string]any{"content": "x", "allowed_mentions": map[string]any{"parse": []string{"users"}, "users": []string{discordfake.AliceID}}})
+	if bad.status != http.StatusBadRequest || bad.code(t) != 50035 {
+		t.Errorf("parse users with a users list: %d %s, want 400 50035", bad.status, bad.body)
+	}
+	id := quiet.json(t)["id"].(string)
+	api.do("PATCH", path+"/"+id, map[string]any{"content": "now <@" + discordfake.BobID + ">", "allowed_mentions": map[string]any{"users": []string{discordfake.BobID}}})
+
+	got := fake.Notices()
+	if len(got) != 2 {
+		t.Fatalf("notices %+v, want 2 (the post without allowed_mentions, the edit allowing bob)", got)
+	}
+	if n := got[0]; n.MessageID != loud.json(t)["id"] || !n.Everyone || !slices.Equal(n.Users, []string{discordfake.AliceID}) || n.Edit {
+		t.Errorf("notice 0 = %+v, want alice and everyone for the post without allowed_mentions", n)
+	}
+	if n := got[1]; n.MessageID != id || !n.Edit || !slices.Equal(n.Users, []string{discordfake.BobID}) {
+		t.Errorf("notice 1 = %+v, want bob for the edit", n)
+	}
+}
+
+func TestEnforcedNonceCreatesOnce(t *testing.T) {
+	fake := discordfake.New(t)
+	api := newAPI(t, fake)
+	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
+	body := map[string]any{"content": "once", "nonce": "k1", "enforce_nonce": true}
+
+	fake.LoseResponseNext("POST /api/v9/channels/{channel}/messages")
+	req, _ := http.NewRequest("POST", strings.TrimSuffix(fake.URL(), "/")+path, strings.NewReader(`{"content":"once","nonce":"k1","enforce_nonce":true}`))
+	req.Header.Set("Authorization", "Bot "+fake.Token())
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a lost response answered %s", resp.Status)
+	}
+	again := api.do("POST", path, body)
+	if again.status != http.StatusOK {
+		t.Fatalf("retry: %d %s", again.status, again.body)
+	}
+	var count int
+	for _, m := range fake.Messages(discordfake.DefaultChannelID) {
+		if m.Content == "once" {
+			count++
+			if m.ID != again.json(t)["id"] {
+				t.Errorf("retry returned %v, want the message made by the lost request %s", again.json(t)["id"], m.ID)
+			}
+		}
+	}
+	if count != 1 {
+		t.Errorf("%d messages with the nonce, want 1", count)
+	}
+	// Without enforce_nonce a nonce does not deduplicate.
+	api.do("POST", path, map[string]any{"content": "twice", "nonce": "k2"})
+	api.do("POST", path, map[string]any{"content": "twice", "nonce": "k2"})
+	if long := api.do("POST", path, map[string]any{"content": "x", "nonce": "12345678901234567890123456"}); long.status != http.StatusBadRequest {
+		t.Errorf("a 26-character nonce: %d, want 400", long.status)
+	}
+	if reqs := fake.Requests(); !slices.ContainsFunc(reqs, func(r discordfake.Request) bool { return r.Lost }) {
+		t.Error("no request recorded as lost")
+	}
+}

@@ -1,0 +1,181 @@
+package slackfake_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+func TestTextLimitsPerMethod(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	_, ts, err := api.PostMessage("C0DEV", slack.MsgOptionText(strings.Repeat("é", 40000), false), slack.MsgOptionTS(root))
+	if err != nil {
+		t.Fatalf("chat.postMessage of 40,000 characters: %v, want accepted", err)
+	}
+	if _, _, err := api.PostMessage("C0DEV", slack.MsgOptionText(strings.Repeat("é", 40001), false)); slackError(err) != "msg_too_long" {
+		t.Errorf("chat.postMessage of 40,001 characters: %v, want msg_too_long", err)
+	}
+	if _, _, _, err := api.UpdateMessage("C0DEV", ts, slack.MsgOptionText(strings.Repeat("x", 4000), false)); err != nil {
+		t.Errorf("chat.update of 4,000 characters: %v, want accepted", err)
+	}
+	if _, _, _, err := api.UpdateMessage("C0DEV", ts, slack.MsgOptionText(strings.Repeat("x", 4001), false)); slackError(err) != "msg_too_long" {
+		t.Errorf("chat.update of 4,001 characters: %v, want msg_too_long", err)
+	}
+}
+
+func TestEphemeralVisibility(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	lonely := srv.Mention("C0DEV", "U0ALICE", "no replies here", "")
+	busy := srv.Mention("C0DEV", "U0ALICE", "a thread", "")
+	reply := srv.UserMessage("C0DEV", "U0BOB", "a reply", busy)
+	for _, thread := range []string{lonely, busy, reply, ""} {
+		opts := []slack.MsgOption{slack.MsgOptionText("note", false)}
+		if thread != "" {
+			opts = append(opts, slack.MsgOptionTS(thread))
+		}
+		if _, err := api.PostEphemeral("C0DEV", "U0ALICE", opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []bool
+	for _, e := range srv.Ephemerals() {
+		got = append(got, e.Visible)
+	}
+	if want := []bool{false, true, true, true}; !slices.Equal(got, want) {
+		t.Errorf("visible = %v, want %v (thread without replies, thread, reply, channel)", got, want)
+	}
+}
+
+func TestNoticesRecordWhoWouldBeNotified(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	srv.AddUserGroup("S0DEVS", "devs")
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	post := func(text string, opts ...slack.MsgOption) string {
+		t.Helper()
+		_, ts, err := api.PostMessage("C0DEV", append([]slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionTS(root)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	post("quiet: &lt;!channel&gt; @channel <https://x.io|<@U0> not a mention>")
+	loud := post("hey <!here|here> <@U0BOB> <!subteam^S0DEVS|@devs> `<!everyone>`")
+	post("@channel and @devs", slack.MsgOptionParse(true), slack.MsgOptionLinkNames(true))
+	// chat.update parses like a client unless told parse=none.
+	if _, _, _, err := api.UpdateMessage("C0DEV", loud, slack.MsgOptionText("@here again", false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := api.UpdateMessage("C0DEV", loud, slack.MsgOptionText("@here again", false), slack.MsgOptionParse(false)); err != nil {
+		t.Fatal(err)
+	}
+
+	got := srv.Notices()
+	if len(got) != 3 {
+		t.Fatalf("notices = %+v, want 3 (not the quiet post, not the update with parse=none)", got)
+	}
+	check := func(i int, method string, special, groups, users []string) {
+		t.Helper()
+		n := got[i]
+		if n.Method != method || !slices.Equal(n.Special, special) || !slices.Equal(n.Groups, groups) || !slices.Equal(n.Users, users) {
+			t.Errorf("notice %d = %s %+v, want %s special %v groups %v users %v", i, n.Method, n.Mentioned, method, special, groups, users)
+		}
+	}
+	// A code span does not protect <!everyone>; a < inside a link's label
+	// (the quiet post) is part of the link, which ends at the first >.
+	check(0, "chat.postMessage", []string{"here", "everyone"}, []string{"S0DEVS"}, []string{"U0BOB"})
+	check(1, "chat.postMessage", []string{"channel"}, []string{"S0DEVS"}, nil)
+	check(2, "chat.update", []string{"here"}, nil, nil)
+}
+
+func TestMissingScope(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithScopes("chat:write", "channels:history", "users:read"))
+	srv.AddUser(slackfake.User{ID: "U0ALICE", Name: "alice", Email: "alice@example.com"})
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	if _, _, err := api.PostMessage("C0DEV", slack.MsgOptionText("hi", false), slack.MsgOptionTS(root)); err != nil {
+		t.Errorf("chat.postMessage with chat:write: %v", err)
+	}
+	if err := api.AddReaction("eyes", slack.NewRefToMessage("C0DEV", root)); slackError(err) != "missing_scope" {
+		t.Errorf("reactions.add without reactions:write: %v, want missing_scope", err)
+	}
+	if _, _, _, err := api.GetConversationReplies(&slack.GetConversationRepliesParameters{ChannelID: "C0DEV", Timestamp: root}); err != nil {
+		t.Errorf("conversations.replies in a public channel with channels:history: %v", err)
+	}
+	dmChannel, dm := srv.DM("U0ALICE", "hello")
+	if _, _, _, err := api.GetConversationReplies(&slack.GetConversationRepliesParameters{ChannelID: dmChannel, Timestamp: dm}); slackError(err) != "missing_scope" {
+		t.Errorf("conversations.replies in a DM without im:history: %v, want missing_scope", err)
+	}
+	u, err := api.GetUserInfo("U0ALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Profile.Email != "" {
+		t.Errorf("users.info without users:read.email gave the email %q", u.Profile.Email)
+	}
+	if c := srv.CallsTo("reactions.add")[0]; c.Error != "missing_scope" {
+		t.Errorf("recorded reactions.add error %q, want missing_scope", c.Error)
+	}
+}
+
+func TestEveryMethodIsRateLimited(t *testing.T) {
+	clock := slackfake.NewManualClock(time.Unix(1700000000, 0))
+	l := slackfake.SlackRateLimits()
+	srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithRateLimits(l), slackfake.WithClock(clock.Now))
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	// reactions.remove is Tier 2: 20 a minute.
+	for i := range 20 {
+		if err := api.RemoveReaction("eyes", slack.NewRefToMessage("C0DEV", root)); slackError(err) != "no_reaction" {
+			t.Fatalf("reactions.remove %d: %v, want no_reaction (not limited yet)", i, err)
+		}
+	}
+	err := api.RemoveReaction("eyes", slack.NewRefToMessage("C0DEV", root))
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 3*time.Second {
+		t.Errorf("21st reactions.remove in a minute: %v, want rate limited for 3s", err)
+	}
+	clock.Advance(3 * time.Second)
+	if err := api.RemoveReaction("eyes", slack.NewRefToMessage("C0DEV", root)); slackError(err) != "no_reaction" {
+		t.Errorf("reactions.remove after the wait: %v", err)
+	}
+}
+
+func TestLoseResponseNext(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	srv.LoseResponseNext("chat.postMessage")
+	if _, _, err := api.PostMessage("C0DEV", slack.MsgOptionText("did it?", false), slack.MsgOptionTS(root)); err == nil {
+		t.Fatal("a lost response looked like a success")
+	}
+	msgs := srv.Messages("C0DEV", root)
+	if last := msgs[len(msgs)-1]; last.Text != "did it?" {
+		t.Errorf("last message %q, want the post made all the same", last.Text)
+	}
+	if c := srv.CallsTo("chat.postMessage")[0]; !c.Lost {
+		t.Error("the call is not recorded as lost")
+	}
+	// Metadata comes back from history reads that ask for it.
+	_, _, err := api.PostMessage("C0DEV", slack.MsgOptionText("tagged", false), slack.MsgOptionTS(root),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "k", EventPayload: map[string]any{"key": "v"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _, err := api.GetConversationReplies(&slack.GetConversationRepliesParameters{ChannelID: "C0DEV", Timestamp: root, IncludeAllMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got[len(got)-1]; m.Metadata.EventType != "k" || m.Metadata.EventPayload["key"] != "v" {
+		t.Errorf("metadata read back %+v, want event k with key v", m.Metadata)
+	}
+}
