@@ -29,8 +29,8 @@
 //     mirror or worktree (the agent's bash) are refused: the mirror's
 //     pushurl is a dead end and its pre-push hook says no.
 //   - Secrets never reach disk, argv, logs or errors: the mirror's remote URL
-//     has no credentials, the git CLI gets the token through an
-//     environment-provided credential helper, go-git through its auth API.
+//     has no credentials, and the git CLI (fetches and pushes alike) gets the
+//     token through an environment-provided credential helper.
 //   - Every git process is hermetic (no global/system config, no prompts,
 //     no hooks, the bot's identity, only a short allow-list of the bot's
 //     environment) and every network call has Config.GitTimeout.
@@ -42,11 +42,12 @@
 //     is; see ErrorMessage.
 //
 // Which tool does what, and why: the git CLI creates mirrors and worktrees
-// (go-git has no `worktree add`), fetches, stages (ls-files and
-// update-index, what `git add -A` does), answers "anything changed?"
-// (`git status`) and produces the working-tree diff, where go-git is slow
-// on large trees or has no API; go-git makes the commits, pushes with token
-// or ssh-key auth, and computes the per-file line counts of a push.
+// (go-git has no `worktree add`), fetches and pushes (one transport, one
+// credential helper, one ssh command, ssh's own config such as ProxyCommand
+// honoured), stages (ls-files and update-index, what `git add -A` does),
+// answers "anything changed?" (`git status`) and produces the diffs and the
+// per-file line counts of a push, where go-git is slow on large trees or has
+// no API; go-git makes the commits.
 //
 // # The agent is untrusted
 //
@@ -89,15 +90,18 @@
 //     outranks .gitmodules) and staging uses ls-files and update-index,
 //     because `git add -A` runs `git status` in every submodule, with that
 //     repository's own config.
-//   - The remote is the configured URL on every call: fetch names it on
-//     the command line; ls-remote and push use a go-git remote built from
-//     the configuration. remote.origin.* in the mirror's config is written
-//     for the agent's benefit only. GIT_ALLOW_PROTOCOL allows the remote's
+//   - The remote is the configured URL on every call: fetch, ls-remote and
+//     push name it on the command line. remote.origin.* in the mirror's
+//     config is written for the agent's benefit only. GIT_ALLOW_PROTOCOL allows the remote's
 //     transport on network calls and none on the others, and the token's
 //     credential helper answers only for the configured host.
 //   - Only the bot pushes, only the thread's branch under branch_prefix
-//     (never the default branch); the mirror's pushurl is a dead end and
-//     its pre-push hook refuses every CLI push.
+//     (never the default branch), with an explicit refspec for that branch
+//     alone, and a force push only as a lease on a remote tip whose dropped
+//     commits are all the bot's. Everyone else's CLI push fails: the
+//     mirror's pushurl is a dead end and its pre-push hook refuses it; the
+//     bot's push names the URL and runs no hook (--no-verify, and hooks are
+//     pinned off for every call).
 //
 // A sandbox gives the agent's own git what it needs read-only: GitDir and
 // CommonDir (with the other threads' admin dirs under CommonDir/worktrees

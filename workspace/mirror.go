@@ -165,8 +165,8 @@ func (m *mirror) canonicalConfig(ctx context.Context) ([]byte, error) {
 const pushBlockedURL = "/threadsmith/pushes-go-through-the-bot"
 
 // prePushHook refuses every push made with the git CLI from the mirror or a
-// worktree. The bot's own pushes use go-git, which runs no hooks, and its
-// CLI calls disable hooks anyway.
+// worktree. The bot's own push passes --no-verify, and all its git calls pin
+// core.hooksPath to nothing, so the hook never stops the bot.
 const prePushHook = `#!/bin/sh
 echo "threadsmith: pushes go through the bot, only to the thread's branch" >&2
 exit 1

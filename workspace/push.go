@@ -6,15 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"golang.org/x/crypto/ssh"
 )
 
 // FileStat is one file's line counts in a change.
@@ -74,12 +65,12 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		return PushResult{}, newError(CodeForbidden, fmt.Sprintf(
 			"Refusing to push %s: the bot only pushes branches under %q, never the default branch.", w.branch, cfg.BranchPrefix), nil)
 	}
-	localRef := plumbing.NewBranchReferenceName(w.branch)
-	refs, err := mr.refs(ctx, localRef.String())
+	localRef, trackingRef := "refs/heads/"+w.branch, "refs/remotes/origin/"+w.branch
+	refs, err := mr.refs(ctx, localRef, trackingRef)
 	if err != nil {
 		return PushResult{}, err
 	}
-	local := refs[localRef.String()]
+	local, tracking := refs[localRef], refs[trackingRef]
 	if local == "" {
 		return PushResult{}, newError(CodeInternal, "", fmt.Errorf("branch %s has no commit", w.branch))
 	}
@@ -88,44 +79,49 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		SHA:        local,
 		CompareURL: CompareURL(mr.repo.URL, mr.repo.Forge, mr.repo.DefaultBranch, w.branch),
 	}
-
-	repo, err := w.openRepo()
-	if err != nil {
-		return res, err
-	}
-	auth, err := mr.goGitAuth()
-	if err != nil {
-		return res, err
-	}
-	// The remote is built from the configuration, not read from the
-	// mirror's config (repo.Remote), whose URL anyone with a worktree can
-	// point elsewhere to receive the token. Its fetch refspec moves the
-	// remote-tracking ref along with a push.
-	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{
-		Name:  "origin",
-		URLs:  []string{mr.repo.URL},
-		Fetch: []config.RefSpec{fetchRefSpec},
-	})
-
-	// Ask the remote where the branch is: the remote-tracking ref may be
-	// stale, and the answer decides between a plain push, a force push of
-	// the bot's own commits, and a refusal.
-	lctx, cancel := context.WithTimeout(ctx, cfg.GitTimeout)
-	adv, err := remote.ListContext(lctx, &git.ListOptions{Auth: auth})
-	cancel()
-	if err != nil {
-		return res, w.remoteErr("push to", err)
-	}
-	remoteTip := ""
-	for _, r := range adv {
-		if r.Name() == localRef {
-			remoteTip = r.Hash().String()
+	fork := ""
+	if tracking == "" {
+		if fork, err = w.forkPoint(ctx, local); err != nil {
+			return res, err
 		}
+		if fork == local {
+			// No commit of its own yet: don't publish an empty branch.
+			res.UpToDate = true
+			return res, nil
+		}
+	}
+
+	// The usual case first, in one round trip: the remote is where we last
+	// saw it (the remote-tracking ref, moved by every fetch and push; absent
+	// for a branch never pushed) and that is behind local. A push with a
+	// lease on exactly that value can then only fast-forward (or create)
+	// the branch; if the remote moved meanwhile, the lease fails and nothing
+	// changed.
+	if tracking == "" || tracking == local || mr.mustIsAncestor(ctx, tracking, local) {
+		err := w.pushBranch(ctx, local, tracking)
+		if err == nil {
+			res.UpToDate, res.Created = tracking == local, tracking == ""
+			base := tracking
+			if base == "" {
+				base = fork
+			}
+			return w.pushed(ctx, res, base), nil
+		}
+		if !errors.Is(err, errStaleLease) {
+			return res, err
+		}
+	}
+
+	// The remote moved, or our branch was rewritten: ask the remote where
+	// the branch is; the answer decides between a plain push, a force push
+	// of the bot's own commits, and a refusal.
+	remoteTip, err := mr.remoteBranch(ctx, localRef)
+	if err != nil {
+		return res, err
 	}
 	if remoteTip == local {
 		res.UpToDate = true
-		w.recordPush(local)
-		return res, nil
+		return w.pushed(ctx, res, ""), nil
 	}
 	res.Created = remoteTip == ""
 	base := remoteTip
@@ -133,61 +129,86 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		if base, err = w.forkPoint(ctx, local); err != nil {
 			return res, err
 		}
-		if base == local {
-			// No commit of its own yet: don't publish an empty branch.
-			res.UpToDate, res.Created = true, false
-			return res, nil
-		}
 	}
-
-	var lease *git.ForceWithLease
-	if remoteTip != "" {
-		ff := false
-		if _, err := repo.CommitObject(plumbing.NewHash(remoteTip)); err == nil {
-			if ff, err = mr.isAncestor(ctx, remoteTip, local); err != nil {
-				return res, err
-			}
+	lease := remoteTip
+	if remoteTip != "" && !mr.mustIsAncestor(ctx, remoteTip, local) {
+		if lease, err = w.leaseForBotCommits(ctx, local, remoteTip); err != nil {
+			return res, err
 		}
-		if !ff {
-			if lease, err = w.leaseForBotCommits(ctx, local, remoteTip); err != nil {
-				return res, err
-			}
-			base = lease.Hash.String()
-			res.Forced = true
-		}
+		base = lease
+		res.Forced = true
 	}
-
-	spec := config.RefSpec(localRef.String() + ":" + localRef.String())
-	if lease != nil {
-		spec = "+" + spec
-	}
-	pctx, cancel := context.WithTimeout(ctx, cfg.GitTimeout)
-	mr.admin.RLock()
-	err = remote.PushContext(pctx, &git.PushOptions{
-		RemoteName:     "origin",
-		RemoteURL:      mr.repo.URL,
-		RefSpecs:       []config.RefSpec{spec},
-		Auth:           auth,
-		ForceWithLease: lease,
-	})
-	mr.admin.RUnlock()
-	cancel()
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		text := strings.ToLower(err.Error())
-		if containsAny(text, "non-fast-forward", "fetch first", "rejected", "stale info") {
-			// The remote moved between our look and the push.
+	if err := w.pushBranch(ctx, local, lease); err != nil {
+		if errors.Is(err, errStaleLease) {
+			// The remote moved again between our look and the push.
 			return res, newError(CodePushRejected, fmt.Sprintf(
 				"Push of %s was rejected because the remote branch changed meanwhile. Commit %s is kept here and pushed next time.",
-				w.branch, short(local)), mr.git.redact.Error(err))
+				w.branch, short(local)), err)
 		}
-		return res, w.remoteErr("push to", err)
+		return res, err
 	}
+	return w.pushed(ctx, res, base), nil
+}
 
+// errStaleLease: the remote branch was not where the push's lease said.
+var errStaleLease = errors.New("the remote branch is not where the lease expects it")
+
+// pushBranch pushes local to the thread's branch on the remote, with a lease:
+// only if the remote branch is at expect now ("" = it must not exist).
+//
+// The git CLI pushes, as it fetches: one transport, with the same hermetic
+// environment (credentials bound to the configured host, GIT_ALLOW_PROTOCOL,
+// the pinned ssh command). The URL is the configured one, on the command
+// line, so remote.origin.pushurl (a dead end) and remote.origin.push in the
+// mirror's config play no part; the refspec names the thread's branch on both
+// sides; --no-verify and the pinned core.hooksPath keep the mirror's pre-push
+// guard (and any hook) from running. The lease makes every push a
+// compare-and-swap: a fast-forward from expect, or a force push over commits
+// the caller checked are all the bot's.
+func (w *Workspace) pushBranch(ctx context.Context, local, expect string) error {
+	mr := w.mirror
+	ref := "refs/heads/" + w.branch
+	c := mr.call("push", "--no-verify", "--no-signed", "--no-recurse-submodules",
+		"--force-with-lease="+ref+":"+expect, mr.repo.URL, local+":"+ref)
+	c.network = true
+	mr.admin.RLock()
+	_, err := mr.git.run(ctx, c)
+	mr.admin.RUnlock()
+	if err != nil {
+		text := strings.ToLower(err.Error())
+		switch {
+		case exitStatus(err) <= 0:
+		case containsAny(text, "stale info", "[rejected]", "non-fast-forward", "fetch first"):
+			return fmt.Errorf("%w: %w", errStaleLease, err)
+		case strings.Contains(text, "[remote rejected]"):
+			// The remote's own rules (a protected branch, a hook).
+			return newError(CodePushRejected, fmt.Sprintf(
+				"The remote refused the push of %s (its branch rules or hooks). Commit %s is kept here and pushed next time.",
+				w.branch, short(local)), err)
+		}
+		return remoteError(mr.repo.Name, "push to", w.m.cfg.GitTimeout, err)
+	}
+	return nil
+}
+
+// pushed finishes a push that reached the remote (or found it up to date):
+// the remote-tracking ref and the thread's record follow, and the notice's
+// counts are worked out from base. A failure from here on only costs the
+// notice its details, so it is logged, not returned.
+func (w *Workspace) pushed(ctx context.Context, res PushResult, base string) PushResult {
+	mr, local := w.mirror, res.SHA
+	// A push to a URL moves no remote-tracking ref; the next push, Unpushed
+	// and Sync read this one.
+	if _, err := mr.git.run(ctx, mr.call("update-ref", "refs/remotes/origin/"+w.branch, local)); err != nil {
+		w.m.log.Warn("could not move the remote-tracking branch", "branch", w.branch, "err", err)
+	}
 	w.recordPush(local)
-	// The push happened: a failure from here on only costs the notice its
-	// details, so it is logged, not returned.
+	if res.UpToDate {
+		return res
+	}
 	if base != "" {
-		if res.Files, err = treeStats(ctx, repo, base, local); err != nil {
+		var err error
+		if res.Files, err = mr.treeStats(ctx, base, local); err != nil {
 			w.m.log.Warn("could not count the pushed changes", "branch", w.branch, "err", err)
 		}
 		if res.Commits, err = w.countCommits(ctx, base, local); err != nil {
@@ -196,7 +217,33 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	}
 	w.m.log.Info("pushed", "repo", mr.repo.Name, "branch", w.branch, "sha", short(local),
 		"commits", res.Commits, "files", len(res.Files), "forced", res.Forced)
-	return res, nil
+	return res
+}
+
+// mustIsAncestor is isAncestor with a failure (a missing object, say) read
+// as "no": the callers then take the careful path.
+func (m *mirror) mustIsAncestor(ctx context.Context, a, b string) bool {
+	ok, err := m.isAncestor(ctx, a, b)
+	return err == nil && ok
+}
+
+// remoteBranch asks the configured remote (by URL, never the mirror's
+// remote.origin.url) for the commit of ref; "" when it has no such branch.
+func (m *mirror) remoteBranch(ctx context.Context, ref string) (string, error) {
+	c := m.call("ls-remote", "--refs", m.repo.URL, ref)
+	c.network = true
+	out, err := m.git.out(ctx, c)
+	if err != nil {
+		return "", remoteError(m.repo.Name, "push to", m.git.timeout, err)
+	}
+	// ls-remote matches patterns against the end of ref names: keep the
+	// exact one.
+	for _, line := range strings.Split(out, "\n") {
+		if sha, name, ok := strings.Cut(line, "\t"); ok && name == ref {
+			return sha, nil
+		}
+	}
+	return "", nil
 }
 
 // Unpushed counts the branch's commits that the remote did not have when
@@ -243,17 +290,17 @@ func (w *Workspace) recordPush(sha string) {
 
 // leaseForBotCommits is called when the remote branch (at remoteTip) is not
 // an ancestor of local. It fetches, lists the commits the push would drop,
-// and returns a lease on the remote tip when all of them are the bot's;
+// and returns the remote tip to lease on when all of them are the bot's;
 // otherwise ErrPushRejected.
-func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip string) (*git.ForceWithLease, error) {
+func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip string) (string, error) {
 	mr := w.mirror
 	if err := mr.fetch(ctx); err != nil {
-		return nil, err
+		return "", err
 	}
 	tracking := "refs/remotes/origin/" + w.branch
 	refs, err := mr.refs(ctx, tracking)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	tip := refs[tracking]
 	if tip == "" {
@@ -261,7 +308,7 @@ func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip str
 	}
 	out, err := mr.git.out(ctx, mr.call("log", "--no-show-signature", "--format=%H%x09%ae%x09%ce%x09%an", local+".."+tip))
 	if err != nil {
-		return nil, newError(CodeInternal, "", err)
+		return "", newError(CodeInternal, "", err)
 	}
 	bot := strings.ToLower(w.m.cfg.Author.Email)
 	var others []string
@@ -275,12 +322,12 @@ func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip str
 		}
 	}
 	if len(others) > 0 {
-		return nil, newError(CodePushRejected, fmt.Sprintf(
+		return "", newError(CodePushRejected, fmt.Sprintf(
 			"Push of %s was rejected: the remote branch has %d commit(s) by others (latest by %s) that this workspace does not have. "+
 				"Commit %s is kept here; the next run brings their commits in and pushes again.",
 			w.branch, len(others), others[0], short(local)), nil)
 	}
-	return &git.ForceWithLease{RefName: plumbing.NewBranchReferenceName(w.branch), Hash: plumbing.NewHash(tip)}, nil
+	return tip, nil
 }
 
 // forkPoint is where the thread's branch left the default branch.
@@ -308,116 +355,17 @@ func (w *Workspace) countCommits(ctx context.Context, base, head string) (int, e
 	return n, nil
 }
 
-// treeStats counts changed lines per file between two commits with go-git:
-// a tree diff only descends into subtrees whose hashes differ, so it costs
-// the size of the change, not of the repository.
-func treeStats(ctx context.Context, repo *git.Repository, from, to string) ([]FileStat, error) {
-	fc, err := repo.CommitObject(plumbing.NewHash(from))
+// treeStats counts changed lines per file between two commits. A tree diff
+// only descends into subtrees whose hashes differ, so it costs the size of
+// the change, not of the repository. No external diff or textconv (their
+// commands come from config); renames show as a removal and an addition.
+func (m *mirror) treeStats(ctx context.Context, from, to string) ([]FileStat, error) {
+	out, err := m.git.run(ctx, m.call("diff", "--numstat", "-z", "--no-color", "--no-ext-diff", "--no-textconv",
+		"--no-renames", "--ignore-submodules=none", from, to))
 	if err != nil {
 		return nil, newError(CodeInternal, "", err)
 	}
-	tc, err := repo.CommitObject(plumbing.NewHash(to))
-	if err != nil {
-		return nil, newError(CodeInternal, "", err)
-	}
-	ft, err := fc.Tree()
-	if err != nil {
-		return nil, newError(CodeInternal, "", err)
-	}
-	tt, err := tc.Tree()
-	if err != nil {
-		return nil, newError(CodeInternal, "", err)
-	}
-	patch, err := ft.PatchContext(ctx, tt)
-	if err != nil {
-		return nil, newError(CodeInternal, "", err)
-	}
-	var stats []FileStat
-	for _, fp := range patch.FilePatches() {
-		f, t := fp.Files()
-		st := FileStat{Binary: fp.IsBinary()}
-		switch {
-		case t != nil:
-			st.Path = t.Path()
-			if f != nil && f.Path() != t.Path() {
-				st.OldPath = f.Path()
-			}
-		case f != nil:
-			st.Path = f.Path()
-		}
-		for _, c := range fp.Chunks() {
-			n := strings.Count(c.Content(), "\n")
-			if !strings.HasSuffix(c.Content(), "\n") && c.Content() != "" {
-				n++
-			}
-			switch c.Type() {
-			case fdiff.Add:
-				st.Added += n
-			case fdiff.Delete:
-				st.Deleted += n
-			}
-		}
-		stats = append(stats, st)
-	}
-	return stats, nil
-}
-
-// goGitAuth returns go-git credentials for the repository's transport.
-func (m *mirror) goGitAuth() (transport.AuthMethod, error) {
-	switch m.repo.kind() {
-	case kindHTTP:
-		if m.repo.Token == "" {
-			return nil, nil
-		}
-		return &githttp.BasicAuth{Username: m.repo.Username, Password: m.repo.Token}, nil
-	case kindSSH:
-		user := "git"
-		if ep, err := transport.NewEndpoint(m.repo.URL); err == nil && ep.User != "" {
-			user = ep.User
-		}
-		var hostKeys ssh.HostKeyCallback
-		if m.repo.SSHKnownHosts != "" {
-			cb, err := gitssh.NewKnownHostsCallback(m.repo.SSHKnownHosts)
-			if err != nil {
-				return nil, newError(CodeAuth, fmt.Sprintf("The ssh known_hosts file of repository %q cannot be read.", m.repo.Name), err)
-			}
-			hostKeys = cb
-		}
-		if m.repo.SSHKeyFile == "" {
-			agent, err := gitssh.NewSSHAgentAuth(user)
-			if err != nil {
-				return nil, newError(CodeAuth, fmt.Sprintf("Repository %q has no ssh key and no ssh agent is running.", m.repo.Name), err)
-			}
-			agent.HostKeyCallback = hostKeys // nil: go-git reads ~/.ssh/known_hosts
-			return agent, nil
-		}
-		keys, err := gitssh.NewPublicKeysFromFile(user, m.repo.SSHKeyFile, "")
-		if err != nil {
-			return nil, newError(CodeAuth, fmt.Sprintf("The ssh key of repository %q cannot be used.", m.repo.Name), err)
-		}
-		keys.HostKeyCallback = hostKeys
-		return keys, nil
-	}
-	return nil, nil
-}
-
-// remoteErr classifies a go-git transport error for the thread.
-func (w *Workspace) remoteErr(op string, err error) *Error {
-	mr := w.mirror
-	clean := mr.git.redact.Error(err)
-	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
-		return newError(CodeAuth, fmt.Sprintf(
-			"Could not %s repository %q: the remote refused the credentials. Check the repository's token or ssh key.", op, mr.repo.Name), clean)
-	}
-	if errors.Is(err, transport.ErrRepositoryNotFound) {
-		return newError(CodeUnreachable, fmt.Sprintf(
-			"Could not %s repository %q: the remote repository was not found (or the credentials cannot see it).", op, mr.repo.Name), clean)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return newError(CodeUnreachable, fmt.Sprintf(
-			"Could not %s repository %q: the remote did not answer within %s.", op, mr.repo.Name, w.m.cfg.GitTimeout), clean)
-	}
-	return remoteError(mr.repo.Name, op, w.m.cfg.GitTimeout, clean)
+	return parseNumstat(out), nil
 }
 
 func short(sha string) string {

@@ -365,7 +365,7 @@ func TestSSHRemoteWithKeyFile(t *testing.T) {
 	w := e.open("app", "ssh") // git CLI over ssh
 	writeFile(t, w.Root(), "ssh.txt", "over ssh\n")
 	sha := mustCommit(t, w, "via ssh")
-	res := mustPush(t, w) // go-git over ssh
+	res := mustPush(t, w) // git CLI over ssh, too
 	if res.SHA != sha || !res.Created {
 		t.Errorf("PushResult = %+v, want the new branch at %s", res, sha)
 	}
@@ -378,14 +378,18 @@ func TestSSHRemoteWithKeyFile(t *testing.T) {
 		t.Errorf("Open with a key the server refuses: err = %v, want ErrAuth", err)
 	}
 
-	// go-git's push with a refused key is an auth error too, and keeps the commit.
+	// A push with a refused key is an auth error too, and keeps the commit.
 	writeFile(t, w.Root(), "more.txt", "more\n")
 	sha = mustCommit(t, w, "more")
-	e.m.mirrors["app"].repo.SSHKeyFile = srv.OtherKeyFile
+	setKey := func(file string) {
+		mr := e.m.mirrors["app"]
+		mr.repo.SSHKeyFile, mr.git.repo.SSHKeyFile = file, file
+	}
+	setKey(srv.OtherKeyFile)
 	if _, err := w.Push(ctx); !errors.Is(err, ErrAuth) {
 		t.Errorf("Push with a refused key: err = %v, want ErrAuth", err)
 	}
-	e.m.mirrors["app"].repo.SSHKeyFile = srv.KeyFile
+	setKey(srv.KeyFile)
 	if res := mustPush(t, w); res.SHA != sha || res.Commits != 1 {
 		t.Errorf("retry PushResult = %+v, want %s with 1 commit", res, sha)
 	}
