@@ -1,0 +1,390 @@
+// Package mcptool offers the tools of Model Context Protocol servers to a
+// session as agent tools, named <server>__<tool>.
+//
+// Contract:
+//   - Open connects to every server of a session (in parallel) and lists its
+//     tools; a server that cannot start is recorded (Status) and its tools are
+//     missing, the others work. Stdio servers are started by the caller's
+//     Launch (the bot runs them in the thread's sandbox); Streamable HTTP
+//     servers are reached from the bot with the configured headers.
+//   - A call runs with the run's context (so !stop cancels it, and the server
+//     is told) and the server's timeout. Results keep to the built-in tools'
+//     limits (text cut to 2000 lines or 50 KB, images passed on as images).
+//   - A server whose connection dies is started again once, and the call
+//     retried; after a second death its tools answer with an error that says
+//     so, for the rest of the session.
+//   - When a server says its tool list changed, the list is read again and
+//     Options.OnChange is called, from a goroutine of the SDK; the caller
+//     hands the new Tools to its session.
+//   - Close stops every server. Nothing of a server's environment or headers
+//     (which may hold secrets) is logged or shown to the model.
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/threadsmith/threadsmith/agent"
+)
+
+// Server is one MCP server a session uses.
+type Server struct {
+	// Name prefixes its tools.
+	Name string
+	// Command, Args, Env and Network describe a stdio server.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Network bool
+	// URL and Headers describe a Streamable HTTP server.
+	URL     string
+	Headers map[string]string
+	// Tools is an allow-list of tool names; empty: all.
+	Tools []string
+	// Timeout bounds one call. Default DefaultTimeout.
+	Timeout time.Duration
+	// FromRepo marks a server the repository declared (shown in Status).
+	FromRepo bool
+}
+
+// DefaultTimeout bounds a call when Server.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// Process is a started stdio server: its standard output (what it says) and
+// input (what it is told), and how to stop it.
+type Process struct {
+	Stdout io.ReadCloser
+	Stdin  io.WriteCloser
+	// Stop kills the server and everything it started; it may be called more
+	// than once.
+	Stop func()
+}
+
+// Launch starts a stdio server.
+type Launch func(ctx context.Context, s Server) (*Process, error)
+
+// Options configures a Set.
+type Options struct {
+	// Launch starts stdio servers; without it they fail to start.
+	Launch Launch
+	// HTTPClient reaches URL servers. Default http.DefaultClient's transport
+	// with no overall timeout (streams are long-lived; calls have their own).
+	HTTPClient *http.Client
+	// OnChange is called after a server's tool list changed.
+	OnChange func()
+	Logger   *slog.Logger
+}
+
+// Set is the MCP servers of one session. It is safe for concurrent use.
+type Set struct {
+	opts  Options
+	conns []*conn
+}
+
+// Status is how a server is doing, for !tools and -check.
+type Status struct {
+	Server   string
+	FromRepo bool
+	// Tools are the model's names of its tools.
+	Tools []string
+	// Err says why the server has no tools, or "".
+	Err string
+}
+
+// Open starts the servers and lists their tools. It returns when every
+// server has answered or failed (each within ctx and its timeout).
+func Open(ctx context.Context, servers []Server, opts Options) *Set {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	s := &Set{opts: opts}
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		if srv.Timeout <= 0 {
+			srv.Timeout = DefaultTimeout
+		}
+		c := &conn{srv: srv, set: s, log: opts.Logger.With("mcp_server", srv.Name)}
+		s.conns = append(s.conns, c)
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, max(srv.Timeout, connectTimeout))
+			defer cancel()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if err := c.connectLocked(cctx); err != nil {
+				c.err = err
+				c.log.Warn("mcp server did not start", "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return s
+}
+
+// Tools returns the tools of every working server, in server order.
+func (s *Set) Tools() []agent.Tool {
+	var out []agent.Tool
+	for _, c := range s.conns {
+		c.mu.Lock()
+		out = append(out, c.tools...)
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Status reports every server.
+func (s *Set) Status() []Status {
+	var out []Status
+	for _, c := range s.conns {
+		c.mu.Lock()
+		st := Status{Server: c.srv.Name, FromRepo: c.srv.FromRepo}
+		for _, t := range c.tools {
+			st.Tools = append(st.Tools, t.Spec().Name)
+		}
+		if c.err != nil {
+			st.Err = c.err.Error()
+		}
+		c.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
+}
+
+// Close stops every server.
+func (s *Set) Close() error {
+	var errs []error
+	for _, c := range s.conns {
+		c.mu.Lock()
+		c.closed = true
+		errs = append(errs, c.disconnectLocked())
+		c.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// conn is one server's connection. mu serialises (re)connecting; calls
+// themselves run concurrently on the session they read under mu.
+type conn struct {
+	srv Server
+	set *Set
+	log *slog.Logger
+
+	mu       sync.Mutex
+	session  *mcp.ClientSession
+	stop     func()
+	tools    []agent.Tool
+	err      error // why the server is unusable, or nil
+	restarts int
+	closed   bool
+}
+
+// connectTimeout is the least time a server gets to start and list its
+// tools, whatever its call timeout.
+const connectTimeout = 30 * time.Second
+
+// maxRestarts is how often a crashed server is started again per session.
+const maxRestarts = 1
+
+func (c *conn) connectLocked(ctx context.Context) error {
+	var transport mcp.Transport
+	switch {
+	case c.srv.URL != "":
+		hc := *c.set.opts.HTTPClient
+		hc.Transport = headerTransport{base: hc.Transport, headers: c.srv.Headers}
+		transport = &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: &hc, MaxRetries: 2}
+	case c.set.opts.Launch == nil:
+		return errors.New("stdio servers cannot be started here")
+	default:
+		p, err := c.set.opts.Launch(ctx, c.srv)
+		if err != nil {
+			return fmt.Errorf("starting %s: %w", c.srv.Command, err)
+		}
+		c.stop = p.Stop
+		transport = &mcp.IOTransport{Reader: p.Stdout, Writer: p.Stdin}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "threadsmith", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go c.refresh() },
+	})
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		c.disconnectLocked()
+		return fmt.Errorf("connecting: %w", err)
+	}
+	c.session = session
+	tools, err := c.listLocked(ctx)
+	if err != nil {
+		c.disconnectLocked()
+		return fmt.Errorf("listing its tools: %w", err)
+	}
+	c.tools, c.err = tools, nil
+	c.log.Info("mcp server ready", "tools", len(tools))
+	return nil
+}
+
+// closeTimeout bounds a session's goodbye: a Streamable HTTP server may keep
+// its DELETE waiting for a call it was never told to cancel.
+const closeTimeout = 5 * time.Second
+
+func (c *conn) disconnectLocked() error {
+	var err error
+	if c.stop != nil {
+		// A stdio server is killed first: its session then ends at once.
+		c.stop()
+		c.stop = nil
+	}
+	if c.session != nil {
+		done := make(chan error, 1)
+		go func(s *mcp.ClientSession) { done <- s.Close() }(c.session)
+		c.session = nil
+		select {
+		case err = <-done:
+		case <-time.After(closeTimeout):
+			err = errors.New("the server did not answer the end of the session")
+		}
+	}
+	return err
+}
+
+// listLocked reads the server's tools, keeping the allowed ones.
+func (c *conn) listLocked(ctx context.Context) ([]agent.Tool, error) {
+	var out []agent.Tool
+	for t, err := range c.session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		if len(c.srv.Tools) > 0 && !slices.Contains(c.srv.Tools, t.Name) {
+			continue
+		}
+		tl, err := newTool(c, t)
+		if err != nil {
+			c.log.Warn("mcp tool left out", "tool", t.Name, "err", err)
+			continue
+		}
+		out = append(out, tl)
+	}
+	return out, nil
+}
+
+// refresh reads the tool list again after the server said it changed.
+func (c *conn) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.srv.Timeout)
+	defer cancel()
+	c.mu.Lock()
+	if c.session == nil || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	tools, err := c.listLocked(ctx)
+	if err == nil {
+		c.tools = tools
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Warn("mcp server's new tool list could not be read", "err", err)
+		return
+	}
+	if f := c.set.opts.OnChange; f != nil {
+		f()
+	}
+}
+
+// call calls one tool, starting the server again once if it died.
+func (c *conn) call(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		session, err := c.session, c.err
+		c.mu.Unlock()
+		if session == nil {
+			if err == nil {
+				err = errors.New("not connected")
+			}
+			return nil, err
+		}
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err == nil || ctx.Err() != nil || !connectionLost(err) || attempt > 0 {
+			return res, err
+		}
+		if rerr := c.restart(ctx, session); rerr != nil {
+			return nil, rerr
+		}
+	}
+}
+
+// connectionLost tells a dead server (its process exited, its stream ended)
+// from an error it answered with.
+func connectionLost(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
+}
+
+// restart replaces a dead session (unless another call already did).
+func (c *conn) restart(ctx context.Context, dead *mcp.ClientSession) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != dead {
+		return nil // someone else restarted it
+	}
+	c.disconnectLocked()
+	if c.closed {
+		return errors.New("the session is closing")
+	}
+	if c.restarts >= maxRestarts {
+		c.err = fmt.Errorf("the server stopped working (it died %d times); its tools are unavailable in this session", c.restarts+1)
+		c.log.Warn("mcp server died again; giving up", "restarts", c.restarts)
+		return c.err
+	}
+	c.restarts++
+	c.log.Warn("mcp server died; starting it again")
+	if err := c.connectLocked(ctx); err != nil {
+		c.err = fmt.Errorf("the server died and could not be started again: %w", err)
+		return c.err
+	}
+	return nil
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if len(h.headers) == 0 {
+		return base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return base.RoundTrip(r)
+}
+
+// toolNameRE is what providers accept as a tool name.
+var toolNameRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// ToolName is the model's name of a server's tool: <server>__<tool>, with
+// characters providers refuse replaced and cut to 64.
+func ToolName(server, tool string) string {
+	n := server + "__" + toolNameRE.ReplaceAllString(tool, "_")
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}

@@ -1,0 +1,258 @@
+package mcptool_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
+	"github.com/threadsmith/threadsmith/mcptool"
+	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
+)
+
+// launcher starts stdio servers in sb, in dir, with env.
+func launcher(sb *sandbox.Sandbox, dir string, mounts ...sandbox.Mount) mcptool.Launch {
+	return func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+		env := []string{"PATH=/usr/bin:/bin"}
+		for k, v := range s.Env {
+			env = append(env, k+"="+v)
+		}
+		inR, inW, _ := os.Pipe()
+		outR, outW, _ := os.Pipe()
+		p, err := sb.WithNetwork(s.Network).Start(sandbox.Spec{Path: s.Command, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
+			Mounts: append([]sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}, mounts...), Stdin: inR, Stdout: outW})
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			return nil, err
+		}
+		go p.Wait()
+		return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+	}
+}
+
+func call(t *testing.T, ctx context.Context, tools []agent.Tool, name, args string) agent.ToolResult {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Spec().Name == name {
+			res, err := tl.Execute(ctx, agent.ToolCall{ID: "1", Name: name, Args: json.RawMessage(args)}, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return res
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return agent.ToolResult{}
+}
+
+func text(r agent.ToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+func names(tools []agent.Tool) []string {
+	var n []string
+	for _, t := range tools {
+		n = append(n, t.Spec().Name)
+	}
+	return n
+}
+
+// The same behaviour over both transports.
+func TestToolsOverStdioAndHTTP(t *testing.T) {
+	bin := mcpfake.Build(t)
+	dir := t.TempDir()
+	sb := sandboxtest.New(t, sandbox.Config{})
+	for _, tc := range []struct {
+		name string
+		srv  mcptool.Server
+	}{
+		{"stdio in the sandbox", mcptool.Server{Name: "fake", Command: bin}},
+		{"http", mcptool.Server{Name: "fake", URL: mcpfake.ServeHTTP(t, "Authorization", "Bearer s3cret"), Headers: map[string]string{"Authorization": "Bearer s3cret"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			set := mcptool.Open(ctx, []mcptool.Server{tc.srv}, mcptool.Options{Launch: launcher(sb, dir, sandbox.Mount{Path: filepath.Dir(bin), Access: sandbox.ReadOnly})})
+			defer set.Close()
+			if st := set.Status(); len(st) != 1 || st[0].Err != "" {
+				t.Fatalf("status %+v", st)
+			}
+			tools := set.Tools()
+			if n := names(tools); !contains(n, "fake__echo") || !contains(n, "fake__add_tool") {
+				t.Fatalf("tools %v", n)
+			}
+			var schema map[string]any
+			for _, tl := range tools {
+				if tl.Spec().Name == "fake__echo" {
+					json.Unmarshal(tl.Spec().Parameters, &schema)
+					if !strings.Contains(tl.Spec().Description, "Echoes its text") || !strings.Contains(tl.Spec().Description, "MCP server fake") {
+						t.Errorf("description %q", tl.Spec().Description)
+					}
+				}
+			}
+			if props, _ := schema["properties"].(map[string]any); props["text"] == nil {
+				t.Errorf("echo's schema %v lacks its text parameter", schema)
+			}
+			if r := call(t, ctx, tools, "fake__echo", `{"text":"hi"}`); r.IsError || text(r) != "echo: hi" {
+				t.Errorf("echo: %+v", r)
+			}
+			if r := call(t, ctx, tools, "fake__fail", `{}`); !r.IsError || !strings.Contains(text(r), "broken") {
+				t.Errorf("fail: %+v", r)
+			}
+			r := call(t, ctx, tools, "fake__image", `{}`)
+			if len(r.Content) != 2 || r.Content[1].Type != llm.ContentImage || r.Content[1].MimeType != "image/png" || r.Content[1].Data == "" {
+				t.Errorf("image: %+v", r)
+			}
+			if r := call(t, ctx, tools, "fake__big", `{}`); !strings.Contains(text(r), "Showing the first 2000 lines") || strings.Count(text(r), "line\n") > 2000 {
+				t.Errorf("big: not cut to 2000 lines (%d bytes)", len(text(r)))
+			}
+			if r := call(t, ctx, tools, "fake__echo", `not json`); !r.IsError {
+				t.Errorf("bad arguments: %+v", r)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHTTPServerRefusesWithoutItsHeaders(t *testing.T) {
+	url := mcpfake.ServeHTTP(t, "Authorization", "Bearer s3cret")
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "docs", URL: url, Timeout: 5 * time.Second}}, mcptool.Options{})
+	defer set.Close()
+	st := set.Status()
+	if len(st) != 1 || st[0].Err == "" || len(set.Tools()) != 0 {
+		t.Fatalf("status %+v, tools %v; want the server unavailable", st, names(set.Tools()))
+	}
+	if strings.Contains(st[0].Err, "s3cret") {
+		t.Errorf("the error shows the header: %s", st[0].Err)
+	}
+}
+
+func TestAllowListAndBrokenServers(t *testing.T) {
+	url := mcpfake.ServeHTTP(t, "", "")
+	set := mcptool.Open(t.Context(), []mcptool.Server{
+		{Name: "some", URL: url, Tools: []string{"echo", "fail"}},
+		{Name: "gone", Command: "/nonexistent/server"},
+	}, mcptool.Options{Launch: launcher(sandbox.None(), t.TempDir())})
+	defer set.Close()
+	if n := names(set.Tools()); len(n) != 2 || n[0] != "some__echo" || n[1] != "some__fail" {
+		t.Errorf("tools %v, want the two allowed", n)
+	}
+	st := set.Status()
+	if st[1].Server != "gone" || st[1].Err == "" {
+		t.Errorf("status %+v, want gone unavailable", st)
+	}
+}
+
+func TestCancelTimeoutCrashAndListChanged(t *testing.T) {
+	bin := mcpfake.Build(t)
+	dir := t.TempDir()
+	sb := sandboxtest.New(t, sandbox.Config{})
+	cancelled := filepath.Join(dir, "cancelled")
+	var changed atomic.Int32
+	changes := make(chan struct{}, 4)
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin, Env: map[string]string{"FAKEMCP_CANCELLED": cancelled}, Timeout: 30 * time.Second}},
+		mcptool.Options{Launch: launcher(sb, dir, sandbox.Mount{Path: filepath.Dir(bin), Access: sandbox.ReadOnly}), OnChange: func() {
+			changed.Add(1)
+			changes <- struct{}{}
+		}})
+	defer set.Close()
+	tools := set.Tools()
+
+	// !stop cancels the run's context: the call returns at once and the
+	// server is told.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan agent.ToolResult, 1)
+	go func() { done <- call(t, ctx, tools, "fake__slow", `{}`) }()
+	time.Sleep(50 * time.Millisecond) // let the call reach the server; the assertion does not depend on it
+	cancel()
+	if r := <-done; !r.IsError || !strings.Contains(text(r), "Aborted") {
+		t.Fatalf("cancelled call: %+v", r)
+	}
+	waitFile(t, cancelled)
+
+	// A server that dies is started again once and the call retried.
+	if r := call(t, t.Context(), tools, "fake__crash_once", `{}`); r.IsError || text(r) != "survived" {
+		t.Fatalf("crash_once: %+v", r)
+	}
+	if r := call(t, t.Context(), set.Tools(), "fake__echo", `{"text":"after"}`); text(r) != "echo: after" {
+		t.Fatalf("echo after the restart: %+v", r)
+	}
+	// The tool list changes: the set reads it again and says so.
+	if r := call(t, t.Context(), set.Tools(), "fake__add_tool", `{"name":"late"}`); r.IsError {
+		t.Fatalf("add_tool: %+v", r)
+	}
+	select {
+	case <-changes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnChange after the tool list changed")
+	}
+	if !contains(names(set.Tools()), "fake__late") {
+		t.Fatalf("tools after the change: %v", names(set.Tools()))
+	}
+	// Dying again is the end of it.
+	if r := call(t, t.Context(), set.Tools(), "fake__crash", `{}`); !r.IsError || !strings.Contains(text(r), "stopped working") {
+		t.Fatalf("crash: %+v", r)
+	}
+	if r := call(t, t.Context(), tools, "fake__echo", `{"text":"x"}`); !r.IsError || !strings.Contains(text(r), "unavailable") {
+		t.Fatalf("echo after the second death: %+v", r)
+	}
+	if st := set.Status(); st[0].Err == "" {
+		t.Errorf("status after the second death: %+v", st)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	bin := mcpfake.Build(t)
+	dir := t.TempDir()
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "f", Command: bin, Timeout: 200 * time.Millisecond}}, mcptool.Options{Launch: launcher(sandbox.None(), dir)})
+	defer set.Close()
+	if r := call(t, t.Context(), set.Tools(), "f__slow", `{}`); !r.IsError || !strings.Contains(text(r), "Timed out after 200ms") {
+		t.Fatalf("slow call: %+v", r)
+	}
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestToolNames(t *testing.T) {
+	for in, want := range map[[2]string]string{
+		{"jira", "search"}:              "jira__search",
+		{"x", "a.b/c d"}:                "x__a_b_c_d",
+		{"s", strings.Repeat("t", 100)}: "s__" + strings.Repeat("t", 61),
+	} {
+		if got := mcptool.ToolName(in[0], in[1]); got != want {
+			t.Errorf("ToolName(%q, %q) = %q, want %q", in[0], in[1], got, want)
+		}
+	}
+}
