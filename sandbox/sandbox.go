@@ -165,6 +165,18 @@ func None() *Sandbox { return &Sandbox{cfg: Config{Mode: ModeNone}} }
 // Confined reports whether commands run isolated.
 func (s *Sandbox) Confined() bool { return s != nil && s.cfg.Mode != ModeNone }
 
+// WithNetwork returns a sandbox like s whose commands may (or may not) use the
+// network: per command settings such as an MCP server's. Unconfined
+// sandboxes have the network anyway.
+func (s *Sandbox) WithNetwork(on bool) *Sandbox {
+	if !s.Confined() {
+		return s
+	}
+	c := *s
+	c.cfg.Network = on
+	return &c
+}
+
 // Network reports whether commands may use the network.
 func (s *Sandbox) Network() bool { return s == nil || !s.Confined() || s.cfg.Network }
 

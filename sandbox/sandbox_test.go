@@ -481,3 +481,34 @@ func TestTmpfsIsCappedLikeMemory(t *testing.T) {
 		t.Fatalf("sizes of /tmp and /dev/shm in KiB:\n%s\nwant 65536 each", out)
 	}
 }
+
+func TestWithNetworkPerCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	script := fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%d && echo connected) 2>&1", ln.Addr().(*net.TCPAddr).Port)
+	r := newRig(t, sandbox.Config{})
+	off := r.sb
+	r.sb = off.WithNetwork(true)
+	if out, _ := r.run(t, script); !strings.Contains(out, "connected") {
+		t.Errorf("WithNetwork(true): %q", out)
+	}
+	r.sb = off
+	if out, _ := r.run(t, script); strings.Contains(out, "connected") {
+		t.Errorf("the original sandbox got the network: %q", out)
+	}
+	if sandbox.None().WithNetwork(false).Confined() {
+		t.Error("None().WithNetwork confines")
+	}
+}

@@ -176,3 +176,12 @@ func capResult(res agent.ToolResult, limit int) agent.ToolResult {
 	res.Content = content
 	return res
 }
+
+// RedactString replaces every secret in s, as the decorators do in results
+// (for text that goes to the logs instead, such as a helper's stderr).
+func RedactString(s string, secrets []string) string {
+	if r := newRedactor(secrets); r != nil {
+		return r.text(s)
+	}
+	return s
+}

@@ -157,6 +157,13 @@ func (w *Workspace) Scratch() string { return w.scratch.abs }
 // Home is bash's HOME, inside the scratch folder.
 func (w *Workspace) Home() string { return w.home }
 
+// Mounts is what bash is shown in its sandbox; other programs the session
+// runs there (MCP servers) are shown the same.
+func (w *Workspace) Mounts() []sandbox.Mount { return w.bashMounts() }
+
+// TmpDir is bash's TMPDIR, inside the scratch folder.
+func (w *Workspace) TmpDir() string { return w.tmp }
+
 // bashMounts is what bash is shown in its sandbox.
 func (w *Workspace) bashMounts() []sandbox.Mount {
 	if w.extra == nil {
