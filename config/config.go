@@ -72,6 +72,7 @@ type Config struct {
 	Agent             Agent     `yaml:"agent"`
 	Workspace         Workspace `yaml:"workspace"`
 	Sandbox           Sandbox   `yaml:"sandbox"`
+	MCP               MCP       `yaml:"mcp"`
 	HTTP              HTTP      `yaml:"http"`
 	Slack             Slack     `yaml:"slack"`
 	Discord           Discord   `yaml:"discord"`
@@ -204,6 +205,39 @@ type HTTP struct {
 	// Listen is their address, such as 127.0.0.1:9090; empty turns them off.
 	// It may equal slack.listen in http mode: one server then answers both.
 	Listen string `yaml:"listen"`
+}
+
+// MCP configures the Model Context Protocol servers whose tools the agent gets.
+type MCP struct {
+	// RepoServers lets a repository's .threadsmith/mcp.json (or .mcp.json) add
+	// stdio servers to its threads. They run sandboxed without network, with
+	// only the environment the file states; off by default because a
+	// repository's content is untrusted.
+	RepoServers bool        `yaml:"repo_servers"`
+	Servers     []MCPServer `yaml:"servers"`
+}
+
+// MCPServer is one MCP server: a program speaking MCP on stdio (run in the
+// thread's sandbox), or a Streamable HTTP endpoint.
+type MCPServer struct {
+	// Name prefixes its tools: <name>__<tool>.
+	Name string `yaml:"name"`
+	// Disabled keeps the entry without using it.
+	Disabled bool              `yaml:"disabled"`
+	Command  string            `yaml:"command"`
+	Args     []string          `yaml:"args"`
+	Env      map[string]string `yaml:"env"`
+	// Network lets a stdio server reach the network from its sandbox.
+	Network bool              `yaml:"network"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	// Tools is an allow-list of the server's tool names; empty offers all.
+	Tools []string `yaml:"tools"`
+	// Repos and Channels limit the threads that get the server; empty: all.
+	Repos    []string `yaml:"repos"`
+	Channels []string `yaml:"channels"`
+	// Timeout bounds one tool call. Default 2m.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // Workspace configures the per-thread checkouts.

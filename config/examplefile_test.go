@@ -44,6 +44,10 @@ func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
 	want.LLM.Models = got.LLM.Models
 	want.Workspace.DefaultRepo = got.Workspace.DefaultRepo
 	want.Workspace.Repos = got.Workspace.Repos
+	if len(got.MCP.Servers) != 1 || !got.MCP.Servers[0].Disabled || got.MCP.Servers[0].Timeout != DefaultMCPTimeout {
+		t.Errorf("mcp.servers = %+v, want the one disabled example with the default timeout", got.MCP.Servers)
+	}
+	want.MCP.Servers = got.MCP.Servers
 	want.Slack.BotToken, want.Slack.AppToken = got.Slack.BotToken, got.Slack.AppToken
 	got.unresolved = nil // DISCORD_BOT_TOKEN, under the disabled discord section
 	if !reflect.DeepEqual(got, want) {

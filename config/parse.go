@@ -95,6 +95,11 @@ func (c *Config) fillDerived() {
 			c.Workspace.Repos[i].DefaultBranch = defaultBranch
 		}
 	}
+	for i := range c.MCP.Servers {
+		if c.MCP.Servers[i].Timeout == 0 {
+			c.MCP.Servers[i].Timeout = DefaultMCPTimeout
+		}
+	}
 	for i := range c.LLM.Models {
 		m := &c.LLM.Models[i]
 		if m.ContextWindow == 0 {

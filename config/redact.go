@@ -30,6 +30,15 @@ func (c Config) Redacted() Config {
 			r.Workspace.Repos[i] = repo
 		}
 	}
+	if c.MCP.Servers != nil {
+		r.MCP.Servers = make([]MCPServer, len(c.MCP.Servers))
+		for i, srv := range c.MCP.Servers {
+			srv.Env = redactValues(srv.Env)
+			srv.Headers = redactValues(srv.Headers)
+			srv.URL = redactURL(srv.URL)
+			r.MCP.Servers[i] = srv
+		}
+	}
 	r.Slack.BotToken = redact(c.Slack.BotToken)
 	r.Slack.AppToken = redact(c.Slack.AppToken)
 	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
@@ -37,6 +46,17 @@ func (c Config) Redacted() Config {
 	r.Discord.Token = redact(c.Discord.Token)
 	r.Discord.APIURL = redactURL(c.Discord.APIURL)
 	return r
+}
+
+func redactValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = redact(v)
+	}
+	return out
 }
 
 func redact(s string) string {

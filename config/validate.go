@@ -35,6 +35,7 @@ func (c *Config) Validate() error {
 	c.validateAgent(&v)
 	c.validateWorkspace(&v)
 	c.validateSandbox(&v)
+	c.validateMCP(&v)
 	if c.Slack.Enabled {
 		c.validateSlack(&v)
 	}
@@ -54,6 +55,57 @@ func (c *Config) inUse(key string) bool {
 		return c.Discord.Enabled
 	}
 	return true
+}
+
+// DefaultMCPTimeout bounds one MCP tool call unless mcp.servers[].timeout says otherwise.
+const DefaultMCPTimeout = 2 * time.Minute
+
+// mcpNameRE is what a server name may be: it becomes part of tool names,
+// which providers limit to [a-zA-Z0-9_-]{1,64}.
+var mcpNameRE = regexp.MustCompile(`^[a-zA-Z0-9-]{1,24}$`)
+
+func (c *Config) validateMCP(v *collector) {
+	seen := map[string]bool{}
+	for i, s := range c.MCP.Servers {
+		key := fmt.Sprintf("mcp.servers[%d]", i)
+		if s.Name != "" {
+			key = fmt.Sprintf("mcp.servers[%s]", s.Name)
+		}
+		switch {
+		case !mcpNameRE.MatchString(s.Name):
+			v.add(key+".name", fmt.Sprintf("must be 1-24 letters, digits or '-' (got %q)", s.Name))
+		case seen[s.Name]:
+			v.add(key+".name", "is used twice")
+		}
+		seen[s.Name] = true
+		switch {
+		case s.Command == "" && s.URL == "":
+			v.add(key, "needs a command (stdio server) or a url (Streamable HTTP server)")
+		case s.Command != "" && s.URL != "":
+			v.add(key, "has both a command and a url; give one")
+		case s.URL != "":
+			if p := httpURLProblem(s.URL); p != "" {
+				v.add(key+".url", p)
+			}
+			if s.Network || len(s.Args) > 0 || len(s.Env) > 0 {
+				v.add(key, "args, env and network are for stdio servers (command), not for a url")
+			}
+		default:
+			if len(s.Headers) > 0 {
+				v.add(key+".headers", "are for url servers, not for a command")
+			}
+		}
+		for j, r := range s.Repos {
+			if _, ok := c.Workspace.Repo(r); !ok {
+				v.add(fmt.Sprintf("%s.repos[%d]", key, j), fmt.Sprintf("unknown repository %q", r))
+			}
+		}
+		nonEmptyItems(v, key+".tools", s.Tools)
+		nonEmptyItems(v, key+".channels", s.Channels)
+		if s.Timeout < 0 {
+			v.add(key+".timeout", "must be positive")
+		}
+	}
 }
 
 func (c *Config) validateSandbox(v *collector) {
