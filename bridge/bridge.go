@@ -66,6 +66,10 @@ type Config struct {
 	// Sandbox runs everything the agent runs. Nil means unsandboxed
 	// (sandbox.None), and every run's status says so.
 	Sandbox *sandbox.Sandbox
+	// MCPServers are the configured MCP servers; MCPRepoServers lets a
+	// repository's .threadsmith/mcp.json or .mcp.json add stdio servers.
+	MCPServers     []MCPServer
+	MCPRepoServers bool
 	Logger  *slog.Logger
 	Now     func() time.Time
 }

@@ -24,10 +24,11 @@ var commandHelp = map[string]string{
 	"diff":     "`!diff` — this thread's changes against the default branch (the full patch as a file)",
 	"reset":    "`!reset` — start a new conversation on the same branch (the old one is kept)",
 	"model":    "`!model <name>` — switch model for this thread",
+	"tools":    "`!tools` — the tools I have here, built in and from MCP servers",
 }
 
 // commandOrder is the order !help lists them in.
-var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model"}
+var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools"}
 
 // inputCtx carries the input being processed into commands (which run inside
 // Session.Start) and carries their outcome back.
@@ -80,6 +81,10 @@ func (t *thread) commands() []agent.Command {
 		}),
 		cmd("status", func(ctx context.Context, s *agent.Session, _ string) error {
 			t.say(t.statusText(ctx, s))
+			return nil
+		}),
+		cmd("tools", func(_ context.Context, s *agent.Session, _ string) error {
+			t.say(t.toolsText(s))
 			return nil
 		}),
 		cmd("stop", func(_ context.Context, s *agent.Session, _ string) error {

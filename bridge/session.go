@@ -76,6 +76,7 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		return err
 	}
 	t.tws = tws
+	t.openMCP(ctx)
 
 	isNew := t.rec.SessionID == ""
 	if isNew {
@@ -136,7 +137,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		ModelName:     cfg.Model.Name,
 		Models:        models,
 		SystemPrompt:  baseSystemPrompt + instructions(cfg.Instructions),
-		Tools:         tools.New(t.tws, tools.Options{Secrets: b.cfg.Secrets, Logger: t.log}),
+		Tools:         t.sessionTools(),
 		MaxTokens:     cfg.Model.MaxOutputTokens,
 		ContextWindow: cfg.Model.ContextWindow,
 		Store:         b.cfg.Store,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
@@ -86,6 +87,7 @@ type thread struct {
 	unsubscribe   func()
 	ws            *workspace.Workspace
 	tws           *tools.Workspace
+	mcp           *mcptool.Set // the session's MCP servers, or nil
 	view          *view
 	run           *activeRun
 	unpushed      bool
@@ -238,6 +240,9 @@ func (t *thread) close() {
 		t.unsubscribe()
 	}
 	t.saver.close()
+	if t.mcp != nil {
+		_ = t.mcp.Close()
+	}
 	if t.tws != nil {
 		_ = t.tws.Close()
 	}

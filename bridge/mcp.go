@@ -1,0 +1,279 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/mcptool"
+	"github.com/threadsmith/threadsmith/sandbox"
+)
+
+// MCPServer is a configured MCP server and the threads that get it.
+type MCPServer struct {
+	mcptool.Server
+	// Repos and Channels limit the threads that get the server; empty: all.
+	Repos, Channels []string
+}
+
+// mcpServersFor lists the servers a thread gets: the configured ones its repo
+// and channel allow, then (if the operator allows it) the stdio servers its
+// repository declares.
+func (t *thread) mcpServersFor() []mcptool.Server {
+	var out []mcptool.Server
+	for _, s := range t.b.cfg.MCPServers {
+		if len(s.Repos) > 0 && !slices.Contains(s.Repos, t.rec.Repo) {
+			continue
+		}
+		if len(s.Channels) > 0 && !slices.Contains(s.Channels, t.ref.Channel) {
+			continue
+		}
+		out = append(out, s.Server)
+	}
+	if t.b.cfg.MCPRepoServers {
+		repo, err := repoMCPServers(t.ws.Root())
+		if err != nil {
+			t.say("⚠️ This repository's MCP server list could not be used: " + err.Error())
+		}
+		for _, s := range repo {
+			if slices.ContainsFunc(out, func(o mcptool.Server) bool { return o.Name == s.Name }) {
+				continue // the operator's server of that name wins
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// repoMCPServers reads a repository's .threadsmith/mcp.json, else .mcp.json
+// (the format other agents use: {"mcpServers": {name: {command, args, env}}}).
+// Repository content is untrusted: only stdio servers are taken, without
+// network and with the environment exactly as written (no ${VAR} of the
+// bot's is expanded), and the file is read through the worktree's root so
+// a symlink cannot lead out.
+func repoMCPServers(root string) ([]mcptool.Server, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var data []byte
+	var name string
+	for _, name = range []string{".threadsmith/mcp.json", ".mcp.json"} {
+		f, err := r.Open(name)
+		if err != nil {
+			continue
+		}
+		data, err = io.ReadAll(io.LimitReader(f, 64<<10))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		break
+	}
+	if data == nil {
+		return nil, nil
+	}
+	var file struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("%s is not valid JSON: %v", name, err)
+	}
+	var out []mcptool.Server
+	var skipped []string
+	for _, n := range slices.Sorted(maps.Keys(file.MCPServers)) {
+		s := file.MCPServers[n]
+		if s.Command == "" || !validServerName(n) {
+			skipped = append(skipped, n)
+			continue
+		}
+		out = append(out, mcptool.Server{Name: n, Command: s.Command, Args: s.Args, Env: s.Env, FromRepo: true})
+	}
+	if len(skipped) > 0 {
+		return out, fmt.Errorf("%s: left out %s (only stdio servers with a command, named with letters, digits and '-', are taken from a repository)", name, strings.Join(skipped, ", "))
+	}
+	return out, nil
+}
+
+func validServerName(n string) bool {
+	if n == "" || len(n) > 24 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// openMCP starts the thread's MCP servers (once per thread).
+func (t *thread) openMCP(ctx context.Context) {
+	if t.mcp != nil {
+		return
+	}
+	servers := t.mcpServersFor()
+	if len(servers) == 0 {
+		return
+	}
+	t.mcp = mcptool.Open(ctx, servers, mcptool.Options{
+		Launch: t.launchMCP,
+		Logger: t.log.With("component", "mcp"),
+		// A server's new tool list reaches the session through the
+		// thread's owner, like everything else that changes it.
+		OnChange: func() { t.enqueue(item{fn: t.refreshTools}) },
+	})
+	var failed []string
+	for _, st := range t.mcp.Status() {
+		if st.Err != "" {
+			failed = append(failed, fmt.Sprintf("`%s` (%s)", st.Server, st.Err))
+		}
+	}
+	if len(failed) > 0 {
+		t.say("⚠️ These MCP servers did not start, so their tools are missing: " + strings.Join(failed, "; "))
+	}
+}
+
+// sessionTools are the built-in tools and the MCP servers' tools, each
+// decorated the same way (output cap, redaction, timing, panic guard).
+func (t *thread) sessionTools() []agent.Tool {
+	opts := tools.Options{Secrets: t.b.cfg.Secrets, Logger: t.log}
+	ts := tools.New(t.tws, opts)
+	if t.mcp != nil {
+		for _, mt := range t.mcp.Tools() {
+			ts = append(ts, tools.Decorate(mt, opts))
+		}
+	}
+	return ts
+}
+
+// refreshTools hands the session the current tools (an MCP server's list
+// changed).
+func (t *thread) refreshTools() {
+	if t.sess != nil {
+		t.sess.SetTools(t.sessionTools())
+	}
+}
+
+// launchMCP starts a stdio server in the thread's sandbox: it sees what bash
+// sees, has the network only when its config says so (never for a
+// repository's server), and gets only the environment its config names.
+func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+	path, err := exec.LookPath(s.Command)
+	if err != nil {
+		return nil, err
+	}
+	sb := t.b.cfg.Sandbox
+	if sb == nil {
+		sb = sandbox.None()
+	}
+	sb = sb.WithNetwork(s.Network && !s.FromRepo)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.tws.Home(),
+		"TMPDIR=" + t.tws.TmpDir(),
+		"LANG=C.UTF-8",
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	p, err := sb.Start(sandbox.Spec{
+		Path: path, Args: append([]string{s.Command}, s.Args...), Env: env,
+		Dir: t.tws.Root(), Mounts: t.tws.Mounts(),
+		Stdin: inR, Stdout: outW, Stderr: errW,
+	})
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	log := t.log.With("component", "mcp", "mcp_server", s.Name)
+	go func() {
+		// What a server says on stderr is for the operator's logs only
+		// (it may echo its environment), one line at a time, capped.
+		sc := bufio.NewScanner(errR)
+		for n := 0; sc.Scan(); n++ {
+			if n < 200 {
+				log.Debug("mcp server stderr", "line", tools.RedactString(sc.Text(), t.b.cfg.Secrets))
+			}
+		}
+		errR.Close()
+	}()
+	go func() {
+		exit, err := p.Wait()
+		log.Debug("mcp server exited", "exit", exit.Code, "signal", exit.Signal, "err", err)
+	}()
+	return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+}
+
+// toolsText answers !tools: the session's tools, by server.
+func (t *thread) toolsText(s *agent.Session) string {
+	var b strings.Builder
+	var builtin []string
+	for _, tl := range s.Tools() {
+		if !strings.Contains(tl.Spec().Name, "__") {
+			builtin = append(builtin, "`"+tl.Spec().Name+"`")
+		}
+	}
+	b.WriteString("🧰 Built in: " + strings.Join(builtin, ", "))
+	if t.mcp == nil {
+		b.WriteString("\nNo MCP servers in this thread.")
+		return b.String()
+	}
+	for _, st := range t.mcp.Status() {
+		from := ""
+		if st.FromRepo {
+			from = " (from the repository)"
+		}
+		switch {
+		case st.Err != "":
+			fmt.Fprintf(&b, "\nMCP `%s`%s: not available — %s", st.Server, from, st.Err)
+		case len(st.Tools) == 0:
+			fmt.Fprintf(&b, "\nMCP `%s`%s: no tools", st.Server, from)
+		default:
+			names := make([]string, len(st.Tools))
+			for i, n := range st.Tools {
+				names[i] = "`" + n + "`"
+			}
+			fmt.Fprintf(&b, "\nMCP `%s`%s: %s", st.Server, from, strings.Join(names, ", "))
+		}
+	}
+	return b.String()
+}
