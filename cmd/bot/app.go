@@ -187,6 +187,8 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxDownloadBytes:  cfg.Workspace.MaxDownloadBytes,
 		Secrets:           secrets(cfg),
 		Sandbox:           sb,
+		MCPServers:        mcpServers(cfg),
+		MCPRepoServers:    cfg.MCP.RepoServers,
 		Logger:            log,
 	})
 	if err != nil {

@@ -40,13 +40,19 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		ok = false
 		fmt.Fprintf(w, format+"\n", args...)
 	}
-	if sb, err := m.openSandbox(cfg); err != nil {
+	sb, err := m.openSandbox(cfg)
+	if err != nil {
 		fail("%v", err)
 	} else {
 		fmt.Fprintf(w, "sandbox: %s\n", sb)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if sb != nil {
+		for _, p := range checkMCP(ctx, cfg, sb, w) {
+			fail("%s", p)
+		}
+	}
 
 	client, err := openai.New(openai.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey})
 	if err != nil {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/threadsmith/threadsmith/bridge"
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/mcptool"
+	"github.com/threadsmith/threadsmith/sandbox"
+)
+
+// mcpServers are the configured MCP servers that are not disabled.
+func mcpServers(cfg *config.Config) []bridge.MCPServer {
+	var out []bridge.MCPServer
+	for _, s := range cfg.MCP.Servers {
+		if s.Disabled {
+			continue
+		}
+		out = append(out, bridge.MCPServer{
+			Server: mcptool.Server{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Network: s.Network,
+				URL: s.URL, Headers: s.Headers, Tools: s.Tools, Timeout: s.Timeout},
+			Repos: s.Repos, Channels: s.Channels,
+		})
+	}
+	return out
+}
+
+// checkMCP starts every configured server (stdio ones in the sandbox, in an
+// empty folder) and lists its tools: one line per server, a problem when it
+// does not answer.
+func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io.Writer) (problems []string) {
+	servers := mcpServers(cfg)
+	if len(servers) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "threadsmith-check-mcp-")
+	if err != nil {
+		return []string{"mcp: " + err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	list := make([]mcptool.Server, len(servers))
+	for i, s := range servers {
+		list[i] = s.Server
+	}
+	set := mcptool.Open(ctx, list, mcptool.Options{Launch: func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+		return startInSandbox(sb.WithNetwork(s.Network), s, dir)
+	}})
+	defer set.Close()
+	for _, st := range set.Status() {
+		if st.Err != "" {
+			problems = append(problems, fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err))
+			continue
+		}
+		fmt.Fprintf(w, "mcp: %s: %d tools: %s\n", st.Server, len(st.Tools), strings.Join(st.Tools, ", "))
+	}
+	return problems
+}
+
+// startInSandbox runs a stdio server in sb with dir as its only writable
+// folder and only its configured environment.
+func startInSandbox(sb *sandbox.Sandbox, s mcptool.Server, dir string) (*mcptool.Process, error) {
+	path, err := exec.LookPath(s.Command)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=/tmp", "LANG=C.UTF-8"}
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	p, err := sb.Start(sandbox.Spec{Path: path, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
+		Mounts: []sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}, Stdin: inR, Stdout: outW})
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	go p.Wait()
+	return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+}
