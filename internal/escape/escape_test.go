@@ -26,6 +26,8 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
+	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 	"github.com/threadsmith/threadsmith/workspace"
@@ -416,4 +418,64 @@ func TestTheAgentCanStillWork(t *testing.T) {
 	if !strings.Contains(out, "3\n") || !strings.Contains(out, "ok  \texample.com/app") {
 		t.Errorf("go build and go test in the sandbox:\n%s", out)
 	}
+}
+
+// An MCP server (stdio) runs where bash runs and is held to the same: its
+// tools, steered by the model, reach nothing of the bot or thread B.
+func TestMCPServerIsConfinedLikeBash(t *testing.T) {
+	w := newWorld(t)
+	bin := mcpfake.Build(t)
+	home, _ := os.UserHomeDir()
+	sb := sandboxtest.New(t, sandbox.Config{Hide: []string{w.dataDir, w.config, home}, ReadOnly: []string{filepath.Dir(bin)}})
+	tw, err := tools.NewWorkspace(tools.WorkspaceConfig{Root: w.a.Root(), Scratch: w.a.ScratchDir(), Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Close()
+	launch := func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+		inR, inW, _ := os.Pipe()
+		outR, outW, _ := os.Pipe()
+		p, err := sb.Start(sandbox.Spec{Path: s.Command, Args: []string{s.Command}, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()},
+			Dir: tw.Root(), Mounts: tw.Mounts(), Stdin: inR, Stdout: outW})
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			return nil, err
+		}
+		go p.Wait()
+		return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+	}
+	set := mcptool.Open(w.ctx, []mcptool.Server{{Name: "fake", Command: bin}}, mcptool.Options{Launch: launch})
+	defer set.Close()
+	var out strings.Builder
+	for _, c := range []struct{ tool, args string }{
+		{"fake__env", `{}`},
+		{"fake__read", jsonPath(w.config)},
+		{"fake__read", jsonPath(filepath.Join(w.dataDir, "threadsmith.db"))},
+		{"fake__read", jsonPath(filepath.Join(w.b.Root(), "wip.go"))},
+		{"fake__read", jsonPath("/proc/1/environ")},
+		{"fake__read", jsonPath(fmt.Sprintf("/proc/%d/environ", os.Getpid()))},
+	} {
+		for _, tl := range set.Tools() {
+			if tl.Spec().Name == c.tool {
+				res, err := tl.Execute(w.ctx, agent.ToolCall{ID: "m", Name: c.tool, Args: json.RawMessage(c.args)}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ct := range res.Content {
+					out.WriteString(ct.Text + "\n")
+				}
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "PATH=") {
+		t.Fatalf("the server did not answer:\n%s", out.String())
+	}
+	w.botRuns()
+	w.intact(out.String())
+}
+
+func jsonPath(p string) string {
+	b, _ := json.Marshal(map[string]string{"path": p})
+	return string(b)
 }
