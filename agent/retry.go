@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -12,7 +13,8 @@ type RetrySettings struct {
 	Enabled    bool
 	MaxRetries int
 	BaseDelay  time.Duration
-	// MaxDelay caps a server's Retry-After.
+	// MaxDelay caps every wait: a server's Retry-After and the doubling
+	// delay alike (0 = no cap).
 	MaxDelay time.Duration
 }
 
@@ -22,19 +24,24 @@ func DefaultRetrySettings() RetrySettings {
 }
 
 // delay is the wait before retry attempt n (1-based): base·2^(n-1), or the
-// server's Retry-After capped at MaxDelay when it sent one.
+// server's Retry-After when it sent one, either capped at MaxDelay.
 func (r RetrySettings) delay(attempt int, err *llm.Error) time.Duration {
-	if err != nil && err.RetryAfter > 0 {
-		if r.MaxDelay > 0 && err.RetryAfter > r.MaxDelay {
+	capped := func(d time.Duration) time.Duration {
+		if r.MaxDelay > 0 && d > r.MaxDelay {
 			return r.MaxDelay
 		}
-		return err.RetryAfter
+		return d
+	}
+	if err != nil && err.RetryAfter > 0 {
+		return capped(err.RetryAfter)
 	}
 	d := r.BaseDelay
-	for i := 1; i < attempt; i++ {
+	// Stop doubling at the cap: with many retries configured, 2^n would
+	// otherwise overflow into a negative (immediate) or absurd wait.
+	for i := 1; i < attempt && (r.MaxDelay <= 0 || d < r.MaxDelay) && d < math.MaxInt64/2; i++ {
 		d *= 2
 	}
-	return d
+	return capped(d)
 }
 
 // isRetryable reports whether a finished reply failed transiently. Context

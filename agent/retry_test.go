@@ -210,3 +210,29 @@ func TestSuccessResetsTheRetryCounter(t *testing.T) {
 		t.Fatalf("retry ends = %d, want 2", n)
 	}
 }
+
+// The doubling delay is capped like a Retry-After (issue 14): with a 2 s base
+// and a 5 s cap the waits are 2, 4, 5, 5 s, and many retries neither overflow
+// nor exceed the cap.
+func TestRetryDelayIsCappedByMaxDelay(t *testing.T) {
+	h := newHarness(t, func(c *agent.Config) {
+		c.Retry = agent.RetrySettings{Enabled: true, MaxRetries: 70, BaseDelay: 2 * time.Second, MaxDelay: 5 * time.Second}
+	})
+	h.llm.Handle(func(llmfake.Request) llmfake.Response {
+		return llmfake.HTTPError(503, "", "Service Unavailable")
+	})
+	h.prompt("hi")
+	got := h.sleepsSeen()
+	if len(got) != 70 {
+		t.Fatalf("slept %d times, want 70", len(got))
+	}
+	for i, d := range got {
+		want := 5 * time.Second
+		if i < 2 {
+			want = 2 * time.Second << i
+		}
+		if d != want {
+			t.Fatalf("wait before attempt %d = %v, want %v (all waits: %v)", i+1, d, want, got[:min(len(got), 6)])
+		}
+	}
+}
