@@ -263,6 +263,17 @@ func (a *Agent) dequeue(q *[]llm.Message, mode QueueMode) []llm.Message {
 	return out
 }
 
+// requeueSteer puts steer messages taken off the queue back at its front.
+func (a *Agent) requeueSteer(msgs []llm.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.steer = append(slices.Clone(msgs), a.steer...)
+	a.notifyQueueLocked()
+	a.mu.Unlock()
+}
+
 func (a *Agent) dequeueSteer() []llm.Message    { return a.dequeue(&a.steer, a.steerMode) }
 func (a *Agent) dequeueFollowUp() []llm.Message { return a.dequeue(&a.followUp, a.followUpMode) }
 
@@ -371,6 +382,10 @@ func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Me
 			}
 			a.emit(TurnEnd{Message: reply, ToolResults: results})
 			if ctx.Err() != nil {
+				// An aborted run keeps both queues (AGENT.md §2): a steer
+				// taken off the queue while the last tool ran goes back to
+				// its front, for the next run.
+				a.requeueSteer(steered)
 				a.emit(AgentEnd{Messages: added})
 				return added
 			}

@@ -385,8 +385,12 @@ func TestEndpointDownEndsTheRunWithAnError(t *testing.T) {
 }
 
 func TestSetToolsChangesWhatTheNextCallOffers(t *testing.T) {
-	old := &testTool{name: "old", run: func(context.Context, map[string]any) (agent.ToolResult, error) { return agent.TextResult("old ran"), nil }}
-	fresh := &testTool{name: "fresh", run: func(context.Context, map[string]any) (agent.ToolResult, error) { return agent.TextResult("fresh ran"), nil }}
+	old := &testTool{name: "old", run: func(context.Context, map[string]any) (agent.ToolResult, error) {
+		return agent.TextResult("old ran"), nil
+	}}
+	fresh := &testTool{name: "fresh", run: func(context.Context, map[string]any) (agent.ToolResult, error) {
+		return agent.TextResult("fresh ran"), nil
+	}}
 	h := newHarness(t, withTools(old))
 	h.llm.Push(llmfake.TextReply("first"))
 	h.prompt("one")
@@ -409,4 +413,53 @@ func TestSetToolsChangesWhatTheNextCallOffers(t *testing.T) {
 	equalStrings(t, "tools of the first call", names(reqs[0]), []string{"old"})
 	equalStrings(t, "tools of the second call", names(reqs[1]), []string{"fresh"})
 	equalStrings(t, "results", toolResults(reqs[2]), []string{"c1=fresh ran", "c2=tool old not found"})
+}
+
+// A1 (issue 14): a steer the run already took off the queue, while a parallel
+// tool still ran, is not lost when the abort lands before the next turn: the
+// aborted run keeps it, and the next run delivers it.
+func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {
+	var h *harness
+	taken := make(chan struct{})
+	queued := false
+	first := &testTool{name: "first", readOnly: true, run: func(context.Context, map[string]any) (agent.ToolResult, error) {
+		if out := h.start("steer me", agent.PromptOptions{Behavior: agent.BehaviorSteer}); out != agent.Queued {
+			t.Errorf("steer outcome %v, want queued", out)
+		}
+		return agent.TextResult("first done"), nil
+	}}
+	second := &testTool{name: "second", readOnly: true, run: func(context.Context, map[string]any) (agent.ToolResult, error) {
+		<-taken // the run has dequeued the steer after the first tool
+		h.sess.Abort()
+		return agent.TextResult("second done"), nil
+	}}
+	h = newHarness(t, withTools(first, second))
+	h.sess.Subscribe(func(ev agent.Event) {
+		qu, ok := ev.(agent.QueueUpdate)
+		switch {
+		case !ok:
+		case len(qu.Steer) > 0:
+			queued = true
+		case queued:
+			queued = false
+			close(taken)
+		}
+	})
+	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if req.Seq == 1 {
+			return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "first", Args: `{}`}, llmfake.Call{ID: "c2", Name: "second", Args: `{}`})
+		}
+		return llmfake.TextReply("reply")
+	})
+	h.start("go", agent.PromptOptions{})
+	h.wait()
+
+	if steer, _ := h.sess.Queued(); len(steer) != 1 {
+		t.Fatalf("steer queue after the abort has %d messages, want the taken steer back", len(steer))
+	}
+	h.prompt("next")
+	reqs := h.llm.Requests()
+	if got := userTexts(reqs[len(reqs)-1]); strings.Join(got, "|") != "go|next|steer me" {
+		t.Fatalf("users of the next request = %v, want go|next|steer me", got)
+	}
 }
