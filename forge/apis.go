@@ -1,0 +1,272 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// GitHub REST v3: pulls, pull review comments and issue comments.
+type github struct{}
+
+type ghPull struct {
+	Number  int    `json:"number"`
+	HTMLURL string `json:"html_url"`
+	Draft   bool   `json:"draft"`
+	Head    struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
+}
+
+func (github) repo(c *Client) string { return "/repos/" + c.cfg.Project }
+
+func (g github) find(ctx context.Context, c *Client, head, base string) (PR, bool, error) {
+	var pulls []ghPull
+	q := url.Values{"head": {c.owner() + ":" + head}, "base": {base}, "state": {"open"}}
+	if err := c.do(ctx, "GET", g.repo(c)+"/pulls", q, nil, &pulls); err != nil {
+		return PR{}, false, err
+	}
+	for _, p := range pulls {
+		if p.Head.Ref == head {
+			return PR{Number: p.Number, URL: p.HTMLURL, Draft: p.Draft}, true, nil
+		}
+	}
+	return PR{}, false, nil
+}
+
+func (g github) create(ctx context.Context, c *Client, r Request) (PR, error) {
+	var p ghPull
+	body := map[string]any{"title": r.Title, "head": r.Head, "base": r.Base, "body": r.Body, "draft": r.Draft}
+	if err := c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p); err != nil {
+		return PR{}, err
+	}
+	return PR{Number: p.Number, URL: p.HTMLURL, Draft: p.Draft}, nil
+}
+
+func (g github) update(ctx context.Context, c *Client, number int, title, body string) error {
+	return c.do(ctx, "PATCH", fmt.Sprintf("%s/pulls/%d", g.repo(c), number), nil, map[string]any{"title": title, "body": body}, nil)
+}
+
+func (g github) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
+	var review []struct {
+		ID   int64 `json:"id"`
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+		Body         string `json:"body"`
+		Path         string `json:"path"`
+		Line         int    `json:"line"`
+		OriginalLine int    `json:"original_line"`
+		DiffHunk     string `json:"diff_hunk"`
+		HTMLURL      string `json:"html_url"`
+	}
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}}, nil, &review); err != nil {
+		return nil, err
+	}
+	var issue []struct {
+		ID   int64 `json:"id"`
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+		Body    string `json:"body"`
+		HTMLURL string `json:"html_url"`
+	}
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}}, nil, &issue); err != nil {
+		return nil, err
+	}
+	var out []Comment
+	for _, r := range review {
+		line := r.Line
+		if line == 0 {
+			line = r.OriginalLine
+		}
+		out = append(out, Comment{Key: fmt.Sprintf("review:%d", r.ID), ID: r.ID, Author: r.User.Login, Body: r.Body, Path: r.Path, Line: line, Hunk: r.DiffHunk, URL: r.HTMLURL})
+	}
+	for _, i := range issue {
+		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
+	}
+	sortByID(out)
+	return out, nil
+}
+
+// GitLab v4: merge requests and their notes. Drafts are marked by the
+// "Draft: " title prefix, which GitLab reads as the draft flag.
+type gitlab struct{}
+
+type glMR struct {
+	IID          int    `json:"iid"`
+	WebURL       string `json:"web_url"`
+	Draft        bool   `json:"draft"`
+	SourceBranch string `json:"source_branch"`
+}
+
+func (gitlab) project(c *Client) string { return "/projects/" + url.PathEscape(c.cfg.Project) }
+
+func (g gitlab) find(ctx context.Context, c *Client, head, base string) (PR, bool, error) {
+	var mrs []glMR
+	q := url.Values{"source_branch": {head}, "target_branch": {base}, "state": {"opened"}}
+	if err := c.do(ctx, "GET", g.project(c)+"/merge_requests", q, nil, &mrs); err != nil {
+		return PR{}, false, err
+	}
+	for _, m := range mrs {
+		if m.SourceBranch == head {
+			return PR{Number: m.IID, URL: m.WebURL, Draft: m.Draft}, true, nil
+		}
+	}
+	return PR{}, false, nil
+}
+
+func (g gitlab) create(ctx context.Context, c *Client, r Request) (PR, error) {
+	title := r.Title
+	if r.Draft && !strings.HasPrefix(title, "Draft: ") {
+		title = "Draft: " + title
+	}
+	var m glMR
+	body := map[string]any{"source_branch": r.Head, "target_branch": r.Base, "title": title, "description": r.Body, "remove_source_branch": true}
+	if err := c.do(ctx, "POST", g.project(c)+"/merge_requests", nil, body, &m); err != nil {
+		return PR{}, err
+	}
+	return PR{Number: m.IID, URL: m.WebURL, Draft: m.Draft}, nil
+}
+
+func (g gitlab) update(ctx context.Context, c *Client, number int, _, body string) error {
+	// The title stays as it is: a person may have taken it out of draft.
+	return c.do(ctx, "PUT", fmt.Sprintf("%s/merge_requests/%d", g.project(c), number), nil, map[string]any{"description": body}, nil)
+}
+
+func (g gitlab) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
+	var notes []struct {
+		ID     int64 `json:"id"`
+		Body   string `json:"body"`
+		System bool   `json:"system"`
+		Author struct {
+			Username string `json:"username"`
+		} `json:"author"`
+		Position *struct {
+			NewPath string `json:"new_path"`
+			NewLine int    `json:"new_line"`
+		} `json:"position"`
+	}
+	q := url.Values{"sort": {"asc"}, "order_by": {"created_at"}, "per_page": {"100"}}
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/merge_requests/%d/notes", g.project(c), number), q, nil, &notes); err != nil {
+		return nil, err
+	}
+	var out []Comment
+	for _, n := range notes {
+		if n.System {
+			continue // "added 1 commit" and the like
+		}
+		cm := Comment{Key: fmt.Sprintf("note:%d", n.ID), ID: n.ID, Author: n.Author.Username, Body: n.Body}
+		if n.Position != nil {
+			cm.Path, cm.Line = n.Position.NewPath, n.Position.NewLine
+		}
+		out = append(out, cm)
+	}
+	sortByID(out)
+	return out, nil
+}
+
+// Gitea and Forgejo v1: pulls, reviews' comments and issue comments. Drafts
+// are marked by the "WIP: " title prefix.
+type gitea struct{}
+
+type gtPull struct {
+	Number  int    `json:"number"`
+	HTMLURL string `json:"html_url"`
+	Title   string `json:"title"`
+	Head    struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
+}
+
+func (gitea) repo(c *Client) string { return "/repos/" + c.cfg.Project }
+
+func (g gitea) find(ctx context.Context, c *Client, head, base string) (PR, bool, error) {
+	for page := 1; page <= 10; page++ {
+		var pulls []gtPull
+		q := url.Values{"state": {"open"}, "limit": {"50"}, "page": {fmt.Sprint(page)}}
+		if err := c.do(ctx, "GET", g.repo(c)+"/pulls", q, nil, &pulls); err != nil {
+			return PR{}, false, err
+		}
+		for _, p := range pulls {
+			if p.Head.Ref == head && p.Base.Ref == base {
+				return PR{Number: p.Number, URL: p.HTMLURL, Draft: strings.HasPrefix(p.Title, "WIP:")}, true, nil
+			}
+		}
+		if len(pulls) < 50 {
+			break
+		}
+	}
+	return PR{}, false, nil
+}
+
+func (g gitea) create(ctx context.Context, c *Client, r Request) (PR, error) {
+	title := r.Title
+	if r.Draft && !strings.HasPrefix(title, "WIP: ") {
+		title = "WIP: " + title
+	}
+	var p gtPull
+	body := map[string]any{"head": r.Head, "base": r.Base, "title": title, "body": r.Body}
+	if err := c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p); err != nil {
+		return PR{}, err
+	}
+	return PR{Number: p.Number, URL: p.HTMLURL, Draft: r.Draft}, nil
+}
+
+func (g gitea) update(ctx context.Context, c *Client, number int, _, body string) error {
+	return c.do(ctx, "PATCH", fmt.Sprintf("%s/pulls/%d", g.repo(c), number), nil, map[string]any{"body": body}, nil)
+}
+
+func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
+	var reviews []struct {
+		ID int64 `json:"id"`
+	}
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/reviews", g.repo(c), number), nil, nil, &reviews); err != nil {
+		return nil, err
+	}
+	var out []Comment
+	for _, r := range reviews {
+		var cs []struct {
+			ID   int64 `json:"id"`
+			User struct {
+				Login string `json:"login"`
+			} `json:"user"`
+			Body     string `json:"body"`
+			Path     string `json:"path"`
+			Position int    `json:"position"`
+			DiffHunk string `json:"diff_hunk"`
+			HTMLURL  string `json:"html_url"`
+		}
+		if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/reviews/%d/comments", g.repo(c), number, r.ID), nil, nil, &cs); err != nil {
+			return nil, err
+		}
+		for _, x := range cs {
+			out = append(out, Comment{Key: fmt.Sprintf("review:%d", x.ID), ID: x.ID, Author: x.User.Login, Body: x.Body, Path: x.Path, Line: x.Position, Hunk: x.DiffHunk, URL: x.HTMLURL})
+		}
+	}
+	var issue []struct {
+		ID   int64 `json:"id"`
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+		Body    string `json:"body"`
+		HTMLURL string `json:"html_url"`
+	}
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", g.repo(c), number), nil, nil, &issue); err != nil {
+		return nil, err
+	}
+	for _, i := range issue {
+		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
+	}
+	sortByID(out)
+	return out, nil
+}
+
+func sortByID(cs []Comment) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+}

@@ -1,0 +1,350 @@
+// Package forge opens and updates the pull (merge) request of a thread's
+// branch on GitHub (and GitHub Enterprise), GitLab and Gitea/Forgejo, and
+// reads its review comments, over each forge's REST API with the
+// repository's token.
+//
+// Contract:
+//   - Ensure is idempotent: it finds the open request from head to base and
+//     updates its body, or opens one (a draft where the forge has drafts and
+//     the caller asked for one). A request that appeared meanwhile ("already
+//     exists") is found and updated, never duplicated.
+//   - Errors are *Error values; Error.Refused says the forge will not let
+//     this token do it (401, 403, 404 on the project), which the caller tells
+//     the thread once instead of retrying after every push.
+//   - The token is sent only to the configured API host and never appears
+//     in an error.
+package forge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kinds of forge.
+const (
+	GitHub = "github"
+	GitLab = "gitlab"
+	Gitea  = "gitea"
+)
+
+// Config says where a repository's requests live.
+type Config struct {
+	// Kind is GitHub, GitLab or Gitea.
+	Kind string
+	// APIURL is the REST base: https://api.github.com,
+	// https://<host>/api/v3 (GitHub Enterprise), https://<host>/api/v4
+	// (GitLab), https://<host>/api/v1 (Gitea, Forgejo).
+	APIURL string
+	// Project is owner/repo (GitLab: the full group/subgroup/project path).
+	Project string
+	Token   string
+	// HTTPClient makes the calls. Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
+}
+
+// Resolve fills what Config leaves out from the repository's remote URL:
+// the project path, the kind (from forge, else guessed from the host) and
+// the API base (from apiURL, else the forge's usual one on that host).
+func Resolve(remoteURL, forge, apiURL, token string) (Config, error) {
+	host, path, err := splitRemote(remoteURL)
+	if err != nil {
+		return Config{}, err
+	}
+	kind := strings.ToLower(forge)
+	if kind == "" || kind == "auto" {
+		kind = guess(host)
+	}
+	if kind == "forgejo" {
+		kind = Gitea
+	}
+	if kind != GitHub && kind != GitLab && kind != Gitea {
+		return Config{}, fmt.Errorf("cannot tell which forge %s is; set forge (github, gitlab or gitea)", host)
+	}
+	if apiURL == "" {
+		switch {
+		case kind == GitHub && host == "github.com":
+			apiURL = "https://api.github.com"
+		case kind == GitHub:
+			apiURL = "https://" + host + "/api/v3"
+		case kind == GitLab:
+			apiURL = "https://" + host + "/api/v4"
+		default:
+			apiURL = "https://" + host + "/api/v1"
+		}
+	}
+	return Config{Kind: kind, APIURL: strings.TrimSuffix(apiURL, "/"), Project: path, Token: token}, nil
+}
+
+func guess(host string) string {
+	h := strings.ToLower(host)
+	switch {
+	case h == "github.com" || strings.Contains(h, "github"):
+		return GitHub
+	case strings.Contains(h, "gitlab"):
+		return GitLab
+	case strings.Contains(h, "gitea") || strings.Contains(h, "forgejo") || h == "codeberg.org":
+		return Gitea
+	}
+	return ""
+}
+
+// splitRemote returns the host and owner/repo path of a remote URL (https,
+// ssh://, or scp-like git@host:owner/repo.git).
+func splitRemote(remote string) (host, path string, err error) {
+	switch {
+	case strings.Contains(remote, "://"):
+		u, perr := url.Parse(remote)
+		if perr != nil || u.Host == "" {
+			return "", "", fmt.Errorf("remote %q is not a URL of a forge", remote)
+		}
+		host, path = u.Hostname(), u.Path
+	case strings.Contains(remote, ":") && !strings.HasPrefix(remote, "/"):
+		h, p, _ := strings.Cut(remote, ":")
+		if i := strings.LastIndex(h, "@"); i >= 0 {
+			h = h[i+1:]
+		}
+		host, path = h, p
+	default:
+		return "", "", fmt.Errorf("remote %q is a local path, not a forge", remote)
+	}
+	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
+	if !strings.Contains(path, "/") {
+		return "", "", fmt.Errorf("remote %q has no owner/repository path", remote)
+	}
+	return host, path, nil
+}
+
+// Request is the pull request a thread wants.
+type Request struct {
+	Head, Base  string
+	Title, Body string
+	Draft       bool
+}
+
+// PR is an open pull (merge) request.
+type PR struct {
+	Number int
+	URL    string
+	Draft  bool
+	// Created is set when Ensure opened it.
+	Created bool
+}
+
+// Comment is one review comment (or a comment on the request).
+type Comment struct {
+	// Key is unique among the request's comments ("review:123"): review
+	// and general comments are numbered separately on some forges.
+	Key    string
+	ID     int64
+	Author string
+	Body   string
+	// Path and Line locate a comment on the diff; empty for a general one.
+	Path string
+	Line int
+	// Hunk is the diff around the line, when the forge gives it.
+	Hunk string
+	URL  string
+}
+
+// Error is a forge's refusal or failure.
+type Error struct {
+	Status  int
+	Message string
+	// Refused: the token may not do this here (401, 403, 404).
+	Refused bool
+	// RetryAfter is the forge's rate-limit wait, when it gave one.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Status == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// Client talks to one repository's forge.
+type Client struct {
+	cfg  Config
+	http *http.Client
+	api  api
+}
+
+// api is what differs between forges.
+type api interface {
+	find(ctx context.Context, c *Client, head, base string) (PR, bool, error)
+	create(ctx context.Context, c *Client, r Request) (PR, error)
+	update(ctx context.Context, c *Client, number int, title, body string) error
+	comments(ctx context.Context, c *Client, number int) ([]Comment, error)
+}
+
+// New returns a client for cfg.
+func New(cfg Config) (*Client, error) {
+	c := &Client{cfg: cfg, http: cfg.HTTPClient}
+	if c.http == nil {
+		c.http = &http.Client{Timeout: 30 * time.Second}
+	}
+	switch cfg.Kind {
+	case GitHub:
+		c.api = github{}
+	case GitLab:
+		c.api = gitlab{}
+	case Gitea:
+		c.api = gitea{}
+	default:
+		return nil, fmt.Errorf("unknown forge %q", cfg.Kind)
+	}
+	if cfg.Token == "" {
+		return nil, &Error{Message: "no token is configured for this repository", Refused: true}
+	}
+	return c, nil
+}
+
+// Kind is the forge's kind.
+func (c *Client) Kind() string { return c.cfg.Kind }
+
+// Ensure opens the request for r, or updates the open one's title and body.
+func (c *Client) Ensure(ctx context.Context, r Request) (PR, error) {
+	pr, ok, err := c.api.find(ctx, c, r.Head, r.Base)
+	if err != nil {
+		return PR{}, err
+	}
+	if ok {
+		return pr, c.api.update(ctx, c, pr.Number, r.Title, r.Body)
+	}
+	pr, err = c.api.create(ctx, c, r)
+	var fe *Error
+	if errors.As(err, &fe) && (fe.Status == http.StatusUnprocessableEntity || fe.Status == http.StatusConflict) {
+		// Opened meanwhile (another replica, a person): use that one.
+		if pr, ok, ferr := c.api.find(ctx, c, r.Head, r.Base); ferr == nil && ok {
+			return pr, c.api.update(ctx, c, pr.Number, r.Title, r.Body)
+		}
+	}
+	if err != nil {
+		return PR{}, err
+	}
+	pr.Created = true
+	return pr, nil
+}
+
+// Find returns the open request from head to base, if there is one.
+func (c *Client) Find(ctx context.Context, head, base string) (PR, bool, error) {
+	return c.api.find(ctx, c, head, base)
+}
+
+// Comments returns the request's review comments and comments, oldest
+// first.
+func (c *Client) Comments(ctx context.Context, number int) ([]Comment, error) {
+	return c.api.comments(ctx, c, number)
+}
+
+// do makes one call: body (if any) as JSON, the answer decoded into out.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	u := c.cfg.APIURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "threadsmith")
+	switch c.cfg.Kind {
+	case GitHub:
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	case GitLab:
+		req.Header.Set("PRIVATE-TOKEN", c.cfg.Token)
+	case Gitea:
+		req.Header.Set("Authorization", "token "+c.cfg.Token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The URL is the API's; the error text never holds the token.
+		return &Error{Message: "the forge could not be reached: " + strings.ReplaceAll(err.Error(), c.cfg.Token, "***")}
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode >= 300 {
+		return responseError(resp, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &Error{Status: resp.StatusCode, Message: "the forge answered something unexpected: " + err.Error()}
+	}
+	return nil
+}
+
+// responseError turns a failed answer into an *Error with the forge's own
+// message.
+func responseError(resp *http.Response, data []byte) *Error {
+	var body struct {
+		Message string `json:"message"`
+		Error   string `json:"error"`
+		Errors  []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	_ = json.Unmarshal(data, &body)
+	msg := body.Message
+	if msg == "" {
+		msg = body.Error
+	}
+	for _, e := range body.Errors {
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	e := &Error{Status: resp.StatusCode, Message: "the forge refused: " + msg}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		e.Refused = true
+	}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			e.RetryAfter = time.Duration(n) * time.Second
+		}
+	} else if resp.Header.Get("X-RateLimit-Remaining") == "0" {
+		if n, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			e.RetryAfter = time.Until(time.Unix(n, 0))
+		}
+	}
+	if e.RetryAfter > 0 && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) {
+		e.Refused = false // a rate limit, not a refusal
+		e.Message = "the forge's rate limit was reached"
+	}
+	return e
+}
+
+// owner is the owner part of owner/repo.
+func (c *Client) owner() string {
+	o, _, _ := strings.Cut(c.cfg.Project, "/")
+	return o
+}

@@ -1,0 +1,139 @@
+package forge_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/forge"
+	"github.com/threadsmith/threadsmith/internal/fakes/forgefake"
+)
+
+func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok-123")
+			c, err := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok-123"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := forge.Request{Head: "bot/slack-1", Base: "main", Title: "add a hello file", Body: "first body", Draft: true}
+			pr, err := c.Ensure(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pr.Created || pr.Number != 1 || pr.URL == "" || !pr.Draft {
+				t.Fatalf("first Ensure: %+v", pr)
+			}
+			req.Body = "second body"
+			pr2, err := c.Ensure(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pr2.Created || pr2.Number != 1 || pr2.URL != pr.URL {
+				t.Fatalf("second Ensure: %+v, want the same request updated", pr2)
+			}
+			prs := fake.PRs()
+			if len(prs) != 1 || prs[0].Body != "second body" || prs[0].Head != "bot/slack-1" || prs[0].Base != "main" || prs[0].Updates != 1 || !prs[0].Draft {
+				t.Fatalf("the forge holds %+v", prs)
+			}
+			// Another branch gets its own request.
+			if pr3, err := c.Ensure(t.Context(), forge.Request{Head: "bot/slack-2", Base: "main", Title: "t", Body: "b"}); err != nil || pr3.Number != 2 {
+				t.Fatalf("other branch: %+v %v", pr3, err)
+			}
+		})
+	}
+}
+
+func TestCommentsOnEveryForge(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok")
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fake.AddComment(pr.Number, forgefake.Comment{ID: 7, Author: "rev", Body: "rename this", Path: "main.go", Line: 3, Review: true})
+			fake.AddComment(pr.Number, forgefake.Comment{ID: 9, Author: "rev", Body: "and add a test"})
+			cs, err := c.Comments(t.Context(), pr.Number)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != 2 || cs[0].Path != "main.go" || cs[0].Line != 3 || cs[0].Author != "rev" || cs[1].Body != "and add a test" || cs[0].Key == cs[1].Key {
+				t.Fatalf("comments %+v", cs)
+			}
+		})
+	}
+}
+
+func TestRequestOpenedMeanwhileIsFoundNotDuplicated(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok")
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			if _, err := c.Ensure(t.Context(), forge.Request{Head: "bot/y", Base: "main", Title: "t", Body: "one"}); err != nil {
+				t.Fatal(err)
+			}
+			// Opened between our look and our create: the forge's "already
+			// exists" leads to it, and it is updated.
+			fake.MissNextList()
+			if pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/y", Base: "main", Title: "t", Body: "two"}); err != nil || pr.Created || pr.Number != 1 {
+				t.Fatalf("Ensure after a missed look: %+v, %v", pr, err)
+			}
+			if prs := fake.PRs(); len(prs) != 1 || prs[0].Body != "two" {
+				t.Fatalf("requests %+v", prs)
+			}
+		})
+	}
+}
+
+func TestRefusalsAndRateLimits(t *testing.T) {
+	fake := forgefake.New(t, forge.GitHub, "acme/app", "tok")
+	c, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+	fake.Forbid(true)
+	_, err := c.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
+	var fe *forge.Error
+	if !errors.As(err, &fe) || !fe.Refused || fe.Status != 403 || !strings.Contains(err.Error(), "Resource not accessible") {
+		t.Fatalf("403: %v", err)
+	}
+	fake.Forbid(false)
+	fake.RateLimit(true)
+	_, err = c.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
+	if !errors.As(err, &fe) || fe.Refused || fe.RetryAfter.Seconds() != 60 || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("rate limit: %v", err)
+	}
+	wrong, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app", Token: "nope-secret"})
+	fake.RateLimit(false)
+	_, err = wrong.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
+	if !errors.As(err, &fe) || !fe.Refused || strings.Contains(err.Error(), "nope-secret") {
+		t.Fatalf("bad token: %v", err)
+	}
+	if _, err := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app"}); !errors.As(err, &fe) || !fe.Refused {
+		t.Fatalf("no token: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		remote, forge, api string
+		want               forge.Config
+	}{
+		{"https://github.com/acme/app.git", "", "", forge.Config{Kind: "github", APIURL: "https://api.github.com", Project: "acme/app"}},
+		{"git@github.com:acme/app.git", "", "", forge.Config{Kind: "github", APIURL: "https://api.github.com", Project: "acme/app"}},
+		{"https://ghe.corp.example/acme/app", "github", "", forge.Config{Kind: "github", APIURL: "https://ghe.corp.example/api/v3", Project: "acme/app"}},
+		{"https://gitlab.com/group/sub/app.git", "", "", forge.Config{Kind: "gitlab", APIURL: "https://gitlab.com/api/v4", Project: "group/sub/app"}},
+		{"ssh://git@codeberg.org/me/app.git", "", "", forge.Config{Kind: "gitea", APIURL: "https://codeberg.org/api/v1", Project: "me/app"}},
+		{"https://git.internal/team/app", "forgejo", "https://git.internal/api/v1/", forge.Config{Kind: "gitea", APIURL: "https://git.internal/api/v1", Project: "team/app"}},
+	} {
+		got, err := forge.Resolve(tc.remote, tc.forge, tc.api, "")
+		if err != nil || got != tc.want {
+			t.Errorf("Resolve(%q, %q) = %+v, %v; want %+v", tc.remote, tc.forge, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"/srv/git/app.git", "file:///srv/app", "https://unknown.example/a/b"} {
+		if _, err := forge.Resolve(bad, "", "", ""); err == nil {
+			t.Errorf("Resolve(%q): want an error", bad)
+		}
+	}
+}

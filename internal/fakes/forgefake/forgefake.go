@@ -1,0 +1,358 @@
+// Package forgefake serves the parts of the GitHub (REST v3), GitLab (v4)
+// and Gitea/Forgejo (v1) APIs that open, find, update and comment on pull
+// requests, on 127.0.0.1, as strictly as the real ones: the forge's own
+// authentication header, required fields, its answer to a duplicate request
+// (GitHub 422 "A pull request already exists", GitLab and Gitea 409), 403 for
+// a token without rights, and rate-limit answers on demand.
+package forgefake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// PR is a pull request the fake holds.
+type PR struct {
+	Number      int
+	Head, Base  string
+	Title, Body string
+	Draft       bool
+	Open        bool
+	Updates     int // PATCH/PUT calls after it was opened
+}
+
+// Comment is a comment to serve on a request.
+type Comment struct {
+	ID     int64
+	Author string
+	Body   string
+	Path   string
+	Line   int
+	Review bool // a review (diff) comment, else a general one
+}
+
+// Server is one fake forge of one kind for one project.
+type Server struct {
+	Kind    string // "github", "gitlab", "gitea"
+	Project string // owner/repo
+	Token   string
+
+	ts *httptest.Server
+
+	mu        sync.Mutex
+	prs       []*PR
+	comments  map[int][]Comment
+	forbidden bool
+	limited   bool
+	missOnce  bool
+	calls     []string
+}
+
+// New starts a fake forge of kind for project, accepting token.
+func New(tb testing.TB, kind, project, token string) *Server {
+	s := &Server{Kind: kind, Project: project, Token: token, comments: map[int][]Comment{}}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.ts.Close)
+	return s
+}
+
+// APIURL is the REST base to configure (as api_url).
+func (s *Server) APIURL() string {
+	switch s.Kind {
+	case "gitlab":
+		return s.ts.URL + "/api/v4"
+	case "gitea":
+		return s.ts.URL + "/api/v1"
+	}
+	return s.ts.URL + "/api/v3"
+}
+
+// Forbid makes every call answer 403 (a token without rights).
+func (s *Server) Forbid(on bool) { s.mu.Lock(); s.forbidden = on; s.mu.Unlock() }
+
+// RateLimit makes every call answer the forge's rate-limit response.
+func (s *Server) RateLimit(on bool) { s.mu.Lock(); s.limited = on; s.mu.Unlock() }
+
+// MissNextList makes the next listing of requests come back empty, as if
+// the request were opened between the client's look and its create.
+func (s *Server) MissNextList() { s.mu.Lock(); s.missOnce = true; s.mu.Unlock() }
+
+// PRs returns a copy of the requests.
+func (s *Server) PRs() []PR {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PR, len(s.prs))
+	for i, p := range s.prs {
+		out[i] = *p
+	}
+	return out
+}
+
+// Calls lists "METHOD path" of every call so far.
+func (s *Server) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+// AddComment adds a comment to request number.
+func (s *Server) AddComment(number int, c Comment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.comments[number] = append(s.comments[number], c)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	switch s.Kind {
+	case "gitlab":
+		return r.Header.Get("PRIVATE-TOKEN") == s.Token || r.Header.Get("Authorization") == "Bearer "+s.Token
+	case "gitea":
+		return r.Header.Get("Authorization") == "token "+s.Token
+	}
+	a := r.Header.Get("Authorization")
+	return a == "Bearer "+s.Token || a == "token "+s.Token
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, r.Method+" "+r.URL.Path)
+	if !s.authorized(r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials"})
+		return
+	}
+	if s.limited {
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("Retry-After", "60")
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "API rate limit exceeded"})
+		return
+	}
+	if s.forbidden {
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "Resource not accessible by integration"})
+		return
+	}
+	var body map[string]any
+	if r.Body != nil && (r.Method == "POST" || r.Method == "PATCH" || r.Method == "PUT") {
+		if r.Header.Get("Content-Type") != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"message": "JSON body expected"})
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Problems parsing JSON"})
+			return
+		}
+	}
+	switch s.Kind {
+	case "gitlab":
+		s.serveGitLab(w, r, body)
+	default:
+		s.serveGitHubLike(w, r, body)
+	}
+}
+
+func str(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+
+func (s *Server) pull(n int) *PR {
+	for _, p := range s.prs {
+		if p.Number == n {
+			return p
+		}
+	}
+	return nil
+}
+
+// serveGitHubLike serves GitHub and Gitea, whose pull routes match.
+func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	prefix := "/api/v3/repos/" + s.Project
+	if s.Kind == "gitea" {
+		prefix = "/api/v1/repos/" + s.Project
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+		return
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	owner, _, _ := strings.Cut(s.Project, "/")
+	view := func(p *PR) map[string]any {
+		v := map[string]any{"number": p.Number, "html_url": fmt.Sprintf("https://forge.test/%s/pull/%d", s.Project, p.Number),
+			"title": p.Title, "body": p.Body, "state": map[bool]string{true: "open", false: "closed"}[p.Open],
+			"head": map[string]any{"ref": p.Head, "label": owner + ":" + p.Head}, "base": map[string]any{"ref": p.Base}}
+		if s.Kind == "github" {
+			v["draft"] = p.Draft
+		}
+		return v
+	}
+	switch {
+	case len(parts) == 1 && parts[0] == "pulls" && r.Method == "GET":
+		q := r.URL.Query()
+		var out []map[string]any
+		for _, p := range s.prs {
+			if s.missOnce {
+				break
+			}
+			if !p.Open {
+				continue
+			}
+			if s.Kind == "github" && (q.Get("head") != "" && q.Get("head") != owner+":"+p.Head || q.Get("base") != "" && q.Get("base") != p.Base) {
+				continue
+			}
+			out = append(out, view(p))
+		}
+		if out == nil {
+			out = []map[string]any{}
+		}
+		s.missOnce = false
+		writeJSON(w, http.StatusOK, out)
+	case len(parts) == 1 && parts[0] == "pulls" && r.Method == "POST":
+		head, base, title := str(body, "head"), str(body, "base"), str(body, "title")
+		if head == "" || base == "" || title == "" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"message": "head, base and title are required"}}})
+			return
+		}
+		for _, p := range s.prs {
+			if p.Open && p.Head == head && p.Base == base {
+				if s.Kind == "gitea" {
+					writeJSON(w, http.StatusConflict, map[string]any{"message": "pull request already exists for these targets"})
+				} else {
+					writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"message": "A pull request already exists for " + owner + ":" + head + "."}}})
+				}
+				return
+			}
+		}
+		draft, _ := body["draft"].(bool)
+		p := &PR{Number: len(s.prs) + 1, Head: head, Base: base, Title: title, Body: str(body, "body"), Draft: draft, Open: true}
+		if s.Kind == "gitea" {
+			p.Draft = strings.HasPrefix(title, "WIP:")
+		}
+		s.prs = append(s.prs, p)
+		writeJSON(w, http.StatusCreated, view(p))
+	case len(parts) == 2 && parts[0] == "pulls" && r.Method == "PATCH":
+		n, _ := strconv.Atoi(parts[1])
+		p := s.pull(n)
+		if p == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+			return
+		}
+		if t := str(body, "title"); t != "" {
+			p.Title = t
+		}
+		if b, ok := body["body"].(string); ok {
+			p.Body = b
+		}
+		p.Updates++
+		writeJSON(w, http.StatusOK, view(p))
+	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "comments" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		writeJSON(w, http.StatusOK, s.commentList(n, true))
+	case len(parts) == 3 && parts[0] == "issues" && parts[2] == "comments" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		writeJSON(w, http.StatusOK, s.commentList(n, false))
+	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET":
+		writeJSON(w, http.StatusOK, []map[string]any{{"id": 1}})
+	case len(parts) == 5 && parts[0] == "pulls" && parts[2] == "reviews" && parts[4] == "comments" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		writeJSON(w, http.StatusOK, s.commentList(n, true))
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+	}
+}
+
+func (s *Server) commentList(n int, review bool) []map[string]any {
+	out := []map[string]any{}
+	for _, c := range s.comments[n] {
+		if c.Review != review {
+			continue
+		}
+		m := map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "html_url": fmt.Sprintf("https://forge.test/c/%d", c.ID)}
+		if review {
+			m["path"], m["line"], m["position"], m["diff_hunk"] = c.Path, c.Line, c.Line, "@@ -1 +1 @@"
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	// The project is addressed by its URL-encoded path.
+	prefix := "/api/v4/projects/" + url.PathEscape(s.Project)
+	raw := r.URL.EscapedPath()
+	rest, ok := strings.CutPrefix(raw, prefix)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Project Not Found"})
+		return
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	view := func(p *PR) map[string]any {
+		return map[string]any{"iid": p.Number, "web_url": fmt.Sprintf("https://forge.test/%s/-/merge_requests/%d", s.Project, p.Number),
+			"title": p.Title, "description": p.Body, "draft": p.Draft, "state": "opened", "source_branch": p.Head, "target_branch": p.Base}
+	}
+	switch {
+	case len(parts) == 1 && parts[0] == "merge_requests" && r.Method == "GET":
+		q := r.URL.Query()
+		out := []map[string]any{}
+		for _, p := range s.prs {
+			if s.missOnce {
+				break
+			}
+			if p.Open && (q.Get("source_branch") == "" || q.Get("source_branch") == p.Head) && (q.Get("target_branch") == "" || q.Get("target_branch") == p.Base) {
+				out = append(out, view(p))
+			}
+		}
+		s.missOnce = false
+		writeJSON(w, http.StatusOK, out)
+	case len(parts) == 1 && parts[0] == "merge_requests" && r.Method == "POST":
+		head, base, title := str(body, "source_branch"), str(body, "target_branch"), str(body, "title")
+		if head == "" || base == "" || title == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "source_branch, target_branch and title are required"})
+			return
+		}
+		for _, p := range s.prs {
+			if p.Open && p.Head == head {
+				writeJSON(w, http.StatusConflict, map[string]any{"message": []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", p.Number)}})
+				return
+			}
+		}
+		p := &PR{Number: len(s.prs) + 1, Head: head, Base: base, Title: title, Body: str(body, "description"), Draft: strings.HasPrefix(title, "Draft:"), Open: true}
+		s.prs = append(s.prs, p)
+		writeJSON(w, http.StatusCreated, view(p))
+	case len(parts) == 2 && parts[0] == "merge_requests" && r.Method == "PUT":
+		n, _ := strconv.Atoi(parts[1])
+		p := s.pull(n)
+		if p == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
+			return
+		}
+		if d, ok := body["description"].(string); ok {
+			p.Body = d
+		}
+		p.Updates++
+		writeJSON(w, http.StatusOK, view(p))
+	case len(parts) == 3 && parts[0] == "merge_requests" && parts[2] == "notes" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		out := []map[string]any{{"id": 1, "body": "added 1 commit", "system": true, "author": map[string]any{"username": "bot"}}}
+		for _, c := range s.comments[n] {
+			m := map[string]any{"id": c.ID, "body": c.Body, "system": false, "author": map[string]any{"username": c.Author}}
+			if c.Review {
+				m["position"] = map[string]any{"new_path": c.Path, "new_line": c.Line}
+			}
+			out = append(out, m)
+		}
+		writeJSON(w, http.StatusOK, out)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
+	}
+}
