@@ -444,6 +444,9 @@ type meta struct {
 	// when the workspace was made from the remote branch): commits after it
 	// are the unpushed ones, the only ones ever replayed onto the remote.
 	LastPushed string `json:"last_pushed,omitempty"`
+	// ReviewSeen are the keys of the pull request's comments already given
+	// to the model (see Workspace.ReviewSeen).
+	ReviewSeen []string `json:"review_seen,omitempty"`
 }
 
 // updateMeta changes w's record with f. Callers hold the thread lock.
