@@ -57,17 +57,26 @@ const (
 )
 
 // Content is one block of a message. Which fields are set depends on Type:
-// text → Text; thinking → Thinking; image → MimeType and Data (base64);
-// toolCall → ID, Name and Arguments (a JSON object, as the model sent it).
+// text → Text; thinking → Thinking and, from Anthropic, Signature (or, for a
+// redacted thinking block, only Data: the provider's encrypted payload); image →
+// MimeType and Data (base64); toolCall → ID, Name and Arguments (a JSON object),
+// plus RawArguments when the model's own text differs from Arguments' encoding.
 type Content struct {
 	Type      ContentType     `json:"type"`
 	Text      string          `json:"text,omitempty"`
 	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
 	MimeType  string          `json:"mimeType,omitempty"`
 	Data      string          `json:"data,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// RawArguments is the arguments exactly as the model streamed them, kept
+	// only when encoding Arguments would not give them back: encoding/json
+	// compacts a RawMessage and escapes <, > and &, so `{"path": "a&b"}` is
+	// stored as `{"path":"a\u0026b"}`. Requests send RawArguments when set, so
+	// a resumed conversation is byte for byte the one the provider cached.
+	RawArguments string `json:"rawArguments,omitempty"`
 }
 
 // Text returns a text block.
@@ -76,6 +85,15 @@ func Text(s string) Content { return Content{Type: ContentText, Text: s} }
 // Image returns an image block; data is base64-encoded.
 func Image(mimeType, data string) Content {
 	return Content{Type: ContentImage, MimeType: mimeType, Data: data}
+}
+
+// WireArguments returns a tool call's arguments as the model wrote them: the
+// kept raw text, else the stored JSON.
+func (c Content) WireArguments() string {
+	if c.RawArguments != "" {
+		return c.RawArguments
+	}
+	return string(c.Arguments)
 }
 
 // ToolCall returns a tool-call block.
@@ -90,6 +108,8 @@ type Usage struct {
 	CacheRead   int `json:"cacheRead"`
 	CacheWrite  int `json:"cacheWrite"`
 	TotalTokens int `json:"totalTokens,omitempty"`
+	// Cost is what the call cost in USD, when the model's price is known.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Total is the reported total, or the sum of the parts when the provider sent none.

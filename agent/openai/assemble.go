@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -162,7 +161,7 @@ func (a *assembler) message() llm.Message {
 	slices.SortStableFunc(calls, func(x, y callState) int { return x.index - y.index })
 	for n, st := range calls {
 		block := a.msg.Content[st.block]
-		block.Arguments = finalArguments(st.args)
+		block.Arguments, block.RawArguments = llm.ToolArguments(st.args)
 		if block.ID == "" {
 			// The tool result must name its call; invent an id the provider
 			// never saw, which is all it needs to pair them.
@@ -171,24 +170,6 @@ func (a *assembler) message() llm.Message {
 		m.Content = append(m.Content, block)
 	}
 	return m
-}
-
-// finalArguments makes arguments that always marshal: empty means no
-// arguments ({}); text that is not valid JSON (a model's mistake, or a stream cut
-// mid-call) is kept as a JSON string holding the raw text, so the message can
-// still be stored, the agent loop reports "invalid arguments" to the model, and
-// the request builder sends the raw text back unchanged.
-func finalArguments(args []byte) json.RawMessage {
-	trimmed := strings.TrimSpace(string(args))
-	switch {
-	case trimmed == "":
-		return json.RawMessage("{}")
-	case json.Valid(args):
-		return json.RawMessage(args)
-	default:
-		quoted, _ := json.Marshal(string(args))
-		return quoted
-	}
 }
 
 // stopReason maps the finish reason. It returns an error for finish reasons

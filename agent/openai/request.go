@@ -29,6 +29,9 @@ func buildRequest(req llm.Request) goopenai.ChatCompletionRequest {
 			cr.MaxTokens = req.MaxTokens //nolint:staticcheck // deprecated upstream, but the name OpenAI-compatible servers accept (see above)
 		}
 	}
+	if effort := reasoningEffort(req.Reasoning); effort != "" {
+		cr.ReasoningEffort = effort
+	}
 	for _, t := range req.Tools {
 		params := t.Parameters
 		if len(strings.TrimSpace(string(params))) == 0 {
@@ -44,6 +47,17 @@ func buildRequest(req llm.Request) goopenai.ChatCompletionRequest {
 		})
 	}
 	return cr
+}
+
+// reasoningEffort maps a reasoning level to OpenAI's reasoning_effort. "" and
+// "off" send nothing: most OpenAI-compatible servers reject the field, and
+// OpenAI's reasoning models cannot switch reasoning off.
+func reasoningEffort(level string) string {
+	switch level {
+	case llm.ReasoningMinimal, llm.ReasoningLow, llm.ReasoningMedium, llm.ReasoningHigh:
+		return level
+	}
+	return ""
 }
 
 // usesMaxCompletionTokens mirrors the model families go-openai's request
@@ -143,7 +157,7 @@ func assistantMessage(m llm.Message) (goopenai.ChatCompletionMessage, bool) {
 				Type: goopenai.ToolTypeFunction,
 				Function: goopenai.FunctionCall{
 					Name:      c.Name,
-					Arguments: argumentsForWire(c.Arguments),
+					Arguments: argumentsForWire(c),
 				},
 			})
 		}
@@ -152,16 +166,18 @@ func assistantMessage(m llm.Message) (goopenai.ChatCompletionMessage, bool) {
 	return msg, msg.Content != "" || len(msg.ToolCalls) > 0
 }
 
-// argumentsForWire undoes finalArguments: arguments stored as a JSON string
-// (because the model sent invalid JSON) go back as the raw text it sent.
-func argumentsForWire(args json.RawMessage) string {
-	trimmed := strings.TrimSpace(string(args))
+// argumentsForWire sends back what the model wrote: the kept raw text when
+// storage would have changed it, and arguments stored as a JSON string
+// (because the model sent invalid JSON, see llm.ToolArguments) as that text.
+func argumentsForWire(c llm.Content) string {
+	args := c.WireArguments()
+	trimmed := strings.TrimSpace(args)
 	if trimmed == "" {
 		return "{}"
 	}
 	if trimmed[0] == '"' {
 		var raw string
-		if json.Unmarshal(args, &raw) == nil {
+		if json.Unmarshal([]byte(trimmed), &raw) == nil {
 			return raw
 		}
 	}
