@@ -22,6 +22,28 @@ type Request struct {
 	Messages     []Message
 	Tools        []ToolSpec
 	MaxTokens    int
+	// Reasoning is how hard a reasoning model should think: "" (the provider's
+	// default), "off", "minimal", "low", "medium" or "high" (pi's thinking
+	// levels). OpenAI gets it as reasoning_effort, Anthropic as a thinking budget.
+	Reasoning string
+}
+
+// Reasoning levels, as pi names its thinking levels.
+const (
+	ReasoningOff     = "off"
+	ReasoningMinimal = "minimal"
+	ReasoningLow     = "low"
+	ReasoningMedium  = "medium"
+	ReasoningHigh    = "high"
+)
+
+// ValidReasoning reports whether s is a reasoning level ("" included).
+func ValidReasoning(s string) bool {
+	switch s {
+	case "", ReasoningOff, ReasoningMinimal, ReasoningLow, ReasoningMedium, ReasoningHigh:
+		return true
+	}
+	return false
 }
 
 // DeltaKind says what a Delta adds to the partial message.
