@@ -290,6 +290,16 @@ type Repo struct {
 	Token string `yaml:"token"`
 	// SSHKeyFile is a private key for ssh remotes.
 	SSHKeyFile string `yaml:"ssh_key_file"`
+	// Forge is github, gitlab or gitea (also Forgejo); empty: guessed from
+	// the remote's host. It picks compare links and pull request APIs.
+	Forge string `yaml:"forge"`
+	// APIURL is the forge's REST base for self-hosted forges (GitHub
+	// Enterprise https://<host>/api/v3, GitLab https://<host>/api/v4, Gitea
+	// https://<host>/api/v1); empty: the usual one for the host.
+	APIURL string `yaml:"api_url"`
+	// PullRequests is draft, ready or off: whether the first push of a
+	// thread opens a pull (merge) request, and how. Needs a token.
+	PullRequests PullRequestMode `yaml:"pull_requests"`
 }
 
 // Slack configures the Slack adapter.

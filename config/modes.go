@@ -189,3 +189,33 @@ func (m *SandboxMode) UnmarshalText(b []byte) error {
 func (m SandboxMode) valid() bool {
 	return m == SandboxAuto || m == SandboxNamespaces || m == SandboxNone
 }
+
+// PullRequestMode is workspace.repos[].pull_requests.
+type PullRequestMode string
+
+const (
+	// PullRequestsDraft opens a draft request where the forge has drafts.
+	PullRequestsDraft PullRequestMode = "draft"
+	// PullRequestsReady opens a request ready for review.
+	PullRequestsReady PullRequestMode = "ready"
+	// PullRequestsOff opens none (the push notice keeps its compare link).
+	PullRequestsOff PullRequestMode = "off"
+)
+
+// UnmarshalText accepts the modes in any case; false and no mean off.
+func (m *PullRequestMode) UnmarshalText(b []byte) error {
+	switch s := strings.ToLower(string(b)); s {
+	case "draft", "ready", "off":
+		*m = PullRequestMode(s)
+	case "false", "no", "none":
+		*m = PullRequestsOff
+	default:
+		*m = PullRequestMode(b)
+	}
+	return nil
+}
+
+// valid accepts "" too: a config built in code means the default, draft.
+func (m PullRequestMode) valid() bool {
+	return m == "" || m == PullRequestsDraft || m == PullRequestsReady || m == PullRequestsOff
+}

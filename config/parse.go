@@ -94,6 +94,9 @@ func (c *Config) fillDerived() {
 		if c.Workspace.Repos[i].DefaultBranch == "" {
 			c.Workspace.Repos[i].DefaultBranch = defaultBranch
 		}
+		if c.Workspace.Repos[i].PullRequests == "" {
+			c.Workspace.Repos[i].PullRequests = PullRequestsDraft
+		}
 	}
 	for i := range c.MCP.Servers {
 		if c.MCP.Servers[i].Timeout == 0 {

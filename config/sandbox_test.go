@@ -63,3 +63,27 @@ func TestValidateSandbox(t *testing.T) {
 	_, err := Parse(strings.NewReader("sandbox: {memory: lots}"), nil)
 	wantErr(t, err, "sandbox.memory", "a size such as 2GiB")
 }
+
+func TestRepoForgeKeys(t *testing.T) {
+	c := mustParse(t, `
+workspace:
+  default_repo: a
+  repos:
+    - {name: a, url: https://ghe.example/x/a.git, forge: github, api_url: https://ghe.example/api/v3, pull_requests: ready}
+    - {name: b, url: /srv/b}
+`, nil)
+	if r := c.Workspace.Repos[0]; r.Forge != "github" || r.APIURL != "https://ghe.example/api/v3" || r.PullRequests != PullRequestsReady {
+		t.Errorf("repo a = %+v", r)
+	}
+	if r := c.Workspace.Repos[1]; r.PullRequests != PullRequestsDraft {
+		t.Errorf("repo b pull_requests = %q, want the default draft", r.PullRequests)
+	}
+	v := validConfig()
+	v.Workspace.Repos[0].PullRequests = "sometimes"
+	v.Workspace.Repos[0].Forge = "sourceforge"
+	v.Workspace.Repos[0].APIURL = "ftp://x"
+	err := v.Validate()
+	wantErr(t, err, "workspace.repos[0].pull_requests", "draft, ready or off")
+	wantErr(t, err, "workspace.repos[0].forge", "github, gitlab")
+	wantErr(t, err, "workspace.repos[0].api_url", "http(s)")
+}

@@ -288,6 +288,19 @@ func (c *Config) validateWorkspace(v *collector) {
 		if p := refNameProblem(r.DefaultBranch); p != "" {
 			v.add(key+"default_branch", p)
 		}
+		switch strings.ToLower(r.Forge) {
+		case "", "github", "gitlab", "gitea", "forgejo", "bitbucket", "none":
+		default:
+			v.add(key+"forge", fmt.Sprintf("must be github, gitlab, gitea, forgejo, bitbucket or none (got %q)", r.Forge))
+		}
+		if r.APIURL != "" {
+			if p := httpURLProblem(r.APIURL); p != "" {
+				v.add(key+"api_url", p)
+			}
+		}
+		if !r.PullRequests.valid() {
+			v.add(key+"pull_requests", fmt.Sprintf("must be draft, ready or off (got %q)", r.PullRequests))
+		}
 	}
 
 	switch {
