@@ -335,6 +335,7 @@ func TestDiscord(t *testing.T) {
 			{"status and diff", testDiscordStatusDiff},
 			{"compact", testDiscordCompact},
 			{"5000-char answer in 2000-char messages with balanced fences", testDiscordLongAnswer},
+			{"a hostile answer pings nobody but the requester", testDiscordHostileAnswer},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -356,6 +357,7 @@ func TestDiscord(t *testing.T) {
 		if u := env.fake.UnknownRoutes(); len(u) > 0 {
 			t.Errorf("routes Discord does not have: %+v", u)
 		}
+		checkDiscordPingsAtMost(t, env.fake, dAlice)
 	})
 }
 
@@ -825,9 +827,14 @@ func testDiscordAllowedRoles(e *discordEnv) {
 	e.waitBot(th, "answer to: mike: hello")
 	e.waitBot(th, "⏱")
 	fake.UserMessage(th, dBob, "lima: let me in too")
-	note := e.waitBot(th, "not allowed")
-	if !strings.HasPrefix(note.Content, "<@"+dBob+">") || strings.Count(note.Content, "<@") != 1 {
-		t.Errorf("refusal of bob's message: got %q, want a note to bob alone", note.Content)
+	// Outside an interaction Discord has no ephemeral message: bob gets a
+	// direct message, and the thread says nothing that names him.
+	note := e.waitBot(fake.DMChannel(dBob), "not allowed")
+	if strings.Contains(note.Content, "<@") || !strings.Contains(note.Content, "<#"+th+">") {
+		t.Errorf("refusal of bob's message: got %q, want a direct message naming the thread and nobody", note.Content)
+	}
+	if n := e.countBot(th, "not allowed"); n != 0 {
+		t.Errorf("refusal notes in the thread: %d, want 0", n)
 	}
 	fake.UserMessage(th, dAlice, "and now me")
 	e.waitBot(th, "answer to: and now me")
