@@ -185,7 +185,16 @@ type walker struct {
 	// done marks expanded scalars: an anchored value reached again through an
 	// alias must not be expanded twice.
 	done map[*yaml.Node]bool
+	// visits counts the values walked. Aliases and merge keys let a few
+	// hundred bytes stand for billions of values (each level of
+	// "<<: [*a, *a, …]" multiplies them), so the walk stops at maxVisits.
+	visits int
 }
+
+// maxVisits bounds the values a configuration may stand for once aliases and
+// merge keys are expanded: far above any real file (a few hundred), low
+// enough that a hostile one is refused in milliseconds.
+const maxVisits = 50_000
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -193,6 +202,12 @@ var (
 )
 
 func (w *walker) walk(n *yaml.Node, t reflect.Type, key string) {
+	if w.visits++; w.visits > maxVisits {
+		if w.visits == maxVisits+1 {
+			w.errs.add(key, fmt.Sprintf("the file stands for more than %d values once its aliases and merge keys are expanded (line %d); write the values out instead", maxVisits, n.Line))
+		}
+		return
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
