@@ -150,6 +150,37 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	return w.pushed(ctx, res, base), nil
 }
 
+// refusalReason is what the remote said when it refused a push: its
+// "remote:" lines and the reasons git puts in parentheses after "! [...]".
+// These come from the remote, not the bot's disk (git's own lines, which
+// name local paths, are left out), and are already redacted; the result is
+// cut short for a chat message.
+func refusalReason(err error) string {
+	var ge *gitError
+	if !errors.As(err, &ge) {
+		return ""
+	}
+	var parts []string
+	for _, line := range strings.Split(ge.stderr, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "remote:"):
+			if r := strings.TrimSpace(strings.TrimPrefix(line, "remote:")); r != "" {
+				parts = append(parts, r)
+			}
+		case strings.HasPrefix(line, "! ["):
+			if i := strings.LastIndex(line, "("); i >= 0 && strings.HasSuffix(line, ")") {
+				parts = append(parts, line[i+1:len(line)-1])
+			}
+		}
+	}
+	r := strings.Join(parts, "; ")
+	if len(r) > 300 {
+		r = strings.ToValidUTF8(r[:300], "") + "…"
+	}
+	return r
+}
+
 // errStaleLease: the remote branch was not where the push's lease said.
 var errStaleLease = errors.New("the remote branch is not where the lease expects it")
 
@@ -180,11 +211,19 @@ func (w *Workspace) pushBranch(ctx context.Context, local, expect string) error 
 		case exitStatus(err) <= 0:
 		case containsAny(text, "stale info", "[rejected]", "non-fast-forward", "fetch first"):
 			return fmt.Errorf("%w: %w", errStaleLease, err)
-		case strings.Contains(text, "[remote rejected]"):
-			// The remote's own rules (a protected branch, a hook).
+		case strings.Contains(text, "[remote rejected]") ||
+			exitStatus(err) == 1 && containsAny(text, "[remote failure]", "failed to push some refs"):
+			// The remote was reached and refused (a protected branch, a hook,
+			// a size limit): say so, with the remote's own words, instead of
+			// calling it unreachable. (git exits 1 for refused refs, 128 for
+			// fatal errors such as auth and network, which remoteError sorts.)
+			why := "its branch rules or hooks"
+			if r := refusalReason(err); r != "" {
+				why = "it said: " + r
+			}
 			return newError(CodePushRejected, fmt.Sprintf(
-				"The remote refused the push of %s (its branch rules or hooks). Commit %s is kept here and pushed next time.",
-				w.branch, short(local)), err)
+				"The remote refused the push of %s (%s). Commit %s is kept here and pushed next time.",
+				w.branch, why, short(local)), err)
 		}
 		return remoteError(mr.repo.Name, "push to", w.m.cfg.GitTimeout, err)
 	}
