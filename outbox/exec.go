@@ -151,7 +151,7 @@ func (o *Outbox) failedLocked(op *op, err error) func() {
 		} else if op.final && op.msg.edit == nil {
 			// The last word of a message the platform will not change: it
 			// goes out as a new message rather than not at all.
-			o.postLocked(o.newMessage(op.msg.ref), op.text, High)
+			o.inheritLocked(o.postLocked(o.newMessage(op.msg.ref), op.text, High), op.seq)
 		}
 	case opReact:
 		th.reacts = removeOp(th.reacts, op)
@@ -236,11 +236,13 @@ func (o *Outbox) backoff(n int) time.Duration {
 }
 
 // transient says whether a failed call is worth retrying: timeouts, broken
-// connections, and errors that say so (slack-go's StatusCodeError has
+// or closed connections, and errors that say so (slack-go's StatusCodeError has
 // Retryable; net errors have Timeout). Adapters should return errors with a
 // Retryable() bool method for 5xx responses.
 func transient(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	// EOF: the connection closed before an answer, as a timeout would
+	// leave it; the post may have been made (see chat.OncePoster).
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
 		return true
 	}

@@ -174,7 +174,7 @@ func (o *Outbox) Post(thread chat.ThreadRef, text string, p Priority, onPosted f
 }
 
 // postLocked queues the post of m with text.
-func (o *Outbox) postLocked(m *Message, text string, p Priority) {
+func (o *Outbox) postLocked(m *Message, text string, p Priority) *op {
 	th := o.threadLocked(m.ref, m.key)
 	op := o.newOpLocked(opPost, p, th)
 	op.msg, op.text = m, text
@@ -183,6 +183,20 @@ func (o *Outbox) postLocked(m *Message, text string, p Priority) {
 	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
 	m.post = op
 	th.lane = append(th.lane, op)
+	return op
+}
+
+// inheritLocked makes op take the place of an op with sequence number seq
+// that it carries on (the post of a final edit the platform refused): it
+// goes out in that one's turn, and a Flush waiting for that one waits for
+// it too.
+func (o *Outbox) inheritLocked(op *op, seq uint64) {
+	op.seq = seq
+	for _, w := range o.flushes {
+		if seq <= w.target {
+			w.remaining++
+		}
+	}
 }
 
 // Adopt returns a message posted earlier, before a restart (storage's

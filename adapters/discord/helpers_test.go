@@ -57,7 +57,8 @@ type recorder struct {
 	received []chat.Inbound
 	accepted map[string]bool
 	sessions map[string]*cursor
-	active   int // ActiveThreads calls
+	active   int              // ActiveThreads calls
+	closed   []chat.ThreadRef // CloseThread calls
 
 	fail   func(chat.Inbound) bool // Receive fails
 	refuse func(chat.Inbound) bool // Receive whispers and refuses
@@ -147,6 +148,15 @@ func (h *recorder) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) {
 		out = append(out, chat.ThreadCursor{Thread: s.ref, LastSeen: s.lastSeen})
 	}
 	return out, nil
+}
+
+func (h *recorder) CloseThread(_ context.Context, thread chat.ThreadRef) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	defer h.notifyLocked()
+	h.closed = append(h.closed, thread)
+	delete(h.sessions, thread.Key())
+	return nil
 }
 
 func (h *recorder) set(f func(h *recorder)) {

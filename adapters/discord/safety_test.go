@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/adapters/discord"
-	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
@@ -65,7 +65,7 @@ func FuzzSplitMentions(f *testing.F) {
 		if !utf8.ValidString(md) {
 			return
 		}
-		chunks := bridge.Split(md, discord.MaxMessageChars, a.Limits().Measure)
+		chunks := mdsplit.Chunks(md, discord.MaxMessageChars, a.Limits().Measure)
 		for i, c := range chunks {
 			if n := utf8.RuneCountInString(c); n > discord.MaxMessageChars {
 				t.Fatalf("message %d has %d characters, over %d", i, n, discord.MaxMessageChars)
@@ -121,5 +121,46 @@ func TestPostOnceWithLostResponse(t *testing.T) {
 	}
 	if len(ids) != 1 || ids[0] != id {
 		t.Errorf("messages %v, want one, %s", ids, id)
+	}
+}
+
+// A conversation Discord no longer has (Unknown Channel on catch-up) is
+// closed, so later reconnects do not ask for it.
+func TestCatchUpClosesConversationsThatAreGone(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	gone := chat.ThreadRef{Platform: "discord", Team: guild, Channel: "1999999999999999999", Thread: "1999999999999999999"}
+	e.h.set(func(h *recorder) { h.sessions[gone.Key()] = &cursor{ref: gone, lastSeen: gone.Channel} })
+	resumes := fake.Resumes()
+	fake.DropGateway()
+	if err := fake.WaitForResumed(ctxT(t), resumes+1); err != nil {
+		t.Fatal(err)
+	}
+	e.h.waitFor(t, "the gone conversation closed", func() bool { return len(e.h.closed) == 1 && e.h.closed[0] == gone })
+}
+
+// Someone who takes no direct messages gets a ⛔ on their message, and
+// nothing in the channel names them.
+func TestWhisperWithoutDMsReacts(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	fake.RefuseDMs(bob)
+	m := fake.UserMessage(general, bob, "let me in")
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	err := e.a.Whisper(ctxT(t), chat.Inbound{Thread: ref, MessageID: m.ID, Author: chat.Author{ID: bob}}, "not for you")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range fake.Reactions(general, m.ID) {
+		got = append(got, r.Emoji)
+	}
+	if len(got) != 1 || got[0] != "⛔" {
+		t.Errorf("reactions on bob's message: %q, want ⛔", got)
+	}
+	for _, x := range fake.Messages(general) {
+		if x.AuthorBot {
+			t.Errorf("the bot wrote in the channel: %q", x.Content)
+		}
 	}
 }

@@ -39,6 +39,9 @@ type recorder struct {
 	// activeCalls counts ActiveThreads calls.
 	activeCalls int
 	activeCh    chan struct{}
+	// closed are the threads CloseThread was told of.
+	closed   []chat.ThreadRef
+	closedCh chan chat.ThreadRef
 
 	ch chan chat.Inbound // every Receive, for waiting
 }
@@ -46,8 +49,16 @@ type recorder struct {
 func newRecorder() *recorder {
 	return &recorder{
 		seenEv: map[string]bool{}, seenMsg: map[string]bool{},
-		ch: make(chan chat.Inbound, 4096), activeCh: make(chan struct{}, 64),
+		ch: make(chan chat.Inbound, 4096), activeCh: make(chan struct{}, 64), closedCh: make(chan chat.ThreadRef, 64),
 	}
+}
+
+func (r *recorder) CloseThread(ctx context.Context, thread chat.ThreadRef) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = append(r.closed, thread)
+	r.closedCh <- thread
+	return nil
 }
 
 func (r *recorder) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {

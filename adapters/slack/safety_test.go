@@ -9,8 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -142,7 +142,7 @@ func TestMeasureIsTheSentLength(t *testing.T) {
 	}
 }
 
-// FuzzRenderSplit drives the bridge's splitter with the adapter's measure
+// FuzzRenderSplit drives the splitter the bridge uses with the adapter's measure
 // and renders each chunk as the adapter sends it: every message is within
 // Slack's limits, notifies nobody, and together they show all the model
 // wrote (its letters and digits, in order), however it is written.
@@ -167,7 +167,7 @@ func FuzzRenderSplit(f *testing.F) {
 		if !utf8.ValidString(md) {
 			return
 		}
-		chunks := bridge.Split(md, MaxMessageChars, Measure)
+		chunks := mdsplit.Chunks(md, MaxMessageChars, Measure)
 		var visible strings.Builder
 		for i, c := range chunks {
 			sent := render(c)

@@ -485,3 +485,31 @@ func TestUnknownAuthorStillDelivered(t *testing.T) {
 		t.Errorf("users.info calls = %d, want 1 (a failed lookup is cached briefly)", got)
 	}
 }
+
+// A thread whose channel is gone is closed after a reconnect: later
+// reconnects do not ask for it again.
+func TestCatchUpClosesThreadsThatAreGone(t *testing.T) {
+	srv := slackfake.New(t)
+	h := newRecorder()
+	startSocket(t, srv, h)
+	root := srv.Mention("C0DEV", "U0ALICE", "start", "")
+	h.nextFor(t, root)
+	gone := chat.ThreadRef{Platform: "slack", Team: srv.TeamID(), Channel: "C0DELETED", Thread: "1600000000.000100"}
+	live := chat.ThreadRef{Platform: "slack", Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	h.setActive(chat.ThreadCursor{Thread: gone, LastSeen: gone.Thread}, chat.ThreadCursor{Thread: live, LastSeen: root})
+
+	srv.Disconnect("refresh_requested")
+	select {
+	case got := <-h.closedCh:
+		if got != gone {
+			t.Errorf("closed %+v, want %+v", got, gone)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the thread in the deleted channel was not closed")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.closed) != 1 {
+		t.Errorf("closed %+v, want only the gone thread", h.closed)
+	}
+}

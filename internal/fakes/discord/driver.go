@@ -77,6 +77,15 @@ func (s *Server) React(channelID, messageID, userID, emoji string) {
 
 // DMChannel returns the id of the DM channel between userID and the bot,
 // opening it on first use.
+// RefuseDMs makes the bot's messages to userID's DM channel fail with 50007
+// "Cannot send messages to this user", as for a person who accepts no direct
+// messages from server members.
+func (s *Server) RefuseDMs(userID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noDMs[userID] = true
+}
+
 func (s *Server) DMChannel(userID string) string {
 	s.t.Helper()
 	s.mu.Lock()

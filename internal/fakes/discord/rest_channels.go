@@ -15,6 +15,7 @@ var (
 	errMissingPermissions = apiError(http.StatusForbidden, 50013, "Missing Permissions")
 	errMethodNotAllowed   = apiError(http.StatusMethodNotAllowed, 0, "405: Method Not Allowed")
 	errUnknownUser        = apiError(http.StatusNotFound, 10013, "Unknown User")
+	errCannotMessageUser  = apiError(http.StatusForbidden, 50007, "Cannot send messages to this user")
 )
 
 func (s *Server) getGuild(c *call) response {
@@ -172,6 +173,9 @@ func (s *Server) createMessage(c *call) response {
 	var p messagePayload
 	if err := c.decode(&p); err != nil {
 		return invalidForm(map[string]string{"": "BASE_TYPE_INVALID: Invalid Form Body"})
+	}
+	if ch.Type == ChannelTypeDM && s.noDMs[ch.RecipientID] {
+		return errCannotMessageUser
 	}
 	content := ""
 	if p.Content != nil {

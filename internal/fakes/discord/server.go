@@ -38,6 +38,7 @@ type Server struct {
 	guildOrder   []string
 	channels     map[string]*channelState
 	dms          map[string]string // user id -> DM channel id
+	noDMs        map[string]bool   // users who take no DMs from the bot (RefuseDMs)
 	threads      []string
 	messages     map[string]*messageState
 	interactions map[string]*interactionState
@@ -126,6 +127,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		guilds:       map[string]*guildState{},
 		channels:     map[string]*channelState{},
 		dms:          map[string]string{},
+		noDMs:        map[string]bool{},
 		messages:     map[string]*messageState{},
 		interactions: map[string]*interactionState{},
 		byToken:      map[string]*interactionState{},

@@ -1,4 +1,4 @@
-package bridge
+package mdsplit
 
 import (
 	"fmt"
@@ -45,23 +45,23 @@ func words(s string, limit int) string {
 	return strings.Join(strings.Fields(strings.Join(kept, " ")), "")
 }
 
-func TestSplitShortTextIsOneChunk(t *testing.T) {
-	if got := Split("hello\nworld", 100, nil); len(got) != 1 || got[0] != "hello\nworld" {
-		t.Fatalf("Split = %q", got)
+func TestChunksShortTextIsOneChunk(t *testing.T) {
+	if got := Chunks("hello\nworld", 100, nil); len(got) != 1 || got[0] != "hello\nworld" {
+		t.Fatalf("Chunks = %q", got)
 	}
 }
 
-func TestSplitPrefersParagraphs(t *testing.T) {
+func TestChunksPrefersParagraphs(t *testing.T) {
 	p1 := strings.Repeat("a", 60)
 	p2 := strings.Repeat("b", 60)
 	text := p1 + "\n\n" + p2
-	got := Split(text, 100, nil)
+	got := Chunks(text, 100, nil)
 	if len(got) != 2 || got[0] != p1 || got[1] != p2 {
-		t.Fatalf("Split = %q, want the two paragraphs", got)
+		t.Fatalf("Chunks = %q, want the two paragraphs", got)
 	}
 }
 
-func TestSplitKeepsCodeBlocksBalanced(t *testing.T) {
+func TestChunksKeepsCodeBlocksBalanced(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("Here is the change:\n\n```go\n")
 	for i := range 200 {
@@ -69,7 +69,7 @@ func TestSplitKeepsCodeBlocksBalanced(t *testing.T) {
 	}
 	b.WriteString("```\n\nThat's all.")
 	text := b.String()
-	chunks := Split(text, 2000, nil)
+	chunks := Chunks(text, 2000, nil)
 	if len(chunks) < 3 {
 		t.Fatalf("chunks = %d", len(chunks))
 	}
@@ -84,19 +84,19 @@ func TestSplitKeepsCodeBlocksBalanced(t *testing.T) {
 	}
 }
 
-func TestSplitCutsOverlongLines(t *testing.T) {
+func TestChunksCutsOverlongLines(t *testing.T) {
 	line := strings.Repeat("word ", 1000)
-	chunks := Split(line, 500, nil)
+	chunks := Chunks(line, 500, nil)
 	checkChunks(t, line, 500, chunks)
 	unbroken := strings.Repeat("x", 1234)
-	chunks = Split(unbroken, 100, nil)
+	chunks = Chunks(unbroken, 100, nil)
 	checkChunks(t, unbroken, 100, chunks)
 	if strings.Join(chunks, "") != unbroken {
 		t.Fatal("unbroken line not reassembled")
 	}
 }
 
-func TestSplitRandomMarkdown(t *testing.T) {
+func TestChunksRandomMarkdown(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	pieces := []string{"text line with some words", "", "```go", "```", "code();", "ünïcødé ✓ 漢字", strings.Repeat("long ", 80)}
 	for iter := range 200 {
@@ -119,17 +119,17 @@ func TestSplitRandomMarkdown(t *testing.T) {
 		}
 		limit := 100 + r.IntN(3000)
 		text := b.String()
-		t.Run(fmt.Sprint(iter), func(t *testing.T) { checkChunks(t, text, limit, Split(text, limit, nil)) })
+		t.Run(fmt.Sprint(iter), func(t *testing.T) { checkChunks(t, text, limit, Chunks(text, limit, nil)) })
 	}
 }
 
 // The defects the issue found, each as it was reported.
-func TestSplitFenceDefects(t *testing.T) {
+func TestChunksFenceDefects(t *testing.T) {
 	t.Run("four backticks keep their room to close", func(t *testing.T) {
 		// A line inside a ```` block used to leave room for ``` only: 2,001
 		// characters with the closing fence.
 		text := "````md\n" + strings.Repeat("y", 1993) + "\n" + strings.Repeat("z", 100) + "\n````"
-		chunks := Split(text, 2000, nil)
+		chunks := Chunks(text, 2000, nil)
 		checkChunks(t, text, 2000, chunks)
 		for i, c := range chunks {
 			if !strings.HasPrefix(c, "````md\n") || !strings.HasSuffix(c, "\n````") {
@@ -139,7 +139,7 @@ func TestSplitFenceDefects(t *testing.T) {
 	})
 	t.Run("no empty code block when the first line does not fit", func(t *testing.T) {
 		text := strings.Repeat("a", 90) + "\n```go\n" + strings.Repeat("b", 50) + "\n```"
-		chunks := Split(text, 100, nil)
+		chunks := Chunks(text, 100, nil)
 		checkChunks(t, text, 100, chunks)
 		for i, c := range chunks {
 			if strings.Contains(c, "```go\n```") {
@@ -152,7 +152,7 @@ func TestSplitFenceDefects(t *testing.T) {
 	})
 	t.Run("a longer closing fence closes", func(t *testing.T) {
 		text := "```\ncode\n`````\n" + strings.Repeat("after the block ", 20)
-		chunks := Split(text, 100, nil)
+		chunks := Chunks(text, 100, nil)
 		checkChunks(t, text, 100, chunks)
 		if strings.HasPrefix(chunks[len(chunks)-1], "```") {
 			t.Errorf("the text after the block was reopened as code: %q", chunks)
@@ -161,7 +161,7 @@ func TestSplitFenceDefects(t *testing.T) {
 	t.Run("an unclosed block is closed", func(t *testing.T) {
 		// A streaming preview stops mid-block; Slack would show its backticks.
 		for _, limit := range []int{1000, 40} {
-			got := Split("Here:\n```go\nfunc main() {", limit, nil)
+			got := Chunks("Here:\n```go\nfunc main() {", limit, nil)
 			if f := openFence(got[len(got)-1], limit); f != nil || !strings.HasSuffix(got[len(got)-1], "\n```") {
 				t.Errorf("limit %d: %q, want the block closed", limit, got)
 			}
@@ -171,12 +171,12 @@ func TestSplitFenceDefects(t *testing.T) {
 
 // Measured on what is sent: a platform that escapes < into &lt; gets chunks
 // that fit after escaping.
-func TestSplitMeasuresTheSentText(t *testing.T) {
+func TestChunksMeasuresTheSentText(t *testing.T) {
 	escaped := func(s string) int {
 		return utf8.RuneCountInString(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s))
 	}
 	text := strings.Repeat("<div>&nbsp;</div>\n", 400) + "```html\n" + strings.Repeat("<p>&amp;</p>\n", 400) + "```"
-	chunks := Split(text, 3500, escaped)
+	chunks := Chunks(text, 3500, escaped)
 	for i, c := range chunks {
 		if n := escaped(c); n > 3500 {
 			t.Errorf("chunk %d measures %d, over 3500", i, n)
@@ -187,9 +187,9 @@ func TestSplitMeasuresTheSentText(t *testing.T) {
 	}
 }
 
-// FuzzSplit: for any text and limit, chunks fit, no block is left open, and
+// FuzzChunks: for any text and limit, chunks fit, no block is left open, and
 // the words come out in order (fence lines aside).
-func FuzzSplit(f *testing.F) {
+func FuzzChunks(f *testing.F) {
 	f.Add("hello\n\nworld", 100)
 	f.Add("````md\n```go\nx\n```\n````", 20)
 	f.Add("```\n"+strings.Repeat("a ", 300), 50)
@@ -198,8 +198,8 @@ func FuzzSplit(f *testing.F) {
 		if !utf8.ValidString(text) || limit < 0 || limit > 5000 {
 			return
 		}
-		limit = max(limit, minSplitLimit)
-		chunks := Split(text, limit, nil)
+		limit = max(limit, MinLimit)
+		chunks := Chunks(text, limit, nil)
 		for i, c := range chunks {
 			if n := utf8.RuneCountInString(c); n > limit {
 				t.Fatalf("chunk %d has %d runes, limit %d", i, n, limit)
@@ -208,7 +208,7 @@ func FuzzSplit(f *testing.F) {
 				t.Fatalf("chunk %d leaves a block open: %q", i, c)
 			}
 		}
-		// A fence longer than a quarter of the limit is text to Split but
+		// A fence longer than a quarter of the limit is text to Chunks but
 		// still closes a block: words cannot tell, so such texts are not
 		// compared.
 		if longFence.MatchString(text) && strings.ContainsAny(text, "`~") {

@@ -1,0 +1,134 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/outbox"
+)
+
+var errEditWindow = errors.New("edit_window_closed")
+
+// A status's final text shows even when the platform refuses the edit for
+// good: it is posted as a new message. A streamed edit refused the same way
+// is only dropped.
+func TestEditFinalPostsWhatCannotBeEdited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		r.setFail(func(c call) error {
+			if c.Kind == "edit" {
+				return errEditWindow
+			}
+			return nil
+		})
+		o := start(t, r, outbox.Config{})
+		th := ref("C1", "t")
+		m := o.Post(th, "⏳ working…", outbox.High, nil)
+		if _, err := m.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		o.Edit(m, "⏳ working… preview", outbox.Low)
+		flush(t, o)
+		o.EditFinal(m, "✓ done", outbox.Normal)
+		flush(t, o)
+		if got, want := texts(r.accepted("post", nil)), []string{"post:⏳ working…", "post:✓ done"}; !slices.Equal(got, want) {
+			t.Errorf("posts: got %q, want %q", got, want)
+		}
+
+		// A message whose post failed: its final text is posted anew.
+		r.setFail(func(c call) error {
+			if c.Kind == "post" && c.Text == "lost" {
+				return errors.New("channel_not_found")
+			}
+			return nil
+		})
+		lost := o.Post(th, "lost", outbox.High, nil)
+		if _, err := lost.Wait(t.Context()); err == nil {
+			t.Fatal("the post did not fail")
+		}
+		o.EditFinal(lost, "final after all", outbox.High)
+		flush(t, o)
+		if posts := texts(r.accepted("post", nil)); posts[len(posts)-1] != "post:final after all" {
+			t.Errorf("posts: got %q, want the final text last", posts)
+		}
+	})
+}
+
+// timeoutErr is a call that got no answer: the platform may have done it.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// oncePoster is a platform that creates a message and then loses the answer
+// (once), and remembers posts by key, as Discord's enforce_nonce does.
+type oncePoster struct {
+	*recorder
+	mu    sync.Mutex
+	byKey map[string]string
+	keys  []chat.PostKey
+	lose  bool
+}
+
+func (p *oncePoster) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
+	p.mu.Lock()
+	p.keys = append(p.keys, key)
+	if id, ok := p.byKey[key.ID]; ok {
+		p.mu.Unlock()
+		return id, nil
+	}
+	lose := p.lose
+	p.lose = false
+	p.mu.Unlock()
+	id, err := p.Post(ctx, thread, text)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	p.byKey[key.ID] = id
+	p.mu.Unlock()
+	if lose {
+		return "", timeoutErr{}
+	}
+	return id, nil
+}
+
+// A post retried after a timeout keeps its key and says it is a retry; the
+// platform then returns the message it made, and the thread shows it once.
+func TestPostRetriedAfterATimeoutKeepsItsKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &oncePoster{recorder: newRecorder(), byKey: map[string]string{}, lose: true}
+		o := start(t, p, outbox.Config{Backoff: time.Second})
+		th := ref("C1", "t")
+		m := o.Post(th, "the answer", outbox.High, nil)
+		id, err := m.Wait(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := o.Post(th, "another", outbox.High, nil)
+		flush(t, o)
+		if got := texts(p.accepted("post", nil)); !slices.Equal(got, []string{"post:the answer", "post:another"}) {
+			t.Errorf("posts: got %q, want each once", got)
+		}
+		if len(p.keys) != 3 {
+			t.Fatalf("PostOnce calls: %+v, want 3 (a timeout, its retry, another post)", p.keys)
+		}
+		first, retry, next := p.keys[0], p.keys[1], p.keys[2]
+		if first.ID == "" || retry.ID != first.ID || first.Retry || !retry.Retry || !retry.First.Equal(first.First) {
+			t.Errorf("keys: first %+v, retry %+v; want the same id and first time, Retry only on the retry", first, retry)
+		}
+		if next.ID == first.ID || next.Retry || len(first.ID) > 25 {
+			t.Errorf("the next post's key %+v; want a new id (at most 25 characters) and no retry", next)
+		}
+		if oid, _ := other.Wait(t.Context()); oid == id {
+			t.Errorf("two posts got the same id %s", id)
+		}
+	})
+}
