@@ -1,11 +1,19 @@
 // Package console is a chat adapter for one local thread in a terminal: each
-// line typed is a message in the thread, and the bot's messages are printed.
+// line typed is a message in the thread, and the bot's messages are printed,
+// each line prefixed with "bot> ".
 //
-// Terminals cannot edit what they printed, so edits are shown as a log: the
-// lines of a message that are new or changed are printed when they arrive, and
-// a last line that is still growing (streamed text) once it stops growing. That
-// reads naturally for the bot's transcripts: tool lines turn from ⏳ to ✓, and
-// the answer follows.
+// Terminals cannot edit what they printed, so messages are shown as a log
+// (see renderer): every line of a message is printed once, when it first
+// appears; a line that changes (a tool's ⏳ turning into ✓) is printed again
+// as it is now; text streamed into a message's last line is written as it
+// arrives, on the same terminal line. The bot's status message drops its
+// streamed preview when the answer is posted as a message of its own: the
+// part already on screen is not printed twice.
+//
+// Input ids are unique across processes (Options.InputPrefix), so storage
+// never takes a line typed after a restart for a redelivery of an older one.
+// Interrupt is Ctrl-C: it stops the run (!stop), and a second Ctrl-C with no
+// line typed in between asks the caller to quit.
 package console
 
 import (
@@ -21,55 +29,106 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 )
 
-// settle is how long a message's last line must stay unchanged to be printed.
+// Platform is the console's platform name.
+const Platform = "console"
+
+// settle is how long an open line (the streamed end of a message) stays
+// without a newline: then it is ended, so that what the person types next
+// does not start on the bot's line.
 const settle = 700 * time.Millisecond
 
-// Thread is the console's one thread.
-var Thread = chat.ThreadRef{Platform: "console", Channel: "terminal", Thread: "local"}
+// NewThread is the thread of a new console session started at t: its id
+// reads as a time, and so does its branch (bot/console-20260102-150405).
+func NewThread(t time.Time) chat.ThreadRef {
+	id := t.UTC().Format("20060102-150405")
+	// Channel = Thread: the branch and workspace are named by the id alone.
+	return chat.ThreadRef{Platform: Platform, Channel: id, Thread: id}
+}
 
 // Options configure the adapter.
 type Options struct {
-	In   io.Reader
-	Out  io.Writer
-	User string // the name messages are shown as coming from
+	In  io.Reader
+	Out io.Writer
+	// User is the name messages are shown as coming from.
+	User string
+	// Thread is the session's thread (NewThread, or an earlier one to continue).
+	Thread chat.ThreadRef
+	// InputPrefix makes input ids unique across processes; default: the
+	// time New was called, in nanoseconds.
+	InputPrefix string
+	// Banner is printed after the greeting (where the logs go, say).
+	Banner string
+	// QuitOnEOF makes the end of input (Ctrl-D in a terminal) end Run, and
+	// so the bot; otherwise (a pipe) the bot keeps answering until stopped.
+	QuitOnEOF bool
+	// AfterFunc schedules settling (time.AfterFunc when nil; tests use a fake clock).
+	AfterFunc func(time.Duration, func()) interface{ Stop() bool }
 }
 
 // Adapter is the console platform.
 type Adapter struct {
-	in   io.Reader
-	out  io.Writer
-	user string
+	in       io.Reader
+	eofQuits bool
+	user     string
+	thread   chat.ThreadRef
+	prefix   string
+	banner   string
 
 	mu     sync.Mutex
-	nextID int
-	msgs   map[string]*printed
-	closed bool
+	r      *renderer
+	nextID int // the bot's message ids
+	inputs int // the person's message ids
+	h      chat.Handler
+	ctx    context.Context
+	armed  bool // Ctrl-C was pressed and no line typed since
 }
 
-// printed is what was printed of one message.
-type printed struct {
-	lines   []string // printed lines, by position
-	latest  string   // the latest text
-	timer   *time.Timer
-	version int
-}
+var (
+	_ chat.Adapter  = (*Adapter)(nil)
+	_ chat.Editor   = (*Adapter)(nil)
+	_ chat.Reactor  = (*Adapter)(nil)
+	_ chat.Uploader = (*Adapter)(nil)
+)
 
 // New returns a console adapter.
 func New(o Options) *Adapter {
 	if o.User == "" {
 		o.User = "you"
 	}
-	return &Adapter{in: o.In, out: o.Out, user: o.User, msgs: map[string]*printed{}}
+	if o.Thread == (chat.ThreadRef{}) {
+		o.Thread = NewThread(time.Now())
+	}
+	if o.InputPrefix == "" {
+		o.InputPrefix = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	after := o.AfterFunc
+	if after == nil {
+		after = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
+	}
+	a := &Adapter{in: o.In, eofQuits: o.QuitOnEOF, user: o.User, thread: o.Thread, prefix: o.InputPrefix, banner: o.Banner}
+	a.r = &renderer{out: o.Out, msgs: map[string]*shown{}, after: after, mu: &a.mu}
+	return a
 }
 
-func (a *Adapter) Platform() string { return "console" }
+// Thread is the console's thread.
+func (a *Adapter) Thread() chat.ThreadRef { return a.thread }
+
+func (a *Adapter) Platform() string { return Platform }
 
 func (a *Adapter) Limits() chat.Limits { return chat.Limits{MaxMessageChars: 8000} }
 
-// Run reads lines until the input ends or ctx is done. Each non-empty line is a
-// message to the bot.
+// Run reads lines until the input ends or ctx is done. Each non-empty line is
+// a message to the bot. Output keeps being printed after Run returns, until
+// the process ends: what a shutdown says (a run stopped) is not lost.
 func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
-	a.printf("threadsmith console — type a request and press Enter; !help lists commands; Ctrl-C quits.\n")
+	a.mu.Lock()
+	a.h, a.ctx = h, ctx
+	a.mu.Unlock()
+	greeting := "threadsmith console — type a request and press Enter; !help lists commands; Ctrl-C stops a run, twice quits.\n"
+	if a.banner != "" {
+		greeting += a.banner + "\n"
+	}
+	a.print(greeting)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -83,67 +142,86 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 			}
 		}
 	}()
-	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			a.stop()
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				// Input ended (a pipe): keep printing until the caller stops us.
+				if a.eofQuits {
+					a.print("\n")
+					return nil
+				}
+				// A pipe ended: keep answering until the caller stops us.
 				<-ctx.Done()
-				a.stop()
 				return nil
 			}
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			n++
-			id := "in" + strconv.Itoa(n)
-			in := chat.Inbound{
-				Thread: Thread, EventID: id, MessageID: id, Text: line, Mention: true,
-				Author: chat.Author{ID: a.user, Name: a.user}, Time: time.Now(),
-			}
-			if _, err := h.Receive(ctx, in); err != nil {
-				a.printf("! could not take that message: %v\n", err)
-			}
+			a.mu.Lock()
+			a.armed = false
+			a.r.typed() // the person pressed Enter: the cursor is at a line's start
+			a.mu.Unlock()
+			a.send(ctx, line)
 		}
 	}
 }
 
-func (a *Adapter) stop() {
+// send hands one line to the bot with an id no other process used.
+func (a *Adapter) send(ctx context.Context, text string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, p := range a.msgs {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
+	h := a.h
+	a.inputs++
+	id := a.prefix + "-" + strconv.Itoa(a.inputs)
+	a.mu.Unlock()
+	if h == nil {
+		return
 	}
-	a.closed = true
+	in := chat.Inbound{
+		Thread: a.thread, EventID: id, MessageID: id, Text: text, Mention: true,
+		Author: chat.Author{ID: a.user, Name: a.user}, Time: time.Now(),
+	}
+	if _, err := h.Receive(ctx, in); err != nil {
+		a.print(fmt.Sprintf("! could not take that message: %v\n", err))
+	}
+}
+
+// Interrupt is Ctrl-C. The first stops the run, as !stop does (queued input
+// stays queued), and says how to quit; a second one with no line typed in
+// between returns true: the caller should quit.
+func (a *Adapter) Interrupt() (quit bool) {
+	a.mu.Lock()
+	if a.armed || a.h == nil {
+		a.mu.Unlock()
+		return true
+	}
+	a.armed = true
+	ctx := a.ctx
+	a.mu.Unlock()
+	a.print("^C (press Ctrl-C again to quit)\n")
+	a.send(ctx, "!stop")
+	return false
 }
 
 // Post prints a new message.
 func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string, error) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.nextID++
 	id := "m" + strconv.Itoa(a.nextID)
-	p := &printed{}
-	a.msgs[id] = p
-	a.mu.Unlock()
-	a.update(id, p, text)
+	a.r.update(id, text, true)
 	return id, nil
 }
 
 // Edit prints what changed in a message.
 func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) error {
 	a.mu.Lock()
-	p := a.msgs[id]
-	a.mu.Unlock()
-	if p == nil {
+	defer a.mu.Unlock()
+	if a.r.msgs[id] == nil {
 		return fmt.Errorf("console: no message %s", id)
 	}
-	a.update(id, p, text)
+	a.r.update(id, text, false)
 	return nil
 }
 
@@ -154,74 +232,22 @@ func (a *Adapter) React(_ context.Context, _ chat.ThreadRef, _ string, emoji str
 	}
 	switch emoji {
 	case "hourglass_flowing_sand":
-		a.printf("   (queued: delivered when the current run ends)\n")
+		a.print("   (queued: delivered when the current run ends)\n")
 	case "arrow_right_hook":
-		a.printf("   (queued as steer: delivered after the current tool)\n")
+		a.print("   (queued as steer: delivered at the model's next step; tool calls not yet started are skipped)\n")
 	}
 	return nil
 }
 
 // Upload prints a file's content.
 func (a *Adapter) Upload(_ context.Context, _ chat.ThreadRef, name string, content []byte, comment string) error {
-	a.printf("--- %s %s\n%s\n--- end of %s\n", name, comment, strings.TrimRight(string(content), "\n"), name)
+	a.print(fmt.Sprintf("--- %s %s\n%s\n--- end of %s\n", name, comment, strings.TrimRight(string(content), "\n"), name))
 	return nil
 }
 
-func (a *Adapter) update(id string, p *printed, text string) {
+// print writes text that is not a message (notes, uploads) on lines of its own.
+func (a *Adapter) print(text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return
-	}
-	p.latest = text
-	p.version++
-	a.printSettledLocked(p, false)
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	v := p.version
-	p.timer = time.AfterFunc(settle, func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if p.version == v && !a.closed {
-			a.printSettledLocked(p, true)
-		}
-	})
-}
-
-// printSettledLocked prints the message's new or changed lines. The last line
-// is held back while it is still growing (a streamed reply) unless the message
-// has been quiet for a moment. Blank lines are not printed.
-func (a *Adapter) printSettledLocked(p *printed, quiet bool) {
-	lines := strings.Split(p.latest, "\n")
-	var b strings.Builder
-	for i, line := range lines {
-		if i < len(p.lines) && p.lines[i] == line {
-			continue
-		}
-		last := i == len(lines)-1
-		if last && !quiet && i < len(p.lines) && strings.HasPrefix(line, p.lines[i]) {
-			continue // still growing
-		}
-		if last && !quiet && i >= len(p.lines) && !strings.HasSuffix(p.latest, "\n") && p.version > 1 {
-			continue // a new last line of an edited message may still grow
-		}
-		for len(p.lines) <= i {
-			p.lines = append(p.lines, "\x00") // never equal to a real line
-		}
-		p.lines[i] = line
-		if t := strings.TrimSpace(line); t == "" || t == "…" {
-			continue
-		}
-		b.WriteString("bot> " + line + "\n")
-	}
-	if b.Len() > 0 {
-		io.WriteString(a.out, b.String())
-	}
-}
-
-func (a *Adapter) printf(format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	fmt.Fprintf(a.out, format, args...)
+	a.r.raw(text)
 }

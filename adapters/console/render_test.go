@@ -1,0 +1,209 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// timers is a fake time.AfterFunc: fire runs the pending ones.
+type timers struct{ pending []*fakeTimer }
+
+type fakeTimer struct {
+	f       func()
+	stopped bool
+}
+
+func (t *fakeTimer) Stop() bool { s := !t.stopped; t.stopped = true; return s }
+
+func (ts *timers) after(_ time.Duration, f func()) interface{ Stop() bool } {
+	t := &fakeTimer{f: f}
+	ts.pending = append(ts.pending, t)
+	return t
+}
+
+func (ts *timers) fire() {
+	p := ts.pending
+	ts.pending = nil
+	for _, t := range p {
+		if !t.stopped {
+			t.f()
+		}
+	}
+}
+
+func newTestAdapter() (*Adapter, *bytes.Buffer, *timers) {
+	out := &bytes.Buffer{}
+	ts := &timers{}
+	a := New(Options{Out: out, Thread: NewThread(time.Unix(0, 0)), AfterFunc: ts.after})
+	return a, out, ts
+}
+
+// A run as the bridge shows it: the status message with its working line,
+// tool lines that turn ✓, a streamed preview; then the status loses the
+// working line and the preview, and the answer is posted with the footer.
+func TestTheLogShowsEachLineOnceAndStreamsText(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	header := "⏳ working… · `app` · `bot/console-x`"
+	id, _ := a.Post(ctx, th, header)
+	edit := func(text string) {
+		t.Helper()
+		if err := a.Edit(ctx, th, id, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(header + "\n\n⏳ `ls`")
+	edit(header + "\n\n✓ `ls` 3ms")
+	edit(header + "\n\n✓ `ls` 3ms\n\nThe repo")
+	if got := out.String(); !strings.HasSuffix(got, "bot> The repo") {
+		t.Fatalf("streamed text is not written as it arrives:\n%s", got)
+	}
+	edit(header + "\n\n✓ `ls` 3ms\n\nThe repository has")
+	// The run ends: the status keeps its tool line, the answer is posted.
+	edit("✓ `ls` 3ms")
+	a.Post(ctx, th, "The repository has a README.\n\n⏱ 1.2s · 100 in / 20 out")
+	ts.fire()
+
+	want := "bot> " + header + "\n" +
+		"bot> ⏳ `ls`\n" +
+		"bot> ✓ `ls` 3ms\n" +
+		"bot> The repository has a README.\n" +
+		"bot> ⏱ 1.2s · 100 in / 20 out\n"
+	if got := out.String(); got != want {
+		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+	}
+
+	// The next run's status starts with the same working line: shown again.
+	out.Reset()
+	a.Post(ctx, th, header)
+	ts.fire()
+	if got := out.String(); got != "bot> "+header+"\n" {
+		t.Fatalf("the next run's status shows %q", got)
+	}
+}
+
+// A run without tools: the sealed status gets a new line of its own, which
+// follows the answer rather than cutting the streamed line in two.
+func TestAnAnswerWithoutToolsReadsAsOnePiece(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	header := "⏳ working… · `app` · `b`"
+	id, _ := a.Post(ctx, th, header)
+	a.Edit(ctx, th, id, header+"\n\nLine one.\nLine tw")
+	a.Edit(ctx, th, id, "✓ `app` · `b`")
+	a.Post(ctx, th, "Line one.\nLine two.\n\n⏱ 2s")
+	ts.fire()
+	want := "bot> " + header + "\n" +
+		"bot> Line one.\n" +
+		"bot> Line two.\n" +
+		"bot> ✓ `app` · `b`\n" +
+		"bot> ⏱ 2s\n"
+	if got := out.String(); got != want {
+		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A pause in the stream ends the line (so typing does not start on it);
+// more text goes on below, marked as a continuation.
+func TestAPauseEndsTheStreamedLine(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	id, _ := a.Post(ctx, th, "Thinking about")
+	ts.fire()
+	a.Edit(ctx, th, id, "Thinking about it.")
+	ts.fire()
+	if got, want := out.String(), "bot> Thinking about\nbot> … it.\n"; got != want {
+		t.Fatalf("console shows %q, want %q", got, want)
+	}
+}
+
+func TestInputIDsAreUniqueAcrossProcesses(t *testing.T) {
+	var ids []string
+	h := recordingHandler{ids: &ids}
+	for _, prefix := range []string{"p1", "p2"} {
+		a := New(Options{Out: &bytes.Buffer{}, InputPrefix: prefix})
+		a.h, a.ctx = h, context.Background()
+		a.send(context.Background(), "hello")
+	}
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Fatalf("event ids %v: the same first line of two processes must differ", ids)
+	}
+}
+
+func TestCtrlCStopsThenQuits(t *testing.T) {
+	var ids []string
+	var texts []string
+	a, out, _ := newTestAdapter()
+	a.h, a.ctx = recordingHandler{ids: &ids, texts: &texts}, context.Background()
+	if quit := a.Interrupt(); quit {
+		t.Fatal("the first Ctrl-C quit")
+	}
+	if len(texts) != 1 || texts[0] != "!stop" {
+		t.Fatalf("the first Ctrl-C sent %v, want !stop", texts)
+	}
+	if !strings.Contains(out.String(), "Ctrl-C again to quit") {
+		t.Fatalf("no hint: %q", out.String())
+	}
+	if quit := a.Interrupt(); !quit {
+		t.Fatal("the second Ctrl-C did not quit")
+	}
+}
+
+type recordingHandler struct {
+	ids, texts *[]string
+}
+
+func (h recordingHandler) Receive(_ context.Context, in chat.Inbound) (chat.Receipt, error) {
+	*h.ids = append(*h.ids, in.EventID)
+	if h.texts != nil {
+		*h.texts = append(*h.texts, in.Text)
+	}
+	return chat.Accepted, nil
+}
+
+func (recordingHandler) Describe(chat.ThreadRef, string) (string, string, error) { return "", "", nil }
+
+func (recordingHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) { return nil, nil }
+
+// Narration streamed before a tool call becomes a line of its own above the
+// tool line: it is finished in place, not printed twice.
+func TestNarrationBeforeAToolIsFinishedInPlace(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	id, _ := a.Post(ctx, th, "⏳ working…")
+	a.Edit(ctx, th, id, "⏳ working…\n\nI'll look")
+	a.Edit(ctx, th, id, "⏳ working…\n\nI'll look around.\n\n⏳ `ls`")
+	ts.fire()
+	if got, want := out.String(), "bot> ⏳ working…\nbot> I'll look around.\nbot> ⏳ `ls`\n"; got != want {
+		t.Fatalf("console shows %q, want %q", got, want)
+	}
+}
+
+// The outbox may send the answer before the status edit that drops the
+// preview: the answer still finishes the streamed line in place.
+func TestAnAnswerPostedBeforeThePreviewLeaves(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	id, _ := a.Post(ctx, th, "⏳ working…\n\nHel")
+	a.Edit(ctx, th, id, "⏳ working…\n\nHello wor")
+	a.Post(ctx, th, "Hello world.\n\n⏱ 1s")
+	a.Edit(ctx, th, id, "✓ done")
+	ts.fire()
+	// Another run: its working line shows again.
+	a.Post(ctx, th, "⏳ working…")
+	ts.fire()
+	want := "bot> ⏳ working…\nbot> Hello world.\nbot> ⏱ 1s\nbot> ✓ done\nbot> ⏳ working…\n"
+	if got := out.String(); got != want {
+		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+	}
+}
