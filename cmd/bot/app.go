@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/threadsmith/threadsmith/adapters/console"
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/openai"
@@ -56,11 +55,17 @@ type Main struct {
 	Stdout, Stderr io.Writer
 	// Logger overrides the logger built from the config.
 	Logger *slog.Logger
+	// Version prints the version and exits (-version).
+	Version bool
+	// Continue makes -console resume the latest console session of the
+	// repository instead of starting a new one.
+	Continue bool
 
 	DB         *storage.DB
 	Workspaces *workspace.Manager
 	Bridge     *bridge.Bridge
 	Outboxes   map[string]*outbox.Outbox
+	opsState
 
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -77,14 +82,16 @@ func NewMain() *Main {
 
 // ParseFlags reads the command line.
 func (m *Main) ParseFlags(args []string) error {
-	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
+	fs := flag.NewFlagSet("threadsmith", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "path of the YAML config file")
 	fs.BoolVar(&m.Check, "check", false, "validate the config, reach Slack, Discord, the LLM endpoint and the git remotes, then exit 0 (all good) or 1")
 	fs.BoolVar(&m.Console, "console", false, "run one local thread in this terminal instead of Slack and Discord")
 	fs.StringVar(&m.ConsoleRepo, "repo", "", "with -console: the configured repository to work on (default: the current directory)")
+	fs.BoolVar(&m.Continue, "continue", false, "with -console: continue the latest console session of the repository (default: a new session, on a new branch)")
+	fs.BoolVar(&m.Version, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: bot [-config config.yaml] [-check | -console [-repo name]]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: threadsmith [-config config.yaml] [-check | -console [-repo name] [-continue] | -version]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +105,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Check && m.Console {
 		return errors.New("-check and -console cannot be combined")
+	}
+	if m.Continue && !m.Console {
+		return errors.New("-continue goes with -console")
 	}
 	return nil
 }
@@ -128,7 +138,7 @@ func (m *Main) loadConfig() (*config.Config, error) {
 // Run starts the bot and returns once it is up; it runs until ctx ends or
 // Close is called. Done is closed when it stops by itself (an adapter failed
 // for good, or the console's input ended).
-func (m *Main) Run(ctx context.Context) error {
+func (m *Main) Run(ctx context.Context) (err error) {
 	cfg, err := m.loadConfig()
 	if err != nil {
 		return err
@@ -136,7 +146,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Config = cfg
 	log := m.Logger
 	if log == nil {
-		log = newLogger(cfg.Log, m.Stderr)
+		log = m.logger(cfg)
 	}
 	log.Info("starting threadsmith", "config", cfg.Redacted())
 	hardenProcess(cfg, log)
@@ -146,11 +156,20 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	log.Info("sandbox", "mode", sb.String())
 
+	if err := m.lockDataDir(cfg); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.stopOps()
+		}
+	}()
 	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	m.DB = db
+	m.startMetrics(db)
 	ws, err := workspace.New(workspaceConfig(cfg, log))
 	if err != nil {
 		db.Close()
@@ -163,6 +182,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return configError{err}
 	}
 
+	if err := m.listenOps(cfg); err != nil {
+		m.closeStores()
+		return err
+	}
 	adapters, err := m.adapters(cfg, log)
 	if err != nil {
 		m.closeStores()
@@ -178,7 +201,7 @@ func (m *Main) Run(ctx context.Context) error {
 	b, err := bridge.New(bridge.Config{
 		Store:             db,
 		Workspaces:        ws,
-		Model:             model,
+		Model:             m.instrument(model),
 		Agent:             agentConfig(cfg),
 		Platforms:         platforms,
 		DefaultRepo:       cfg.Workspace.DefaultRepo,
@@ -199,6 +222,8 @@ func (m *Main) Run(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	m.done = make(chan struct{})
+	m.serveOps(log, adapters)
+	m.running.Store(true)
 	go func() {
 		defer close(m.done)
 		err := b.Run(rctx)
@@ -233,6 +258,7 @@ func (m *Main) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	m.draining.Store(true)
 	grace := 30 * time.Second
 	if m.Config != nil && m.Config.ShutdownGrace > 0 {
 		grace = m.Config.ShutdownGrace
@@ -251,6 +277,7 @@ func (m *Main) Close() error {
 		errs = append(errs, ob.Close(ctx))
 	}
 	errs = append(errs, m.closeStores())
+	errs = append(errs, m.stopOps())
 	m.closeErr = errors.Join(errs...)
 	return m.closeErr
 }
@@ -272,10 +299,10 @@ func (m *Main) closeStores() error {
 func (m *Main) adapters(cfg *config.Config, log *slog.Logger) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if m.Console {
-		out = append(out, console.New(console.Options{In: m.Stdin, Out: m.Stdout, User: os.Getenv("USER")}))
+		out = append(out, m.newConsole(cfg))
 		return append(out, m.Adapters...), nil
 	}
-	platformAdapters, err := buildPlatformAdapters(cfg, log)
+	platformAdapters, err := buildPlatformAdapters(cfg, log, m.platformHooks())
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,18 @@
 // Command bot runs threadsmith: a coding agent in Slack and Discord threads.
+// Build it as threadsmith (go build -o threadsmith ./cmd/bot).
 //
-//	bot -config config.yaml      run on every enabled platform
-//	bot -check                   validate the config and reach every service, exit 0/1
-//	bot -console                 one local thread in this terminal
+//	threadsmith -config config.yaml   run on every enabled platform
+//	threadsmith -check                validate the config and reach every service, exit 0/1
+//	threadsmith -console              one local thread in this terminal (-continue: the latest)
+//	threadsmith -version              print the version
 //
 // Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM) or a passing -check;
-// 1 on a runtime failure or a failing -check; 2 on invalid flags or config.
+// 1 on a runtime failure (another bot holds the data_dir, say) or a failing
+// -check; 2 on invalid flags or config. Under go run, go itself exits 1 for
+// any failure (and prints "exit status N"): scripts should run the binary.
+//
+// In the console, Ctrl-C stops the run and a second Ctrl-C (or Ctrl-D)
+// quits; SIGTERM quits.
 package main
 
 import (
@@ -30,7 +37,19 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if m.Version {
+		fmt.Println(versionLine())
+		return 0
+	}
+	var ctx context.Context
+	var stop context.CancelFunc
+	if m.Console {
+		// Ctrl-C belongs to the console: it stops the run; the second quits.
+		ctx, stop = signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		ctx, stop = consoleInterrupts(ctx, stop, m)
+	} else {
+		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	}
 	defer stop()
 
 	if m.Check {
@@ -62,4 +81,32 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// consoleInterrupts returns ctx ended also when m.Interrupt says a Ctrl-C
+// should quit. After that, Ctrl-C does nothing: the shutdown is bounded.
+func consoleInterrupts(ctx context.Context, stopSignals context.CancelFunc, m *Main) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				if m.Interrupt() {
+					cancel()
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// sigs stays registered: a Ctrl-C during the shutdown is caught and
+	// dropped, so it cannot kill the bot before its runs (and the processes
+	// they started) are stopped. Caught rather than ignored, so the programs
+	// the bot starts meanwhile do not inherit an ignored SIGINT.
+	return ctx, func() {
+		cancel()
+		stopSignals()
+	}
 }

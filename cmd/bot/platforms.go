@@ -2,25 +2,48 @@ package main
 
 import (
 	"log/slog"
+	"net"
+	"net/http"
 
 	discordadapter "github.com/threadsmith/threadsmith/adapters/discord"
 	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/ops"
 )
 
+// platformHooks are what the bot's operation needs of the adapters.
+type platformHooks struct {
+	// metrics count every API call and 429 through the adapters' transports.
+	metrics *ops.Metrics
+	// slackListener serves Slack's Events API when it shares http.listen.
+	slackListener net.Listener
+}
+
 // buildPlatformAdapters returns the adapters of the enabled platforms.
-func buildPlatformAdapters(cfg *config.Config, log *slog.Logger) ([]chat.Adapter, error) {
+func buildPlatformAdapters(cfg *config.Config, log *slog.Logger, hooks platformHooks) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.Slack.Enabled {
-		a, err := slackadapter.New(cfg.Slack, slackadapter.Options{Logger: log.With("component", "slack")})
+		opts := slackadapter.Options{Logger: log.With("component", "slack"), Listener: hooks.slackListener}
+		if hooks.metrics != nil {
+			// The adapter's own default, plus counting: the outbox makes
+			// several calls at once to one host.
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.MaxIdleConnsPerHost = 16
+			opts.HTTPClient = &http.Client{Transport: hooks.metrics.Transport(config.PlatformSlack, tr)}
+		}
+		a, err := slackadapter.New(cfg.Slack, opts)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
 	if cfg.Discord.Enabled {
-		a, err := discordadapter.New(cfg.Discord, discordadapter.Options{Logger: log.With("component", "discord")})
+		opts := discordadapter.Options{Logger: log.With("component", "discord")}
+		if hooks.metrics != nil {
+			opts.Transport = hooks.metrics.Transport(config.PlatformDiscord, nil)
+		}
+		a, err := discordadapter.New(cfg.Discord, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockName is the file in data_dir that one bot at a time holds locked.
+const lockName = "threadsmith.lock"
+
+// dataDirLock is the exclusive hold a running bot has on its data_dir: two
+// bots on one database would each report the other's runs as interrupted,
+// replay the same queued input and push the same branches.
+type dataDirLock struct{ f *os.File }
+
+// errDataDirInUse is the error of a second bot on a data_dir.
+var errDataDirInUse = errors.New("data_dir is in use")
+
+// lockDataDir takes dir's lock or says who holds it. The lock is a flock on
+// <dir>/threadsmith.lock: the kernel releases it when the holder exits, kill
+// -9 included, so a crash never leaves a stale lock behind (the file stays,
+// and means nothing while unlocked). The holder writes its pid into the
+// file for the next one's error message.
+func lockDataDir(dir string) (*dataDirLock, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := "another process"
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
+				holder = fmt.Sprintf("another threadsmith (pid %d)", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is used by %s; one bot per data_dir: stop that one, or give this one another data_dir", errDataDirInUse, dir, holder)
+		}
+		return nil, fmt.Errorf("data_dir %s: locking %s: %w", dir, path, err)
+	}
+	// Only the holder writes, so a reader sees the holder's pid (or, for an
+	// instant, an empty file).
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dataDirLock{f: f}, nil
+}
+
+// release lets the next bot have the data_dir.
+func (l *dataDirLock) release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the last descriptor drops the flock
+	l.f = nil
+	return err
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+)
+
+// linkedChat is the in-process platform with a connection the test controls.
+type linkedChat struct {
+	*chatfake.Adapter
+	up atomic.Bool
+}
+
+func (c *linkedChat) Connected() bool { return c.up.Load() }
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func scrapeMetrics(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := httpGet(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d\n%s", code, body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// metricValue sums the series of a family whose labels include want.
+func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+	sum, found := 0.0, false
+next:
+	for _, m := range f.Metric {
+		for _, l := range m.Label {
+			if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+				continue next
+			}
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return sum, found
+}
+
+// The operator's endpoints on http.listen: alive at once, ready only once
+// storage and the platform are connected, metrics counting a run.
+func TestHealthReadinessAndMetrics(t *testing.T) {
+	// The env's fakes and config, with a Main of the test's own.
+	e := newEnv(t)
+	e.stop()
+	link := &linkedChat{Adapter: e.chat}
+	cfg := e.cfg
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	m := NewMain()
+	m.Config = &cfg
+	m.Adapters = []chat.Adapter{link}
+	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := m.Run(e.ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	url := "http://" + m.HTTPAddr()
+
+	if code, body := httpGet(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q, want 200 ok", code, body)
+	}
+	if code, body := httpGet(t, url+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "test: not connected") || !strings.Contains(body, "storage: ok") {
+		t.Fatalf("/readyz before the platform connects = %d %q, want 503 saying so", code, body)
+	}
+	link.up.Store(true)
+	if code, body := httpGet(t, url+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz once connected = %d %q, want 200", code, body)
+	}
+
+	e.llm.Push(llmfake.TextReply("done."))
+	th := thread("900.1")
+	e.say(th, "hello", true)
+	e.waitText(th, "done.")
+	fams := scrapeMetrics(t, url)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"threadsmith_build_info", nil},
+		{"threadsmith_llm_requests_total", map[string]string{"model": "fake-model"}},
+		{"threadsmith_llm_tokens_total", map[string]string{"model": "fake-model"}},
+	} {
+		if v, ok := metricValue(fams, c.name, c.labels); !ok || v < 1 {
+			t.Errorf("%s%v = %v (present %v), want at least 1", c.name, c.labels, v, ok)
+		}
+	}
+	if _, ok := metricValue(fams, "threadsmith_input_pending", map[string]string{"state": "queued"}); !ok {
+		t.Error("no queue depth (threadsmith_input_pending)")
+	}
+
+	// Shutting down: no longer ready, still alive until the end.
+	done := make(chan error, 1)
+	go func() { done <- m.Close() }()
+	<-done
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Error("the endpoints still answer after Close")
+	}
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/threadsmith/threadsmith/adapters/console"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/ops"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// opsState is what Main keeps for operating the bot: its metrics, the
+// operator's HTTP endpoints, the data_dir lock and the console's log file.
+type opsState struct {
+	// Metrics are the bot's Prometheus metrics, created by Run.
+	Metrics *ops.Metrics
+
+	lock     *dataDirLock
+	httpLn   net.Listener
+	pipe     *ops.Pipe // the Slack Events API behind http.listen, when they share it
+	opsStop  context.CancelFunc
+	opsDone  chan error
+	running  atomic.Bool // the bridge is running: adapters are being started
+	draining atomic.Bool // Close began: not ready any more
+	console  *console.Adapter
+	logFile  *os.File
+}
+
+// connector is implemented by adapters that know whether they are connected
+// to their platform now (Slack's Socket Mode or Events API listener,
+// Discord's gateway session).
+type connector interface{ Connected() bool }
+
+// logger is the logger of cfg. The console's goes to a file in its data_dir,
+// so that the conversation is not interleaved with log lines; the banner
+// says where.
+func (m *Main) logger(cfg *config.Config) *slog.Logger {
+	if !m.Console {
+		return newLogger(cfg.Log, m.Stderr)
+	}
+	path := filepath.Join(cfg.DataDir, "threadsmith.log")
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err == nil {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			m.logFile = f
+			return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: cfg.Log.Level.Slog()}))
+		}
+	}
+	// No file: only what needs the person's attention, on stderr.
+	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// lockDataDir takes cfg's data_dir for this process (one bot per data_dir).
+func (m *Main) lockDataDir(cfg *config.Config) error {
+	l, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	m.lock = l
+	return nil
+}
+
+// startMetrics creates the metrics, with the queue depth read from db.
+func (m *Main) startMetrics(db *storage.DB) {
+	m.Metrics = ops.NewMetrics(buildInfo())
+	m.Metrics.PendingInput(db.PendingInboundCounts)
+}
+
+// instrument counts the model's calls into the metrics.
+func (m *Main) instrument(model llm.Model) llm.Model { return ops.InstrumentModel(model, m.Metrics) }
+
+// platformHooks are what the metrics and http.listen need of the adapters.
+func (m *Main) platformHooks() platformHooks {
+	h := platformHooks{metrics: m.Metrics}
+	if m.pipe != nil {
+		h.slackListener = m.pipe // the Events API behind http.listen's server
+	}
+	return h
+}
+
+// listenOps binds http.listen, so that a port in use stops the start with
+// an error naming the key. When it is slack.listen too (http mode), one
+// server answers both: the operator's paths here, the rest to Slack.
+func (m *Main) listenOps(cfg *config.Config) error {
+	if cfg.HTTP.Listen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	m.httpLn = ln
+	if cfg.Slack.Enabled && cfg.Slack.Mode == config.SlackHTTP && cfg.Slack.Listen == cfg.HTTP.Listen {
+		m.pipe = ops.NewPipe()
+	}
+	return nil
+}
+
+// HTTPAddr is the address the operator's endpoints listen on ("" when off).
+func (m *Main) HTTPAddr() string {
+	if m.httpLn == nil {
+		return ""
+	}
+	return m.httpLn.Addr().String()
+}
+
+// serveOps serves the operator's endpoints until Close ends them (not ctx:
+// /healthz answers through a graceful shutdown, /readyz says it drains).
+func (m *Main) serveOps(log *slog.Logger, adapters []chat.Adapter) {
+	if m.httpLn == nil {
+		return
+	}
+	checks := []ops.Check{{Name: "storage", Ready: func(ctx context.Context) error {
+		if m.draining.Load() {
+			return errors.New("shutting down")
+		}
+		return m.DB.Ping(ctx)
+	}}}
+	for _, a := range adapters {
+		checks = append(checks, ops.Check{Name: a.Platform(), Ready: func(context.Context) error {
+			switch c, ok := a.(connector); {
+			case !m.running.Load() || m.draining.Load():
+				return errors.New("not running")
+			case ok && !c.Connected():
+				return errors.New("not connected")
+			}
+			return nil
+		}})
+	}
+	var fallback http.Handler
+	if m.pipe != nil {
+		fallback = m.pipe.Proxy()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	m.opsStop = stop
+	m.opsDone = make(chan error, 1)
+	ln := m.httpLn
+	h := ops.Handler(m.Metrics, checks, fallback)
+	log.Info("serving /healthz, /readyz and /metrics", "addr", ln.Addr().String())
+	go func() { m.opsDone <- ops.Serve(ctx, ln, h, log.With("component", "http")) }()
+}
+
+// stopOps ends what Run started for operating the bot, last of all: the
+// endpoints, the log file, then the data_dir lock (the next bot may start).
+func (m *Main) stopOps() error {
+	var errs []error
+	if m.opsStop != nil {
+		m.opsStop()
+		errs = append(errs, <-m.opsDone)
+		m.opsStop = nil
+	} else if m.httpLn != nil {
+		m.httpLn.Close() // bound, never served: Run failed
+	}
+	if m.pipe != nil {
+		m.pipe.Close()
+	}
+	if m.logFile != nil {
+		errs = append(errs, m.logFile.Close())
+		m.logFile = nil
+	}
+	errs = append(errs, m.lock.release())
+	return errors.Join(errs...)
+}
+
+// consoleRetention bounds how far back -continue looks for a session.
+const consoleRetention = 365 * 24 * time.Hour
+
+// newConsole builds the console adapter: a new thread (its branch named by
+// the time), or with -continue the latest console thread of this data_dir.
+func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
+	thread := console.NewThread(time.Now())
+	note := "new session " + thread.Thread + " (-continue resumes the latest)"
+	if m.Continue {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		threads, err := m.DB.RecentThreads(ctx, console.Platform, time.Now().Add(-consoleRetention))
+		cancel()
+		sort.SliceStable(threads, func(i, j int) bool { return threads[i].ActiveAt.After(threads[j].ActiveAt) })
+		switch {
+		case err != nil:
+			note = fmt.Sprintf("cannot list earlier sessions (%v); new session %s", err, thread.Thread)
+		case len(threads) == 0:
+			note = "no earlier session here; new session " + thread.Thread
+		default:
+			k := threads[0].Key
+			thread = chat.ThreadRef{Platform: k.Platform, Team: k.Team, Channel: k.Channel, Thread: k.Thread}
+			note = "continuing session " + thread.Thread
+		}
+	}
+	if m.logFile != nil {
+		note += " · logs: " + m.logFile.Name()
+	}
+	m.console = console.New(console.Options{
+		In: m.Stdin, Out: m.Stdout, User: os.Getenv("USER"), Thread: thread, Banner: note,
+		QuitOnEOF: isTerminal(m.Stdin),
+	})
+	return m.console
+}
+
+// Interrupt is SIGINT (Ctrl-C) in console mode: the first stops the run; it
+// returns true when the bot should quit (a second Ctrl-C, or not a console).
+func (m *Main) Interrupt() bool {
+	if m.console == nil {
+		return true
+	}
+	return m.console.Interrupt()
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
