@@ -70,6 +70,9 @@ type Config struct {
 	// repository's .threadsmith/mcp.json or .mcp.json add stdio servers.
 	MCPServers     []MCPServer
 	MCPRepoServers bool
+	// PullRequests are the repositories' pull request settings, by repo
+	// name; a repo without an entry gets none.
+	PullRequests map[string]*PullRequests
 	Logger  *slog.Logger
 	Now     func() time.Time
 }

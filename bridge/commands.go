@@ -25,10 +25,15 @@ var commandHelp = map[string]string{
 	"reset":    "`!reset` — start a new conversation on the same branch (the old one is kept)",
 	"model":    "`!model <name>` — switch model for this thread",
 	"tools":    "`!tools` — the tools I have here, built in and from MCP servers",
+	"pr":       "`!pr` — this thread's pull request (opened now if the branch has none)",
 }
 
+// reviewHelp is `!review`'s line: it is a request to the model (expanded by
+// an input hook), not a command, so it queues and runs like a message.
+const reviewHelp = "`!review` — give me the pull request's new review comments to address"
+
 // commandOrder is the order !help lists them in.
-var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools"}
+var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools", "pr"}
 
 // inputCtx carries the input being processed into commands (which run inside
 // Session.Start) and carries their outcome back.
@@ -57,6 +62,7 @@ func helpText(prefix string) string {
 	for _, name := range commandOrder {
 		b.WriteString("\n• " + strings.ReplaceAll(commandHelp[name], "`!", "`"+prefix))
 	}
+	b.WriteString("\n• " + strings.ReplaceAll(reviewHelp, "`!", "`"+prefix))
 	b.WriteString("\nAfter every run that changes files I commit and push them to the thread's branch.")
 	return b.String()
 }
@@ -85,6 +91,14 @@ func (t *thread) commands() []agent.Command {
 		}),
 		cmd("tools", func(_ context.Context, s *agent.Session, _ string) error {
 			t.say(t.toolsText(s))
+			return nil
+		}),
+		cmd("pr", func(context.Context, *agent.Session, string) error {
+			t.bg.Add(1)
+			go func() {
+				defer t.bg.Done()
+				t.say(t.prText(t.b.ctx))
+			}()
 			return nil
 		}),
 		cmd("stop", func(_ context.Context, s *agent.Session, _ string) error {

@@ -31,7 +31,7 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 			t.Errorf("!help does not list !%s:\n%s", name, help)
 		}
 	}
-	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "model", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("commands = %v, want PRODUCT.md §3's and §9's (!tools) %v", got, want)
 	}
 

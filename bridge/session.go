@@ -182,14 +182,19 @@ func (t *thread) extension() agent.Extension {
 			return agent.BeforeAgentStartResult{SystemPrompt: ev.SystemPrompt + "\n\n" + t.context()}
 		},
 	}
-	if mc, ok := t.p.Adapter.(chat.MarkupConverter); ok {
-		x.Input = func(ctx context.Context, in agent.Input) agent.InputResult {
-			plain := mc.PlainText(ctx, in.Text)
-			if plain == in.Text {
-				return agent.InputResult{Action: agent.InputContinue}
-			}
-			return agent.InputResult{Action: agent.InputTransform, Text: plain}
+	mc, _ := t.p.Adapter.(chat.MarkupConverter)
+	x.Input = func(ctx context.Context, in agent.Input) agent.InputResult {
+		if res, ok := t.reviewInput(ctx, in); ok {
+			return res
 		}
+		if mc == nil {
+			return agent.InputResult{Action: agent.InputContinue}
+		}
+		plain := mc.PlainText(ctx, in.Text)
+		if plain == in.Text {
+			return agent.InputResult{Action: agent.InputContinue}
+		}
+		return agent.InputResult{Action: agent.InputTransform, Text: plain}
 	}
 	return x
 }

@@ -88,6 +88,7 @@ type thread struct {
 	ws            *workspace.Workspace
 	tws           *tools.Workspace
 	mcp           *mcptool.Set // the session's MCP servers, or nil
+	prNoted       bool         // the thread was told why it gets no pull request
 	view          *view
 	run           *activeRun
 	unpushed      bool
@@ -640,7 +641,11 @@ func (t *thread) commitAndPush(ctx context.Context, r *activeRun) string {
 	if res.UpToDate && !changed {
 		return ""
 	}
-	return pushNotice(res)
+	notice := pushNotice(res)
+	if line := t.syncPullRequest(ctx, r.request); line != "" {
+		notice += "\n" + line
+	}
+	return notice
 }
 
 func (t *thread) recordPush(ctx context.Context, sha string, result storage.PushResult, detail string) {

@@ -211,6 +211,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Secrets:           secrets(cfg),
 		Sandbox:           sb,
 		MCPServers:        mcpServers(cfg),
+		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
 		Logger:            log,
 	})

@@ -65,6 +65,20 @@ func (s *HTTPServer) Serve(tb testing.TB, repo *Repo) string {
 	return s.srv.URL + "/" + name
 }
 
+// ServeAt publishes repo at http://127.0.0.1:port/<path>.git, where path is
+// owner/name as on a forge, and returns that URL.
+func (s *HTTPServer) ServeAt(tb testing.TB, repo *Repo, path string) string {
+	tb.Helper()
+	dst := filepath.Join(s.root, filepath.FromSlash(path)+".git")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(repo.Path, dst); err != nil {
+		tb.Fatal(err)
+	}
+	return s.srv.URL + "/" + path + ".git"
+}
+
 // Rejected counts requests refused for missing or wrong credentials.
 func (s *HTTPServer) Rejected() int {
 	s.mu.Lock()

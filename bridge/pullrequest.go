@@ -1,0 +1,205 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/forge"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// PullRequests is how a repository's threads get pull requests.
+type PullRequests struct {
+	// Client reaches the repository's forge; nil when they are off for a
+	// reason the thread is told once (Off).
+	Client *forge.Client
+	// Draft opens them as drafts.
+	Draft bool
+	// Off says why there are none, for the thread ("" to say nothing).
+	Off string
+}
+
+// pullRequestOf returns the repository's settings, or nil when it has none
+// (a local remote, or pull_requests: off).
+func (t *thread) pullRequestOf() *PullRequests {
+	if t.b.cfg.PullRequests == nil {
+		return nil
+	}
+	return t.b.cfg.PullRequests[t.rec.Repo]
+}
+
+// syncPullRequest opens the thread's pull request at its first push and
+// updates its description at later ones. It returns the line for the push
+// notice ("" when there is nothing to say).
+func (t *thread) syncPullRequest(ctx context.Context, request string) string {
+	pr := t.pullRequestOf()
+	if pr == nil || t.ws == nil {
+		return ""
+	}
+	if pr.Client == nil {
+		return t.prNoteOnce(pr.Off)
+	}
+	subjects, err := t.ws.Subjects(ctx)
+	if err != nil {
+		t.log.Warn("listing the branch's commits for the pull request", "err", err)
+	}
+	title := firstLine(request)
+	if len(subjects) > 0 {
+		title = subjects[0]
+	}
+	res, err := pr.Client.Ensure(ctx, forge.Request{
+		Head: t.ws.Branch(), Base: t.ws.DefaultBranch(),
+		Title: title, Body: t.prBody(ctx, subjects), Draft: pr.Draft,
+	})
+	if err != nil {
+		var fe *forge.Error
+		if errors.As(err, &fe) && fe.Refused {
+			return t.prNoteOnce(fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", t.rec.Repo, fe.Message))
+		}
+		t.log.Warn("pull request", "err", err)
+		return "⚠️ The pull request could not be updated: " + err.Error() + " I'll try again after the next push, or say `!pr`."
+	}
+	verb := "Updated"
+	if res.Created {
+		verb = "Opened"
+		if res.Draft {
+			verb = "Opened draft"
+		}
+	}
+	return fmt.Sprintf("🔀 %s [pull request #%d](%s)", verb, res.Number, res.URL)
+}
+
+// prNoteOnce tells the thread, once, why it gets no pull request.
+func (t *thread) prNoteOnce(why string) string {
+	if why == "" || t.prNoted {
+		return ""
+	}
+	t.prNoted = true
+	return "ℹ️ No pull request: " + why + ". The branch is pushed; open one from the compare link."
+}
+
+// prBody is the pull request's description: where it comes from and what
+// the branch did so far.
+func (t *thread) prBody(ctx context.Context, subjects []string) string {
+	var b strings.Builder
+	link := strings.TrimPrefix(t.link(ctx), "Thread: ")
+	fmt.Fprintf(&b, "Opened by threadsmith from a %s thread: %s\n\n", platformTitle(t.ref.Platform), link)
+	if a := t.requester.Load(); a != nil && a.Name != "" {
+		fmt.Fprintf(&b, "Requested by %s.\n\n", a.Name)
+	}
+	if len(subjects) > 0 {
+		b.WriteString("## What was asked and done\n\n")
+		for _, s := range subjects {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Every commit is the agent's work in that thread; reply there (or review here and say `!review` in the thread) to change it.\n")
+	return b.String()
+}
+
+// prText answers !pr: the thread's pull request, opened if needed.
+func (t *thread) prText(ctx context.Context) string {
+	pr := t.pullRequestOf()
+	switch {
+	case pr == nil:
+		return "🔀 This repository has no pull requests here (a local remote, or `pull_requests: off`)."
+	case pr.Client == nil:
+		return "🔀 No pull request: " + pr.Off + "."
+	}
+	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err != nil || lp.Result != storage.PushOK {
+		return "🔀 Nothing is pushed yet: the pull request opens with the first push of a run that changes files."
+	}
+	t.prNoted = false
+	line := t.syncPullRequest(ctx, "")
+	if line == "" {
+		return "🔀 No pull request."
+	}
+	return line
+}
+
+// reviewPrompt turns `!review` into the message that gives the model the
+// pull request's new comments, with where they point. handled is set (and
+// the thread told) when there is nothing to give.
+func (t *thread) reviewPrompt(ctx context.Context) (prompt string, handled bool) {
+	pr := t.pullRequestOf()
+	if pr == nil || pr.Client == nil || t.ws == nil {
+		t.say("🔀 There is no pull request to read reviews from here.")
+		return "", true
+	}
+	found, ok, err := pr.Client.Find(ctx, t.ws.Branch(), t.ws.DefaultBranch())
+	if err != nil {
+		t.say("⚠️ Reading the pull request failed: " + err.Error())
+		return "", true
+	}
+	if !ok {
+		t.say("🔀 This thread's branch has no open pull request yet.")
+		return "", true
+	}
+	comments, err := pr.Client.Comments(ctx, found.Number)
+	if err != nil {
+		t.say("⚠️ Reading the review comments failed: " + err.Error())
+		return "", true
+	}
+	seen := map[string]bool{}
+	for _, k := range t.ws.ReviewSeen() {
+		seen[k] = true
+	}
+	var fresh []forge.Comment
+	for _, c := range comments {
+		if !seen[c.Key] {
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) == 0 {
+		t.say(fmt.Sprintf("🔀 No new review comments on [#%d](%s).", found.Number, found.URL))
+		return "", true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Review comments on the pull request #%d (%s) that you have not seen yet. Address each one: change the code where it asks for a change, answer where it asks a question, and say what you did for each.\n", found.Number, found.URL)
+	keys := make([]string, 0, len(fresh))
+	for i, c := range fresh {
+		keys = append(keys, c.Key)
+		fmt.Fprintf(&b, "\n%d. %s", i+1, c.Author)
+		if c.Path != "" {
+			fmt.Fprintf(&b, " on %s", c.Path)
+			if c.Line > 0 {
+				fmt.Fprintf(&b, " line %d", c.Line)
+			}
+		}
+		b.WriteString(":\n")
+		if c.Hunk != "" {
+			fmt.Fprintf(&b, "```diff\n%s\n```\n", strings.TrimSpace(c.Hunk))
+		}
+		for _, l := range strings.Split(strings.TrimSpace(c.Body), "\n") {
+			b.WriteString("> " + l + "\n")
+		}
+	}
+	if err := t.ws.MarkReviewSeen(keys); err != nil {
+		t.log.Warn("recording review comments as seen", "err", err)
+	}
+	return b.String(), false
+}
+
+// reviewInput is the input hook that expands `!review`.
+func (t *thread) reviewInput(ctx context.Context, in agent.Input) (agent.InputResult, bool) {
+	if name, _ := commandWord(in.Text); name != "review" {
+		return agent.InputResult{}, false
+	}
+	prompt, handled := t.reviewPrompt(ctx)
+	if handled {
+		return agent.InputResult{Action: agent.InputHandled}, true
+	}
+	return agent.InputResult{Action: agent.InputTransform, Text: prompt}, true
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 72 {
+		s = s[:72]
+	}
+	return s
+}
