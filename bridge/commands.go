@@ -215,6 +215,9 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	fmt.Fprintf(&b, "• Model: `%s`\n", st.Model)
 	if t.ws != nil {
 		fmt.Fprintf(&b, "• Repository: `%s` · branch `%s` (from `%s`)\n", t.ws.Repo(), t.ws.Branch(), t.ws.DefaultBranch())
+		if name, _ := repoInstructions(t.ws.Root()); name != "" {
+			fmt.Fprintf(&b, "• Instructions: `%s`\n", name)
+		}
 	}
 	fmt.Fprintf(&b, "• Context: %s of %s tokens (%d%%)\n", tokens(st.ContextTokens), tokens(st.ContextWindow), percent(st.ContextTokens, st.ContextWindow))
 	q := append(st.Steer, st.FollowUp...)

@@ -179,7 +179,13 @@ func (t *thread) extension() agent.Extension {
 		Name:     "chat",
 		Commands: t.commands(),
 		BeforeAgentStart: func(_ context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
-			return agent.BeforeAgentStartResult{SystemPrompt: ev.SystemPrompt + "\n\n" + t.context()}
+			prompt := ev.SystemPrompt + "\n\n" + t.context()
+			if t.ws != nil {
+				if name, text := repoInstructions(t.ws.Root()); name != "" {
+					prompt += "\n\n" + text
+				}
+			}
+			return agent.BeforeAgentStartResult{SystemPrompt: prompt}
 		},
 	}
 	mc, _ := t.p.Adapter.(chat.MarkupConverter)

@@ -114,3 +114,32 @@ func TestSlackPullRequestRefusedIsSaidOnce(t *testing.T) {
 		t.Errorf("a request was opened despite the 403")
 	}
 }
+
+// The repository's AGENTS.md reaches the model with every request, as it is
+// on the thread's branch at that moment; !status names it.
+func TestSlackRepositoryInstructions(t *testing.T) {
+	e := newSlackFakes(t)
+	e.remote.Commit(t, gitremote.Change{Branch: "main", Files: map[string]string{"AGENTS.md": "Always run `make check`."}})
+	e.start()
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			return llmfake.ToolCallReply(llmfake.Call{ID: "a1", Name: "write", Args: `{"path":"AGENTS.md","content":"Use tabs, not spaces."}`})
+		}
+		return llmfake.TextReply("ok")
+	})
+	root := e.slack.Mention(slackChan, aliceID, "follow the rules", "")
+	e.waitText(slackChan, root, "⏱")
+	e.slack.UserMessage(slackChan, aliceID, "again", root)
+	e.waitFor("the second answer", func() bool { return strings.Count(e.threadText(slackChan, root), "⏱") == 2 })
+	reqs := e.llm.Requests()
+	system := func(r llmfake.Request) string { return r.Messages[0].Content }
+	if s := system(reqs[0]); !strings.Contains(s, "## AGENTS.md") || !strings.Contains(s, "Always run `make check`.") {
+		t.Errorf("first request's system prompt lacks AGENTS.md:\n%s", s)
+	}
+	if s := system(reqs[len(reqs)-1]); !strings.Contains(s, "Use tabs, not spaces.") || strings.Contains(s, "make check") {
+		t.Errorf("after the branch changed AGENTS.md, the system prompt is:\n%s", s)
+	}
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Instructions: `AGENTS.md`")
+}
