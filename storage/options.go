@@ -19,7 +19,23 @@ type options struct {
 	noGroupCommit   bool
 	autoCheckpoint  bool
 	checkpointEvery time.Duration
+	hooks           Hooks
 }
+
+// Hooks are told of facts once storage has committed them. The operator's
+// metrics count runs and pushes here, where each is recorded exactly once
+// whoever records it (a run's end, the runs found interrupted at start).
+// They run on the caller's goroutine: they must be quick and must not call
+// back into storage. A nil field is not called.
+type Hooks struct {
+	// RunFinished is told a run's outcome and how long it took.
+	RunFinished func(outcome RunOutcome, d time.Duration)
+	// PushRecorded is told the result of each push attempt.
+	PushRecorded func(result PushResult)
+}
+
+// WithHooks sets the hooks (default: none).
+func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }

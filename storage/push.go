@@ -48,6 +48,9 @@ func (db *DB) RecordPush(ctx context.Context, p Push) (int64, error) {
 	if err != nil {
 		return 0, opError("record push", err)
 	}
+	if db.hooks.PushRecorded != nil {
+		db.hooks.PushRecorded(p.Result)
+	}
 	return id, nil
 }
 

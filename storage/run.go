@@ -62,13 +62,12 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) er
 	if outcome == "" {
 		return opError("finish run", errors.New("empty outcome"))
 	}
+	var started, ended int64
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE id = ? AND ended_at IS NULL`,
-			db.nowMS(), outcome, runID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		ended = db.nowMS()
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE id = ? AND ended_at IS NULL RETURNING started_at`,
+			ended, outcome, runID).Scan(&started)
+		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		var one int
@@ -81,6 +80,9 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) er
 		}
 		return fmt.Errorf("run %d: %w", runID, ErrRunEnded)
 	})
+	if err == nil && db.hooks.RunFinished != nil {
+		db.hooks.RunFinished(outcome, time.Duration(ended-started)*time.Millisecond)
+	}
 	return opError("finish run", err)
 }
 
@@ -143,6 +145,11 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 	})
 	if err != nil {
 		return nil, opError("interrupt runs", err)
+	}
+	if db.hooks.RunFinished != nil {
+		for _, r := range runs {
+			db.hooks.RunFinished(RunInterrupted, r.EndedAt.Sub(r.StartedAt))
+		}
 	}
 	return runs, nil
 }

@@ -83,6 +83,7 @@ type DB struct {
 	sessionIDs sync.Map
 
 	eventRetention time.Duration
+	hooks          Hooks
 	lastPrune      atomic.Int64 // Unix ms of the last processed_events prune
 
 	closeOnce sync.Once
@@ -132,6 +133,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		log:            o.log.With("component", "storage"),
 		now:            o.now,
 		eventRetention: o.eventRetention,
+		hooks:          o.hooks,
 		stmts:          newStatements(),
 		quit:           make(chan struct{}),
 	}
