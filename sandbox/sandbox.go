@@ -48,6 +48,9 @@ type Config struct {
 	// inside a path that is (the bot's config file under /etc, its data
 	// directory). They are masked by an empty directory or file.
 	Hide []string
+	// Metrics is told of every sandbox that could not be started (the
+	// operator's metrics); nil tells no one.
+	Metrics interface{ StartFailed() }
 }
 
 // Access is how a Mount is shown inside the sandbox.
@@ -254,6 +257,9 @@ func (s *Sandbox) Start(sp Spec) (*Process, error) {
 	)
 	if s.Confined() {
 		p, err = s.startConfined(sp)
+		if err != nil && s.cfg.Metrics != nil {
+			s.cfg.Metrics.StartFailed()
+		}
 	} else {
 		p, err = startDirect(sp)
 	}
