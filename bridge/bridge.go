@@ -66,6 +66,9 @@ type Config struct {
 	// Sandbox runs everything the agent runs. Nil means unsandboxed
 	// (sandbox.None), and every run's status says so.
 	Sandbox *sandbox.Sandbox
+	// Metrics counts live threads, retries and compactions for the
+	// operator (package ops implements it). Nil counts nothing.
+	Metrics Metrics
 	// MCPServers are the configured MCP servers; MCPRepoServers lets a
 	// repository's .threadsmith/mcp.json or .mcp.json add stdio servers.
 	MCPServers     []MCPServer
@@ -73,8 +76,8 @@ type Config struct {
 	// PullRequests are the repositories' pull request settings, by repo
 	// name; a repo without an entry gets none.
 	PullRequests map[string]*PullRequests
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // AgentConfig is how sessions are set up.
@@ -161,6 +164,9 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.MaxDownloadBytes <= 0 {
 		cfg.MaxDownloadBytes = 20 << 20
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	if cfg.CatchUpWindow <= 0 {
 		cfg.CatchUpWindow = 24 * time.Hour

@@ -161,7 +161,10 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.unsubscribe()
 	}
 	t.sess = sess
-	t.unsubscribe = sess.Subscribe(t.view.handle)
+	t.unsubscribe = sess.Subscribe(func(ev agent.Event) {
+		t.view.handle(ev)
+		countEvent(b.cfg.Metrics, ev)
+	})
 	return nil
 }
 

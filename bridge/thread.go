@@ -12,8 +12,8 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
-	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
@@ -156,6 +156,9 @@ func (t *thread) shutdown(ctx context.Context) {
 func (t *thread) loop() {
 	defer t.b.wg.Done()
 	defer t.close()
+	t.b.cfg.Metrics.ThreadLoaded()
+	evicted := false
+	defer func() { t.b.cfg.Metrics.ThreadUnloaded(evicted) }()
 	idle := time.NewTimer(t.b.cfg.IdleEvict)
 	defer idle.Stop()
 	for {
@@ -177,6 +180,7 @@ func (t *thread) loop() {
 		case <-idle.C:
 			if t.run == nil && t.b.evict(t) {
 				t.log.Debug("evicted idle thread")
+				evicted = true
 				return
 			}
 		case <-t.stop:
