@@ -71,7 +71,7 @@ func NewMetrics(info BuildInfo) *Metrics {
 	m := &Metrics{
 		reg: reg,
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "runs_total",
-			Help: "Agent runs that ended, by outcome: done, error, stopped (!stop or run_timeout) or interrupted (shutdown)."}, []string{"outcome"}),
+			Help: "Agent runs that ended, by outcome: done, error, stopped (!stop) or interrupted (a shutdown or crash cut it off)."}, []string{"outcome"}),
 		runDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "run_duration_seconds",
 			Help:    "How long agent runs took, from the first event to the footer.",
 			Buckets: []float64{1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600}}),

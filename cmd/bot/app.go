@@ -19,6 +19,7 @@ import (
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/ops"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
@@ -150,6 +151,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	log.Info("starting threadsmith", "config", cfg.Redacted())
 	hardenProcess(cfg, log)
+	m.Metrics = ops.NewMetrics(buildInfo())
 	sb, err := m.openSandbox(cfg)
 	if err != nil {
 		return err
@@ -164,7 +166,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.stopOps()
 		}
 	}()
-	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log))
+	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log), m.storageHooks())
 	if err != nil {
 		return err
 	}
@@ -210,6 +212,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxDownloadBytes:  cfg.Workspace.MaxDownloadBytes,
 		Secrets:           secrets(cfg),
 		Sandbox:           sb,
+		Metrics:           m.Metrics,
 		MCPServers:        mcpServers(cfg),
 		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
@@ -385,7 +388,11 @@ func queueMode(q config.QueueMode) agent.QueueMode {
 // sandbox.mode is a configuration error: the operator must either fix the
 // machine or say sandbox.mode: none.
 func (m *Main) openSandbox(cfg *config.Config) (*sandbox.Sandbox, error) {
-	sb, err := sandbox.New(sandboxConfig(cfg, m.ConfigPath))
+	sc := sandboxConfig(cfg, m.ConfigPath)
+	if m.Metrics != nil {
+		sc.Metrics = m.Metrics // sandboxes that fail to start
+	}
+	sb, err := sandbox.New(sc)
 	if err != nil {
 		return nil, configError{fmt.Errorf("sandbox.mode: %s: %w; set sandbox.mode: none to run the agent's commands unsandboxed", cfg.Sandbox.Mode, err)}
 	}

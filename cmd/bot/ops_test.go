@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -110,25 +111,53 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 		t.Fatalf("/readyz once connected = %d %q, want 200", code, body)
 	}
 
-	e.llm.Push(llmfake.TextReply("done."))
+	e.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "write", Args: `{"path":"a.txt","content":"a\n"}`}),
+		llmfake.TextReply("done."),
+	)
 	th := thread("900.1")
-	e.say(th, "hello", true)
+	e.say(th, "add a file", true)
 	e.waitText(th, "done.")
-	fams := scrapeMetrics(t, url)
-	for _, c := range []struct {
+	e.waitText(th, "pushed `")
+	want := []struct {
 		name   string
 		labels map[string]string
+		value  float64
 	}{
-		{"threadsmith_build_info", nil},
-		{"threadsmith_llm_requests_total", map[string]string{"model": "fake-model"}},
-		{"threadsmith_llm_tokens_total", map[string]string{"model": "fake-model"}},
-	} {
-		if v, ok := metricValue(fams, c.name, c.labels); !ok || v < 1 {
-			t.Errorf("%s%v = %v (present %v), want at least 1", c.name, c.labels, v, ok)
+		{"threadsmith_build_info", nil, 1},
+		{"threadsmith_runs_total", map[string]string{"outcome": "done"}, 1},
+		{"threadsmith_run_duration_seconds", nil, 1},
+		{"threadsmith_pushes_total", map[string]string{"result": "ok"}, 1},
+		{"threadsmith_threads_live", nil, 1},
+		{"threadsmith_llm_requests_total", map[string]string{"model": "fake-model"}, 2},
+		{"threadsmith_input_pending", map[string]string{"state": "queued"}, 0},
+		{"threadsmith_sandbox_start_failures_total", nil, 0},
+	}
+	// The run's end is recorded just after its last message: scrape until
+	// the metrics have it (as Prometheus would, a little later).
+	var fams map[string]*dto.MetricFamily
+	for ok := false; !ok; {
+		fams = scrapeMetrics(t, url)
+		ok = true
+		for _, w := range want {
+			if v, found := metricValue(fams, w.name, w.labels); !found || v != w.value {
+				ok = false
+			}
+		}
+		if !ok {
+			select {
+			case <-e.ctx.Done():
+				for _, w := range want {
+					v, found := metricValue(fams, w.name, w.labels)
+					t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, found, w.value)
+				}
+				t.FailNow()
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
-	if _, ok := metricValue(fams, "threadsmith_input_pending", map[string]string{"state": "queued"}); !ok {
-		t.Error("no queue depth (threadsmith_input_pending)")
+	if v, _ := metricValue(fams, "threadsmith_llm_tokens_total", map[string]string{"model": "fake-model"}); v < 1 {
+		t.Errorf("no LLM tokens counted")
 	}
 
 	// Shutting down: no longer ready, still alive until the end.

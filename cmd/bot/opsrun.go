@@ -71,10 +71,18 @@ func (m *Main) lockDataDir(cfg *config.Config) error {
 	return nil
 }
 
-// startMetrics creates the metrics, with the queue depth read from db.
+// startMetrics adds the queue depth, read from db, to the metrics.
 func (m *Main) startMetrics(db *storage.DB) {
-	m.Metrics = ops.NewMetrics(buildInfo())
 	m.Metrics.PendingInput(db.PendingInboundCounts)
+}
+
+// storageHooks count runs and pushes as storage records them: each once,
+// whoever records it (runs found interrupted at start included).
+func (m *Main) storageHooks() storage.Option {
+	return storage.WithHooks(storage.Hooks{
+		RunFinished:  func(o storage.RunOutcome, d time.Duration) { m.Metrics.RunFinished(string(o), d) },
+		PushRecorded: func(r storage.PushResult) { m.Metrics.Pushed(string(r)) },
+	})
 }
 
 // instrument counts the model's calls into the metrics.
