@@ -66,6 +66,9 @@ type Adapter struct {
 	client *http.Client
 
 	running atomic.Bool
+	// connected is set by READY and RESUMED, cleared by a disconnect and
+	// when Run ends (ready.go).
+	connected atomic.Bool
 
 	mu        sync.Mutex
 	appID     string // discord.application_id, else READY's

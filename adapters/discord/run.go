@@ -55,6 +55,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	r.q.signal = make(chan struct{}, 1)
 	removeEvents := a.s.AddHandler(r.onEvent)
 	removeDisconnect := a.s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
+		a.connected.Store(false)
 		select {
 		case r.disconnected <- struct{}{}:
 		default:
@@ -63,6 +64,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	var worker sync.WaitGroup
 	worker.Go(func() { r.work(wctx) })
 	defer func() {
+		a.connected.Store(false)
 		a.s.Close() // a second while connected; at once otherwise
 		stopWorker()
 		worker.Wait()
@@ -246,8 +248,10 @@ func (r *runner) onEvent(_ *discordgo.Session, e *discordgo.Event) {
 		if rd, ok := e.Struct.(*discordgo.Ready); ok {
 			r.a.setIdentity(rd)
 		}
+		r.a.connected.Store(true)
 		r.q.push(readyEvent{})
 	case "RESUMED":
+		r.a.connected.Store(true)
 		r.q.push(readyEvent{resumed: true})
 	case "MESSAGE_CREATE":
 		m := new(discordgo.Message)

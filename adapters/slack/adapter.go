@@ -53,6 +53,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -117,6 +118,8 @@ type Adapter struct {
 	noStatus  map[string]bool // channels where assistant.threads.setStatus is not allowed
 	runningMu sync.Mutex
 	running   bool
+	// connected says Slack can reach the bot now (ready.go).
+	connected atomic.Bool
 }
 
 // identity is who the bot is, from auth.test.
@@ -223,6 +226,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	a.running = true
 	a.runningMu.Unlock()
 	defer func() {
+		a.connected.Store(false)
 		a.runningMu.Lock()
 		a.running = false
 		a.runningMu.Unlock()

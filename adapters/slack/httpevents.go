@@ -43,6 +43,7 @@ func (a *Adapter) runHTTP(ctx context.Context, d *dispatcher) error {
 	a.log.Info("slack: serving the Events API", "addr", ln.Addr().String())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	a.connected.Store(true) // listening: Slack's requests are answered
 	select {
 	case err := <-served:
 		return fmt.Errorf("slack: serving the Events API: %w", err)

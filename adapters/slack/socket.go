@@ -51,15 +51,19 @@ func (a *Adapter) runSocket(ctx context.Context, d *dispatcher) error {
 func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, d *dispatcher, cu *catchUp, evt socketmode.Event) {
 	switch evt.Type {
 	case socketmode.EventTypeConnected:
+		a.connected.Store(true)
 		if ce, ok := evt.Data.(*socketmode.ConnectedEvent); ok && ce.ConnectionCount > 0 {
 			a.log.Info("slack: socket mode reconnected; catching up on active threads", "connection", ce.ConnectionCount)
 			cu.trigger()
 		}
 	case socketmode.EventTypeConnectionError:
+		a.connected.Store(false)
 		a.log.Warn("slack: socket mode connection failed; slack-go retries", "err", evt.Data)
 	case socketmode.EventTypeDisconnect:
+		a.connected.Store(false)
 		a.log.Info("slack: socket mode disconnect requested; reconnecting")
 	case socketmode.EventTypeInvalidAuth:
+		a.connected.Store(false)
 		a.log.Error("slack: socket mode refused the app token")
 	case socketmode.EventTypeEventsAPI:
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)

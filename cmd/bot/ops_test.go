@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
@@ -166,5 +168,43 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	<-done
 	if _, err := http.Get(url + "/healthz"); err == nil {
 		t.Error("the endpoints still answer after Close")
+	}
+}
+
+// waitReady polls /readyz until its status is want (as a load balancer does).
+func waitReady(t *testing.T, ctx context.Context, url string, want int, line string) {
+	t.Helper()
+	for {
+		code, body := httpGet(t, url+"/readyz")
+		if code == want && strings.Contains(body, line) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("/readyz = %d %q, want %d with %q", code, body, want, line)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// With the real Slack adapter: ready while Socket Mode is connected, not
+// ready during an outage, ready again once it reconnects.
+func TestReadinessFollowsTheSlackConnection(t *testing.T) {
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" }))
+	url := "http://" + e.m.HTTPAddr()
+	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
+	end := e.slack.Outage()
+	waitReady(t, e.ctx, url, http.StatusServiceUnavailable, "slack: not connected")
+	if code, _ := httpGet(t, url+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz during the outage = %d, want 200: the process is alive", code)
+	}
+	end()
+	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
+	fams := scrapeMetrics(t, url)
+	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "apps.connections.open"}); v < 2 {
+		t.Errorf("apps.connections.open counted %v times, want at least 2 (connect, reconnect)", v)
+	}
+	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "auth.test", "code": "2xx"}); v < 1 {
+		t.Errorf("auth.test counted %v times, want at least 1", v)
 	}
 }
