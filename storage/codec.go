@@ -9,6 +9,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/msgjson"
 )
 
 // entryRow is an entry as stored: payload is the JSON of the part of the entry
@@ -78,8 +79,11 @@ func decodeEntry(seq int64, typ string, ts int64, payload []byte) (transcript.En
 	var err error
 	switch e.Type {
 	case transcript.EntryMessage:
-		e.Message = new(llm.Message)
-		err = json.Unmarshal(payload, e.Message)
+		// Messages are nearly every entry and nearly all of a load's time:
+		// msgjson decodes them in one pass, with encoding/json's result.
+		var m llm.Message
+		m, err = msgjson.UnmarshalMessage(payload)
+		e.Message = &m
 	case transcript.EntryCompaction:
 		e.Compaction = new(transcript.Compaction)
 		err = json.Unmarshal(payload, e.Compaction)

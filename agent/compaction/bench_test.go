@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
 )
 
 // BenchmarkPrepare prepares a compaction of the fixture: 1,002 entries, the
@@ -125,6 +127,69 @@ func BenchmarkArgumentsLength(b *testing.B) {
 				b.Fatal(err)
 			}
 			_ = utf16Len(s)
+		}
+	})
+}
+
+// BenchmarkFindCutPoint finds the cut over the whole fixture at
+// keepRecentTokens 20000, as pi's anchor script does.
+func BenchmarkFindCutPoint(b *testing.B) {
+	entries := loadFixture(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if cp := FindCutPoint(entries, 0, len(entries), 20000); cp.FirstKeptIndex != 946 {
+			b.Fatalf("cut at %d, want 946", cp.FirstKeptIndex)
+		}
+	}
+}
+
+// session5000 is the generated 5,000-entry session (internal/sessiongen) as
+// a pi file, the one pi's anchor script reads in the same run.
+var session5000 = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	if err := sessiongen.WritePi(&b, sessiongen.Entries(7, 5000)); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+})
+
+// BenchmarkSession5000 is pi's anchor on the generated session: load, every
+// estimate, the cut at 20000 and Prepare with the defaults.
+func BenchmarkSession5000(b *testing.B) {
+	data := session5000()
+	entries, err := LoadPiSession(bytes.NewReader(data))
+	if err != nil || len(entries) != 5000 {
+		b.Fatalf("LoadPiSession = %d entries, %v", len(entries), err)
+	}
+	b.Run("LoadPiSession", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := LoadPiSession(bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("EstimateTokens", func(b *testing.B) {
+		for b.Loop() {
+			for i := range entries {
+				if entries[i].Message != nil {
+					EstimateTokens(*entries[i].Message)
+				}
+			}
+		}
+	})
+	b.Run("FindCutPoint", func(b *testing.B) {
+		for b.Loop() {
+			FindCutPoint(entries, 0, len(entries), 20000)
+		}
+	})
+	b.Run("Prepare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Prepare(entries, DefaultSettings()); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

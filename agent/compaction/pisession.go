@@ -1,16 +1,21 @@
 package compaction
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/msgjson"
 )
 
 // Entry is a session entry; compaction works on the transcript's own type.
@@ -64,60 +69,73 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 // For v2+ files, which are trees, only the current branch is returned.
 func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	var st LoadStats
-	br := bufio.NewReaderSize(r, 64<<10)
+	data, err := readAll(r)
+	if err != nil {
+		return nil, st, fmt.Errorf("read pi session: %w", err)
+	}
+	lines := splitLines(data)
+	fast := decodeMessageLines(lines)
 	var (
-		entries  []Entry
-		ids      []string // pi id of each returned entry, for branch selection
-		parents  []*string
+		entries  = make([]Entry, 0, len(lines))
+		ids      = make([]string, 0, len(lines)) // pi id of each returned entry, for branch selection
+		parents  = make([]*string, 0, len(lines))
 		seqOfID  = map[string]int64{}
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
-	for {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && rerr != io.EOF {
-			return nil, st, fmt.Errorf("read pi session: %w", rerr)
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 {
-			var pe piEntry
-			err := json.Unmarshal(line, &pe)
-			validJSON := err == nil || !isSyntaxError(err)
-			if validJSON {
-				index++
-			}
-			if !sawFirst {
-				if err != nil || pe.Type != "session" {
-					return nil, st, errors.New("not a pi session: the first line is not a session header")
-				}
-				sawFirst = true
-				st.Version = 1
-				if pe.Version > 0 {
-					st.Version = pe.Version
-				}
-			} else if err != nil || pe.Type == "" {
+	for i, line := range lines {
+		// Message lines, nearly all of a session, were decoded in one pass
+		// (see msgjson); the header and every other line are decoded here.
+		if f := &fast[i]; sawFirst && f.decoded {
+			index++
+			if f.malformed {
 				st.Malformed++
-			} else {
-				seq := int64(index - 1)
-				e, ok, unknown := convertPiEntry(&pe, line, seq, seqOfID)
-				switch {
-				case !ok:
-					st.Malformed++
-				default:
-					if unknown {
-						st.Unknown++
-					}
-					if pe.ID != "" {
-						seqOfID[pe.ID] = seq
-					}
-					entries = append(entries, e)
-					ids = append(ids, pe.ID)
-					parents = append(parents, pe.ParentID)
-				}
+				continue
 			}
+			seq := int64(index - 1)
+			if f.id != "" {
+				seqOfID[f.id] = seq
+			}
+			f.entry.Seq = seq
+			entries = append(entries, f.entry)
+			ids = append(ids, f.id)
+			parents = append(parents, f.parent)
+			continue
 		}
-		if rerr == io.EOF {
-			break
+		var pe piEntry
+		err := json.Unmarshal(line, &pe)
+		validJSON := err == nil || !isSyntaxError(err)
+		if validJSON {
+			index++
+		}
+		if !sawFirst {
+			if err != nil || pe.Type != "session" {
+				return nil, st, errors.New("not a pi session: the first line is not a session header")
+			}
+			sawFirst = true
+			st.Version = 1
+			if pe.Version > 0 {
+				st.Version = pe.Version
+			}
+		} else if err != nil || pe.Type == "" {
+			st.Malformed++
+		} else {
+			seq := int64(index - 1)
+			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOfID)
+			switch {
+			case !ok:
+				st.Malformed++
+			default:
+				if unknown {
+					st.Unknown++
+				}
+				if pe.ID != "" {
+					seqOfID[pe.ID] = seq
+				}
+				entries = append(entries, e)
+				ids = append(ids, pe.ID)
+				parents = append(parents, pe.ParentID)
+			}
 		}
 	}
 	if !sawFirst {
@@ -125,6 +143,125 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	}
 	entries, st.OffBranch = currentBranch(entries, ids, parents)
 	return entries, st, nil
+}
+
+// splitLines returns the non-blank lines of data, trimmed.
+func splitLines(data []byte) [][]byte {
+	lines := make([][]byte, 0, bytes.Count(data, []byte{'\n'})+1)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// fastLine is a message line decoded ahead of the in-order pass.
+type fastLine struct {
+	decoded   bool // the fast path decided; otherwise the line is decoded in order
+	malformed bool // valid JSON, but not a message compaction can use
+	entry     Entry
+	id        string
+	parent    *string
+}
+
+// fastPath is turned off by a test that compares with encoding/json alone.
+var fastPath = true
+
+// parallelBytes is the session size from which message lines are decoded on
+// all cores: each line decodes on its own, and decoding is nearly all of the
+// time a load takes.
+const parallelBytes = 256 << 10
+
+// decodeMessageLines decodes the message lines among lines with the fast
+// path, in parallel for a large session.
+func decodeMessageLines(lines [][]byte) []fastLine {
+	out := make([]fastLine, len(lines))
+	if !fastPath {
+		return out
+	}
+	decode := func(from, to int) {
+		for i := from; i < to; i++ {
+			l, ok := msgjson.DecodePiMessageLine(lines[i])
+			if !ok {
+				continue
+			}
+			f := &out[i]
+			f.decoded = true
+			m, err := fromPiMessage(l.Message)
+			if err != nil {
+				f.malformed = true
+				continue
+			}
+			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: &m}
+			f.id, f.parent = l.ID, l.ParentID
+		}
+	}
+	size := 0
+	for _, l := range lines {
+		size += len(l)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if size < parallelBytes || workers == 1 {
+		decode(0, len(lines))
+		return out
+	}
+	// Chunks of lines handed out in order; many more chunks than workers
+	// keep the cores busy when line sizes vary.
+	const chunk = 32
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(chunk)) - chunk
+				if from >= len(lines) {
+					return
+				}
+				decode(from, min(from+chunk, len(lines)))
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// readAll is io.ReadAll with the buffer sized up front when r knows its size
+// (a file, a bytes.Reader): growing it by doubling copies and clears the
+// session several times over.
+func readAll(r io.Reader) ([]byte, error) {
+	size := -1
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		size = v.Len()
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = int(fi.Size())
+		}
+	}
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, 0, size+1) // +1: EOF is seen without growing
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // it grew after all
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 func isSyntaxError(err error) bool {
@@ -285,30 +422,54 @@ func convertPiMessage(raw json.RawMessage) (llm.Message, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return llm.Message{}, errors.New("message is not an object")
 	}
+	pm, ok := msgjson.DecodePiMessage(raw)
+	if !ok {
+		var err error
+		if pm, err = decodePiMessageSlow(raw); err != nil {
+			return llm.Message{}, err
+		}
+	}
+	return fromPiMessage(pm)
+}
+
+// decodePiMessageSlow is DecodePiMessage with encoding/json, for what the
+// fast path leaves alone; it decides what is malformed.
+func decodePiMessageSlow(raw json.RawMessage) (msgjson.PiMessage, error) {
 	var pm piMessage
 	if err := json.Unmarshal(raw, &pm); err != nil {
-		return llm.Message{}, err
-	}
-	if pm.Role == "" {
-		return llm.Message{}, errors.New("message has no role")
+		return msgjson.PiMessage{}, err
 	}
 	content, err := piContent(pm.Content)
 	if err != nil {
-		return llm.Message{}, err
+		return msgjson.PiMessage{}, err
 	}
-	role := llm.Role(pm.Role)
-	if pm.Role == "hookMessage" {
-		role = llm.RoleCustom // pi's v2 → v3 migration
+	return msgjson.PiMessage{
+		Message: llm.Message{
+			Role: llm.Role(pm.Role), Content: content,
+			Provider: pm.Provider, Model: pm.Model, Usage: pm.Usage,
+			StopReason: llm.StopReason(pm.StopReason), ErrorMessage: pm.ErrorMessage,
+			ToolCallID: pm.ToolCallID, ToolName: pm.ToolName, IsError: pm.IsError, Details: cloneRaw(pm.Details),
+			CustomType: pm.CustomType, Display: pm.Display,
+			Summary: pm.Summary, TokensBefore: pm.TokensBefore,
+		},
+		Timestamp: pm.Timestamp, Command: pm.Command, Output: pm.Output, ExitCode: pm.ExitCode,
+		Cancelled: pm.Cancelled, Truncated: pm.Truncated, FullOutputPath: pm.FullOutputPath,
+	}, nil
+}
+
+// fromPiMessage converts a decoded pi message: the v2 role hookMessage is
+// renamed custom as pi's v3 migration does, timestamps become Unix
+// milliseconds, bashExecution fields move into Message.Bash.
+func fromPiMessage(pm msgjson.PiMessage) (llm.Message, error) {
+	if pm.Role == "" {
+		return llm.Message{}, errors.New("message has no role")
 	}
-	m := llm.Message{
-		Role: role, Content: content, Timestamp: piTime(pm.Timestamp),
-		Provider: pm.Provider, Model: pm.Model, Usage: pm.Usage,
-		StopReason: llm.StopReason(pm.StopReason), ErrorMessage: pm.ErrorMessage,
-		ToolCallID: pm.ToolCallID, ToolName: pm.ToolName, IsError: pm.IsError, Details: cloneRaw(pm.Details),
-		CustomType: pm.CustomType, Display: pm.Display,
-		Summary: pm.Summary, TokensBefore: pm.TokensBefore,
+	m := pm.Message
+	if m.Role == "hookMessage" {
+		m.Role = llm.RoleCustom // pi's v2 → v3 migration
 	}
-	if role == llm.RoleBashExecution {
+	m.Timestamp = piTime(pm.Timestamp)
+	if m.Role == llm.RoleBashExecution {
 		m.Bash = &llm.BashExecution{
 			Command: pm.Command, Output: pm.Output, ExitCode: pm.ExitCode,
 			Cancelled: pm.Cancelled, Truncated: pm.Truncated, FullOutputPath: pm.FullOutputPath,
@@ -342,6 +503,21 @@ func piContent(raw json.RawMessage) ([]llm.Content, error) {
 func piTime(raw json.RawMessage) int64 {
 	if len(raw) == 0 {
 		return 0
+	}
+	// The usual forms without encoding/json: a quoted ISO time without
+	// escapes, and an integer small enough to be exact as a float64 (the
+	// float64 below is what a JavaScript number is).
+	if n := len(raw); n > 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && bytes.IndexByte(raw[1:n-1], '"') < 0 {
+		t, err := time.Parse(time.RFC3339Nano, string(raw[1:n-1]))
+		if err != nil {
+			return 0
+		}
+		return t.UnixMilli()
+	}
+	if len(raw) <= 15 {
+		if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil && (raw[0] != '0' || len(raw) == 1) && raw[0] != '+' {
+			return v
+		}
 	}
 	if raw[0] == '"' {
 		var s string

@@ -1,8 +1,12 @@
 package compaction
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
+	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
 )
 
 func TestLoadPiSessionV1(t *testing.T) {
@@ -159,5 +164,61 @@ func TestLoadPiSessionLongLines(t *testing.T) {
 	entries, err := LoadPiSession(strings.NewReader(in))
 	if err != nil || len(entries) != 1 || len(entries[0].Message.TextContent()) != len(long) {
 		t.Fatalf("long line: got %d entries, err %v", len(entries), err)
+	}
+}
+
+// TestLoadPiSessionFastPathChangesNothing loads the fixture, a generated
+// session and damaged copies of the fixture with and without the one-pass
+// message decoder: entries and statistics must be the same.
+func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/before-compaction.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(19, 1))
+	var gen bytes.Buffer // a v3 file: ids, parents, compactions by id
+	if err := sessiongen.WritePi(&gen, sessiongen.Entries(7, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	inputs := [][]byte{fixture, gen.Bytes()}
+	for range 20 {
+		lines := bytes.Split(bytes.Clone(fixture), []byte("\n"))
+		for range 30 {
+			i := 1 + r.IntN(len(lines)-1)
+			l := lines[i]
+			if len(l) == 0 {
+				continue
+			}
+			switch r.IntN(4) {
+			case 0: // cut short
+				lines[i] = l[:r.IntN(len(l))]
+			case 1: // a byte changed
+				const pool = "\"\\{}[],:0x \xff"
+				l[r.IntN(len(l))] = pool[r.IntN(len(pool))]
+			case 2: // a key renamed
+				lines[i] = bytes.Replace(l, []byte(`"role"`), []byte(`"Role"`), 1)
+			case 3: // a field duplicated
+				lines[i] = bytes.Replace(l, []byte(`{"role":"user",`), []byte(`{"role":"user","role":"assistant",`), 1)
+			}
+		}
+		inputs = append(inputs, bytes.Join(lines, []byte("\n")))
+	}
+	defer func() { fastPath = true }()
+	for i, in := range inputs {
+		fastPath = true
+		fast, fastStats, fastErr := LoadPiSessionStats(bytes.NewReader(in))
+		fastPath = false
+		slow, slowStats, slowErr := LoadPiSessionStats(bytes.NewReader(in))
+		if (fastErr == nil) != (slowErr == nil) || fastStats != slowStats {
+			t.Fatalf("input %d: fast path %+v, %v; encoding/json %+v, %v", i, fastStats, fastErr, slowStats, slowErr)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			for j := range min(len(fast), len(slow)) {
+				if !reflect.DeepEqual(fast[j], slow[j]) {
+					t.Fatalf("input %d, entry %d:\n fast %+v\n slow %+v", i, j, fast[j], slow[j])
+				}
+			}
+			t.Fatalf("input %d: %d entries with the fast path, %d without", i, len(fast), len(slow))
+		}
 	}
 }

@@ -1,0 +1,485 @@
+// Package msgjson decodes the JSON of conversation messages fast: the form
+// threadsmith stores (llm.Message's own JSON) and the form of pi's session
+// files. Reading a session is mostly decoding its messages, and
+// encoding/json's reflection, its separate validation pass and the nested
+// RawMessage passes made that several times slower than pi's JSON.parse.
+//
+// Contract: the result is always the one encoding/json gives. The decoders
+// handle, in one pass, the JSON these messages are made of; anything else
+// (null where a value is expected, a repeated key, a key differing only in
+// case from a known one, escapes in keys, invalid UTF-8, a lone surrogate,
+// a number that is not a plain integer, a syntax error) is handed to
+// encoding/json whole. The differential tests compare both on the pi fixture,
+// generated sessions and fuzzed input.
+package msgjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+)
+
+// UnmarshalMessage decodes data, the JSON of an llm.Message, into a fresh
+// message: the same result, error included, as json.Unmarshal(data, &m) into
+// a zero llm.Message.
+func UnmarshalMessage(data []byte) (llm.Message, error) {
+	r := reader{data: data}
+	var m llm.Message
+	if decodeMessage(&r, &m, nil) && r.end() {
+		return m, nil
+	}
+	m = llm.Message{}
+	err := json.Unmarshal(data, &m)
+	return m, err
+}
+
+// PiMessage is a message of a pi session file: llm.Message's fields as pi
+// writes them, plus what pi keeps elsewhere. Timestamp (Unix milliseconds on
+// messages, sometimes a string) and the bash execution fields are left to the
+// caller to convert; Message.Timestamp and Message.Bash stay zero.
+type PiMessage struct {
+	llm.Message
+	Timestamp      json.RawMessage
+	Command        string
+	Output         string
+	ExitCode       *int
+	Cancelled      bool
+	Truncated      bool
+	FullOutputPath string
+}
+
+// DecodePiMessage decodes the message object of a pi session entry. ok is
+// false when the fast path cannot decide; the caller then decodes data with
+// encoding/json (and gets its verdict).
+func DecodePiMessage(data []byte) (m PiMessage, ok bool) {
+	r := reader{data: data}
+	if decodeMessage(&r, &m.Message, &m) && r.end() {
+		return m, true
+	}
+	return PiMessage{}, false
+}
+
+// PiLine is a "message" line of a pi session file.
+type PiLine struct {
+	ID        string
+	ParentID  *string
+	Timestamp json.RawMessage
+	Message   PiMessage
+}
+
+// DecodePiMessageLine decodes a pi session line of type "message" whose keys
+// are among type, id, parentId, timestamp and message. ok is false for any
+// other line, or when the fast path cannot decide: the caller then decodes it
+// with encoding/json.
+func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
+	r := reader{data: line}
+	if !r.open('{') {
+		return l, false
+	}
+	var seen uint8
+	isMessage, hasMessage := false, false
+	for first := true; r.more('}', &first); {
+		k := r.key()
+		var bit uint8
+		switch string(k) {
+		case "type":
+			bit = 1
+			isMessage = r.str() == "message"
+		case "id":
+			bit = 2
+			if r.null() {
+				l.ID = ""
+			} else {
+				l.ID = r.str()
+			}
+		case "parentId":
+			bit = 4
+			if !r.null() {
+				s := r.str()
+				l.ParentID = &s
+			}
+		case "timestamp":
+			bit = 8
+			l.Timestamp = clone(r.raw())
+		case "message":
+			bit = 16
+			hasMessage = true
+			if !decodeMessage(&r, &l.Message.Message, &l.Message) {
+				return l, false
+			}
+		default:
+			return l, false // a field of another entry type, or a case variant
+		}
+		if seen&bit != 0 {
+			return l, false
+		}
+		seen |= bit
+	}
+	if !r.end() || !isMessage || !hasMessage {
+		return PiLine{}, false
+	}
+	return l, true
+}
+
+// The keys of the Go types, from their json tags: a field added to one of
+// them is never silently dropped by the fast path, whose switches fail (and
+// so hand the input to encoding/json) on a key they do not handle.
+// TestFastPathHandlesEveryField names such a field. piKeys are the keys of
+// pi's messages (its file format, as compaction's piMessage reads it).
+var (
+	messageKeys = jsonKeys(reflect.TypeFor[llm.Message]())
+	contentKeys = jsonKeys(reflect.TypeFor[llm.Content]())
+	usageKeys   = jsonKeys(reflect.TypeFor[llm.Usage]())
+	costKeys    = jsonKeys(reflect.TypeFor[llm.Cost]())
+	piKeys      = []string{"role", "content", "timestamp", "provider", "model", "usage", "stopReason", "errorMessage",
+		"toolCallId", "toolName", "isError", "details", "customType", "display", "summary", "tokensBefore",
+		"command", "output", "exitCode", "cancelled", "truncated", "fullOutputPath"}
+)
+
+// jsonKeys lists the JSON names of t's fields as encoding/json sees them.
+func jsonKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		switch {
+		case name == "-" && tag == "-":
+			continue
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			keys = append(keys, jsonKeys(f.Type)...)
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		keys = append(keys, name)
+	}
+	if len(keys) > 64 {
+		panic("msgjson: more than 64 keys in " + t.String())
+	}
+	return keys
+}
+
+// keyIndex returns the index of k in keys, -1 for a key to skip (unknown to
+// the Go type, so encoding/json ignores it too), or fails the reader for a
+// key encoding/json might match case-insensitively.
+func keyIndex(r *reader, k []byte, keys []string) int {
+	for i, name := range keys {
+		if string(k) == name {
+			return i
+		}
+	}
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			r.bad() // Unicode case folding: leave it to encoding/json
+			return -1
+		}
+	}
+	for _, name := range keys {
+		if bytes.EqualFold(k, []byte(name)) {
+			r.bad()
+			return -1
+		}
+	}
+	return -1
+}
+
+// decodeMessage reads a message object into m; pi, when not nil, selects
+// pi's form and receives its extra fields. It reports whether the fast path
+// decided.
+func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
+	if !r.open('{') {
+		return false
+	}
+	keys := messageKeys
+	if pi != nil {
+		keys = piKeys
+	}
+	var seen uint64
+	for first := true; r.more('}', &first); {
+		i := keyIndex(r, r.key(), keys)
+		if i < 0 {
+			r.raw()
+			continue
+		}
+		if seen&(1<<i) != 0 {
+			r.bad() // encoding/json merges a repeated key into the first value
+			return false
+		}
+		seen |= 1 << i
+		name := keys[i]
+		if r.null() {
+			// null leaves a value as it was (zero) and sets pointers and
+			// slices to nil, except a RawMessage, which keeps "null".
+			if name == "details" {
+				m.Details = json.RawMessage("null")
+			}
+			if name == "timestamp" && pi != nil {
+				pi.Timestamp = json.RawMessage("null")
+			}
+			continue
+		}
+		switch name {
+		case "role":
+			m.Role = llm.Role(r.internedStr())
+		case "content":
+			if pi != nil && r.peek() == '"' {
+				// pi writes a lone text block as a plain string.
+				m.Content = []llm.Content{llm.Text(r.str())}
+			} else {
+				m.Content = decodeContent(r)
+			}
+		case "timestamp":
+			if pi != nil {
+				pi.Timestamp = clone(r.raw())
+			} else {
+				m.Timestamp = r.int()
+			}
+		case "provider":
+			m.Provider = r.internedStr()
+		case "model":
+			m.Model = r.internedStr()
+		case "usage":
+			m.Usage = decodeUsage(r)
+		case "stopReason":
+			m.StopReason = llm.StopReason(r.internedStr())
+		case "errorMessage":
+			m.ErrorMessage = r.str()
+		case "errorInfo":
+			raw := r.raw()
+			if !r.fail && json.Unmarshal(raw, &m.ErrorInfo) != nil {
+				r.bad()
+			}
+		case "toolCallId":
+			m.ToolCallID = r.str()
+		case "toolName":
+			m.ToolName = r.internedStr()
+		case "isError":
+			m.IsError = r.boolean()
+		case "details":
+			m.Details = clone(r.raw())
+		case "customType":
+			m.CustomType = r.str()
+		case "display":
+			m.Display = r.boolean()
+		case "summary":
+			m.Summary = r.str()
+		case "tokensBefore":
+			m.TokensBefore = int(r.int())
+		case "bash":
+			raw := r.raw()
+			if !r.fail && json.Unmarshal(raw, &m.Bash) != nil {
+				r.bad()
+			}
+		case "inputId":
+			m.InputID = r.str()
+		case "command":
+			pi.Command = r.str()
+		case "output":
+			pi.Output = r.str()
+		case "exitCode":
+			n := int(r.int())
+			pi.ExitCode = &n
+		case "cancelled":
+			pi.Cancelled = r.boolean()
+		case "truncated":
+			pi.Truncated = r.boolean()
+		case "fullOutputPath":
+			pi.FullOutputPath = r.str()
+		default:
+			r.bad() // a field this fast path does not know yet
+		}
+	}
+	return !r.fail
+}
+
+func decodeContent(r *reader) []llm.Content {
+	if !r.open('[') {
+		return nil
+	}
+	out := []llm.Content{} // encoding/json makes [] an empty, non-nil slice
+	for first := true; r.more(']', &first); {
+		if r.peek() != '{' {
+			r.bad() // null or a non-object element
+			return nil
+		}
+		r.pos++
+		var c llm.Content
+		var seen uint64
+		for first := true; r.more('}', &first); {
+			i := keyIndex(r, r.key(), contentKeys)
+			if i < 0 {
+				r.raw()
+				continue
+			}
+			if seen&(1<<i) != 0 {
+				r.bad()
+				return nil
+			}
+			seen |= 1 << i
+			name := contentKeys[i]
+			if r.null() {
+				if name == "arguments" {
+					c.Arguments = json.RawMessage("null")
+				}
+				continue
+			}
+			switch name {
+			case "type":
+				c.Type = llm.ContentType(r.internedStr())
+			case "text":
+				c.Text = r.str()
+			case "thinking":
+				c.Thinking = r.str()
+			case "signature":
+				c.Signature = r.str()
+			case "mimeType":
+				c.MimeType = r.internedStr()
+			case "data":
+				c.Data = r.str()
+			case "id":
+				c.ID = r.str()
+			case "name":
+				c.Name = r.internedStr()
+			case "arguments":
+				c.Arguments = clone(r.raw())
+			case "rawArguments":
+				c.RawArguments = r.str()
+			default:
+				r.bad()
+			}
+		}
+		out = append(out, c)
+	}
+	if r.fail {
+		return nil
+	}
+	return out
+}
+
+func decodeUsage(r *reader) *llm.Usage {
+	if !r.open('{') {
+		return nil
+	}
+	u := new(llm.Usage)
+	var seen uint64
+	for first := true; r.more('}', &first); {
+		i := keyIndex(r, r.key(), usageKeys)
+		if i < 0 {
+			r.raw()
+			continue
+		}
+		if seen&(1<<i) != 0 {
+			r.bad()
+			return nil
+		}
+		seen |= 1 << i
+		name := usageKeys[i]
+		if r.null() {
+			if name == "cost" {
+				u.Cost = nil
+			}
+			continue
+		}
+		switch name {
+		case "input":
+			u.Input = int(r.int())
+		case "output":
+			u.Output = int(r.int())
+		case "cacheRead":
+			u.CacheRead = int(r.int())
+		case "cacheWrite":
+			u.CacheWrite = int(r.int())
+		case "totalTokens":
+			u.TotalTokens = int(r.int())
+		case "cost":
+			u.Cost = decodeCost(r)
+		default:
+			r.bad()
+		}
+	}
+	return u
+}
+
+func decodeCost(r *reader) *llm.Cost {
+	if !r.open('{') {
+		return nil
+	}
+	c := new(llm.Cost)
+	var seen uint64
+	for first := true; r.more('}', &first); {
+		i := keyIndex(r, r.key(), costKeys)
+		if i < 0 {
+			r.raw()
+			continue
+		}
+		if seen&(1<<i) != 0 {
+			r.bad()
+			return nil
+		}
+		seen |= 1 << i
+		name := costKeys[i]
+		if r.null() {
+			continue
+		}
+		switch name {
+		case "input":
+			c.Input = r.float()
+		case "output":
+			c.Output = r.float()
+		case "cacheRead":
+			c.CacheRead = r.float()
+		case "cacheWrite":
+			c.CacheWrite = r.float()
+		case "total":
+			c.Total = r.float()
+		default:
+			r.bad()
+		}
+	}
+	return c
+}
+
+// internedStr reads a string that is usually one of a few values (roles,
+// block types, stop reasons, providers, tool names) without allocating for
+// those.
+func (r *reader) internedStr() string {
+	var text strings.Builder
+	raw, esc := r.scanString(true, &text)
+	if r.fail {
+		return ""
+	}
+	if esc {
+		return text.String()
+	}
+	if s, ok := interned[string(raw)]; ok {
+		return s
+	}
+	return string(raw)
+}
+
+var interned = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{
+		"user", "assistant", "toolResult", "custom", "compactionSummary", "bashExecution",
+		"text", "thinking", "image", "toolCall",
+		"stop", "length", "toolUse", "error", "aborted",
+		"openai", "anthropic", "google", "image/png", "image/jpeg",
+		"read", "write", "edit", "bash", "grep", "find", "ls",
+	} {
+		m[s] = s
+	}
+	return m
+}()
+
+func clone(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}

@@ -1,0 +1,472 @@
+package msgjson
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// reader is a strict, single-pass JSON reader for the decoders of this
+// package. It validates what it reads and never guesses: anything it does not
+// handle exactly as encoding/json would (a syntax error, invalid UTF-8, a
+// number that is not a plain integer, a lone surrogate, deep nesting) sets
+// fail, after which every method returns a zero value and loops end. The
+// decoders then hand the whole input to encoding/json, so the fast path only
+// ever decides what encoding/json would decide.
+type reader struct {
+	data    []byte
+	pos     int
+	depth   int
+	fail    bool
+	escapes []int // scratch for scanString
+}
+
+// maxDepth bounds raw's recursion; encoding/json allows deeper input, which
+// then goes to it.
+const maxDepth = 200
+
+func (r *reader) bad() { r.fail = true }
+
+func (r *reader) ws() {
+	for r.pos < len(r.data) {
+		switch r.data[r.pos] {
+		case ' ', '\t', '\n', '\r':
+			r.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the first byte of the next value (after whitespace), or 0.
+func (r *reader) peek() byte {
+	r.ws()
+	if r.fail || r.pos >= len(r.data) {
+		return 0
+	}
+	return r.data[r.pos]
+}
+
+// open consumes c ('{' or '[') as the start of the next value.
+func (r *reader) open(c byte) bool {
+	if r.peek() != c {
+		r.bad()
+		return false
+	}
+	r.pos++
+	return true
+}
+
+// more reports whether the object or array (closed by c) has another
+// member, consuming the ',' before every member but the first.
+func (r *reader) more(c byte, first *bool) bool {
+	r.ws()
+	if r.fail || r.pos >= len(r.data) {
+		r.bad()
+		return false
+	}
+	if r.data[r.pos] == c {
+		// After a ',' more returned true and a value was read, so this
+		// cannot be a trailing comma.
+		r.pos++
+		return false
+	}
+	if !*first {
+		if r.data[r.pos] != ',' {
+			r.bad()
+			return false
+		}
+		r.pos++
+		r.ws()
+	}
+	*first = false
+	return true
+}
+
+// key reads an object key and the ':' after it. Keys with escapes go to
+// encoding/json (which would unescape them before matching).
+func (r *reader) key() []byte {
+	raw, esc := r.rawString(true)
+	if esc {
+		r.bad()
+	}
+	r.ws()
+	if r.fail || r.pos >= len(r.data) || r.data[r.pos] != ':' {
+		r.bad()
+		return nil
+	}
+	r.pos++
+	return raw
+}
+
+// null consumes a null if one comes next.
+func (r *reader) null() bool {
+	if r.peek() == 'n' && bytes.HasPrefix(r.data[r.pos:], []byte("null")) {
+		r.pos += 4
+		return true
+	}
+	return false
+}
+
+func (r *reader) boolean() bool {
+	switch r.peek() {
+	case 't':
+		if bytes.HasPrefix(r.data[r.pos:], []byte("true")) {
+			r.pos += 4
+			return true
+		}
+	case 'f':
+		if bytes.HasPrefix(r.data[r.pos:], []byte("false")) {
+			r.pos += 5
+			return false
+		}
+	}
+	r.bad()
+	return false
+}
+
+// int reads an integer literal. Fractions, exponents and values that do not
+// fit an int64 fail (encoding/json refuses the first two for an int field).
+func (r *reader) int() int64 {
+	r.ws()
+	d := r.data
+	i := r.pos
+	neg := i < len(d) && d[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var n uint64
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		if n > (1<<63)/10 {
+			r.bad()
+			return 0
+		}
+		n = n*10 + uint64(d[i]-'0')
+		i++
+	}
+	digits := i - start
+	if r.fail || digits == 0 || (digits > 1 && d[start] == '0') ||
+		(i < len(d) && (d[i] == '.' || d[i] == 'e' || d[i] == 'E')) ||
+		n > 1<<63 || (!neg && n == 1<<63) {
+		r.bad()
+		return 0
+	}
+	r.pos = i
+	if neg {
+		return -int64(n)
+	}
+	return int64(n)
+}
+
+// rawString reads a string token and returns its content between the quotes,
+// still escaped, and whether it has escapes. The content is checked as
+// encoding/json's scanner checks it (no control characters) and, when
+// utf8Check is set, to be valid UTF-8 (encoding/json would replace invalid
+// bytes).
+func (r *reader) rawString(utf8Check bool) ([]byte, bool) {
+	raw, esc := r.scanString(utf8Check, nil)
+	return raw, esc
+}
+
+// scanString reads a string token: its content between the quotes (still
+// escaped) and whether it has escapes; with text not nil, the unescaped text
+// of a content with escapes is written there.
+//
+// One pass, eight bytes at a time, finds the closing quote, the escapes and
+// any control character (which encoding/json refuses) or non-ASCII byte (then
+// checked to be valid UTF-8 when utf8Check is set); the unescaping after it
+// copies the runs between the escapes found.
+func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, esc bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if r.peek() != '"' {
+		r.bad()
+		return nil, false
+	}
+	d := r.data
+	start := r.pos + 1
+	i := start
+	var hi uint64 // the OR of the bytes looked at word-wise: its high bits say non-ASCII
+	escapes := r.escapes[:0]
+	for {
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			q, b := w^(ones*'"'), w^(ones*'\\')
+			// A byte's high bit is set where it is a quote, a backslash or
+			// below 0x20 (and maybe in bytes after such a one: borrows).
+			m := ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
+			if m != 0 {
+				j := bits.TrailingZeros64(m) / 8
+				hi |= w & (1<<(8*j) - 1) // the plain bytes before it
+				i += j
+				break
+			}
+			hi |= w
+			i += 8
+		}
+		if i >= len(d) {
+			r.bad()
+			return nil, false
+		}
+		switch c := d[i]; {
+		case c == '"':
+			raw = d[start:i]
+			r.pos = i + 1
+			r.escapes = escapes
+			if hi&highs != 0 && utf8Check && !utf8.Valid(raw) {
+				r.bad()
+				return nil, false
+			}
+			if len(escapes) == 0 {
+				return raw, false
+			}
+			if text != nil && !unescapeInto(text, d, start, i, escapes) {
+				r.bad()
+				return nil, false
+			}
+			return raw, true
+		case c == '\\':
+			if i+1 >= len(d) {
+				r.bad()
+				return nil, false
+			}
+			n := 2 // the escape's length
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := hex4(d[i+2:]); !ok {
+					r.bad()
+					return nil, false
+				}
+				n = 6
+			default:
+				r.bad()
+				return nil, false
+			}
+			escapes = append(escapes, i)
+			i += n
+		case c < 0x20:
+			r.bad()
+			return nil, false
+		default:
+			hi |= uint64(c)
+			i++
+		}
+	}
+}
+
+// unescapeInto writes the text of d[start:end] with its escapes (at the given
+// offsets) decoded.
+func unescapeInto(text *strings.Builder, d []byte, start, end int, escapes []int) bool {
+	text.Grow(end - start)
+	seg := start
+	for _, e := range escapes {
+		if e < seg {
+			continue // the low half of a surrogate pair, already written
+		}
+		text.Write(d[seg:e])
+		n := writeEscape(text, d[e:end])
+		if n == 0 {
+			return false
+		}
+		seg = e + n
+	}
+	text.Write(d[seg:end])
+	return true
+}
+
+// writeEscape decodes the escape at the start of s (s[0] is the backslash)
+// as encoding/json does, and returns its length in s, 0 when it fails. A
+// surrogate that is not half of a valid pair fails: encoding/json turns it
+// into U+FFFD, and such input is rare enough to leave to it.
+func writeEscape(text *strings.Builder, s []byte) int {
+	switch c := s[1]; c {
+	case '"', '\\', '/':
+		text.WriteByte(c)
+	case 'b':
+		text.WriteByte('\b')
+	case 'f':
+		text.WriteByte('\f')
+	case 'n':
+		text.WriteByte('\n')
+	case 'r':
+		text.WriteByte('\r')
+	case 't':
+		text.WriteByte('\t')
+	case 'u':
+		u, ok := hex4(s[2:])
+		if !ok {
+			return 0
+		}
+		if !utf16.IsSurrogate(u) {
+			text.WriteRune(u)
+			return 6
+		}
+		if len(s) < 12 || s[6] != '\\' || s[7] != 'u' {
+			return 0
+		}
+		lo, ok := hex4(s[8:])
+		dec := utf16.DecodeRune(u, lo)
+		if !ok || dec == utf8.RuneError {
+			return 0
+		}
+		text.WriteRune(dec)
+		return 12
+	default:
+		return 0
+	}
+	return 2
+}
+
+// str reads a string value.
+func (r *reader) str() string {
+	var text strings.Builder
+	raw, esc := r.scanString(true, &text)
+	if esc {
+		return text.String()
+	}
+	return string(raw)
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// raw skips the next value, checking its syntax as encoding/json's scanner
+// does, and returns its bytes (a sub-slice of the input: callers copy).
+func (r *reader) raw() []byte {
+	c := r.peek()
+	if r.fail {
+		return nil
+	}
+	start := r.pos
+	switch {
+	case c == '{' || c == '[':
+		r.depth++
+		if r.depth > maxDepth {
+			r.bad()
+			return nil
+		}
+		r.pos++
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		for first := true; r.more(closing, &first); {
+			if c == '{' {
+				r.key()
+			}
+			r.raw()
+		}
+		r.depth--
+	case c == '"':
+		r.rawString(false)
+	case c == 't':
+		r.boolean()
+	case c == 'f':
+		r.boolean()
+	case c == 'n':
+		if !r.null() {
+			r.bad()
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		r.number()
+	default:
+		r.bad()
+	}
+	if r.fail {
+		return nil
+	}
+	return r.data[start:r.pos]
+}
+
+// float reads a number as encoding/json does for a float64 field.
+func (r *reader) float() float64 {
+	r.ws()
+	start := r.pos
+	r.number()
+	if r.fail {
+		return 0
+	}
+	f, err := strconv.ParseFloat(string(r.data[start:r.pos]), 64)
+	if err != nil {
+		r.bad() // out of range: encoding/json reports it
+		return 0
+	}
+	return f
+}
+
+// number skips a number literal of JSON's grammar.
+func (r *reader) number() {
+	d, i := r.data, r.pos
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	default:
+		r.bad()
+		return
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			r.bad()
+			return
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			r.bad()
+			return
+		}
+	}
+	r.pos = i
+}
+
+// end checks that only whitespace follows.
+func (r *reader) end() bool {
+	r.ws()
+	if r.pos != len(r.data) {
+		r.bad()
+	}
+	return !r.fail
+}
