@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -102,34 +103,45 @@ func argumentsLen(raw []byte) int {
 // utf16Len is the length of s in UTF-16 code units, JavaScript's String#length.
 // Bytes that are not valid UTF-8 count one unit each, as the U+FFFD a JavaScript
 // decoder would put in their place (a decoder may merge a run into one; close enough).
+//
+// For valid UTF-8 the count is bytes − continuation bytes + 4-byte leads
+// (which become surrogate pairs), and both are counted eight bytes at a time;
+// most text is ASCII, which skips 32 bytes a step.
 func utf16Len(s string) int {
-	// Skip ASCII eight bytes at a time; most text is ASCII.
-	i := 0
+	const highs = 0x8080808080808080
+	i, adjust, nonASCII := 0, 0, false
+	for ; i+32 <= len(s); i += 32 {
+		w0 := binary.LittleEndian.Uint64([]byte(s[i:]))
+		w1 := binary.LittleEndian.Uint64([]byte(s[i+8:]))
+		w2 := binary.LittleEndian.Uint64([]byte(s[i+16:]))
+		w3 := binary.LittleEndian.Uint64([]byte(s[i+24:]))
+		if (w0|w1|w2|w3)&highs == 0 {
+			continue
+		}
+		nonASCII = true
+		adjust += utf8Adjust(w0) + utf8Adjust(w1) + utf8Adjust(w2) + utf8Adjust(w3)
+	}
 	for ; i+8 <= len(s); i += 8 {
-		if binary.LittleEndian.Uint64([]byte(s[i:i+8]))&0x8080808080808080 != 0 {
-			break
+		if w := binary.LittleEndian.Uint64([]byte(s[i:])); w&highs != 0 {
+			nonASCII = true
+			adjust += utf8Adjust(w)
 		}
 	}
-	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
-	}
-	if i == len(s) {
-		return len(s)
-	}
-	// For valid UTF-8, units = bytes − continuation bytes + 4-byte leads.
-	n := len(s)
-	for j := i; j < len(s); j++ {
-		c := s[j]
-		if c < 0xC0 && c >= 0x80 {
-			n--
-		} else if c >= 0xF0 {
-			n++
+	for ; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			nonASCII = true
+			if c < 0xC0 {
+				adjust--
+			} else if c >= 0xF0 {
+				adjust++
+			}
 		}
 	}
-	if utf8.ValidString(s[i:]) {
-		return n
+	if !nonASCII || utf8.ValidString(s) {
+		return len(s) + adjust
 	}
-	n = i
-	for _, r := range s[i:] {
+	n := 0
+	for _, r := range s {
 		if r >= 0x10000 {
 			n += 2
 		} else {
@@ -137,6 +149,18 @@ func utf16Len(s string) int {
 		}
 	}
 	return n
+}
+
+// utf8Adjust is, for eight bytes of UTF-8, the number of 4-byte leads minus
+// the number of continuation bytes: what their UTF-16 length differs from
+// their byte length by.
+func utf8Adjust(w uint64) int {
+	const highs = 0x8080808080808080
+	// Shifting left by k moves bit 7−k of each byte to bit 7 (bits do not
+	// cross into the next byte's bit 7).
+	cont := w &^ (w << 1) & highs                       // 10xxxxxx
+	lead4 := w & (w << 1) & (w << 2) & (w << 3) & highs // 1111xxxx
+	return bits.OnesCount64(lead4) - bits.OnesCount64(cont)
 }
 
 // ShouldCompact reports whether a context of contextTokens has passed the threshold

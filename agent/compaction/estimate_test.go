@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
@@ -111,4 +112,18 @@ func TestShouldCompact(t *testing.T) {
 	if d := DefaultSettings(); d != (Settings{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000}) {
 		t.Errorf("DefaultSettings: got %+v", d)
 	}
+}
+
+// FuzzUTF16Len checks the word-at-a-time count against converting to UTF-16
+// (invalid bytes become one U+FFFD each, as []rune does).
+func FuzzUTF16Len(f *testing.F) {
+	for _, seed := range []string{"", "abc", "héllo wörld, a longer line of text ✓ ✓ ✓ 😀😀😀 and more ASCII after it",
+		strings.Repeat("ü", 40), strings.Repeat("😀", 17) + "x", "a\xffb\xf0\x9f\x98", "\xf0\x9f\x98\x80\x80\x80\x80\x80" + strings.Repeat("a", 40)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := utf16Len(s), len(utf16.Encode([]rune(s))); got != want {
+			t.Fatalf("utf16Len(%q) = %d, want %d", s, got, want)
+		}
+	})
 }

@@ -92,6 +92,8 @@ func FuzzJSLen(f *testing.F) {
 	for _, seed := range []string{
 		`{"a":1,"b":[true,null,"x"]}`, `{"a":1,"\u0061":2}`, `{"é":1,"\u00e9":2,"e\u0301":3}`,
 		`"\ud83d\ude00\ud800\u0000\/"`, `[1e400,-0,0.1,1e21,123456789012345678]`, `{"2":1,"1":2}`, "\"a\xffb\"",
+		`{"content":"héllo wörld ✓ ✓ ✓ 😀😀😀 and \"quoted\" text\nover lines, long enough for whole words"}`,
+		"\"" + strings.Repeat("ü", 30) + "\xff" + strings.Repeat("😀", 5) + "\"",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -159,12 +159,15 @@ func (s *jsLenScanner) object(depth int) (int, error) {
 	}
 }
 
-// plainASCII8 reports whether none of the eight bytes of w needs a closer look in
-// a string: no quote, backslash, control character or non-ASCII byte.
-func plainASCII8(w uint64) bool {
+// plain8 reports whether none of the eight bytes of w needs a closer look in a
+// string: no quote, backslash or control character. Bytes of multi-byte
+// characters are plain; utf8Adjust counts them.
+func plain8(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
-	special := hasZero(w^(ones*'"')) | hasZero(w^(ones*'\\')) | (w - ones*0x20) | w
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	// (v − ones) &^ v has a byte's high bit set where v's byte is zero (or
+	// below 0x20 for v = w against 0x20), give or take bytes above a real hit.
+	special := (q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w
 	return special&highs == 0
 }
 
@@ -179,20 +182,73 @@ func plainKey(tok []byte) bool {
 	return true
 }
 
-// stringLen measures a string token's output form, quotes included.
+// stringLen measures a string token's output form, quotes included. Bytes
+// are counted as utf16Len counts them (UTF-16 units of valid UTF-8, eight
+// bytes at a time between escapes); a string that turns out not to be valid
+// UTF-8 is measured again rune by rune.
 func (s *jsLenScanner) stringLen() (int, error) {
+	const highs = 0x8080808080808080
 	s.pos++ // opening quote
+	start := s.pos
 	n := 2
 	src := s.src
+	nonASCII := false
 	for s.pos < len(src) {
-		// Runs of plain ASCII, eight bytes at a time: they count one unit each.
-		for s.pos+8 <= len(src) && plainASCII8(binary.LittleEndian.Uint64(src[s.pos:])) {
+		for s.pos+8 <= len(src) {
+			w := binary.LittleEndian.Uint64(src[s.pos:])
+			if !plain8(w) {
+				break
+			}
+			if w&highs != 0 {
+				nonASCII = true
+				n += utf8Adjust(w)
+			}
 			s.pos += 8
 			n += 8
 		}
 		if s.pos >= len(src) {
 			break
 		}
+		c := src[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			if nonASCII && !utf8.Valid(src[start:s.pos-1]) {
+				s.pos = start
+				return s.stringLenRunes()
+			}
+			return n, nil
+		case c == '\\':
+			u, err := s.escapeLen()
+			if err != nil {
+				return 0, err
+			}
+			n += u
+		case c < 0x20:
+			return 0, errBadJSON
+		case c < utf8.RuneSelf:
+			n++
+			s.pos++
+		default:
+			nonASCII = true
+			if c >= 0xC0 {
+				n++ // a lead byte; continuation bytes add nothing
+			}
+			if c >= 0xF0 {
+				n++ // a surrogate pair
+			}
+			s.pos++
+		}
+	}
+	return 0, errBadJSON
+}
+
+// stringLenRunes is stringLen rune by rune, for content that is not valid
+// UTF-8 (each invalid byte is one U+FFFD); s.pos is after the opening quote.
+func (s *jsLenScanner) stringLenRunes() (int, error) {
+	n := 2
+	src := s.src
+	for s.pos < len(src) {
 		c := src[s.pos]
 		switch {
 		case c == '"':
