@@ -238,9 +238,9 @@ func TestFixturePreparePi(t *testing.T) {
 		t.Errorf("pi's messages: got %d to summarize and %d in the prefix, want 306 and 7", len(history), len(prefix))
 	}
 	ops := newFileOps()
-	for _, ms := range [][]llm.Message{history, prefix} {
-		for i := range ms {
-			ops.addMessage(&ms[i])
+	for _, ms := range [][]*llm.Message{history, prefix} {
+		for _, m := range ms {
+			ops.addMessage(m)
 		}
 	}
 	read, modified := ops.lists()

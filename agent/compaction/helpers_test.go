@@ -60,9 +60,16 @@ func session(items ...any) []Entry {
 }
 
 // texts returns the text of each message (the command for bash executions).
-func texts(msgs []llm.Message) []string {
+func texts[M llm.Message | *llm.Message](msgs []M) []string {
 	out := make([]string, len(msgs))
-	for i, m := range msgs {
+	for i := range msgs {
+		var m *llm.Message
+		switch v := any(&msgs[i]).(type) {
+		case *llm.Message:
+			m = v
+		case **llm.Message:
+			m = *v
+		}
 		out[i] = m.TextContent()
 		if m.Bash != nil {
 			out[i] = m.Bash.Command

@@ -29,9 +29,11 @@ type Preparation struct {
 	// TokensBefore is the live context's size before compaction (LiveContextTokens).
 	TokensBefore int
 	// MessagesToSummarize leave the context and go into the history summary.
-	MessagesToSummarize []llm.Message
+	// They point into the entries given to Prepare (as pi's arrays hold the
+	// same objects): nobody modifies them.
+	MessagesToSummarize []*llm.Message
 	// TurnPrefixMessages are the beginning of a split turn, summarized on their own.
-	TurnPrefixMessages []llm.Message
+	TurnPrefixMessages []*llm.Message
 	// ReadFiles and ModifiedFiles are the files read (and not modified) and the
 	// files written or edited, by the summarized messages and every earlier
 	// compaction; sorted.
@@ -42,9 +44,9 @@ type Preparation struct {
 }
 
 // Prepare decides what a compaction of entries (a session's entries in Seq order)
-// would summarize and keep. It is pure: entries are not modified, and the returned
-// messages are copies of the entry values (their Content slices are shared, which is
-// safe because nothing mutates an ended message).
+// would summarize and keep. It is pure: entries are not modified; the returned
+// messages are the entries' own (nothing mutates an ended message), so that a
+// preparation costs no copy of what it summarizes.
 //
 // It follows pi's prepareCompaction with three corrections (see the package doc):
 // the range starts at the previous compaction's first kept entry, not after the
@@ -92,11 +94,11 @@ func Prepare(entries []Entry, s Settings) (*Preparation, error) {
 		p.PreviousSummary = c.Summary
 		ops.addPrevious(c.ReadFiles, c.ModifiedFiles)
 	}
-	for i := range p.MessagesToSummarize {
-		ops.addMessage(&p.MessagesToSummarize[i])
+	for _, m := range p.MessagesToSummarize {
+		ops.addMessage(m)
 	}
-	for i := range p.TurnPrefixMessages {
-		ops.addMessage(&p.TurnPrefixMessages[i])
+	for _, m := range p.TurnPrefixMessages {
+		ops.addMessage(m)
 	}
 	p.ReadFiles, p.ModifiedFiles = ops.lists()
 	p.TokensBefore = liveContextTokens(entries, prev, start)
@@ -165,7 +167,7 @@ func keptStart(entries []Entry, prev int) int {
 
 // messagesIn returns the messages of entries[from:to] in order; other entries
 // (compactions, settings, custom data) carry nothing to summarize.
-func messagesIn(entries []Entry, from, to int) []llm.Message {
+func messagesIn(entries []Entry, from, to int) []*llm.Message {
 	n := 0
 	for i := from; i < to; i++ {
 		if isMessage(&entries[i]) {
@@ -175,10 +177,10 @@ func messagesIn(entries []Entry, from, to int) []llm.Message {
 	if n == 0 {
 		return nil
 	}
-	out := make([]llm.Message, 0, n)
+	out := make([]*llm.Message, 0, n)
 	for i := from; i < to; i++ {
 		if isMessage(&entries[i]) {
-			out = append(out, *entries[i].Message)
+			out = append(out, entries[i].Message)
 		}
 	}
 	return out

@@ -25,6 +25,14 @@ const ToolResultMaxChars = 2000
 // summaries reach the model as user content, so they are rendered as [User] parts.
 // Images are left out; empty parts are skipped.
 func SerializeConversation(msgs []llm.Message) string {
+	ptrs := make([]*llm.Message, len(msgs))
+	for i := range msgs {
+		ptrs[i] = &msgs[i]
+	}
+	return serializeConversation(ptrs)
+}
+
+func serializeConversation(msgs []*llm.Message) string {
 	var b strings.Builder
 	part := func(label, text string) {
 		if text == "" {
@@ -37,8 +45,7 @@ func SerializeConversation(msgs []llm.Message) string {
 		b.WriteString(": ")
 		b.WriteString(text)
 	}
-	for i := range msgs {
-		m := &msgs[i]
+	for _, m := range msgs {
 		switch m.Role {
 		case llm.RoleUser, llm.RoleCustom:
 			part("[User]", joinText(m.Content, ""))

@@ -204,7 +204,7 @@ What the person asked for in this turn.
 
 Be brief.`
 
-func historyPrompt(msgs []llm.Message, previous, focus string) string {
+func historyPrompt(msgs []*llm.Message, previous, focus string) string {
 	var b strings.Builder
 	writeConversation(&b, msgs)
 	if previous != "" {
@@ -219,7 +219,7 @@ func historyPrompt(msgs []llm.Message, previous, focus string) string {
 	return b.String()
 }
 
-func turnPrefixPrompt(msgs []llm.Message, focus string) string {
+func turnPrefixPrompt(msgs []*llm.Message, focus string) string {
 	var b strings.Builder
 	writeConversation(&b, msgs)
 	b.WriteString(turnPrefixInstructions)
@@ -227,9 +227,9 @@ func turnPrefixPrompt(msgs []llm.Message, focus string) string {
 	return b.String()
 }
 
-func writeConversation(b *strings.Builder, msgs []llm.Message) {
+func writeConversation(b *strings.Builder, msgs []*llm.Message) {
 	b.WriteString("<conversation>\n")
-	b.WriteString(SerializeConversation(msgs))
+	b.WriteString(serializeConversation(msgs))
 	b.WriteString("\n</conversation>\n\n")
 }
 
