@@ -5,8 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 )
 
@@ -16,6 +18,8 @@ var _ agent.Store = (*DB)(nil)
 // error, none (one transaction, or one savepoint of a commit shared with other
 // writes arriving at the same moment). Each entry's Seq is its place in the
 // record; a seq the session already has is refused with a *DuplicateEntryError.
+// A user message carrying an InputID marks that inbound message delivered in
+// the same transaction (see Inbound: delivery is derived from the entry).
 // The entries are durable when it returns. Gaps in seq are allowed (an append
 // that failed is not retried by the agent); order is by seq, never by time.
 func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
@@ -24,12 +28,16 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	}
 	// Encode before taking the write lock: JSON is the costly part.
 	rows := make([]entryRow, len(entries))
+	var inputs []int64
 	for i, e := range entries {
 		r, err := encodeEntry(e)
 		if err != nil {
 			return opError("append entries", err)
 		}
 		rows[i] = r
+		if id, ok := inputOf(e); ok {
+			inputs = append(inputs, id)
+		}
 	}
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
@@ -48,12 +56,33 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 				return fmt.Errorf("seq %d: %w", r.seq, err)
 			}
 		}
+		// The chat input a user message came from is delivered in the same
+		// commit that stores the message: a crash can leave it neither
+		// delivered-but-missing nor stored-but-replayed. Only input of the
+		// session's own thread, and only while still pending.
+		for _, id := range inputs {
+			if _, err := tx.ExecContext(ctx, `UPDATE inbound SET state = 'delivered', updated_at = ?
+				WHERE id = ? AND state IN ('received', 'queued')
+				  AND thread_id = (SELECT thread_id FROM sessions WHERE id = ?)`, db.nowMS(), id, sid); err != nil {
+				return fmt.Errorf("delivering inbound %d: %w", id, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return opError("append entries", err)
 	}
 	return nil
+}
+
+// inputOf returns the inbound id of the chat input a user message came from
+// (llm.Message.InputID, the decimal id the bridge gave it).
+func inputOf(e transcript.Entry) (int64, bool) {
+	if e.Type != transcript.EntryMessage || e.Message == nil || e.Message.Role != llm.RoleUser || e.Message.InputID == "" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(e.Message.InputID, 10, 64)
+	return id, err == nil && id > 0
 }
 
 // LoadEntries returns a session's entries in seq order, with one query. The live
