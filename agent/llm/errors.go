@@ -30,7 +30,7 @@ func (e *Error) Retryable() bool {
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 		return false
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout, StatusOverloaded:
 		return true
 	}
 	switch e.Kind {
@@ -40,6 +40,10 @@ func (e *Error) Retryable() bool {
 	_, ok := transientCodes[code]
 	return ok
 }
+
+// StatusOverloaded is the status Anthropic answers with when its API is
+// overloaded (overloaded_error): transient, like a 503.
+const StatusOverloaded = 529
 
 // transientCodes are provider error codes and types that say "try again later".
 // They matter where no HTTP status says so: an error object inside a stream that

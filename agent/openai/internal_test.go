@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"io"
 	"net/http"
 	"strings"
@@ -26,7 +27,7 @@ func TestRetryAfter(t *testing.T) {
 		{"past date", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
 		{"negative", http.Header{"Retry-After": {"-5"}}, 0},
 		{"garbage", http.Header{"Retry-After": {"later please"}}, 0},
-		{"absurd", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+		{"absurd", http.Header{"Retry-After": {"1e30"}}, llm.MaxRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
