@@ -5,6 +5,19 @@
 //
 // Adapters do platform I/O only. They deliver every message to a Handler and
 // acknowledge the platform's event only once Receive has made it durable.
+//
+// # Buttons
+//
+// A message may carry Actions (Actioner): buttons that stand for commands
+// ("stop" for !stop) or links. The bridge says what they are; each adapter
+// renders them its platform's way (Slack Block Kit buttons, Discord message
+// components). A click on a command button reaches the Handler as an
+// ordinary Inbound whose Text is "!" + Action.ID, with an EventID unique to
+// the click (the same on every redelivery of it) and no MessageID: routing,
+// de-duplication, allowlists and refusal notes are the same as for the
+// command typed, and a click from someone not allowed is refused with a
+// Whisper as a message would be. Link buttons open their URL in the
+// person's browser and reach the bot, if at all, only to be acknowledged.
 package chat
 
 import (
@@ -105,6 +118,48 @@ type Adapter interface {
 type Editor interface {
 	Edit(ctx context.Context, thread ThreadRef, id, text string) error
 }
+
+// Action is a button on a message: a command the thread runs when it is
+// clicked, or a link.
+type Action struct {
+	// ID names the command ("stop", "diff", "pr"): a click arrives as the
+	// Inbound text "!" + ID. Lower-case letters only, so that a click can
+	// never be read as anything but that command.
+	ID string
+	// Label is the button's text.
+	Label string
+	// URL, when set, makes the button a link that opens in the browser;
+	// its click is not input.
+	URL string
+	// Danger marks a destructive action (Stop), shown in red where the
+	// platform can.
+	Danger bool
+}
+
+// Actioner replaces the buttons of a message the bot posted (none removes
+// them). text is the message's current text: platforms replace a message's
+// content and components together, so the adapter sends both.
+type Actioner interface {
+	SetActions(ctx context.Context, thread ThreadRef, id, text string, actions []Action) error
+}
+
+// ValidActionID says whether id may name an Action: 1 to 32 lower-case
+// ASCII letters. Adapters check clicks with it, so that no payload can turn
+// a click into other input.
+func ValidActionID(id string) bool {
+	if id == "" || len(id) > 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 'a' || id[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// ActionText is the Inbound text of a click on the command button id.
+func ActionText(id string) string { return "!" + id }
 
 // Reactor adds and removes the bot's reactions. Emoji are Slack-style names
 // ("hourglass_flowing_sand", "arrow_right_hook", "eyes"); adapters translate.

@@ -19,6 +19,12 @@
 // Status updates of a thread are merged the same way. A stream of any number of
 // edits therefore costs about one call per EditPerMessage window.
 //
+// Buttons. SetActions gives a message its buttons (chat.Actioner): an edit
+// that carries the message's latest text, merged like any other edit; from
+// then on every edit of the message carries them, because platforms replace
+// text and buttons together. Buttons set before the post went out follow it
+// in an edit.
+//
 // Budgets. Every call draws from token buckets (Limits): per channel for
 // posts, per message and per channel and per workspace for edits, and one for
 // all requests. Low-priority operations (streaming edits) may not take a

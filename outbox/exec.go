@@ -37,6 +37,9 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 		}
 		return o.a.Post(ctx, ref, op.text)
 	case opEdit:
+		if op.withActions && o.actioner != nil {
+			return "", o.actioner.SetActions(ctx, ref, op.target, op.text, op.actions)
+		}
 		return "", o.editor.Edit(ctx, ref, op.target, op.text)
 	case opReact:
 		return "", o.reactor.React(ctx, ref, op.target, op.emoji, op.add)
@@ -95,11 +98,22 @@ func (o *Outbox) succeededLocked(op *op, id string) func() {
 		m.shown, m.shownKnown = op.text, true
 		close(m.done)
 		o.stats.Posts++
+		if len(m.actions) > 0 && m.edit == nil {
+			// Buttons asked for before the post went out: Post carries
+			// text only, so they follow in an edit.
+			e := o.newOpLocked(opEdit, op.prio, th)
+			e.msg, e.text, e.withActions, e.actions = m, m.want, true, m.actions
+			m.edit = e
+			th.edits = append(th.edits, e)
+		}
 		if cb := m.onPosted; cb != nil {
 			after = func() { cb(id, nil) }
 		}
 	case opEdit:
 		op.msg.shown, op.msg.shownKnown = op.text, true
+		if op.withActions {
+			op.msg.shownActs = op.actions
+		}
 		o.stats.EditsSent++
 	case opReact:
 		th.reacts = removeOp(th.reacts, op)

@@ -57,7 +57,16 @@ type Message struct {
 	edit       *op    // the pending edit, into which later edits merge
 	shown      string // the text the platform shows, when known
 	shownKnown bool
-	edits      bucket // EditPerMessage
+	// want is the latest text requested (posted or edited), which an
+	// edit that only changes the buttons must send again; "" when unknown
+	// (an adopted message).
+	want string
+	// actions are the buttons the message should carry; withActions says
+	// SetActions was called, so that every later edit carries them.
+	actions     []chat.Action
+	withActions bool
+	shownActs   []chat.Action // the buttons the platform shows (none after a post)
+	edits       bucket        // EditPerMessage
 }
 
 // Thread is the thread the message belongs to.

@@ -46,6 +46,10 @@ type op struct {
 	// final marks an edit that must show even if the platform refuses it:
 	// it is posted anew then (EditFinal).
 	final bool
+	// withActions makes an edit (or the edit that follows a post) set the
+	// message's buttons to actions along with its text (chat.Actioner).
+	withActions bool
+	actions     []chat.Action
 
 	attempts  int       // calls made so far
 	failures  int       // transient failures so far

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +85,7 @@ type Outbox struct {
 	reactor  chat.Reactor
 	uploader chat.Uploader
 	statuser chat.StatusSetter
+	actioner chat.Actioner
 	cfg      Config
 	log      *slog.Logger
 
@@ -144,6 +146,7 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 	o.reactor, _ = a.(chat.Reactor)
 	o.uploader, _ = a.(chat.Uploader)
 	o.statuser, _ = a.(chat.StatusSetter)
+	o.actioner, _ = a.(chat.Actioner)
 	o.wg.Add(1)
 	go o.run()
 	return o
@@ -178,6 +181,7 @@ func (o *Outbox) postLocked(m *Message, text string, p Priority) *op {
 	th := o.threadLocked(m.ref, m.key)
 	op := o.newOpLocked(opPost, p, th)
 	op.msg, op.text = m, text
+	m.want = text
 	// The same key on every attempt lets the platform (or the adapter) tell a
 	// repeated post from a new one.
 	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
@@ -234,11 +238,15 @@ func (o *Outbox) edit(m *Message, text string, p Priority, final bool) {
 	wake := false
 	o.mu.Lock()
 	o.stats.EditsRequested++
+	if !(m.state == msgFailed || o.closed) {
+		m.want = text
+	}
 	switch {
 	case m.post != nil:
 		wake = merge(m.post, text, p, final)
 	case m.edit != nil:
 		wake = merge(m.edit, text, p, final)
+		m.edit.withActions, m.edit.actions = m.withActions, m.actions
 	case !o.closed && final && (m.state == msgFailed || o.editor == nil):
 		o.stats.EditsDropped++
 		o.postLocked(o.newMessage(m.ref), text, p)
@@ -249,6 +257,48 @@ func (o *Outbox) edit(m *Message, text string, p Priority, final bool) {
 		th := o.threadLocked(m.ref, m.key)
 		op := o.newOpLocked(opEdit, p, th)
 		op.msg, op.text, op.final = m, text, final
+		op.withActions, op.actions = m.withActions, m.actions
+		m.edit = op
+		th.edits = append(th.edits, op)
+		wake = true
+	}
+	o.mu.Unlock()
+	if wake {
+		o.poke()
+	}
+}
+
+// SetActions replaces m's buttons (none removes them), in an edit that
+// carries m's latest text: it merges into a pending edit like any other, and
+// every later edit of m carries the buttons too, since platforms replace a
+// message's text and buttons together. Buttons set before the post went out
+// follow in an edit right after it. It is a no-op without a chat.Actioner,
+// for a message whose post failed, and for an adopted message (its text is
+// unknown).
+func (o *Outbox) SetActions(m *Message, actions []chat.Action, p Priority) {
+	if m == nil || m.o != o || o.actioner == nil {
+		return
+	}
+	p = p.norm()
+	actions = slices.Clone(actions)
+	wake := false
+	o.mu.Lock()
+	if o.closed || m.state == msgFailed {
+		o.mu.Unlock()
+		return
+	}
+	m.actions, m.withActions = actions, true
+	switch {
+	case m.post != nil:
+		// succeededLocked follows the post with an edit carrying them.
+	case m.edit != nil:
+		m.edit.withActions, m.edit.actions = true, actions
+		wake = merge(m.edit, m.edit.text, p, m.edit.final)
+	case m.state == msgPosted && m.want != "":
+		o.stats.EditsRequested++
+		th := o.threadLocked(m.ref, m.key)
+		op := o.newOpLocked(opEdit, p, th)
+		op.msg, op.text, op.withActions, op.actions = m, m.want, true, actions
 		m.edit = op
 		th.edits = append(th.edits, op)
 		wake = true

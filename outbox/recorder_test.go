@@ -22,8 +22,10 @@ type call struct {
 	Text   string // post and edit text, status, upload comment
 	Emoji  string
 	Add    bool
-	At     time.Time // when the call was made (fake time inside synctest)
-	Err    error     // what the platform answered, nil if accepted
+	// Actions are the buttons of an "actions" call (chat.Actioner), by id.
+	Actions []string
+	At      time.Time // when the call was made (fake time inside synctest)
+	Err     error     // what the platform answered, nil if accepted
 }
 
 // recorder is an in-memory chat platform: it implements chat.Adapter and every
@@ -63,6 +65,15 @@ func (r *recorder) Post(ctx context.Context, thread chat.ThreadRef, text string)
 
 func (r *recorder) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
 	_, err := r.do(ctx, call{Kind: "edit", Thread: thread, ID: id, Text: text})
+	return err
+}
+
+func (r *recorder) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
+	ids := []string{}
+	for _, a := range actions {
+		ids = append(ids, a.ID)
+	}
+	_, err := r.do(ctx, call{Kind: "actions", Thread: thread, ID: id, Text: text, Actions: ids})
 	return err
 }
 
@@ -119,7 +130,7 @@ func (r *recorder) do(ctx context.Context, c call) (call, error) {
 			r.nextID++
 			c.ID = fmt.Sprintf("m%d", r.nextID)
 			r.known[c.ID] = true
-		case "edit":
+		case "edit", "actions":
 			if !r.known[c.ID] {
 				c.Err = errNoMessage
 			}

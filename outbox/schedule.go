@@ -150,7 +150,7 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 		m := op.msg
 		m.edit = nil
 		th.edits = removeOp(th.edits, op)
-		if m.shownKnown && m.shown == op.text {
+		if m.shownKnown && m.shown == op.text && (!op.withActions || slices.Equal(m.shownActs, op.actions)) {
 			// The platform already shows this text (a final edit equal to
 			// the last streamed one): spend no budget on it.
 			o.doneLocked(op)
