@@ -88,27 +88,40 @@ type Log struct {
 	Format LogFormat `yaml:"format"`
 }
 
-// LLM is the OpenAI-compatible endpoint and the models the bot may use.
+// LLM is the main model's endpoint and the models the bot may use.
 type LLM struct {
-	// BaseURL is the API base including /v1.
+	// Provider is the API base_url speaks: openai (any OpenAI-compatible
+	// endpoint, the default) or anthropic (the Messages API).
+	Provider Provider `yaml:"provider"`
+	// BaseURL is the API base: including /v1 for openai, without it for anthropic.
 	BaseURL string `yaml:"base_url"`
 	APIKey  string `yaml:"api_key"`
 	// Model is the main model: the one every session starts with.
 	Model           string `yaml:"model"`
 	ContextWindow   int    `yaml:"context_window"`
 	MaxOutputTokens int    `yaml:"max_output_tokens"`
-	// Price is the main model's price; all zero means no cost in the footer.
+	// Reasoning is the main model's reasoning effort / thinking level.
+	Reasoning Reasoning `yaml:"reasoning"`
+	// Price is the main model's price; all zero means the built-in price of
+	// known models, or no cost.
 	Price Price `yaml:"price"`
 	// Models are the other models `!model` may switch to.
 	Models []Model `yaml:"models"`
 }
 
-// Model is one model a session may use.
+// Model is one model a session may use. Empty endpoint fields are llm's when
+// the provider is llm's, else the provider's public API (see ParseConfig).
 type Model struct {
-	Name            string `yaml:"name"`
-	ContextWindow   int    `yaml:"context_window"`
-	MaxOutputTokens int    `yaml:"max_output_tokens"`
-	Price           Price  `yaml:"price"`
+	Name     string   `yaml:"name"`
+	Provider Provider `yaml:"provider"`
+	BaseURL  string   `yaml:"base_url"`
+	APIKey   string   `yaml:"api_key"`
+	// ID is the model's id at the provider; default Name.
+	ID              string    `yaml:"model"`
+	ContextWindow   int       `yaml:"context_window"`
+	MaxOutputTokens int       `yaml:"max_output_tokens"`
+	Reasoning       Reasoning `yaml:"reasoning"`
+	Price           Price     `yaml:"price"`
 }
 
 // Price is what a model costs, in USD per million tokens.
@@ -122,9 +135,10 @@ type Price struct {
 // IsZero reports whether no price is configured (the footer shows no cost).
 func (p Price) IsZero() bool { return p == Price{} }
 
-// Main returns the main model (llm.model with llm's limits and price).
+// Main returns the main model (llm.model with llm's endpoint, limits and price).
 func (l LLM) Main() Model {
-	return Model{Name: l.Model, ContextWindow: l.ContextWindow, MaxOutputTokens: l.MaxOutputTokens, Price: l.Price}
+	return Model{Name: l.Model, Provider: l.Provider, BaseURL: l.BaseURL, APIKey: l.APIKey, ID: l.Model,
+		ContextWindow: l.ContextWindow, MaxOutputTokens: l.MaxOutputTokens, Reasoning: l.Reasoning, Price: l.Price}
 }
 
 // Lookup finds a model by name among the main model and llm.models.
@@ -388,7 +402,8 @@ func Default() Config {
 		MaxConcurrentRuns: 8,
 		Log:               Log{Level: LogInfo, Format: LogAuto},
 		LLM: LLM{
-			BaseURL:         "https://api.openai.com/v1",
+			Provider:        ProviderOpenAI,
+			BaseURL:         DefaultOpenAIBaseURL,
 			Model:           "gpt-4.1",
 			ContextWindow:   128000,
 			MaxOutputTokens: 8192,

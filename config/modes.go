@@ -219,3 +219,43 @@ func (m *PullRequestMode) UnmarshalText(b []byte) error {
 func (m PullRequestMode) valid() bool {
 	return m == "" || m == PullRequestsDraft || m == PullRequestsReady || m == PullRequestsOff
 }
+
+// Provider is the API a model endpoint speaks (llm.provider, llm.models[].provider).
+type Provider string
+
+const (
+	// ProviderOpenAI is any OpenAI-compatible chat-completions endpoint.
+	ProviderOpenAI Provider = "openai"
+	// ProviderAnthropic is Anthropic's Messages API.
+	ProviderAnthropic Provider = "anthropic"
+)
+
+// The providers' public APIs: a model of another provider than llm's gets its
+// provider's when it names no base_url.
+const (
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+)
+
+func (p Provider) valid() bool { return p == ProviderOpenAI || p == ProviderAnthropic }
+
+// DefaultBaseURL is the provider's public API.
+func (p Provider) DefaultBaseURL() string {
+	if p == ProviderAnthropic {
+		return DefaultAnthropicBaseURL
+	}
+	return DefaultOpenAIBaseURL
+}
+
+// Reasoning is how hard a reasoning model thinks: "" (the provider's
+// default), off, minimal, low, medium or high — pi's thinking levels. OpenAI
+// models get it as reasoning_effort, Anthropic models as a thinking budget.
+type Reasoning string
+
+func (r Reasoning) valid() bool {
+	switch r {
+	case "", "off", "minimal", "low", "medium", "high":
+		return true
+	}
+	return false
+}

@@ -103,8 +103,31 @@ func (c *Config) fillDerived() {
 			c.MCP.Servers[i].Timeout = DefaultMCPTimeout
 		}
 	}
+	if c.LLM.Provider == "" {
+		c.LLM.Provider = ProviderOpenAI
+	}
+	if c.LLM.Provider == ProviderAnthropic && c.LLM.BaseURL == DefaultOpenAIBaseURL {
+		// The default base_url is OpenAI's; an Anthropic main model wants its own.
+		c.LLM.BaseURL = DefaultAnthropicBaseURL
+	}
 	for i := range c.LLM.Models {
 		m := &c.LLM.Models[i]
+		if m.Provider == "" {
+			m.Provider = c.LLM.Provider
+		}
+		if m.BaseURL == "" {
+			m.BaseURL = m.Provider.DefaultBaseURL()
+			if m.Provider == c.LLM.Provider {
+				m.BaseURL = c.LLM.BaseURL
+			}
+		}
+		// llm.api_key belongs to llm.base_url: another endpoint never gets it.
+		if m.APIKey == "" && m.Provider == c.LLM.Provider && m.BaseURL == c.LLM.BaseURL {
+			m.APIKey = c.LLM.APIKey
+		}
+		if m.ID == "" {
+			m.ID = m.Name
+		}
 		if m.ContextWindow == 0 {
 			m.ContextWindow = c.LLM.ContextWindow
 		}

@@ -16,6 +16,14 @@ func (c Config) Redacted() Config {
 	r := c
 	r.LLM.APIKey = redact(c.LLM.APIKey)
 	r.LLM.BaseURL = redactURL(c.LLM.BaseURL)
+	if c.LLM.Models != nil {
+		r.LLM.Models = make([]Model, len(c.LLM.Models))
+		for i, m := range c.LLM.Models {
+			m.APIKey = redact(m.APIKey)
+			m.BaseURL = redactURL(m.BaseURL)
+			r.LLM.Models[i] = m
+		}
+	}
 	if c.Agent.BashEnv != nil {
 		r.Agent.BashEnv = make(map[string]string, len(c.Agent.BashEnv))
 		for k, v := range c.Agent.BashEnv {

@@ -148,11 +148,21 @@ func (c *Config) validateTop(v *collector) {
 
 func (c *Config) validateLLM(v *collector) {
 	l := c.LLM
+	if l.Provider != "" && !l.Provider.valid() {
+		v.add("llm.provider", fmt.Sprintf("must be openai or anthropic (got %q)", l.Provider))
+	}
 	if p := httpURLProblem(l.BaseURL); p != "" {
-		v.add("llm.base_url", p+" (such as https://api.openai.com/v1)")
+		v.add("llm.base_url", p+" (such as "+l.Provider.DefaultBaseURL()+")")
 	}
 	if l.APIKey == "" && !isLoopbackURL(l.BaseURL) {
-		v.add("llm.api_key", "required: set OPENAI_API_KEY or llm.api_key (only a loopback llm.base_url, such as a local model server, may go without)")
+		env := "OPENAI_API_KEY"
+		if l.Provider == ProviderAnthropic {
+			env = "ANTHROPIC_API_KEY"
+		}
+		v.add("llm.api_key", "required: set "+env+" or llm.api_key (only a loopback llm.base_url, such as a local model server, may go without)")
+	}
+	if !l.Reasoning.valid() {
+		v.add("llm.reasoning", fmt.Sprintf("must be off, minimal, low, medium or high (got %q)", l.Reasoning))
 	}
 	if strings.TrimSpace(l.Model) == "" {
 		v.add("llm.model", "must not be empty")
@@ -172,6 +182,23 @@ func (c *Config) validateLLM(v *collector) {
 			v.add(key+"name", fmt.Sprintf("%q is listed twice", m.Name))
 		}
 		seen[m.Name] = true
+		// Empty provider and base_url mean llm's (filled in by ParseConfig); a
+		// model on llm's endpoint shares llm.api_key, checked above.
+		if m.Provider != "" && !m.Provider.valid() {
+			v.add(key+"provider", fmt.Sprintf("must be openai or anthropic (got %q)", m.Provider))
+		}
+		if m.BaseURL != "" {
+			if p := httpURLProblem(m.BaseURL); p != "" {
+				v.add(key+"base_url", p+" (such as "+m.Provider.DefaultBaseURL()+")")
+			}
+		}
+		ownEndpoint := m.BaseURL != "" && (m.BaseURL != l.BaseURL || (m.Provider != "" && m.Provider != l.Provider))
+		if ownEndpoint && m.APIKey == "" && !isLoopbackURL(m.BaseURL) {
+			v.add(key+"api_key", "required for a model on another endpoint than llm.base_url (only a loopback base_url may go without)")
+		}
+		if !m.Reasoning.valid() {
+			v.add(key+"reasoning", fmt.Sprintf("must be off, minimal, low, medium or high (got %q)", m.Reasoning))
+		}
 		c.validateLimits(v, key, m.ContextWindow, m.MaxOutputTokens, true)
 		validatePrice(v, key+"price", m.Price)
 	}
