@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,24 +86,39 @@ func (t *thread) download(ctx context.Context, dl chat.Downloader, a chat.Attach
 }
 
 // saveUpload writes a shared file into the scratch area and returns its path.
+// It writes through the scratch folder's os.Root, creating a new file: the
+// folder is the agent's to read, and without a sandbox its to change, so a
+// symlink planted there must not lead the bot's write elsewhere.
 func (t *thread) saveUpload(name string, data []byte) (string, error) {
-	dir := filepath.Join(t.tws.Scratch(), "uploads")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	root, err := os.OpenRoot(t.tws.Scratch())
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if err := root.Mkdir("uploads", 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
 	base := filepath.Base(filepath.Clean("/" + name))
 	if base == "/" || base == "." || base == "" {
 		base = "file"
 	}
-	path := filepath.Join(dir, base)
+	rel := "uploads/" + base
 	for i := 2; ; i++ {
-		if _, err := os.Lstat(path); os.IsNotExist(err) {
-			break
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			ext := filepath.Ext(base)
+			rel = fmt.Sprintf("uploads/%s-%d%s", strings.TrimSuffix(base, ext), i, ext)
+			continue
 		}
-		ext := filepath.Ext(base)
-		path = filepath.Join(dir, fmt.Sprintf("%s-%d%s", strings.TrimSuffix(base, ext), i, ext))
+		if err != nil {
+			return "", err
+		}
+		_, werr := f.Write(data)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		return filepath.Join(t.tws.Scratch(), rel), werr
 	}
-	return path, os.WriteFile(path, data, 0o600)
 }
 
 func marshalAttachments(as []chat.Attachment) (json.RawMessage, error) {
