@@ -88,8 +88,8 @@ func (t *thread) download(ctx context.Context, dl chat.Downloader, a chat.Attach
 // saveUpload writes a shared file into the scratch area and returns its path.
 // It writes through the scratch folder's os.Root, creating a new file: the
 // folder is the agent's to read, and without a sandbox it's the agent's to
-// change too, so a
-// symlink planted there must not lead the bot's write elsewhere.
+// change too, so a symlink planted there must not lead the bot's write
+// elsewhere.
 func (t *thread) saveUpload(name string, data []byte) (string, error) {
 	root, err := os.OpenRoot(t.tws.Scratch())
 	if err != nil {
