@@ -1,7 +1,7 @@
 // Package slack connects threadsmith to Slack through github.com/slack-go/slack:
 // it implements chat.Adapter and every optional capability of package chat
 // (Editor, Reactor, Uploader, StatusSetter, Whisperer, HistoryReader,
-// MarkupConverter, Downloader). It does platform I/O only; de-duplication,
+// MarkupConverter, Downloader, Actioner). It does platform I/O only; de-duplication,
 // routing, access checks, commands, rendering and rate budgets belong to the
 // bridge.
 //
@@ -38,6 +38,23 @@
 // Markdown block (12,000 characters) would save the conversion, but Slack
 // documents no way to escape < and & in it, so mentions could not be shown
 // to stay text: the adapter sends mrkdwn text only.
+//
+// # Buttons
+//
+// SetActions (chat.Actioner) turns a message into Block Kit blocks: its
+// mrkdwn in verbatim section blocks (3,000 characters each) and one actions
+// block ("threadsmith_actions") whose buttons carry the action's id as both
+// action_id and value; a link button has a url and no value. Setting no
+// actions clears the blocks. Clicks arrive as block_actions interactions:
+// over Socket Mode as "interactive" envelopes, over HTTP as signed
+// form-encoded requests (payload=…) on the Events API's address, any path
+// (the README uses /slack/interactive); they are acknowledged at once,
+// since Slack shows the person an error after 3 s and does not deliver a
+// click again after a failure. A click on a command button becomes the
+// command's chat.Inbound ("!stop") with EventID "click/<user>/<action_ts>":
+// the same in every delivery of that click, different for the next click.
+// Link buttons, other apps' blocks and other interactions are acknowledged
+// and dropped. A refusal note for a click goes into the button's thread.
 //
 // PostOnce keeps a post that timed out but went through from showing twice:
 // the key travels in the message's metadata, and a retry looks for it first. Rate limits (HTTP 429 with Retry-After, or
@@ -140,6 +157,7 @@ var (
 	_ chat.HistoryReader   = (*Adapter)(nil)
 	_ chat.MarkupConverter = (*Adapter)(nil)
 	_ chat.Downloader      = (*Adapter)(nil)
+	_ chat.Actioner        = (*Adapter)(nil)
 )
 
 // New checks the Slack section of the configuration and builds an adapter. It

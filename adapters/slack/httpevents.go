@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -78,6 +80,10 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
 		}
+		if isForm(r.Header) {
+			a.serveInteraction(ctx, d, w, body)
+			return
+		}
 		ev, err := slackevents.ParseEvent(body, slackevents.OptionNoVerifyToken())
 		if err != nil {
 			http.Error(w, "unreadable event", http.StatusBadRequest)
@@ -121,6 +127,30 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 		}
 		w.WriteHeader(http.StatusOK)
 	})
+}
+
+// isForm says the request is form-encoded: an interactivity payload (the
+// Events API sends JSON).
+func isForm(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/x-www-form-urlencoded"
+}
+
+// serveInteraction answers an interactivity request (its signature checked):
+// 200 at once, then a click on a button is delivered as its command.
+func (a *Adapter) serveInteraction(ctx context.Context, d *dispatcher, w http.ResponseWriter, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil || form.Get("payload") == "" {
+		http.Error(w, "no payload", http.StatusBadRequest)
+		return
+	}
+	var cb slackapi.InteractionCallback
+	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
+		http.Error(w, "unreadable payload", http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	a.onClick(ctx, d, cb)
 }
 
 // verify checks Slack's v0 request signature (and the timestamp's freshness).

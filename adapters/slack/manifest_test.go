@@ -34,6 +34,9 @@ type manifest struct {
 		EventSubscriptions struct {
 			BotEvents []string `yaml:"bot_events"`
 		} `yaml:"event_subscriptions"`
+		Interactivity struct {
+			IsEnabled bool `yaml:"is_enabled"`
+		} `yaml:"interactivity"`
 		SocketModeEnabled bool `yaml:"socket_mode_enabled"`
 	} `yaml:"settings"`
 }
@@ -97,6 +100,7 @@ func TestManifestScopesCoverEveryCall(t *testing.T) {
 	id, err := r.Post(ctx, th, "working…")
 	must(t, err)
 	must(t, r.Edit(ctx, th, id, "done"))
+	must(t, r.SetActions(ctx, th, id, "done", []chat.Action{{ID: "diff", Label: "Diff"}}))
 	must(t, r.React(ctx, th, root, "eyes", true))
 	must(t, r.React(ctx, th, root, "eyes", false))
 	must(t, r.Upload(ctx, th, "change.diff", []byte("+x\n"), "patch"))
@@ -142,6 +146,9 @@ func TestManifestScopesCoverEveryCall(t *testing.T) {
 	}
 	if !m.Settings.SocketModeEnabled {
 		t.Error("socket_mode_enabled is false, want Socket Mode on (the default mode)")
+	}
+	if !m.Settings.Interactivity.IsEnabled {
+		t.Error("interactivity is off, want it on: the status messages' buttons need it")
 	}
 	if !m.Features.AppHome.MessagesTabEnabled || m.Features.AppHome.MessagesTabReadOnlyEnabled {
 		t.Error("the App Home messages tab is off or read-only, want DMs enabled")

@@ -207,7 +207,10 @@ func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status s
 // itself, and a note about a reply goes into its thread.
 func (a *Adapter) Whisper(ctx context.Context, to chat.Inbound, text string) error {
 	opts := textOptions(text)
-	if th := to.Thread.Thread; th != "" && to.MessageID != "" && to.MessageID != th {
+	// A click was on a button of the bot's message in the thread, which
+	// therefore has replies.
+	click := strings.HasPrefix(to.EventID, clickEventPrefix)
+	if th := to.Thread.Thread; th != "" && (click || to.MessageID != "" && to.MessageID != th) {
 		opts = append(opts, slackapi.MsgOptionTS(th))
 	}
 	_, err := a.api.PostEphemeralContext(ctx, to.Thread.Channel, to.Author.ID, opts...)

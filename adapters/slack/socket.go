@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 )
@@ -71,7 +72,16 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, d *d
 			return
 		}
 		a.onEnvelope(ctx, sm, d, *evt.Request, ev)
-	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+	case socketmode.EventTypeInteractive:
+		// A button: acknowledged before anything else (Slack shows the
+		// person an error after 3 s), then delivered as its command.
+		if evt.Request != nil {
+			a.ack(ctx, sm, evt.Request.EnvelopeID)
+		}
+		if cb, ok := evt.Data.(slackapi.InteractionCallback); ok {
+			a.onClick(ctx, d, cb)
+		}
+	case socketmode.EventTypeSlashCommand:
 		// Not subscribed to; acknowledged so that Slack does not retry them.
 		if evt.Request != nil {
 			a.ack(ctx, sm, evt.Request.EnvelopeID)

@@ -1,0 +1,152 @@
+package slack
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// actionsBlockID names the actions block of the bot's buttons, so that a
+// click on anything else (a block some other app put in a message) is not
+// taken for one of them.
+const actionsBlockID = "threadsmith_actions"
+
+// maxSectionChars is Block Kit's limit on a section's text.
+const maxSectionChars = 3000
+
+// clickEventPrefix starts the EventID of a button click. Clicks have no
+// event id; action_ts is unique to a click and the same in every delivery of
+// it, so with the clicking user it de-duplicates like an event id.
+const clickEventPrefix = "click/"
+
+// SetActions implements chat.Actioner: the message (text, Markdown) becomes
+// Block Kit blocks, its mrkdwn in section blocks and the buttons in one
+// actions block; without actions the blocks are cleared and the text shows
+// alone again. The message's text field stays the same mrkdwn, for
+// notifications and clients without blocks.
+func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
+	opts := append(textOptions(text), slackapi.MsgOptionBlocks(actionBlocks(render(text), actions)...))
+	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, opts...)
+	return apiError("chat.update", err)
+}
+
+// actionBlocks renders mrkdwn and buttons as blocks; none without buttons.
+// The sections are verbatim: Slack then links and mentions nothing on its
+// own, as parse=none does for the text (the mrkdwn has every <, > and &
+// escaped already, see Mrkdwn).
+func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
+	if len(actions) == 0 {
+		return nil
+	}
+	var blocks []slackapi.Block
+	for _, part := range splitSections(mrkdwn, maxSectionChars) {
+		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, part, false, true), nil, nil))
+	}
+	var buttons []slackapi.BlockElement
+	for _, act := range actions {
+		if !chat.ValidActionID(act.ID) {
+			continue
+		}
+		b := slackapi.NewButtonBlockElement(act.ID, act.ID, slackapi.NewTextBlockObject(slackapi.PlainTextType, act.Label, true, false))
+		if act.URL != "" {
+			b.URL = act.URL
+		}
+		if act.Danger {
+			b.Style = slackapi.StyleDanger
+		}
+		buttons = append(buttons, b)
+	}
+	if len(buttons) > 0 {
+		blocks = append(blocks, slackapi.NewActionBlock(actionsBlockID, buttons...))
+	}
+	return blocks
+}
+
+// splitSections cuts mrkdwn into parts of at most limit characters, at a line
+// break where there is one, else at a space, never inside an entity (&lt;) or
+// a link (<url|label>).
+func splitSections(s string, limit int) []string {
+	if strings.TrimSpace(s) == "" {
+		return []string{"…"} // a section's text may not be empty
+	}
+	var parts []string
+	for utf8.RuneCountInString(s) > limit {
+		cut := byteIndexOfRune(s, limit)
+		if i := strings.LastIndexByte(s[:cut], '\n'); i > 0 {
+			cut = i
+		} else if i := strings.LastIndexByte(s[:cut], ' '); i > 0 {
+			cut = i
+		}
+		if i := strings.LastIndexAny(s[:cut], "<&"); i > 0 && !strings.ContainsAny(s[i:cut], ">;") {
+			cut = i
+		}
+		parts = append(parts, s[:cut])
+		s = strings.TrimLeft(s[cut:], "\n")
+	}
+	if s != "" {
+		parts = append(parts, s)
+	}
+	return parts
+}
+
+// byteIndexOfRune returns the byte offset of the n-th rune of s.
+func byteIndexOfRune(s string, n int) int {
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}
+
+// clickInbound turns a click on one of the bot's command buttons into the
+// command's Inbound. ok is false for anything else (a link button, another
+// block's element, an ephemeral message), which is acknowledged and dropped.
+func clickInbound(cb slackapi.InteractionCallback, teamID string) (chat.Inbound, bool) {
+	if cb.Type != slackapi.InteractionTypeBlockActions || cb.Container.IsEphemeral || len(cb.ActionCallback.BlockActions) != 1 {
+		return chat.Inbound{}, false
+	}
+	act := cb.ActionCallback.BlockActions[0]
+	if act.BlockID != actionsBlockID || act.ActionID != act.Value || !chat.ValidActionID(act.ActionID) || act.ActionTs == "" {
+		return chat.Inbound{}, false // a link button has no value
+	}
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	root := cb.Message.ThreadTimestamp
+	if root == "" {
+		root = cb.Container.ThreadTs
+	}
+	if channel == "" || cb.User.ID == "" || root == "" {
+		return chat.Inbound{}, false // the bot's buttons are only ever in threads
+	}
+	dm := strings.HasPrefix(channel, "D")
+	if dm {
+		teamID = "" // as for messages: no team for direct conversations
+	}
+	return chat.Inbound{
+		Thread:  chat.ThreadRef{Platform: Platform, Team: teamID, Channel: channel, Thread: root},
+		EventID: clickEventPrefix + cb.User.ID + "/" + act.ActionTs,
+		Author:  chat.Author{ID: cb.User.ID},
+		Text:    chat.ActionText(act.ActionID),
+		DM:      dm,
+		Time:    tsTime(act.ActionTs),
+	}, true
+}
+
+// onClick delivers a click on one of the bot's buttons. The platform has
+// been answered already: Slack wants a click acknowledged at once and does
+// not deliver it again on failure, so a click the handler fails to take is
+// only logged (the person can click again).
+func (a *Adapter) onClick(ctx context.Context, d *dispatcher, cb slackapi.InteractionCallback) {
+	in, ok := clickInbound(cb, d.id.TeamID)
+	if !ok {
+		return
+	}
+	d.submit(in.Thread, func() { _ = d.deliver(ctx, in) })
+}
