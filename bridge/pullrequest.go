@@ -33,14 +33,24 @@ func (t *thread) pullRequestOf() *PullRequests {
 
 // syncPullRequest opens the thread's pull request at its first push and
 // updates its description at later ones. It returns the line for the push
-// notice ("" when there is nothing to say).
+// notice ("" when there is nothing to say). The branch is pushed by then:
+// the thread's status message gets Diff and the pull request's button.
 func (t *thread) syncPullRequest(ctx context.Context, request string) string {
+	line, url := t.ensurePullRequest(ctx, request)
+	pr := t.pullRequestOf()
+	t.offerPushed(url, pr != nil && pr.Client != nil)
+	return line
+}
+
+// ensurePullRequest is syncPullRequest's work; it also returns the pull
+// request's URL ("" without one).
+func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, url string) {
 	pr := t.pullRequestOf()
 	if pr == nil || t.ws == nil {
-		return ""
+		return "", ""
 	}
 	if pr.Client == nil {
-		return t.prNoteOnce(pr.Off)
+		return t.prNoteOnce(pr.Off), ""
 	}
 	subjects, err := t.ws.Subjects(ctx)
 	if err != nil {
@@ -57,10 +67,10 @@ func (t *thread) syncPullRequest(ctx context.Context, request string) string {
 	if err != nil {
 		var fe *forge.Error
 		if errors.As(err, &fe) && fe.Refused {
-			return t.prNoteOnce(fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", t.rec.Repo, fe.Message))
+			return t.prNoteOnce(fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", t.rec.Repo, fe.Message)), ""
 		}
 		t.log.Warn("pull request", "err", err)
-		return "⚠️ The pull request could not be updated: " + err.Error() + " I'll try again after the next push, or say `!pr`."
+		return "⚠️ The pull request could not be updated: " + err.Error() + " I'll try again after the next push, or say `!pr`.", ""
 	}
 	verb := "Updated"
 	if res.Created {
@@ -69,7 +79,7 @@ func (t *thread) syncPullRequest(ctx context.Context, request string) string {
 			verb = "Opened draft"
 		}
 	}
-	return fmt.Sprintf("🔀 %s [pull request #%d](%s)", verb, res.Number, res.URL)
+	return fmt.Sprintf("🔀 %s [pull request #%d](%s)", verb, res.Number, res.URL), res.URL
 }
 
 // prNoteOnce tells the thread, once, why it gets no pull request.

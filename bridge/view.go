@@ -49,6 +49,10 @@ type view struct {
 	armed   *runState
 	retry   *notice
 	compact *notice
+	// last is the status message of the latest run that ended; offered the
+	// buttons it and the next ones get once they end (actions.go).
+	last    *outbox.Message
+	offered []chat.Action
 }
 
 type notice struct {
@@ -62,8 +66,11 @@ type runState struct {
 	stats      runStats
 	streaming  *strings.Builder // the reply being streamed; nil between replies
 	lastRender time.Time
-	started    bool     // the run's first user message was seen
-	answer     []string // finished answer text not posted yet
+	started    bool // the run's first user message was seen
+	// status is the run's first status message, which carries runActions
+	// (Stop) until the run ends.
+	status *outbox.Message
+	answer []string // finished answer text not posted yet
 	// lastError is the failure of the latest reply, shown when the run ends
 	// unless a retry or compaction notice already told it (reported).
 	lastError string
@@ -142,14 +149,38 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 		// Nothing to post: the footer ends the status message.
 		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
 		v.finalizeLocked(r)
+		v.endActionsLocked(r)
 		return r.stats
 	}
 	v.finalizeLocked(r)
+	v.endActionsLocked(r)
 	if answer != "" {
 		v.postChunks(answer)
 	}
 	v.postChunks(last + "\n\n" + footerLine)
 	return r.stats
+}
+
+// endActionsLocked takes Stop off the ended run's status message (in the
+// same edit as its final text) and gives it the buttons offered so far.
+func (v *view) endActionsLocked(r *runState) {
+	if r.status == nil {
+		return
+	}
+	v.out.SetActions(r.status, v.offered, outbox.Normal)
+	v.last = r.status
+}
+
+// offer sets the buttons of the latest finished run's status message, and
+// of every later one when it ends (Diff and the pull request's, once the
+// branch was pushed).
+func (v *view) offer(actions []chat.Action) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.offered = actions
+	if v.run == nil && v.last != nil {
+		v.out.SetActions(v.last, actions, outbox.Normal)
+	}
 }
 
 // stats returns the current run's stats so far.
@@ -402,6 +433,12 @@ func (v *view) renderLocked(r *runState, p outbox.Priority) {
 		seg.msgs = append(seg.msgs, m)
 		seg.texts = append(seg.texts, c)
 		v.textChanged(m, c)
+	}
+	if r.status == nil && seg.first && !seg.sealed && len(seg.msgs) > 0 {
+		// The run's first status message (posted by the thread or just
+		// now): Stop shows there until the run ends.
+		r.status = seg.msgs[0]
+		v.out.SetActions(r.status, runActions, outbox.High)
 	}
 	// A preview that shrank leaves trailing messages: keep them, emptied.
 	for i := len(chunks); i < len(seg.msgs); i++ {
