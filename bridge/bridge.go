@@ -101,6 +101,7 @@ type AgentConfig struct {
 // ModelInfo is a model the bot may use.
 type ModelInfo struct {
 	Name            string
+	Provider        string // recorded when a session switches to it
 	ContextWindow   int
 	MaxOutputTokens int
 	Price           Price
@@ -318,6 +319,11 @@ func (b *Bridge) recover(ctx context.Context) error {
 		p.Outbox.Post(ref, "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. "+
 			"The conversation is kept; send a message to continue.", outbox.High, nil)
 		b.log.Info("reported interrupted run", "thread", ref.Key(), "run", r.ID)
+		// Its work (a commit not pushed yet, changes not committed) goes to
+		// the remote now, ahead of any input replayed below.
+		if rec, err := b.cfg.Store.ThreadByID(ctx, r.ThreadID); err == nil && rec.Repo != "" {
+			b.dispatchItem(p, rec, func(t *thread) item { return item{fn: func() { t.resumeInterrupted(r) }} })
+		}
 	}
 
 	pending, err := b.cfg.Store.AllPendingInbound(ctx)
@@ -358,6 +364,11 @@ func interruptedStatus(saved string) string {
 
 // dispatch hands accepted input to its thread's owner, starting one if needed.
 func (b *Bridge) dispatch(p *platform, rec storage.Thread, pi pendingInput) {
+	b.dispatchItem(p, rec, func(*thread) item { return item{input: &pi} })
+}
+
+// dispatchItem hands the thread's owner (started if needed) the item mk makes.
+func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) item) {
 	ref := refOf(rec.Key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -368,7 +379,7 @@ func (b *Bridge) dispatch(p *platform, rec storage.Thread, pi pendingInput) {
 		b.wg.Add(1)
 		go t.loop()
 	}
-	t.enqueue(item{input: &pi})
+	t.enqueue(mk(t))
 }
 
 // evict removes an idle thread owner if nothing arrived for it meanwhile.

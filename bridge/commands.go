@@ -230,7 +230,7 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 		when := t.b.cfg.Now().Sub(p.At).Round(time.Second)
 		switch p.Result {
 		case storage.PushOK:
-			fmt.Fprintf(&b, "• Last push: `%s` @ `%s`, %s ago", p.Branch, shortSHA(p.SHA), when)
+			fmt.Fprintf(&b, "• Last push: `%s` @ `%s`, %s ago%s", p.Branch, shortSHA(p.SHA), when, t.unpushedNote(ctx))
 		default:
 			fmt.Fprintf(&b, "• Last push: failed %s ago (%s); retried after the next run", when, p.Detail)
 		}

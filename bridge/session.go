@@ -43,11 +43,14 @@ Writing in the thread:
 // the first message, reloading it from storage otherwise).
 func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 	b := t.b
-	ws, err := b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref))
-	if err != nil {
-		return err
+	ws := t.ws // opened already to push an interrupted run's work
+	if ws == nil {
+		var err error
+		if ws, err = b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref)); err != nil {
+			return err
+		}
+		t.ws = ws
 	}
-	t.ws = ws
 	if t.rec.WorkspacePath != ws.Root() || t.rec.Branch != ws.Branch() {
 		if err := b.cfg.Store.SetThreadWorkspace(ctx, t.rec.ID, storage.ThreadInit{Repo: ws.Repo(), Branch: ws.Branch(), WorkspacePath: ws.Root()}); err != nil {
 			t.log.Warn("recording the workspace", "err", err)
@@ -129,7 +132,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	}
 	models := make([]agent.ModelSpec, 0, 1+len(cfg.Models))
 	for _, m := range append([]ModelInfo{cfg.Model}, cfg.Models...) {
-		models = append(models, agent.ModelSpec{Name: m.Name, ContextWindow: m.ContextWindow, MaxTokens: m.MaxOutputTokens})
+		models = append(models, agent.ModelSpec{Name: m.Name, Provider: m.Provider, ContextWindow: m.ContextWindow, MaxTokens: m.MaxOutputTokens})
 	}
 	sess, err := agent.New(agent.Config{
 		ID:            id,

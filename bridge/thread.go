@@ -92,6 +92,9 @@ type thread struct {
 	view          *view
 	run           *activeRun
 	unpushed      bool
+	pushing       *pushJob      // the push in flight, if any (push.go)
+	nextPush      *pushJob      // the push to start when it is done
+	pushDone      chan *pushJob // its result, back to the owner
 	pendingStatus *outbox.Message
 	statusMsgText string
 	statusTick    *time.Ticker
@@ -111,6 +114,8 @@ func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *
 		stop: make(chan struct{}),
 		acks: map[string]queuedAck{},
 		rec:  rec,
+
+		pushDone: make(chan *pushJob, 1),
 	}
 	t.saver = newStatusSaver(b.cfg.Store, t.log)
 	return t
@@ -177,8 +182,10 @@ func (t *thread) loop() {
 			}
 		case <-tick:
 			t.p.Outbox.SetStatus(t.ref, "is working…")
+		case job := <-t.pushDone:
+			t.pushFinished(job)
 		case <-idle.C:
-			if t.run == nil && t.b.evict(t) {
+			if t.run == nil && t.pushing == nil && t.b.evict(t) {
 				t.log.Debug("evicted idle thread")
 				evicted = true
 				return
@@ -208,10 +215,11 @@ func (t *thread) handle(it item) {
 // shutdown deadline, then is stopped and reported. Input still queued here is
 // in storage and is replayed at the next start.
 func (t *thread) drain() {
+	ctx := t.stopCtx
+	defer t.waitPushes(ctx)
 	if t.run == nil {
 		return
 	}
-	ctx := t.stopCtx
 	done := make(chan struct{})
 	sess := t.sess
 	go func() {
@@ -470,6 +478,9 @@ func (t *thread) releaseSlot() { <-t.b.slots }
 func inputID(id int64) string { return strconv.FormatInt(id, 10) }
 
 // delivered runs on the session's event queue when input reaches the model.
+// It only swaps the reaction: the input is recorded as delivered by the
+// store, in the commit that appends the user message (storage.AppendEntries),
+// so that no crash can separate the two.
 func (t *thread) delivered(id string) {
 	t.amu.Lock()
 	ack, queued := t.acks[id]
@@ -478,9 +489,6 @@ func (t *thread) delivered(id string) {
 	if queued && ack.messageID != "" {
 		t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
 		t.p.Outbox.React(t.ref, ack.messageID, reactDelivered, true)
-	}
-	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-		t.markInbound(n, storage.InboundDelivered, "")
 	}
 }
 
@@ -549,8 +557,8 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	}()
 }
 
-// finishRun runs when the session went idle: it commits and pushes the run's
-// work and closes the transcript with the footer.
+// finishRun runs when the session went idle: it closes the transcript with
+// the footer, then commits the run's work and starts pushing it.
 func (t *thread) finishRun(ctx context.Context) {
 	outcome := storage.RunDone
 	if t.run.stopped {
@@ -578,18 +586,17 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	if stats.failed && outcome == storage.RunDone {
 		outcome = storage.RunFailed
 	}
-	var pushText string
-	if push {
-		pushText = t.commitAndPush(ctx, r)
-	}
+	// The answer is posted the moment the model is done, before any git work:
+	// a slow remote must not keep it from the people waiting for it, and a
+	// crash while pushing must not lose it.
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero())
-	t.view.endRun(foot, pushText)
+	t.view.endRun(foot, "")
 	t.saver.flush()
-	if r.id != 0 {
-		if err := t.b.cfg.Store.FinishRun(ctx, r.id, outcome); err != nil {
-			t.log.Warn("recording run end", "err", err)
-		}
+	// The run stays open in storage until its work is on the remote: a crash
+	// before that leaves it interrupted, and the next start pushes it.
+	if !push || !t.commitRun(ctx, r, outcome) {
+		t.endRunRecord(ctx, r.id, outcome)
 	}
 	if len(t.held) > 0 {
 		held := t.held
@@ -605,48 +612,38 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	}
 }
 
-// commitAndPush commits the run's changes and pushes the branch (also when an
-// earlier push failed). It returns the notice to post, "" when nothing changed.
-func (t *thread) commitAndPush(ctx context.Context, r *activeRun) string {
-	if t.ws == nil {
-		return ""
+// endRunRecord records the end of a run (id 0: none was recorded).
+func (t *thread) endRunRecord(ctx context.Context, id int64, outcome storage.RunOutcome) {
+	if id == 0 {
+		return
 	}
-	changed, err := t.ws.Changed(ctx)
-	if err != nil {
-		t.log.Error("checking the workspace for changes", "err", err)
-		return "⚠️ I couldn't check the workspace for changes: " + userError(err)
+	if err := t.b.cfg.Store.FinishRun(ctx, id, outcome); err != nil {
+		t.log.Warn("recording run end", "err", err)
 	}
-	if !changed && !t.unpushed {
-		return ""
-	}
-	if changed {
-		_, err := t.ws.Commit(ctx, workspace.CommitRequest{
-			Request:    r.request,
-			ThreadLink: t.link(ctx),
-			CoAuthor:   workspace.Identity{Name: r.author.Name, Email: r.author.Email},
-		})
-		if err != nil {
-			t.log.Error("commit failed", "err", err)
-			return "⚠️ Committing the changes failed: " + userError(err)
-		}
-	}
-	res, err := t.ws.Push(ctx)
+}
+
+// pushNoticeFor records the outcome of a push and returns its notice for the
+// thread ("" when there is nothing to say: nothing new reached the remote).
+func (t *thread) pushNoticeFor(ctx context.Context, job *pushJob, res workspace.PushResult, err error) string {
 	if err != nil {
 		t.unpushed = true
 		result := storage.PushError
 		if errors.Is(err, workspace.ErrPushRejected) {
 			result = storage.PushRejected
 		}
+		// The thread gets the sentence written for it; the log gets git's
+		// own words (redacted by the workspace).
+		t.log.Warn("push failed", "branch", t.ws.Branch(), "sha", res.SHA, "err", err)
 		t.recordPush(ctx, res.SHA, result, userError(err))
 		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and will be pushed after the next run.", t.ws.Branch(), userError(err))
 	}
 	t.unpushed = false
 	t.recordPush(ctx, res.SHA, storage.PushOK, "")
-	if res.UpToDate && !changed {
+	if res.UpToDate && !job.committed {
 		return ""
 	}
 	notice := pushNotice(res)
-	if line := t.syncPullRequest(ctx, r.request); line != "" {
+	if line := t.syncPullRequest(ctx, job.request); line != "" {
 		notice += "\n" + line
 	}
 	return notice

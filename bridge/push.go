@@ -1,0 +1,183 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
+)
+
+// Pushing is "make the remote branch equal the local branch". After every
+// run (and, for a run a crash cut off, at the next start) the thread commits
+// what changed, then pushes whenever the local branch is ahead of what the
+// remote was last seen to have: a commit from before a crash, or one whose
+// push failed, goes out with the next push even when the run changed nothing.
+//
+// The push itself runs off the owner goroutine, so that a slow or silent
+// remote holds up neither the thread's commands nor its next run; its result
+// comes back to the owner on pushDone. One push is in flight per thread; runs
+// that end meanwhile fold into the next one.
+
+// pushJob is one push of the thread's branch and what waits on it.
+type pushJob struct {
+	request   string   // the request of the newest run it carries (pull request text)
+	committed bool     // it carries a new commit (else it retries earlier ones)
+	runs      []runEnd // runs recorded as ended once the push is done
+
+	res workspace.PushResult
+	err error
+}
+
+// runEnd is a run whose end is recorded when its work is on the remote.
+type runEnd struct {
+	id      int64
+	outcome storage.RunOutcome
+}
+
+// commitRun commits the run's changes and queues a push when the branch is
+// ahead of the remote. It reports whether a push was queued (the run's end is
+// then recorded when the push is done); otherwise the caller records it.
+func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.RunOutcome) bool {
+	if t.ws == nil {
+		return false
+	}
+	changed, err := t.ws.Changed(ctx)
+	if err != nil {
+		t.log.Error("checking the workspace for changes", "err", err)
+		t.say("⚠️ I couldn't check the workspace for changes: " + userError(err))
+		return false
+	}
+	if changed {
+		_, err := t.ws.Commit(ctx, workspace.CommitRequest{
+			Request:    r.request,
+			ThreadLink: t.link(ctx),
+			CoAuthor:   workspace.Identity{Name: r.author.Name, Email: r.author.Email},
+		})
+		if err != nil {
+			t.log.Error("commit failed", "err", err)
+			t.say("⚠️ Committing the changes failed: " + userError(err))
+			return false
+		}
+	}
+	if !changed && !t.unpushed && !t.aheadOfRemote(ctx) {
+		return false
+	}
+	job := &pushJob{request: r.request, committed: changed}
+	if r.id != 0 {
+		job.runs = []runEnd{{r.id, outcome}}
+	}
+	t.queuePush(job)
+	return true
+}
+
+// aheadOfRemote reports whether the branch has commits the remote did not
+// have when last seen (no network call). When that cannot be told, it says
+// yes: a push that finds the remote up to date costs one round trip.
+func (t *thread) aheadOfRemote(ctx context.Context) bool {
+	n, err := t.ws.Unpushed(ctx)
+	if err != nil {
+		t.log.Warn("counting unpushed commits", "err", err)
+		return true
+	}
+	return n > 0
+}
+
+// queuePush starts job, or folds it into the push waiting behind the one in
+// flight.
+func (t *thread) queuePush(job *pushJob) {
+	switch {
+	case t.pushing == nil:
+		t.startPush(job)
+	case t.nextPush == nil:
+		t.nextPush = job
+	default:
+		next := t.nextPush
+		next.request = job.request
+		next.committed = next.committed || job.committed
+		next.runs = append(next.runs, job.runs...)
+	}
+}
+
+func (t *thread) startPush(job *pushJob) {
+	t.pushing = job
+	ws, ctx := t.ws, t.b.ctx
+	go func() {
+		job.res, job.err = ws.Push(ctx)
+		t.pushDone <- job // buffered for the one push in flight: never blocks
+	}()
+}
+
+// pushFinished runs on the owner when a push is done: the thread hears how
+// it went, the runs it carried end, and the next push starts.
+func (t *thread) pushFinished(job *pushJob) {
+	ctx := t.b.ctx
+	t.pushing = nil
+	if notice := t.pushNoticeFor(ctx, job, job.res, job.err); notice != "" {
+		t.say(notice)
+	}
+	for _, r := range job.runs {
+		t.endRunRecord(ctx, r.id, r.outcome)
+	}
+	if next := t.nextPush; next != nil {
+		t.nextPush = nil
+		t.startPush(next)
+	}
+}
+
+// waitPushes lets pushes in flight finish for a shutdown, until ctx ends.
+// A push cut off leaves its runs open: the next start pushes their work.
+func (t *thread) waitPushes(ctx context.Context) {
+	for t.pushing != nil {
+		select {
+		case job := <-t.pushDone:
+			t.pushFinished(job)
+		case <-ctx.Done():
+			t.log.Warn("shutting down with a push in flight; it is retried at the next start")
+			return
+		}
+	}
+}
+
+// resumeInterrupted runs on the owner at start for a run the previous process
+// did not finish: the work it left (a commit not pushed, changes not
+// committed) is committed and pushed now instead of waiting for a next run.
+func (t *thread) resumeInterrupted(r storage.Run) {
+	ctx := t.b.ctx
+	if t.run != nil {
+		return // a run is going: it pushes when it ends
+	}
+	if t.ws == nil {
+		ws, err := t.b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref))
+		if err != nil {
+			t.log.Warn("opening the workspace of an interrupted run", "err", err)
+			return
+		}
+		t.ws = ws
+	}
+	request := "(work of an interrupted run)"
+	if r.InboundID != 0 {
+		if in, err := t.b.cfg.Store.GetInbound(ctx, r.InboundID); err == nil && in.Text != "" {
+			request = in.Text
+		}
+	}
+	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil && lp.Result != storage.PushOK {
+		t.unpushed = true
+	}
+	if t.commitRun(ctx, &activeRun{request: request}, "") {
+		t.log.Info("pushing the work of an interrupted run", "run", r.ID)
+	}
+}
+
+// unpushedNote completes !status's push line with what the remote lacks of
+// the local branch, not only how the last push went.
+func (t *thread) unpushedNote(ctx context.Context) string {
+	if t.ws == nil || t.pushing != nil {
+		return ""
+	}
+	n, err := t.ws.Unpushed(ctx)
+	if err != nil || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · %d commit%s not on the remote yet", n, plural(n))
+}

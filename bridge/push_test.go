@@ -1,0 +1,99 @@
+package bridge
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// holdPushes makes the remote's pre-receive hook wait until the returned
+// function is called: a remote that takes its time.
+func holdPushes(t *testing.T, r *rig) (release func()) {
+	t.Helper()
+	open := filepath.Join(t.TempDir(), "open")
+	hook := "#!/bin/sh\nwhile [ ! -e '" + open + "' ]; do sleep 0.02; done\n"
+	if err := os.WriteFile(filepath.Join(r.remote.Path, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release = func() {
+		if err := os.WriteFile(open, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// D2 (issue 14): the answer is in the thread as soon as the model is done,
+// while the push still waits on a slow remote; the thread's commands answer
+// meanwhile, and the push has its own notice when it lands.
+func TestAnswerIsPostedBeforeASlowPush(t *testing.T) {
+	r := newRig(t)
+	release := holdPushes(t, r)
+	r.llm.Push(writeThenAnswer("slow.txt", "slow", "I wrote slow.txt.")...)
+	th := testThread("70.1")
+	r.say(th, alice, "write slow.txt", true)
+	r.waitText(th, "I wrote slow.txt.")
+	r.waitRuns(th, 1) // the footer is on the answer
+	if strings.Contains(r.chat.Transcript(th), "pushed") {
+		t.Fatalf("a push was reported while the remote still holds it:\n%s", r.chat.Transcript(th))
+	}
+	r.say(th, alice, "!status", false)
+	r.waitText(th, "📊 *Status*")
+
+	// The run is still open in storage: a crash now would leave it
+	// interrupted, and the next start pushes its work.
+	rec, _ := r.thread(th)
+	if lp, err := r.db.LastPush(r.ctx, rec.ID); err == nil {
+		t.Errorf("a push was recorded (%+v) before the remote took it", lp)
+	}
+
+	release()
+	r.waitText(th, "⬆️ pushed")
+	if got := r.remote.Files(t, rec.Branch)["slow.txt"]; got != "slow" {
+		t.Errorf("remote slow.txt = %q, want the run's file", got)
+	}
+	r.waitUntil("the run is recorded as done after its push", func() bool {
+		runs, err := r.db.InterruptRuns(r.ctx) // none may be left running
+		return err == nil && len(runs) == 0
+	})
+}
+
+// D3 (issue 14): a commit the remote never got (the bot died between commit
+// and push) is pushed after the next run, even one that changes nothing, and
+// !status says it is missing until then.
+func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.llm.Push(writeThenAnswer("a.txt", "a", "wrote a")...)
+	th := testThread("71.1")
+	r.say(th, alice, "write a", true)
+	r.waitText(th, "⬆️ pushed")
+	r.waitRuns(th, 1)
+	rec, _ := r.thread(th)
+
+	// A commit made before a crash, never pushed.
+	if err := os.WriteFile(filepath.Join(rec.WorkspacePath, "b.txt"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitremote.Git(t, rec.WorkspacePath, "add", "b.txt")
+	gitremote.Git(t, rec.WorkspacePath, "-c", "user.name=threadsmith", "-c", "user.email=threadsmith@localhost", "commit", "-q", "-m", "b before the crash")
+
+	r.say(th, alice, "!status", false)
+	r.waitText(th, "1 commit not on the remote yet")
+
+	r.llm.Push(llmfake.TextReply("nothing to change"))
+	r.say(th, alice, "anything else?", false)
+	r.waitRuns(th, 2)
+	r.waitCount(th, "⬆️ pushed", 2)
+	if got := r.remote.Files(t, rec.Branch)["b.txt"]; got != "b" {
+		t.Errorf("remote b.txt = %q, want the commit from before the crash pushed", got)
+	}
+	if p, err := r.db.LastPush(r.ctx, rec.ID); err != nil || p.Result != storage.PushOK {
+		t.Errorf("last push = %+v, %v; want ok", p, err)
+	}
+}
