@@ -31,14 +31,10 @@ type statements struct {
 	touchThread   hotStmt
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
-	savepoint     hotStmt
-	release       hotStmt
-	rollbackTo    hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
-	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent,
-		&s.savepoint, &s.release, &s.rollbackTo}
+	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent}
 }
 
 func newStatements() statements {
@@ -63,10 +59,6 @@ func newStatements() statements {
 			WHERE id = ?2 AND (active_at < ?1 OR state <> 'active')`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
-		// One write of a group commit (writer.go).
-		savepoint:  hotStmt{query: `SAVEPOINT write`},
-		release:    hotStmt{query: `RELEASE write`},
-		rollbackTo: hotStmt{query: `ROLLBACK TO write`},
 	}
 }
 

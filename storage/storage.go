@@ -10,7 +10,7 @@
 //
 // Concurrency: a DB is safe for concurrent use. Writes go to one goroutine that
 // owns the only write connection; writes that arrive together share one commit
-// (group commit), each in its own savepoint, so 50 busy sessions do not queue
+// (group commit; a failing write is retried alone), so 50 busy sessions do not queue
 // behind 50 commits and nobody spins on SQLite's busy handler. Reads use a
 // separate read-only pool and never wait for writers. WAL checkpoints run in the
 // background, never inside a write. Nothing is written per streamed token: the

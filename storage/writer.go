@@ -9,10 +9,11 @@ import (
 
 // Group commit. Every write goes to one goroutine that owns the write
 // connection. When several writes wait (50 busy threads finishing a message at
-// once), it runs them in one transaction, each inside its own savepoint, and
-// commits once: a write is still all-or-nothing and durable when its method
-// returns, but the commit's cost (WAL frames, locking) is paid once per batch
-// instead of once per write, which keeps tail latency flat under load.
+// once), it runs them in one transaction and commits once: a write is still
+// all-or-nothing and durable when its method returns, but the commit's cost
+// (WAL frames, locking) is paid once per batch instead of once per write,
+// which keeps tail latency flat under load. Should a write of a batch fail,
+// the batch is rolled back and each write runs again on its own (commitBatch).
 
 // maxBatch bounds a batch so that one commit stays short.
 const maxBatch = 64
@@ -142,63 +143,36 @@ func (db *DB) commitBatch(batch []*writeReq) {
 		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
 		return
 	}
-	errs := make([]error, len(taken))
-	finish := func(batchErr error) {
-		for i, r := range taken {
-			switch {
-			case errs[i] != nil:
-				r.done <- errs[i]
-			case batchErr != nil:
-				r.done <- batchErr
-			default:
-				r.done <- nil
-			}
-		}
-	}
+	// Optimistically, all of them in one transaction with no savepoints: a
+	// savepoint and its release cost two statements per write, as much as
+	// the write itself, and writes nearly never fail. If one does, the batch
+	// is rolled back and every write runs again in its own transaction, so
+	// that only the failing one fails, as if they had never been batched.
 	tx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
-		finish(err)
+		for _, r := range taken {
+			r.done <- err
+		}
 		return
 	}
-	for i, r := range taken {
-		ctx := context.WithoutCancel(r.ctx)
-		if err := db.exec(ctx, tx, &db.stmts.savepoint); err != nil {
-			tx.Rollback()
-			finish(err)
-			return
-		}
-		if errs[i] = r.fn(ctx, tx); errs[i] == nil {
-			if err := db.exec(ctx, tx, &db.stmts.release); err != nil {
-				tx.Rollback()
-				finish(err)
-				return
-			}
-			continue
-		}
-		// Undo this write only. If SQLite already rolled the whole
-		// transaction back (it may, on a full disk or I/O error), the
-		// batch is lost: every write in it fails.
-		if err := db.exec(ctx, tx, &db.stmts.rollbackTo); err != nil {
-			tx.Rollback()
-			finish(fmt.Errorf("%w (a write batched with this one failed: %v)", err, errs[i]))
-			return
-		}
-		if err := db.exec(ctx, tx, &db.stmts.release); err != nil {
-			tx.Rollback()
-			finish(err)
-			return
+	failed := false
+	for _, r := range taken {
+		if err := r.fn(context.WithoutCancel(r.ctx), tx); err != nil {
+			failed = true
+			break
 		}
 	}
-	finish(tx.Commit())
-}
-
-func (db *DB) exec(ctx context.Context, tx *sql.Tx, h *hotStmt) error {
-	st, err := h.in(ctx, tx)
-	if err != nil {
-		return err
+	if !failed {
+		err := tx.Commit()
+		for _, r := range taken {
+			r.done <- err
+		}
+		return
 	}
-	_, err = st.ExecContext(ctx)
-	return err
+	tx.Rollback()
+	for _, r := range taken {
+		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
+	}
 }
 
 // execOne runs a statement that must change exactly one row; none is
