@@ -117,7 +117,9 @@ type Config struct {
 
 // ModelSpec names a model and its limits.
 type ModelSpec struct {
-	Name          string
+	Name string
+	// Provider is recorded in the session's model_change entries.
+	Provider      string
 	ContextWindow int
 	MaxTokens     int
 }
@@ -737,7 +739,7 @@ func (s *Session) SetModel(name string) error {
 	s.window = spec.ContextWindow
 	s.mu.Unlock()
 	s.agent.SetModel(name, spec.MaxTokens)
-	s.persistLater(transcript.Entry{Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: name}})
+	s.persistLater(transcript.Entry{Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Provider: spec.Provider, Model: name}})
 	return nil
 }
 

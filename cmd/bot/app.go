@@ -15,7 +15,6 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
-	"github.com/threadsmith/threadsmith/agent/openai"
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
@@ -178,7 +177,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return configError{err}
 	}
 	m.Workspaces = ws
-	model, err := openai.New(openai.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey})
+	model, err := newModel(cfg)
 	if err != nil {
 		m.closeStores()
 		return configError{err}
@@ -348,7 +347,7 @@ func workspaceConfig(cfg *config.Config, log *slog.Logger) workspace.Config {
 
 func agentConfig(cfg *config.Config) bridge.AgentConfig {
 	info := func(m config.Model) bridge.ModelInfo {
-		return bridge.ModelInfo{Name: m.Name, ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Price: bridge.Price(m.Price)}
+		return bridge.ModelInfo{Name: m.Name, Provider: string(m.Provider), ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Price: bridge.Price(modelPrice(m))}
 	}
 	ac := bridge.AgentConfig{
 		Model:        info(cfg.LLM.Main()),

@@ -54,8 +54,12 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		}
 	}
 
+	// Anthropic's endpoint is reached by the first request; the OpenAI-compatible
+	// one lists its models.
 	client, err := openai.New(openai.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey})
-	if err != nil {
+	if cfg.LLM.Provider == config.ProviderAnthropic {
+		fmt.Fprintln(w, "llm: anthropic (reached by the first request)")
+	} else if err != nil {
 		fail("llm.base_url: %v", err)
 	} else if models, err := client.ListModels(ctx); err != nil {
 		fail("llm: cannot reach %s: %v", cfg.LLM.BaseURL, err)

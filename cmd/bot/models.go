@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/threadsmith/threadsmith/agent/anthropic"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/openai"
+	"github.com/threadsmith/threadsmith/config"
+)
+
+// newModel builds the model every session uses: a router from the names
+// `!model` knows (llm.model and llm.models) to a client per endpoint, so a
+// session switches provider by switching name. Models of one endpoint and key
+// share a client, and with it a connection pool.
+func newModel(cfg *config.Config) (*llm.Router, error) {
+	type endpoint struct {
+		provider config.Provider
+		url, key string
+	}
+	clients := map[endpoint]llm.Model{}
+	routes := map[string]llm.Route{}
+	all := append([]config.Model{cfg.LLM.Main()}, cfg.LLM.Models...)
+	for i, m := range all {
+		ep := endpoint{m.Provider, m.BaseURL, m.APIKey}
+		client, ok := clients[ep]
+		if !ok {
+			var err error
+			switch m.Provider {
+			case config.ProviderAnthropic:
+				client, err = anthropic.New(anthropic.Config{BaseURL: m.BaseURL, APIKey: m.APIKey})
+			default:
+				client, err = openai.New(openai.Config{BaseURL: m.BaseURL, APIKey: m.APIKey})
+			}
+			if err != nil {
+				key := "llm.base_url"
+				if i > 0 {
+					key = fmt.Sprintf("llm.models[%d].base_url", i-1)
+				}
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			clients[ep] = client
+		}
+		routes[m.Name] = llm.Route{Model: client, ID: m.ID, Reasoning: string(m.Reasoning), Price: modelPrice(m)}
+	}
+	return llm.NewRouter(routes), nil
+}
+
+// modelPrice is the configured price, else the built-in one of a well-known
+// model id, else zero (no cost shown).
+func modelPrice(m config.Model) llm.Price {
+	if !m.Price.IsZero() {
+		return llm.Price{Input: m.Price.Input, Output: m.Price.Output, CacheRead: m.Price.CacheRead, CacheWrite: m.Price.CacheWrite}
+	}
+	p, _ := llm.KnownPrice(m.ID)
+	return p
+}
