@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -220,6 +221,9 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 		}
 	}
 	fmt.Fprintf(&b, "• Context: %s of %s tokens (%d%%)\n", tokens(st.ContextTokens), tokens(st.ContextWindow), percent(st.ContextTokens, st.ContextWindow))
+	if u, err := t.b.cfg.Store.ThreadUsage(ctx, t.rec.ID); err == nil && u.Replies > 0 {
+		b.WriteString(usageLine(u))
+	}
 	q := append(st.Steer, st.FollowUp...)
 	if len(q) == 0 {
 		b.WriteString("• Queue: empty\n")
@@ -292,4 +296,16 @@ func (t *thread) reset(ctx context.Context) {
 		return
 	}
 	t.say("🆕 Started a new conversation on the same branch. The previous one is kept in the history.")
+}
+
+// usageLine is the thread's totals for !status: every reply of every session
+// the thread had, how much of the prompts the provider's cache served, and the
+// cost where the models' prices are known.
+func usageLine(u storage.Usage) string {
+	line := fmt.Sprintf("• Usage: %s in (%d%% from cache), %s out over %d replies",
+		tokens(int(u.Input+u.CacheRead+u.CacheWrite)), int(math.Round(100*u.CacheHitRate())), tokens(int(u.Output)), u.Replies)
+	if u.Cost > 0 {
+		line += fmt.Sprintf(", $%.4f", u.Cost)
+	}
+	return line + "\n"
 }
