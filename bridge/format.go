@@ -139,6 +139,7 @@ type runStats struct {
 	started time.Time
 	usage   llm.Usage // summed over the run's replies
 	cost    float64
+	priced  bool // a reply carried its own cost
 	failed  bool // the last reply ended with an error
 }
 
@@ -152,7 +153,7 @@ func footer(st runStats, end time.Time, contextTokens, window int, priced bool) 
 	if window > 0 {
 		parts = append(parts, fmt.Sprintf("context %d%% of %s", percent(contextTokens, window), tokens(window)))
 	}
-	if priced {
+	if priced || st.priced {
 		parts = append(parts, fmt.Sprintf("$%.4f", st.cost))
 	}
 	return "_" + strings.Join(parts, " · ") + "_"

@@ -372,7 +372,14 @@ func (v *view) account(r *runState, m llm.Message) {
 		r.stats.usage.Output += m.Usage.Output
 		r.stats.usage.CacheRead += m.Usage.CacheRead
 		r.stats.usage.CacheWrite += m.Usage.CacheWrite
-		r.stats.cost += v.price().cost(*m.Usage)
+		// The router priced the reply with the model that wrote it; a reply
+		// without a price (a bare client) is priced with the thread's model.
+		if m.Usage.Cost != nil {
+			r.stats.cost += m.Usage.Cost.Total
+			r.stats.priced = true
+		} else {
+			r.stats.cost += v.price().cost(*m.Usage)
+		}
 	}
 	r.stats.failed = m.StopReason == llm.StopReasonError
 	text := strings.TrimSpace(m.TextContent())
