@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,55 +191,18 @@ func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Proces
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, k+"="+s.Env[k])
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	p, err := sb.Start(sandbox.Spec{
+	log := t.log.With("component", "mcp", "mcp_server", s.Name)
+	lines := 0
+	return mcptool.StartInSandbox(sb, sandbox.Spec{
 		Path: path, Args: append([]string{s.Command}, s.Args...), Env: env,
 		Dir: t.tws.Root(), Mounts: t.tws.Mounts(),
-		Stdin: inR, Stdout: outW, Stderr: errW,
-	})
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, err
-	}
-	log := t.log.With("component", "mcp", "mcp_server", s.Name)
-	go func() {
-		// What a server says on stderr is for the operator's logs only
-		// (it may echo its environment), one line at a time, capped.
-		sc := bufio.NewScanner(errR)
-		for n := 0; sc.Scan(); n++ {
-			if n < 200 {
-				log.Debug("mcp server stderr", "line", tools.RedactString(sc.Text(), t.b.cfg.Secrets))
-			}
+	}, func(line string) {
+		// What a server says on stderr is for the operator's logs only (it
+		// may echo its environment), redacted and capped.
+		if lines++; lines <= 200 {
+			log.Debug("mcp server stderr", "line", tools.RedactString(line, t.b.cfg.Secrets))
 		}
-		errR.Close()
-	}()
-	go func() {
-		exit, err := p.Wait()
-		log.Debug("mcp server exited", "exit", exit.Code, "signal", exit.Signal, "err", err)
-	}()
-	return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+	})
 }
 
 // toolsText answers !tools: the session's tools, by server.

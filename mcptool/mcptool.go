@@ -21,6 +21,7 @@
 package mcptool
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/sandbox"
 )
 
 // Server is one MCP server a session uses.
@@ -387,4 +389,51 @@ func ToolName(server, tool string) string {
 		n = n[:64]
 	}
 	return n
+}
+
+// StartInSandbox starts a stdio server as sp describes it (Path, Args,
+// Env, Dir, Mounts) in sb, wired to the MCP client: its stdin and stdout
+// become the Process's, its stderr lines go to stderr (nil: dropped).
+func StartInSandbox(sb *sandbox.Sandbox, sp sandbox.Spec, stderr func(line string)) (*Process, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	sp.Stdin, sp.Stdout, sp.Stderr = inR, outW, errW
+	p, err := sb.Start(sp)
+	// The child has its ends; the bot keeps only its own.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(errR)
+		for sc.Scan() {
+			if stderr != nil {
+				stderr(sc.Text())
+			}
+		}
+		errR.Close()
+	}()
+	go func() { _, _ = p.Wait() }()
+	return &Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
 }

@@ -18,24 +18,15 @@ import (
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
 
-// launcher starts stdio servers in sb, in dir, with env.
+// launcher starts stdio servers in sb, in dir, with their env.
 func launcher(sb *sandbox.Sandbox, dir string, mounts ...sandbox.Mount) mcptool.Launch {
 	return func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
 		env := []string{"PATH=/usr/bin:/bin"}
 		for k, v := range s.Env {
 			env = append(env, k+"="+v)
 		}
-		inR, inW, _ := os.Pipe()
-		outR, outW, _ := os.Pipe()
-		p, err := sb.WithNetwork(s.Network).Start(sandbox.Spec{Path: s.Command, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
-			Mounts: append([]sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}, mounts...), Stdin: inR, Stdout: outW})
-		inR.Close()
-		outW.Close()
-		if err != nil {
-			return nil, err
-		}
-		go p.Wait()
-		return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+		return mcptool.StartInSandbox(sb.WithNetwork(s.Network), sandbox.Spec{Path: s.Command, Args: append([]string{s.Command}, s.Args...),
+			Env: env, Dir: dir, Mounts: append([]sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}, mounts...)}, nil)
 	}
 }
 

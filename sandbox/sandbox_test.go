@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -252,18 +251,7 @@ func TestNoProcessOutlivesTheCommand(t *testing.T) {
 
 func processesWith(t *testing.T, marker string) []string {
 	t.Helper()
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			found = append(found, e.Name()+": "+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-		}
-	}
-	return found
+	return sandboxtest.Live(marker)
 }
 
 func TestKillEndsEverything(t *testing.T) {

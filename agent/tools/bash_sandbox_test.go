@@ -1,13 +1,11 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +25,7 @@ func newSandboxedWorkspace(t *testing.T, cfg WorkspaceConfig) *testWorkspace {
 }
 
 // liveWith lists the host processes whose command line holds marker.
-func liveWith(marker string) []string {
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
-}
+func liveWith(marker string) []string { return sandboxtest.Live(marker) }
 
 func TestSandboxedBashWorksInTheWorkspace(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-secret-in-the-bot")

@@ -72,25 +72,6 @@ func startInSandbox(sb *sandbox.Sandbox, s mcptool.Server, dir string) (*mcptool
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	p, err := sb.Start(sandbox.Spec{Path: path, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
-		Mounts: []sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}, Stdin: inR, Stdout: outW})
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return nil, err
-	}
-	go p.Wait()
-	return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+	return mcptool.StartInSandbox(sb, sandbox.Spec{Path: path, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
+		Mounts: []sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}}, nil)
 }

@@ -433,17 +433,8 @@ func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 	}
 	defer tw.Close()
 	launch := func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
-		inR, inW, _ := os.Pipe()
-		outR, outW, _ := os.Pipe()
-		p, err := sb.Start(sandbox.Spec{Path: s.Command, Args: []string{s.Command}, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()},
-			Dir: tw.Root(), Mounts: tw.Mounts(), Stdin: inR, Stdout: outW})
-		inR.Close()
-		outW.Close()
-		if err != nil {
-			return nil, err
-		}
-		go p.Wait()
-		return &mcptool.Process{Stdout: outR, Stdin: inW, Stop: p.Kill}, nil
+		return mcptool.StartInSandbox(sb, sandbox.Spec{Path: s.Command, Args: []string{s.Command},
+			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()}, Dir: tw.Root(), Mounts: tw.Mounts()}, nil)
 	}
 	set := mcptool.Open(w.ctx, []mcptool.Server{{Name: "fake", Command: bin}}, mcptool.Options{Launch: launch})
 	defer set.Close()

@@ -4,8 +4,10 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -22,4 +24,21 @@ func New(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
 		t.Fatal(err)
 	}
 	return sb
+}
+
+// Live lists the processes on the machine whose command line holds marker,
+// as "pid: command line" (zombies included: they are reaped later).
+func Live(marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			found = append(found, e.Name()+": "+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	return found
 }
