@@ -8,12 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/anthropic"
 	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/openai"
+	anthropicfake "github.com/threadsmith/threadsmith/internal/fakes/anthropic"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -37,7 +41,17 @@ func TestEveryRequestExtendsThePreviousOne(t *testing.T) {
 		return llmfake.Stream(llmfake.ToolCalls(llmfake.Call{ID: fmt.Sprintf("call_%d", turn), Name: "probe", Args: args}),
 			llmfake.Usage(1000, 10, 0), llmfake.Finish("tool_calls"))
 	})
-	share := driveTurns(t, fake, 30, map[int]string{10: "restart", 20: "evict"})
+	client, err := openai.New(openai.Config{BaseURL: fake.URL(), APIKey: "sk-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := func() (out [][]byte) {
+		for _, r := range fake.Requests() {
+			out = append(out, r.Body)
+		}
+		return out
+	}
+	share := driveTurns(t, client, bodies, splitBody, 30, map[int]string{10: "restart", 20: "evict"})
 	t.Logf("cacheable-prefix share of the request bytes over 30 turns: %.4f", share)
 	if share < 0.95 {
 		t.Errorf("cacheable-prefix share of the request bytes = %.3f, want ≥ 0.95", share)
@@ -47,7 +61,7 @@ func TestEveryRequestExtendsThePreviousOne(t *testing.T) {
 // driveTurns runs n prompts, restarting or evicting after the turns named in
 // at, checks the prefix invariant over all requests, and returns the share of
 // request bytes (messages) that repeat the previous request.
-func driveTurns(t *testing.T, fake *llmfake.Server, n int, at map[int]string) float64 {
+func driveTurns(t *testing.T, client llm.Model, bodies func() [][]byte, split func(*testing.T, []byte) requestParts, n int, at map[int]string) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -68,10 +82,6 @@ func driveTurns(t *testing.T, fake *llmfake.Server, n int, at map[int]string) fl
 	row, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "fake-model"})
 	if err != nil {
 		t.Fatalf("CreateSession: %v", err)
-	}
-	client, err := openai.New(openai.Config{BaseURL: fake.URL(), APIKey: "sk-test"})
-	if err != nil {
-		t.Fatal(err)
 	}
 	start := func() *agent.Session {
 		entries, err := db.LoadLiveEntries(ctx, row.ID)
@@ -117,18 +127,18 @@ func driveTurns(t *testing.T, fake *llmfake.Server, n int, at map[int]string) fl
 		t.Fatalf("storage Close: %v", err)
 	}
 
-	reqs := fake.Requests()
+	reqs := bodies()
 	if len(reqs) != 2*n {
 		t.Fatalf("got %d requests, want %d", len(reqs), 2*n)
 	}
 	var repeated, total int
 	for i := range reqs {
-		cur := splitBody(t, reqs[i].Body)
+		cur := split(t, reqs[i])
 		total += len(cur.messages)
 		if i == 0 {
 			continue
 		}
-		prev := splitBody(t, reqs[i-1].Body)
+		prev := split(t, reqs[i-1])
 		if !bytes.Equal(prev.rest, cur.rest) {
 			t.Errorf("request %d: fields other than messages changed:\n%s\nwas\n%s", i+1, cur.rest, prev.rest)
 		}
@@ -141,6 +151,44 @@ func driveTurns(t *testing.T, fake *llmfake.Server, n int, at map[int]string) fl
 		}
 	}
 	return float64(repeated) / float64(total)
+}
+
+// The same invariant on the Anthropic wire. Anthropic's cache is keyed by the
+// content, not by where the cache_control markers sit (the last block's marker
+// moves forward every request), so the markers are left out of the comparison.
+func TestEveryAnthropicRequestExtendsThePreviousOne(t *testing.T) {
+	fake := anthropicfake.New(t)
+	turn := 0
+	fake.Handle(func(req anthropicfake.Request) anthropicfake.Response {
+		if len(req.LastMessage().Content) > 0 && req.LastMessage().Content[0].Type == "tool_result" {
+			return anthropicfake.Reply(anthropicfake.Text("done <ok> & fine"))
+		}
+		turn++
+		return anthropicfake.Reply(
+			anthropicfake.Thinking(fmt.Sprintf("thinking %d", turn), fmt.Sprintf("sig-%d", turn)),
+			anthropicfake.ToolUse(fmt.Sprintf("toolu_%d", turn), "probe", fmt.Sprintf(`{"x": "step %d && echo <out>",  "n": [1, 2]}`, turn)))
+	})
+	client, err := anthropic.New(anthropic.Config{BaseURL: fake.URL(), APIKey: "sk-ant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := func() (out [][]byte) {
+		for _, r := range fake.Requests() {
+			out = append(out, r.Body)
+		}
+		return out
+	}
+	share := driveTurns(t, client, bodies, splitAnthropicBody, 30, map[int]string{10: "restart", 20: "evict"})
+	t.Logf("cacheable-prefix share of the request bytes over 30 turns: %.4f", share)
+	if share < 0.95 {
+		t.Errorf("cacheable-prefix share of the request bytes = %.3f, want ≥ 0.95", share)
+	}
+}
+
+var cacheControl = regexp.MustCompile(`,?"cache_control":\{[^}]*\}`)
+
+func splitAnthropicBody(t *testing.T, body []byte) requestParts {
+	return splitBody(t, cacheControl.ReplaceAll(body, nil))
 }
 
 type requestParts struct {
