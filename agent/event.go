@@ -114,6 +114,13 @@ type AutoCompactionEnd struct {
 	WillRetry    bool
 }
 
+// PersistFailed says that entries of the session could not be stored: they
+// are in the live context but will be missing after a restart.
+type PersistFailed struct {
+	Entries      int
+	ErrorMessage string
+}
+
 // QueueUpdate reports the steer and followUp queues after they changed.
 type QueueUpdate struct {
 	Steer    []llm.Message
@@ -135,6 +142,7 @@ func (AutoRetryEnd) Type() string        { return "auto_retry_end" }
 func (AutoCompactionStart) Type() string { return "auto_compaction_start" }
 func (AutoCompactionEnd) Type() string   { return "auto_compaction_end" }
 func (QueueUpdate) Type() string         { return "queue_update" }
+func (PersistFailed) Type() string       { return "persist_failed" }
 
 func (AgentStart) isEvent()          {}
 func (TurnStart) isEvent()           {}
@@ -150,4 +158,5 @@ func (AutoRetryStart) isEvent()      {}
 func (AutoRetryEnd) isEvent()        {}
 func (AutoCompactionStart) isEvent() {}
 func (AutoCompactionEnd) isEvent()   {}
+func (PersistFailed) isEvent()       {}
 func (QueueUpdate) isEvent()         {}

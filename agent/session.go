@@ -614,9 +614,43 @@ func (s *Session) persist(entries ...transcript.Entry) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.cfg.Store.AppendEntries(ctx, s.id, entries); err != nil {
-		s.log.Error("persisting session entries failed", "err", err, "first_seq", entries[0].Seq, "count", len(entries))
+	err := s.cfg.Store.AppendEntries(ctx, s.id, entries)
+	if err != nil && s.renumber(ctx, entries) {
+		err = s.cfg.Store.AppendEntries(ctx, s.id, entries)
 	}
+	if err != nil {
+		// Never only a log line: the people in the thread must know that
+		// part of their conversation will be missing after a restart.
+		s.log.Error("persisting session entries failed", "err", err, "first_seq", entries[0].Seq, "count", len(entries))
+		s.emit(PersistFailed{Entries: len(entries), ErrorMessage: err.Error()})
+	}
+}
+
+// renumber handles an append refused because the store already holds those
+// sequence numbers (another writer appended to the session meanwhile): the
+// entries, the tail of the record, move to the store's next free numbers so
+// that they are kept instead of lost. It reports whether it moved them.
+// Entries only ever refer to earlier ones (a compaction to its first kept
+// entry), so moving the newest ones breaks no reference.
+func (s *Session) renumber(ctx context.Context, entries []transcript.Entry) bool {
+	src, ok := s.cfg.Store.(SeqSource)
+	if !ok {
+		return false
+	}
+	next, err := src.NextSeq(ctx, s.id)
+	if err != nil || next <= entries[0].Seq {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tail := s.entries[len(s.entries)-len(entries):]
+	for i := range entries {
+		entries[i].Seq = next + int64(i)
+		tail[i].Seq = entries[i].Seq
+	}
+	s.nextSeq = next + int64(len(entries))
+	s.log.Warn("session entries renumbered after a sequence conflict", "first_seq", next, "count", len(entries))
+	return true
 }
 
 // persistLater queues entries for persistence behind the events already queued.

@@ -57,3 +57,11 @@ func TextResult(text string) ToolResult {
 type Store interface {
 	AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error
 }
+
+// SeqSource is a Store that knows a session's next free sequence number. The
+// store is the authority on sequence numbers: when an append is refused
+// because its numbers are taken (a second writer on the session), the session
+// moves its entries to NextSeq and appends them again instead of losing them.
+type SeqSource interface {
+	NextSeq(ctx context.Context, sessionID string) (int64, error)
+}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
@@ -96,4 +98,48 @@ func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
 	if p, err := r.db.LastPush(r.ctx, rec.ID); err != nil || p.Result != storage.PushOK {
 		t.Errorf("last push = %+v, %v; want ok", p, err)
 	}
+}
+
+// D5 (issue 14): a thread whose !compact still runs in the background is
+// not evicted; before, the idle timer dropped it, the next message started a
+// second owner over the same session, and the compaction entry was lost.
+// (The check that nothing happens needs the idle timer to fire: it waits
+// several IdleEvict periods, real time.)
+func TestThreadIsNotEvictedWhileACompactionRuns(t *testing.T) {
+	const evict = 50 * time.Millisecond
+	r := newRig(t, func(c *Config, _ *Platform) {
+		c.IdleEvict = evict
+		c.Agent.Compaction.KeepRecentTokens = 10
+	})
+	g := newGate(t)
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if len(req.Tools) == 0 { // the summary request
+			g.hold()
+			return llmfake.TextReply("## Goal\nthe summary")
+		}
+		return llmfake.TextReply("reply to: " + req.LastMessage().Content + strings.Repeat(" and more", 50))
+	})
+	th := testThread("72.1")
+	for i, text := range []string{"first request", "second request", "third request"} {
+		if i == 0 {
+			r.say(th, alice, text, true)
+		} else {
+			r.say(th, alice, text, false)
+		}
+		r.waitRuns(th, i+1)
+	}
+	r.say(th, alice, "!compact", false)
+	r.waitArrived(g)
+	time.Sleep(6 * evict)
+	if !r.live(th) {
+		t.Fatal("the thread was evicted while its compaction ran")
+	}
+	g.release()
+	r.waitText(th, "compacted")
+	rec, _ := r.thread(th)
+	r.waitUntil("the compaction is stored", func() bool {
+		es, err := r.db.LoadEntries(r.ctx, rec.SessionID)
+		return err == nil && len(es) > 0 && es[len(es)-1].Type == transcript.EntryCompaction
+	})
+	r.waitUntil("the idle thread is evicted once the compaction is done", func() bool { return !r.live(th) })
 }

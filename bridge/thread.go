@@ -100,7 +100,7 @@ type thread struct {
 	statusTick    *time.Ticker
 	recent        []time.Time
 	held          []*pendingInput // input that arrived while a stopped run wound down
-	bg            sync.WaitGroup  // command goroutines (diff, compact)
+	bg            bgGroup         // command goroutines (diff, compact, pr)
 	saver         *statusSaver
 }
 
@@ -185,7 +185,7 @@ func (t *thread) loop() {
 		case job := <-t.pushDone:
 			t.pushFinished(job)
 		case <-idle.C:
-			if t.run == nil && t.pushing == nil && t.b.evict(t) {
+			if t.idle() && t.b.evict(t) {
 				t.log.Debug("evicted idle thread")
 				evicted = true
 				return
@@ -197,6 +197,25 @@ func (t *thread) loop() {
 		idle.Reset(t.b.cfg.IdleEvict)
 	}
 }
+
+// idle reports whether the thread may be evicted: nothing of it works on. A
+// !compact or !diff in the background, or a push in flight, still use the
+// session and workspace; an owner started after an eviction would be a
+// second writer on them (sequence numbers collided and entries were lost).
+func (t *thread) idle() bool {
+	return t.run == nil && t.pushing == nil && !t.bg.busy() && (t.sess == nil || !t.sess.IsRunning())
+}
+
+// bgGroup is a WaitGroup that can also say whether anything is running.
+type bgGroup struct {
+	wg sync.WaitGroup
+	n  atomic.Int32
+}
+
+func (g *bgGroup) Add(d int)  { g.n.Add(int32(d)); g.wg.Add(d) }
+func (g *bgGroup) Done()      { g.n.Add(-1); g.wg.Done() }
+func (g *bgGroup) Wait()      { g.wg.Wait() }
+func (g *bgGroup) busy() bool { return g.n.Load() > 0 }
 
 func (t *thread) handle(it item) {
 	switch {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/threadsmith/threadsmith/agent"
 )
 
 // SessionInit is a new session's configuration.
@@ -93,6 +95,26 @@ func (db *DB) SetSessionModel(ctx context.Context, id, model string) error {
 		return execOne(ctx, tx, "session "+id, `UPDATE sessions SET model = ? WHERE uid = ?`, model, id)
 	}))
 }
+
+// NextSeq returns the session's next free entry sequence number (0 for a
+// session without entries). The store is the authority on sequence numbers:
+// a session whose append was refused as a duplicate moves its entries here
+// (agent.SeqSource).
+func (db *DB) NextSeq(ctx context.Context, sessionID string) (int64, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return 0, opError("next seq", err)
+	}
+	var next int64
+	// Read on the writer, behind every write already committed: a reader
+	// connection could see a snapshot without the conflicting append.
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM entries WHERE session_id = ?`, sid).Scan(&next)
+	})
+	return next, opError("next seq", err)
+}
+
+var _ agent.SeqSource = (*DB)(nil)
 
 // sessionRowID maps a public session id to its row id.
 func (db *DB) sessionRowID(ctx context.Context, id string) (int64, error) {

@@ -1,0 +1,91 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+func sessionOn(t *testing.T, store agent.Store, id string) *agent.Session {
+	t.Helper()
+	s, err := agent.New(agent.Config{ID: id, Store: store, ModelName: "a",
+		Models: []agent.ModelSpec{{Name: "a", ContextWindow: 1000}, {Name: "b", ContextWindow: 2000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+// D5 (issue 14): two owners of one session (the bridge once started a second
+// one while a !compact ran) both number their next entry the same. The store
+// is the authority: the second append moves to the next free number and is
+// kept, instead of being refused and only logged.
+func TestSecondWriterOnASessionLosesNoEntry(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	th := newThread(t, db, "slack", "1700000000.000100")
+	rec, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := sessionOn(t, db, rec.ID), sessionOn(t, db, rec.ID)
+	for _, s := range []*agent.Session{first, second} {
+		if err := s.SetModel("b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := db.LoadEntries(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Seq != 0 || entries[1].Seq != 1 {
+		t.Fatalf("stored entries = %+v, want both model changes, seq 0 and 1", entries)
+	}
+	if got := second.Entries(); len(got) != 1 || got[0].Seq != 1 {
+		t.Fatalf("the second writer's record = %+v, want its entry at the store's seq 1", got)
+	}
+	if next, err := db.NextSeq(ctx, rec.ID); err != nil || next != 2 {
+		t.Fatalf("NextSeq = %d, %v; want 2", next, err)
+	}
+}
+
+// failingStore refuses every append.
+type failingStore struct{}
+
+func (failingStore) AppendEntries(context.Context, string, []transcript.Entry) error {
+	return errors.New("disk I/O error")
+}
+
+// An append that fails surfaces as an event the thread is told about.
+func TestFailedAppendIsAnEvent(t *testing.T) {
+	s := sessionOn(t, failingStore{}, "S1")
+	var mu sync.Mutex
+	var failed []agent.PersistFailed
+	s.Subscribe(func(ev agent.Event) {
+		if pf, ok := ev.(agent.PersistFailed); ok {
+			mu.Lock()
+			failed = append(failed, pf)
+			mu.Unlock()
+		}
+	})
+	if err := s.SetModel("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 1 || failed[0].Entries != 1 || failed[0].ErrorMessage != "disk I/O error" {
+		t.Fatalf("persist_failed events = %+v, want one for the model change with the error", failed)
+	}
+}
