@@ -169,7 +169,14 @@ func (t *thread) commands() []agent.Command {
 			if err := t.b.cfg.Store.SetSessionModel(t.b.ctx, s.ID(), name); err != nil {
 				t.log.Warn("recording the model", "err", err)
 			}
-			t.say(fmt.Sprintf("🔀 This thread now uses `%s`.", name))
+			// The history carries over, converted for the new provider; its
+			// prompt cache starts cold, so the next reply costs more once.
+			info := t.b.modelInfo(name)
+			provider := ""
+			if info.Provider != "" {
+				provider = " (" + info.Provider + ")"
+			}
+			t.say(fmt.Sprintf("🔀 This thread now uses `%s`%s. The conversation carries over; the next request is not served from the prompt cache.", name, provider))
 			return nil
 		}),
 	}
@@ -222,7 +229,12 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	}
 	fmt.Fprintf(&b, "• Context: %s of %s tokens (%d%%)\n", tokens(st.ContextTokens), tokens(st.ContextWindow), percent(st.ContextTokens, st.ContextWindow))
 	if u, err := t.b.cfg.Store.ThreadUsage(ctx, t.rec.ID); err == nil && u.Replies > 0 {
-		b.WriteString(usageLine(u))
+		b.WriteString("• Usage" + usageLine(u))
+	}
+	if ic := inputFrom(ctx); ic != nil && ic.pi != nil && ic.pi.in.Author.ID != "" {
+		if u, err := t.b.cfg.Store.UserUsage(ctx, t.ref.Platform, ic.pi.in.Author.ID); err == nil && u.Replies > 0 {
+			b.WriteString("• Your usage, all threads" + usageLine(u))
+		}
 	}
 	q := append(st.Steer, st.FollowUp...)
 	if len(q) == 0 {
@@ -302,7 +314,7 @@ func (t *thread) reset(ctx context.Context) {
 // the thread had, how much of the prompts the provider's cache served, and the
 // cost where the models' prices are known.
 func usageLine(u storage.Usage) string {
-	line := fmt.Sprintf("• Usage: %s in (%d%% from cache), %s out over %d replies",
+	line := fmt.Sprintf(": %s in (%d%% from cache), %s out over %d replies",
 		tokens(int(u.Input+u.CacheRead+u.CacheWrite)), int(math.Round(100*u.CacheHitRate())), tokens(int(u.Output)), u.Replies)
 	if u.Cost > 0 {
 		line += fmt.Sprintf(", $%.4f", u.Cost)

@@ -44,6 +44,9 @@ func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
 	if want := "• Usage: 2.5k in (56% from cache), 200 out over 2 replies, $0.0045"; !strings.Contains(status, want) {
 		t.Errorf("!status lacks %q:\n%s", want, status)
 	}
+	if want := "• Your usage, all threads: 2.5k in"; !strings.Contains(status, want) {
+		t.Errorf("!status lacks %q:\n%s", want, status)
+	}
 	// The second run's footer: (500·2 + 100·8 + 1000·0.5) per million.
 	if tr := r.chat.Transcript(th); !strings.Contains(tr, "$0.0023_") {
 		t.Errorf("no run footer with the router's cost $0.0023:\n%s", tr)
