@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/config"
+	anthropicfake "github.com/threadsmith/threadsmith/internal/fakes/anthropic"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+)
+
+// The config's model names reach their own endpoints, under their provider
+// ids, with their keys, reasoning and prices (configured or built in).
+func TestModelsFromTheConfigReachTheirEndpoints(t *testing.T) {
+	oai := llmfake.New(t)
+	oai.RequireAPIKey("sk-openai")
+	ant := anthropicfake.New(t)
+	ant.RequireAPIKey("sk-ant")
+	oai.Push(
+		llmfake.Stream(llmfake.Content("a"), llmfake.Usage(1_000_000, 0, 0), llmfake.Finish("stop")),
+		llmfake.Stream(llmfake.Content("b"), llmfake.Usage(1_000_000, 0, 0), llmfake.Finish("stop")),
+	)
+	ant.Push(anthropicfake.Reply(anthropicfake.Text("c")).WithUsage(anthropicfake.Usage{Input: 1_000_000}))
+	cfg := config.Default()
+	cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.Model = oai.URL(), "sk-openai", "gpt-4.1"
+	cfg.LLM.Models = []config.Model{
+		{Name: "cheap", Provider: config.ProviderOpenAI, BaseURL: oai.URL(), APIKey: "sk-openai", ID: "house-model",
+			Price: config.Price{Input: 1}},
+		{Name: "sonnet", Provider: config.ProviderAnthropic, BaseURL: ant.URL(), APIKey: "sk-ant", ID: "claude-sonnet-4-5", Reasoning: "medium"},
+	}
+	model, err := newModel(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for name, wantCost := range map[string]float64{"gpt-4.1": 2, "cheap": 1, "sonnet": 3} {
+		m, err := model.Stream(ctx, llm.Request{Model: name, Messages: []llm.Message{llm.UserText("hi")}, MaxTokens: 100}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if m.Usage == nil || m.Usage.Cost == nil || m.Usage.Cost.Total != wantCost {
+			t.Errorf("%s: usage %+v, want a cost of $%v for a million input tokens", name, m.Usage, wantCost)
+		}
+	}
+	var ids []string
+	for _, r := range oai.Requests() {
+		ids = append(ids, r.Model)
+	}
+	if len(ids) != 2 || !(ids[0] == "gpt-4.1" && ids[1] == "house-model" || ids[1] == "gpt-4.1" && ids[0] == "house-model") {
+		t.Errorf("OpenAI endpoint saw models %v, want gpt-4.1 and house-model", ids)
+	}
+	reqs := ant.Requests()
+	if len(reqs) != 1 || reqs[0].Model != "claude-sonnet-4-5" || reqs[0].Thinking == nil || reqs[0].Thinking.BudgetTokens != 8192 {
+		t.Errorf("Anthropic requests = %+v, want claude-sonnet-4-5 with a medium thinking budget", reqs)
+	}
+}
