@@ -214,12 +214,29 @@ type Sandbox struct {
 	ReadOnlyPaths []string `yaml:"read_only_paths"`
 }
 
-// HTTP configures the operator's HTTP endpoints (/healthz, /readyz, /metrics).
+// HTTP configures the operator's HTTP endpoints (/healthz, /readyz, /metrics)
+// and the session pages (/s/<thread>, /) served on the same address.
 type HTTP struct {
 	// Listen is their address, such as 127.0.0.1:9090; empty turns them off.
 	// It may equal slack.listen in http mode: one server then answers both.
 	Listen string `yaml:"listen"`
+	// PublicURL is where people reach Listen (through a proxy), such as
+	// https://bot.example.com; with it, runs' footers and !status link the
+	// thread's session page.
+	PublicURL string `yaml:"public_url"`
+	// SessionKey signs the links to session pages (HMAC-SHA256): whoever has
+	// it can mint a link to any thread. Required with public_url.
+	SessionKey string `yaml:"session_key"`
+	// LinkTTL is how long a link stays valid; !link makes a fresh one.
+	LinkTTL time.Duration `yaml:"link_ttl"`
+	// AuthHeader names a header an authenticating proxy in front of Listen
+	// sets (such as X-Forwarded-User): a request carrying it may see every
+	// session. The proxy must remove it from its clients' requests.
+	AuthHeader string `yaml:"auth_header"`
 }
+
+// DefaultLinkTTL is how long a session page link is valid by default.
+const DefaultLinkTTL = 7 * 24 * time.Hour
 
 // MCP configures the Model Context Protocol servers whose tools the agent gets.
 type MCP struct {
@@ -401,6 +418,7 @@ func Default() Config {
 		RunTimeout:        30 * time.Minute,
 		MaxConcurrentRuns: 8,
 		Log:               Log{Level: LogInfo, Format: LogAuto},
+		HTTP:              HTTP{LinkTTL: DefaultLinkTTL},
 		LLM: LLM{
 			Provider:        ProviderOpenAI,
 			BaseURL:         DefaultOpenAIBaseURL,

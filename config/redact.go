@@ -47,6 +47,7 @@ func (c Config) Redacted() Config {
 			r.MCP.Servers[i] = srv
 		}
 	}
+	r.HTTP.SessionKey = redact(c.HTTP.SessionKey)
 	r.Slack.BotToken = redact(c.Slack.BotToken)
 	r.Slack.AppToken = redact(c.Slack.AppToken)
 	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)

@@ -144,6 +144,7 @@ func (c *Config) validateTop(v *collector) {
 			v.add("http.listen", fmt.Sprintf("must be host:port or :port, such as 127.0.0.1:9090 (got %q)", c.HTTP.Listen))
 		}
 	}
+	c.validateSessionPages(v)
 }
 
 func (c *Config) validateLLM(v *collector) {
@@ -511,4 +512,46 @@ func repoURLProblem(s string) string {
 		}
 	}
 	return ""
+}
+
+// minSessionKey is the shortest http.session_key accepted: a short key can be
+// guessed offline from one link.
+const minSessionKey = 32
+
+func (c *Config) validateSessionPages(v *collector) {
+	h := c.HTTP
+	if h.PublicURL != "" {
+		u, err := url.Parse(h.PublicURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.add("http.public_url", "must be an http(s) URL such as https://bot.example.com")
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			v.add("http.public_url", "must not carry credentials, a query or a fragment")
+		}
+		if h.Listen == "" {
+			v.add("http.public_url", "needs http.listen: the pages are served there")
+		}
+		if h.SessionKey == "" {
+			v.add("http.session_key", "is required with http.public_url: it signs the links")
+		}
+	}
+	if h.SessionKey != "" && len(h.SessionKey) < minSessionKey {
+		v.add("http.session_key", fmt.Sprintf("must be at least %d characters (such as the output of openssl rand -hex 32)", minSessionKey))
+	}
+	if h.LinkTTL <= 0 {
+		v.add("http.link_ttl", "must be positive, such as 168h")
+	}
+	if h.AuthHeader != "" && !validHeaderName(h.AuthHeader) {
+		v.add("http.auth_header", fmt.Sprintf("must be a header name such as X-Forwarded-User (got %q)", h.AuthHeader))
+	}
+}
+
+// validHeaderName reports whether s is an HTTP header name (an RFC 9110 token).
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -48,6 +48,9 @@ func TestValidateAcceptsValidConfigs(t *testing.T) {
 			c.LLM.Models = []Model{{Name: "small", ContextWindow: 32000, MaxOutputTokens: 4000, Price: Price{Input: 0.1}}}
 		}},
 		{"prefixes", func(c *Config) { c.Workspace.BranchPrefix = "threadsmith." }},
+		{"session pages", func(c *Config) {
+			c.HTTP = HTTP{Listen: "127.0.0.1:9090", PublicURL: "https://bot.example.com/", SessionKey: strings.Repeat("k", 32), LinkTTL: time.Hour, AuthHeader: "X-Forwarded-User"}
+		}},
 		{"bash env", func(c *Config) { c.Agent.BashEnv = map[string]string{"GOFLAGS": "-mod=mod", "_X1": ""} }},
 	}
 	for _, tt := range tests {
@@ -71,6 +74,12 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.MaxConcurrentRuns = 0 }, "max_concurrent_runs", "must be at least 1"},
 		{func(c *Config) { c.Log.Level = "verbose" }, "log.level", `must be debug, info, warn or error (got "verbose")`},
 		{func(c *Config) { c.Log.Format = "xml" }, "log.format", "must be auto, json or text"},
+		{func(c *Config) { c.HTTP.Listen, c.HTTP.PublicURL = ":9090", "https://bot.example.com" }, "http.session_key", "required with http.public_url"},
+		{func(c *Config) { c.HTTP.PublicURL, c.HTTP.SessionKey = "https://bot.example.com", strings.Repeat("k", 32) }, "http.public_url", "needs http.listen"},
+		{func(c *Config) { c.HTTP.Listen, c.HTTP.PublicURL = ":9090", "bot.example.com" }, "http.public_url", "http(s) URL"},
+		{func(c *Config) { c.HTTP.SessionKey = "short" }, "http.session_key", "at least 32 characters"},
+		{func(c *Config) { c.HTTP.LinkTTL = 0 }, "http.link_ttl", "must be positive"},
+		{func(c *Config) { c.HTTP.AuthHeader = "X User" }, "http.auth_header", "header name"},
 
 		{func(c *Config) { c.LLM.BaseURL = "api.openai.com/v1" }, "llm.base_url", "absolute http(s) URL"},
 		{func(c *Config) { c.LLM.BaseURL = "ftp://example.com/v1" }, "llm.base_url", "absolute http(s) URL"},

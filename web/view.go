@@ -1,0 +1,374 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// maxShownOutput is how much of one tool output the page shows inline; the
+// rest is on the output's own page (plain text), so that a command that
+// printed megabytes does not make the session page unusable.
+const maxShownOutput = 64 << 10
+
+// page is one thread's page: its header and its timeline of items, each
+// rendered on its own so that the live follow can send just what changed.
+type page struct {
+	ThreadID int64
+	Title    string
+	Repo     string
+	Branch   string
+	State    string // running, queued, idle or closed
+	Cost     float64
+	Tokens   int64
+	Compare  string // the compare (or pull request) view of the branch, "" if unknown
+	Items    []*item
+	Version  string
+}
+
+// item is one block of the timeline. Key is its stable DOM id: an item
+// whose content changes (a tool call gets its result, a run its usage) keeps
+// its key and is replaced where it is.
+type item struct {
+	Key  string
+	Kind string // session, run, prompt, assistant, thinking, tool, error, compaction, model, push, note
+	At   time.Time
+
+	Author string
+	Text   string        // plain text (escaped by the template)
+	HTML   template.HTML // rendered Markdown (already safe)
+
+	// Tools.
+	Tool      string
+	Args      string
+	Output    string
+	Cut       int // bytes of output not shown
+	OutputURL string
+	IsError   bool
+	Pending   bool // no result yet
+
+	// Runs.
+	Run *runView
+
+	// Compactions.
+	Reason       string
+	TokensBefore int
+	Files        []string
+
+	// Pushes.
+	SHA, Result, Detail, Link string
+}
+
+type runView struct {
+	N                          int
+	Outcome                    string
+	Started, Ended             time.Time
+	Input, Output, Cache       int64
+	Cost                       float64
+	Replies, ToolCalls, Errors int
+}
+
+// Duration is how long the run took, or has taken so far.
+func (r *runView) Duration() string {
+	if r.Ended.IsZero() {
+		return "running"
+	}
+	return r.Ended.Sub(r.Started).Round(time.Second).String()
+}
+
+// build reads thread's record and lays it out.
+func (s *Server) build(ctx context.Context, threadID int64, token string) (*page, error) {
+	st := s.opts.Store
+	version, err := st.ThreadVersion(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	th, err := st.ThreadByID(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := st.ThreadSessions(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := st.ThreadRuns(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	pushes, err := st.ThreadPushes(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	inbound, err := st.ThreadInbound(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	r := s.redactor
+	p := &page{
+		ThreadID: threadID, Version: version,
+		Title:  r.Replace(threadTitle(th.Key)),
+		Repo:   r.Replace(th.Repo),
+		Branch: r.Replace(th.Branch),
+		State:  "idle",
+	}
+	if th.State == storage.ThreadClosed {
+		p.State = "closed"
+	}
+	for _, in := range inbound {
+		if in.State == storage.InboundReceived || in.State == storage.InboundQueued {
+			p.State = "queued"
+		}
+	}
+	if s.opts.CompareURL != nil && th.Repo != "" && th.Branch != "" {
+		// The URL is built from configuration and a branch name the agent
+		// may influence: only a safe one becomes a link.
+		if u, ok := safeURL(s.opts.CompareURL(th.Repo, th.Branch)); ok {
+			p.Compare = u
+		}
+	}
+	authors := make(map[string]storage.Inbound, len(inbound))
+	for _, in := range inbound {
+		authors[strconv.FormatInt(in.ID, 10)] = in
+	}
+	runByInput := map[string]*storage.Run{}
+	placed := map[int64]bool{}
+	for i := range runs {
+		if runs[i].InboundID != 0 {
+			runByInput[strconv.FormatInt(runs[i].InboundID, 10)] = &runs[i]
+		}
+		if runs[i].EndedAt.IsZero() {
+			p.State = "running"
+		}
+	}
+
+	var cur *runView
+	runN := 0
+	addRun := func(run storage.Run) {
+		runN++
+		placed[run.ID] = true
+		cur = &runView{N: runN, Outcome: string(run.Outcome), Started: run.StartedAt, Ended: run.EndedAt}
+		p.Items = append(p.Items, &item{Key: fmt.Sprintf("run-%d", run.ID), Kind: "run", At: run.StartedAt, Run: cur})
+	}
+	nextPush := 0
+	// flushUntil places the runs not tied to a prompt and the pushes that
+	// happened before t, by time: neither has a place in the transcript.
+	flushUntil := func(t time.Time) {
+		for {
+			var runAt, pushAt time.Time
+			ri := -1
+			for i := range runs {
+				if !placed[runs[i].ID] && runs[i].InboundID == 0 {
+					ri, runAt = i, runs[i].StartedAt
+					break
+				}
+			}
+			if nextPush < len(pushes) {
+				pushAt = pushes[nextPush].At
+			}
+			switch {
+			case ri >= 0 && !runAt.After(t) && (nextPush >= len(pushes) || !runAt.After(pushAt)):
+				addRun(runs[ri])
+			case nextPush < len(pushes) && !pushAt.After(t):
+				p.Items = append(p.Items, s.pushItem(pushes[nextPush], p.Compare))
+				nextPush++
+			default:
+				return
+			}
+		}
+	}
+
+	for si, sess := range sessions {
+		entries, err := st.LoadEntries(ctx, sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(sessions) > 1 || si > 0 {
+			text := "Session " + strconv.Itoa(si+1)
+			if si > 0 {
+				text += " (after !reset: a new conversation on the same branch)"
+			}
+			p.Items = append(p.Items, &item{Key: "session-" + strconv.Itoa(si), Kind: "session", At: sess.CreatedAt, Text: text + " · model " + r.Replace(sess.Model)})
+		}
+		calls := map[string]*item{} // tool call id → its item, for the result
+		for _, e := range entries {
+			at := time.UnixMilli(e.Timestamp)
+			if e.Timestamp != 0 {
+				flushUntil(at)
+			}
+			key := fmt.Sprintf("s%d-e%d", si, e.Seq)
+			switch e.Type {
+			case transcript.EntryMessage:
+				m := e.Message
+				if m.Role == llm.RoleUser {
+					if run := runByInput[m.InputID]; run != nil && !placed[run.ID] {
+						addRun(*run)
+					}
+				}
+				s.messageItems(p, cur, calls, key, at, m, authors, token)
+			case transcript.EntryCompaction:
+				c := e.Compaction
+				files := append(append([]string(nil), c.ReadFiles...), c.ModifiedFiles...)
+				for i := range files {
+					files[i] = r.Replace(files[i])
+				}
+				p.Items = append(p.Items, &item{Key: key, Kind: "compaction", At: at, HTML: markdown(r.Replace(c.Summary)),
+					Reason: c.Reason, TokensBefore: c.TokensBefore, Files: files})
+			case transcript.EntryModelChange:
+				text := "Model: " + e.ModelChange.Model
+				if e.ModelChange.Provider != "" {
+					text += " (" + e.ModelChange.Provider + ")"
+				}
+				p.Items = append(p.Items, &item{Key: key, Kind: "model", At: at, Text: r.Replace(text)})
+			case transcript.EntryThinkingLevel:
+				p.Items = append(p.Items, &item{Key: key, Kind: "model", At: at, Text: "Thinking level: " + r.Replace(e.ThinkingLevel)})
+			}
+		}
+	}
+	flushUntil(time.Unix(1<<40, 0))
+	for _, it := range p.Items {
+		if it.Run != nil {
+			p.Cost += it.Run.Cost
+			p.Tokens += it.Run.Input + it.Run.Output + it.Run.Cache
+		}
+	}
+	return p, nil
+}
+
+// messageItems adds the items of one message.
+func (s *Server) messageItems(p *page, run *runView, calls map[string]*item, key string, at time.Time, m *llm.Message, authors map[string]storage.Inbound, token string) {
+	r := s.redactor
+	switch m.Role {
+	case llm.RoleUser:
+		it := &item{Key: key, Kind: "prompt", At: at, HTML: markdown(r.Replace(m.TextContent()))}
+		if in, ok := authors[m.InputID]; ok {
+			it.Author = r.Replace(firstNonEmpty(in.AuthorName, in.AuthorID))
+			it.At = in.ReceivedAt
+		}
+		for _, c := range m.Content {
+			if c.Type == llm.ContentImage {
+				it.Text += "[image " + r.Replace(c.MimeType) + "] "
+			}
+		}
+		p.Items = append(p.Items, it)
+	case llm.RoleCustom:
+		if m.Display {
+			p.Items = append(p.Items, &item{Key: key, Kind: "note", At: at, HTML: markdown(r.Replace(m.TextContent()))})
+		}
+	case llm.RoleAssistant:
+		if run != nil {
+			run.Replies++
+			if u := m.Usage; u != nil {
+				run.Input += int64(u.Input)
+				run.Output += int64(u.Output)
+				run.Cache += int64(u.CacheRead + u.CacheWrite)
+				if u.Cost != nil {
+					run.Cost += u.Cost.Total
+				}
+			}
+		}
+		for i, c := range m.Content {
+			k := fmt.Sprintf("%s-%d", key, i)
+			switch c.Type {
+			case llm.ContentText:
+				if strings.TrimSpace(c.Text) != "" {
+					p.Items = append(p.Items, &item{Key: k, Kind: "assistant", At: at, Author: r.Replace(m.Model), HTML: markdown(r.Replace(c.Text))})
+				}
+			case llm.ContentThinking:
+				if c.Thinking != "" {
+					p.Items = append(p.Items, &item{Key: k, Kind: "thinking", At: at, Text: r.Replace(c.Thinking)})
+				}
+			case llm.ContentToolCall:
+				if run != nil {
+					run.ToolCalls++
+				}
+				it := &item{Key: k, Kind: "tool", At: at, Tool: r.Replace(c.Name), Args: r.Replace(prettyJSON(c.WireArguments())), Pending: true}
+				calls[c.ID] = it
+				p.Items = append(p.Items, it)
+			}
+		}
+		if m.StopReason == llm.StopReasonError || m.StopReason == llm.StopReasonAborted {
+			if run != nil && m.StopReason == llm.StopReasonError {
+				run.Errors++
+			}
+			text := "The model's reply failed: " + firstNonEmpty(m.ErrorMessage, "no detail")
+			if m.StopReason == llm.StopReasonAborted {
+				text = "The reply was stopped."
+			}
+			p.Items = append(p.Items, &item{Key: key + "-err", Kind: "error", At: at, Text: r.Replace(text)})
+		}
+	case llm.RoleToolResult:
+		it := calls[m.ToolCallID]
+		if it == nil { // a result without its call (never written so): show it alone
+			it = &item{Key: key, Kind: "tool", At: at, Tool: r.Replace(m.ToolName)}
+			p.Items = append(p.Items, it)
+		}
+		out := r.Replace(m.TextContent())
+		it.Pending, it.IsError = false, m.IsError
+		if len(out) > maxShownOutput {
+			cut := maxShownOutput
+			for cut > 0 && out[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+				cut--
+			}
+			it.Cut = len(out) - cut
+			out = out[:cut]
+			it.OutputURL = s.outputURL(p.ThreadID, key, token)
+		}
+		it.Output = out
+	}
+}
+
+func (s *Server) pushItem(ps storage.Push, compare string) *item {
+	r := s.redactor
+	it := &item{Key: fmt.Sprintf("push-%d", ps.ID), Kind: "push", At: ps.At, Text: r.Replace(ps.Branch),
+		SHA: r.Replace(shortSHA(ps.SHA)), Result: string(ps.Result), Detail: r.Replace(ps.Detail)}
+	if ps.Result == storage.PushOK {
+		it.Link = compare
+	}
+	return it
+}
+
+// outputURL is the page of one tool result's whole output.
+func (s *Server) outputURL(threadID int64, key, token string) string {
+	u := fmt.Sprintf("/s/%d/output/%s", threadID, key)
+	if token != "" {
+		u += "?t=" + token
+	}
+	return u
+}
+
+func threadTitle(k storage.ThreadKey) string {
+	return k.Platform + " · " + k.Channel + " · " + k.Thread
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+func prettyJSON(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

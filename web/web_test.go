@@ -1,0 +1,422 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+const testKey = "0123456789abcdef0123456789abcdef-test-key"
+
+// fixture is a real database with one thread and a session in it.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	db     *storage.DB
+	thread storage.Thread
+	sess   storage.Session
+	seq    int64
+	now    time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), storage.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Team: "T1", Channel: "C1", Thread: "1700000000.000100"},
+		storage.ThreadInit{Repo: "app", Branch: "bot/slack-1700000000.000100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err = db.ThreadByID(ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: ctx, db: db, thread: th, sess: sess, now: time.Now()}
+}
+
+func (f *fixture) append(entries ...transcript.Entry) {
+	f.t.Helper()
+	for i := range entries {
+		entries[i].Seq = f.seq
+		f.seq++
+		if entries[i].Timestamp == 0 {
+			entries[i].Timestamp = time.Now().UnixMilli()
+		}
+	}
+	if err := f.db.AppendEntries(f.ctx, f.sess.ID, entries); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func msg(m llm.Message) transcript.Entry {
+	return transcript.Entry{Type: transcript.EntryMessage, Message: &m}
+}
+
+// prompt stores input from author and the user message that delivered it,
+// in a new run; it returns the run's id.
+func (f *fixture) prompt(author, text string) int64 {
+	f.t.Helper()
+	id, _, err := f.db.AcceptInbound(f.ctx, storage.Inbound{Platform: "slack", Channel: "C1", MessageID: strconv.FormatInt(f.seq+100, 10),
+		ThreadID: f.thread.ID, AuthorID: "U1", AuthorName: author, Text: text, Mode: storage.ModePrompt})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	run, err := f.db.StartRun(f.ctx, f.thread.ID, f.sess.ID, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m := llm.UserText(text)
+	m.InputID = strconv.FormatInt(id, 10)
+	f.append(msg(m))
+	return run
+}
+
+func toolCall(id, name, args string) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Model: "gpt-test", StopReason: llm.StopReasonToolUse,
+		Content: []llm.Content{llm.ToolCall(id, name, json.RawMessage(args))},
+		Usage:   &llm.Usage{Input: 1200, Output: 40, Cost: &llm.Cost{Total: 0.0125}}}
+}
+
+func toolResult(id, name, out string) llm.Message {
+	return llm.Message{Role: llm.RoleToolResult, ToolCallID: id, ToolName: name, Content: []llm.Content{llm.Text(out)}}
+}
+
+func answer(text string) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Model: "gpt-test", StopReason: llm.StopReasonStop,
+		Content: []llm.Content{llm.Text(text)}, Usage: &llm.Usage{Input: 1500, Output: 80, Cost: &llm.Cost{Total: 0.02}}}
+}
+
+func (f *fixture) server(opts Options) *httptest.Server {
+	f.t.Helper()
+	opts.Store = f.db
+	if opts.Key == nil {
+		opts.Key = []byte(testKey)
+	}
+	if opts.PublicURL == "" {
+		opts.PublicURL = "https://bot.example.com"
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 10 * time.Millisecond
+	}
+	srv := httptest.NewServer(New(opts).Handler())
+	f.t.Cleanup(srv.Close)
+	return srv
+}
+
+// token returns the token of s's link to thread.
+func token(t *testing.T, s *Server, thread int64) string {
+	t.Helper()
+	u, err := url.Parse(s.Link(thread))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("t")
+}
+
+func get(t *testing.T, u string, header http.Header) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func (f *fixture) pageURL(srv *httptest.Server, s *Server) string {
+	return srv.URL + "/s/" + strconv.FormatInt(f.thread.ID, 10) + "?t=" + url.QueryEscape(token(f.t, s, f.thread.ID))
+}
+
+func TestSessionPageShowsTheWholeRecord(t *testing.T) {
+	f := newFixture(t)
+	run := f.prompt("Alice Example", "Please fix the **failing** test")
+	f.append(
+		msg(toolCall("call_1", "bash", `{"command":"go test ./..."}`)),
+		msg(toolResult("call_1", "bash", "--- FAIL: TestParse\nexit status 1")),
+		msg(llm.Message{Role: llm.RoleAssistant, Model: "gpt-test", StopReason: llm.StopReasonError, ErrorMessage: "429 rate limited"}),
+		msg(answer("Fixed it:\n\n```go\nfunc Parse() {}\n```\nSee [the docs](https://go.dev/doc).")),
+		transcript.Entry{Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{
+			Summary: "## Goal\nfix the parser", FirstKeptSeq: 2, TokensBefore: 51234, Reason: "manual", ModifiedFiles: []string{"parse.go"}}},
+		transcript.Entry{Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Provider: "anthropic", Model: "claude-test"}},
+	)
+	if err := f.db.FinishRun(f.ctx, run, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.RecordPush(f.ctx, storage.Push{ThreadID: f.thread.ID, Branch: f.thread.Branch, SHA: "0123456789abcdef", Result: storage.PushOK}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com",
+		CompareURL: func(repo, branch string) string {
+			return "https://github.com/acme/" + repo + "/compare/main..." + branch
+		}})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	code, body := get(t, f.pageURL(srv, s), nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET page = %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		"Alice Example", "Please fix the <strong>failing</strong> test", // the prompt, its author, Markdown
+		`<code class="tool-name">bash</code>`, "go test ./...", "--- FAIL: TestParse", // the tool call and its output
+		"429 rate limited", "1 failed (retried)", // the retry
+		`<span class="lang">go</span><code>func Parse() {}</code>`, `<a href="https://go.dev/doc"`, // code and links
+		"51234 tokens summarized", "fix the parser", "<code>parse.go</code>", // the compaction
+		"Model: claude-test (anthropic)", // the model change
+		"push of <code>bot/slack-1700000000.000100</code> @ <code>0123456789</code>: ok", // the push
+		`href="https://github.com/acme/app/compare/main...bot/slack-1700000000.000100"`,
+		"Run 1", "outcome-done", "input 2.7k", "$0.0325", // usage and cost of the run
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	assertInert(t, body)
+}
+
+func TestLinkTokens(t *testing.T) {
+	f := newFixture(t)
+	f.prompt("alice", "hello")
+	other, _, err := f.db.EnsureThread(f.ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "2"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	clock := func() time.Time { return now }
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", TTL: time.Hour, Now: clock})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	page := srv.URL + "/s/" + strconv.FormatInt(f.thread.ID, 10)
+	valid := token(t, s, f.thread.ID)
+	expired := signer{key: []byte(testKey)}.sign(f.thread.ID, now.Add(-time.Second))
+	wrongThread := token(t, s, other.ID)
+	wrongKey := signer{key: []byte("another key another key another key")}.sign(f.thread.ID, now.Add(time.Hour))
+	tampered := []byte(valid)
+	tampered[len(tampered)-2] ^= 1
+	longer := signer{key: []byte(testKey)}.sign(f.thread.ID, now.Add(time.Hour))
+	exp, mac, _ := strings.Cut(longer, ".")
+	extended := strconv.FormatInt(mustInt(t, exp)+86400, 10) + "." + mac // a later expiry with the old signature
+
+	for _, tc := range []struct {
+		name, url string
+		want      int
+	}{
+		{"valid", page + "?t=" + url.QueryEscape(valid), 200},
+		{"none", page, 401},
+		{"expired", page + "?t=" + url.QueryEscape(expired), 401},
+		{"another thread's", page + "?t=" + url.QueryEscape(wrongThread), 401},
+		{"another key's", page + "?t=" + url.QueryEscape(wrongKey), 401},
+		{"tampered", page + "?t=" + url.QueryEscape(string(tampered)), 401},
+		{"extended", page + "?t=" + url.QueryEscape(extended), 401},
+		{"garbage", page + "?t=xyz", 401},
+		{"valid, the events", page + "/events?t=" + url.QueryEscape(valid) + "&v=x", 200},
+		{"none, the events", page + "/events", 401},
+		{"none, the list", srv.URL + "/", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", tc.url, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET %s = %d, want %d", tc.name, resp.StatusCode, tc.want)
+			}
+		})
+	}
+
+	// The token, once used, is a cookie: the list shows that thread only,
+	// until the token expires.
+	jar := &cookieClient{t: t}
+	if code, _ := jar.get(page + "?t=" + url.QueryEscape(valid)); code != 200 {
+		t.Fatalf("GET page = %d", code)
+	}
+	code, body := jar.get(srv.URL + "/")
+	if code != 200 || !strings.Contains(body, `href="/s/`+strconv.FormatInt(f.thread.ID, 10)+`"`) || strings.Contains(body, `href="/s/`+strconv.FormatInt(other.ID, 10)+`"`) {
+		t.Errorf("GET / with the cookie = %d, want 200 listing thread %d only\n%s", code, f.thread.ID, body)
+	}
+	if code, _ := jar.get(page); code != 200 {
+		t.Errorf("GET page with the cookie = %d, want 200", code)
+	}
+	now = now.Add(2 * time.Hour)
+	if code, body := jar.get(page); code != 401 || !strings.Contains(body, "expired") {
+		t.Errorf("GET page with an expired cookie = %d %q, want 401 saying it expired", code, body)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// cookieClient keeps the cookies a server sets, as a browser would.
+type cookieClient struct {
+	t       *testing.T
+	cookies []*http.Cookie
+}
+
+func (c *cookieClient) get(u string) (int, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	for _, k := range c.cookies {
+		req.AddCookie(k)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	c.cookies = append(c.cookies, resp.Cookies()...)
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestAuthHeaderFromTheOperatorsProxy(t *testing.T) {
+	f := newFixture(t)
+	f.prompt("alice", "hello there")
+	srv := f.server(Options{AuthHeader: "X-Forwarded-User"})
+	page := srv.URL + "/s/" + strconv.FormatInt(f.thread.ID, 10)
+	if code, body := get(t, page, http.Header{"X-Forwarded-User": {"carol@example.com"}}); code != 200 || !strings.Contains(body, "hello there") {
+		t.Errorf("GET page through the proxy = %d, want 200 with the prompt\n%s", code, body)
+	}
+	if code, body := get(t, srv.URL+"/", http.Header{"X-Forwarded-User": {"carol"}}); code != 200 || !strings.Contains(body, "bot/slack-1700000000.000100") {
+		t.Errorf("GET / through the proxy = %d, want 200 listing the thread\n%s", code, body)
+	}
+	if code, _ := get(t, page, http.Header{"X-Forwarded-User": {""}}); code != 401 {
+		t.Errorf("GET page with an empty header = %d, want 401", code)
+	}
+	if code, _ := get(t, page, http.Header{"X-Other-User": {"mallory"}}); code != 401 {
+		t.Errorf("GET page with another header = %d, want 401", code)
+	}
+}
+
+func TestLiveFollowSeesNewEntries(t *testing.T) {
+	f := newFixture(t)
+	run := f.prompt("alice", "start")
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", Poll: 5 * time.Millisecond})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	_, body := get(t, f.pageURL(srv, s), nil)
+	doc := parse(t, body)
+	live := attr(find(doc, func(n *html.Node) bool { return attr(n, "id") == "timeline" }), "data-live")
+	if live == "" {
+		t.Fatalf("the timeline has no data-live\n%s", body)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+live, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("events Content-Type = %q", ct)
+	}
+	pieces := make(chan rendered, 64)
+	go func() {
+		defer close(pieces)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var p rendered
+				if json.Unmarshal([]byte(data), &p) == nil {
+					pieces <- p
+				}
+			}
+		}
+	}()
+
+	f.append(msg(toolCall("call_9", "read", `{"path":"main.go"}`)))
+	want := func(what string, ok func(rendered) bool) rendered {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case p, open := <-pieces:
+				if !open {
+					t.Fatalf("the stream ended before %s", what)
+				}
+				assertInert(t, string(p.HTML))
+				if ok(p) {
+					return p
+				}
+			case <-timeout:
+				t.Fatalf("no event with %s", what)
+			}
+		}
+	}
+	call := want("the new tool call", func(p rendered) bool { return strings.Contains(string(p.HTML), "main.go") })
+	f.append(msg(toolResult("call_9", "read", "package main // the file")))
+	got := want("the tool call's output", func(p rendered) bool { return strings.Contains(string(p.HTML), "the file") })
+	if got.ID != call.ID {
+		t.Errorf("the output came as %q, want it to replace the call %q", got.ID, call.ID)
+	}
+	if err := f.db.FinishRun(f.ctx, run, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
+	want("the run's end", func(p rendered) bool { return strings.Contains(string(p.HTML), "outcome-done") })
+}
+
+func TestLargeOutputIsCutWithALinkToAllOfIt(t *testing.T) {
+	f := newFixture(t)
+	f.prompt("alice", "dump")
+	big := strings.Repeat("line of output\n", 10000) + "THE END"
+	f.append(msg(toolCall("c1", "bash", `{"command":"cat big"}`)), msg(toolResult("c1", "bash", big)))
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com"})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	_, body := get(t, f.pageURL(srv, s), nil)
+	if strings.Contains(body, "THE END") || !strings.Contains(body, "more not shown here") {
+		t.Fatalf("the page shows the whole output or no note (%d bytes)", len(body))
+	}
+	link := attr(find(parse(t, body), func(n *html.Node) bool { return n.Data == "a" && strings.Contains(attr(n, "href"), "/output/") }), "href")
+	code, out := get(t, srv.URL+link, nil)
+	if code != 200 || out != big {
+		t.Errorf("GET %s = %d with %d bytes, want the whole output (%d bytes)", link, code, len(out), len(big))
+	}
+}
