@@ -75,7 +75,9 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Log.Level = "verbose" }, "log.level", `must be debug, info, warn or error (got "verbose")`},
 		{func(c *Config) { c.Log.Format = "xml" }, "log.format", "must be auto, json or text"},
 		{func(c *Config) { c.HTTP.Listen, c.HTTP.PublicURL = ":9090", "https://bot.example.com" }, "http.session_key", "required with http.public_url"},
-		{func(c *Config) { c.HTTP.PublicURL, c.HTTP.SessionKey = "https://bot.example.com", strings.Repeat("k", 32) }, "http.public_url", "needs http.listen"},
+		{func(c *Config) {
+			c.HTTP.PublicURL, c.HTTP.SessionKey = "https://bot.example.com", strings.Repeat("k", 32)
+		}, "http.public_url", "needs http.listen"},
 		{func(c *Config) { c.HTTP.Listen, c.HTTP.PublicURL = ":9090", "bot.example.com" }, "http.public_url", "http(s) URL"},
 		{func(c *Config) { c.HTTP.SessionKey = "short" }, "http.session_key", "at least 32 characters"},
 		{func(c *Config) { c.HTTP.LinkTTL = 0 }, "http.link_ttl", "must be positive"},
