@@ -28,6 +28,7 @@ import (
 // a zero llm.Message.
 func UnmarshalMessage(data []byte) (llm.Message, error) {
 	r := reader{data: data}
+	defer r.release()
 	var m llm.Message
 	if decodeMessage(&r, &m, nil) && r.end() {
 		return m, nil
@@ -57,6 +58,7 @@ type PiMessage struct {
 // encoding/json (and gets its verdict).
 func DecodePiMessage(data []byte) (m PiMessage, ok bool) {
 	r := reader{data: data}
+	defer r.release()
 	if decodeMessage(&r, &m.Message, &m) && r.end() {
 		return m, true
 	}
@@ -77,6 +79,7 @@ type PiLine struct {
 // with encoding/json.
 func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
 	r := reader{data: line}
+	defer r.release()
 	if !r.open('{') {
 		return l, false
 	}

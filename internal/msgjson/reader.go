@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -22,7 +23,19 @@ type reader struct {
 	pos     int
 	depth   int
 	fail    bool
-	escapes []int // scratch for scanString
+	escapes *[]int // scratch for scanString, from escapesPool; see release
+}
+
+// escapesPool holds scanString's lists of escape offsets: one per string
+// would be most of what a load allocates besides the strings themselves.
+var escapesPool = sync.Pool{New: func() any { return new([]int) }}
+
+// release returns the reader's scratch; the reader is not used afterwards.
+func (r *reader) release() {
+	if r.escapes != nil {
+		escapesPool.Put(r.escapes)
+		r.escapes = nil
+	}
 }
 
 // maxDepth bounds raw's recursion; encoding/json allows deeper input, which
@@ -191,7 +204,10 @@ func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, 
 	start := r.pos + 1
 	i := start
 	var hi uint64 // the OR of the bytes looked at word-wise: its high bits say non-ASCII
-	escapes := r.escapes[:0]
+	if r.escapes == nil {
+		r.escapes = escapesPool.Get().(*[]int)
+	}
+	escapes := (*r.escapes)[:0]
 	for {
 		for i+8 <= len(d) {
 			w := binary.LittleEndian.Uint64(d[i:])
@@ -216,7 +232,7 @@ func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, 
 		case c == '"':
 			raw = d[start:i]
 			r.pos = i + 1
-			r.escapes = escapes
+			*r.escapes = escapes
 			if hi&highs != 0 && utf8Check && !utf8.Valid(raw) {
 				r.bad()
 				return nil, false
