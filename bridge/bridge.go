@@ -76,8 +76,12 @@ type Config struct {
 	// PullRequests are the repositories' pull request settings, by repo
 	// name; a repo without an entry gets none.
 	PullRequests map[string]*PullRequests
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// PageLink returns a signed link to a thread's session page (by its
+	// storage id), or "" when there is none; nil: no links. Run footers,
+	// !status and !link carry it.
+	PageLink func(threadID int64) string
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // AgentConfig is how sessions are set up.

@@ -27,6 +27,7 @@ var commandHelp = map[string]string{
 	"model":    "`!model <name>` — switch model for this thread",
 	"tools":    "`!tools` — the tools I have here, built in and from MCP servers",
 	"pr":       "`!pr` — this thread's pull request (opened now if the branch has none)",
+	"link":     "`!link` — a fresh link to this session's web page (everything it did, in full)",
 }
 
 // reviewHelp is `!review`'s line: it is a request to the model (expanded by
@@ -34,7 +35,7 @@ var commandHelp = map[string]string{
 const reviewHelp = "`!review` — give me the pull request's new review comments to address"
 
 // commandOrder is the order !help lists them in.
-var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools", "pr"}
+var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools", "pr", "link"}
 
 // inputCtx carries the input being processed into commands (which run inside
 // Session.Start) and carries their outcome back.
@@ -88,6 +89,10 @@ func (t *thread) commands() []agent.Command {
 		}),
 		cmd("status", func(ctx context.Context, s *agent.Session, _ string) error {
 			t.say(t.statusText(ctx, s))
+			return nil
+		}),
+		cmd("link", func(context.Context, *agent.Session, string) error {
+			t.say(t.linkText())
 			return nil
 		}),
 		cmd("tools", func(_ context.Context, s *agent.Session, _ string) error {
@@ -252,6 +257,9 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 		}
 	} else {
 		b.WriteString("• Last push: none yet")
+	}
+	if link := t.pageLink(); link != "" {
+		b.WriteString("\n• Session page: [everything this thread did](" + link + ")")
 	}
 	return b.String()
 }

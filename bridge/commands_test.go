@@ -31,8 +31,8 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 			t.Errorf("!help does not list !%s:\n%s", name, help)
 		}
 	}
-	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("commands = %v, want PRODUCT.md §3's and §9's (!tools) %v", got, want)
+	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "link", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("commands = %v, want PRODUCT.md §3's and §9's (!tools, !link) %v", got, want)
 	}
 
 	// The thread is known now: later commands need no mention.

@@ -609,7 +609,7 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	// a slow remote must not keep it from the people waiting for it, and a
 	// crash while pushing must not lose it.
 	info := t.b.modelInfo(t.sess.ModelName())
-	foot := footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero())
+	foot := withPageLink(footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero()), t.pageLink())
 	t.view.endRun(foot, "")
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash
