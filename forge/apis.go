@@ -138,7 +138,7 @@ func (g gitlab) update(ctx context.Context, c *Client, number int, _, body strin
 
 func (g gitlab) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
 	var notes []struct {
-		ID     int64 `json:"id"`
+		ID     int64  `json:"id"`
 		Body   string `json:"body"`
 		System bool   `json:"system"`
 		Author struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
-	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
