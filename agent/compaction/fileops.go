@@ -58,7 +58,13 @@ func (f *fileOps) addMessage(m *llm.Message) {
 		default:
 			continue
 		}
-		if p, ok := stringField(c.Arguments, pathArg); ok && p != "" {
+		// Most calls name a file already in the set: look it up from the
+		// argument's bytes, so that only a new path costs a string.
+		if raw, ok := plainStringField(c.Arguments, pathArg); ok {
+			if _, seen := set[string(raw)]; !seen && len(raw) > 0 {
+				set[string(raw)] = struct{}{}
+			}
+		} else if p, ok := stringField(c.Arguments, pathArg); ok && p != "" {
 			set[p] = struct{}{}
 		}
 	}
@@ -118,38 +124,7 @@ func cmpUnit(r rune) int {
 // last one, if repeated, as JSON.parse keeps). It skips other values without decoding
 // them: a write call's content can be large and only the path matters here.
 func stringField(raw []byte, name string) (string, bool) {
-	s := skipWS(raw, 0)
-	if s >= len(raw) || raw[s] != '{' {
-		return "", false
-	}
-	var (
-		val   []byte
-		found bool
-	)
-	i := skipWS(raw, s+1)
-	for i < len(raw) && raw[i] == '"' {
-		kEnd := skipString(raw, i)
-		if kEnd < 0 {
-			return "", false
-		}
-		key := raw[i+1 : kEnd-1]
-		i = skipWS(raw, kEnd)
-		if i >= len(raw) || raw[i] != ':' {
-			return "", false
-		}
-		i = skipWS(raw, i+1)
-		vEnd := skipValue(raw, i)
-		if vEnd < 0 {
-			return "", false
-		}
-		if keyEquals(key, name) {
-			val, found = raw[i:vEnd], true
-		}
-		i = skipWS(raw, vEnd)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
-		}
-	}
+	val, found := fieldValue(raw, name)
 	if !found || len(val) < 2 || val[0] != '"' {
 		return "", false
 	}
@@ -161,6 +136,56 @@ func stringField(raw []byte, name string) (string, bool) {
 		return "", false
 	}
 	return out, true
+}
+
+// plainStringField is stringField for a value without escapes, as its bytes;
+// ok is false when the value needs stringField (escapes, invalid UTF-8) or
+// is not a string.
+func plainStringField(raw []byte, name string) ([]byte, bool) {
+	val, found := fieldValue(raw, name)
+	if !found || len(val) < 2 || val[0] != '"' {
+		return nil, false
+	}
+	inner := val[1 : len(val)-1]
+	return inner, bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner)
+}
+
+// fieldValue returns the raw value of the last top-level member name of the
+// JSON object raw.
+func fieldValue(raw []byte, name string) ([]byte, bool) {
+	s := skipWS(raw, 0)
+	if s >= len(raw) || raw[s] != '{' {
+		return nil, false
+	}
+	var (
+		val   []byte
+		found bool
+	)
+	i := skipWS(raw, s+1)
+	for i < len(raw) && raw[i] == '"' {
+		kEnd := skipString(raw, i)
+		if kEnd < 0 {
+			return nil, false
+		}
+		key := raw[i+1 : kEnd-1]
+		i = skipWS(raw, kEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(raw, i+1)
+		vEnd := skipValue(raw, i)
+		if vEnd < 0 {
+			return nil, false
+		}
+		if keyEquals(key, name) {
+			val, found = raw[i:vEnd], true
+		}
+		i = skipWS(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return val, found
 }
 
 func keyEquals(rawKey []byte, name string) bool {

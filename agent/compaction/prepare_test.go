@@ -262,3 +262,31 @@ func TestCompactionEntryBeforeAnEarlierOne(t *testing.T) {
 }
 
 func userEntry(seq int, text string) Entry { return transcript.MessageEntry(int64(seq), userMsg(text)) }
+
+// FuzzStringField checks the path lookup in tool-call arguments against
+// encoding/json on valid JSON objects (the last of repeated keys wins, as in
+// JSON.parse).
+func FuzzStringField(f *testing.F) {
+	for _, seed := range []string{
+		`{"path":"a.go"}`, `{"content":"x \"path\": \\\"no\\\" ","path":"b.go"}`, `{"path":"a","path":"b"}`,
+		`{"p\u0061th":"esc"}`, `{"path":"caf\u00e9 \"q\""}`, `{"path":1}`, `{"a":{"path":"nested"},"path":"top"}`,
+		`{"content":"` + strings.Repeat(`fmt.Println(\"x\")\n`, 20) + `","path":"long.go"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return
+		}
+		var want string
+		wantOK := json.Unmarshal(m["path"], &want) == nil && len(m["path"]) > 0 && m["path"][0] == '"'
+		got, ok := stringField(raw, "path")
+		if ok != wantOK || got != want {
+			t.Fatalf("stringField(%s) = %q, %v; encoding/json: %q, %v", raw, got, ok, want, wantOK)
+		}
+		if b, plain := plainStringField(raw, "path"); plain && string(b) != want {
+			t.Fatalf("plainStringField(%s) = %q, want %q", raw, b, want)
+		}
+	})
+}
