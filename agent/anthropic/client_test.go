@@ -258,3 +258,30 @@ func TestToolUseID(t *testing.T) {
 		}
 	}
 }
+
+// A tool loop begun by another provider's model cannot be continued with
+// thinking on (its turn has no signed thinking): that one request goes
+// without, which the strict fake (like the API) requires.
+func TestThinkingWaitsForATurnOfItsOwn(t *testing.T) {
+	c, fake := newClient(t)
+	fake.Push(anthropicfake.Reply(anthropicfake.Text("ok")), anthropicfake.Reply(anthropicfake.Text("ok")))
+	msgs := []llm.Message{
+		llm.UserText("list"),
+		{Role: llm.RoleAssistant, Provider: "openai", StopReason: llm.StopReasonToolUse, Content: []llm.Content{
+			{Type: llm.ContentToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+		{Role: llm.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []llm.Content{llm.Text("x")}},
+	}
+	if _, _, err := stream(t, c, llm.Request{Model: "m", Messages: msgs, MaxTokens: 100, Reasoning: "high"}); err != nil {
+		t.Fatalf("mid-loop: %v", err)
+	}
+	if th := fake.Requests()[0].Thinking; th != nil {
+		t.Errorf("thinking %+v sent mid-loop after another provider's turn, want none", th)
+	}
+	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Provider: "anthropic", StopReason: llm.StopReasonStop, Content: []llm.Content{llm.Text("done")}}, llm.UserText("next"))
+	if _, _, err := stream(t, c, llm.Request{Model: "m", Messages: msgs, MaxTokens: 100, Reasoning: "high"}); err != nil {
+		t.Fatalf("next prompt: %v", err)
+	}
+	if th := fake.Requests()[1].Thinking; th == nil || th.BudgetTokens != 16384 {
+		t.Errorf("thinking = %+v on a new prompt, want the high budget", th)
+	}
+}

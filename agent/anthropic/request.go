@@ -32,7 +32,7 @@ func buildParams(req llm.Request, provider string) anthropic.MessageNewParams {
 		Model:    anthropic.Model(req.Model),
 		Messages: convertMessages(req.Messages, provider),
 	}
-	if budget, ok := thinkingBudgets[req.Reasoning]; ok {
+	if budget, ok := thinkingBudgets[req.Reasoning]; ok && thinkingAllowed(p.Messages) {
 		// The budget counts against max_tokens; the reply keeps its own limit
 		// on top, as pi does.
 		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(budget)}}
@@ -54,6 +54,27 @@ func buildParams(req llm.Request, provider string) anthropic.MessageNewParams {
 	}
 	markLastBlock(p.Messages)
 	return p
+}
+
+// thinkingAllowed reports whether thinking may be enabled for this request.
+// The API requires that, with thinking on, the assistant turn whose tool
+// results end the conversation opens with a thinking block; a turn written by
+// another provider (the model was switched in the middle of a tool loop) has
+// none, so that request goes without thinking and the next turn has it again.
+func thinkingAllowed(msgs []anthropic.MessageParam) bool {
+	n := len(msgs)
+	if n < 2 || msgs[n-1].OfUser == nil || msgs[n-2].OfAssistant == nil {
+		return true
+	}
+	results := false
+	for _, b := range msgs[n-1].OfUser.Content {
+		results = results || b.OfToolResult != nil
+	}
+	if !results {
+		return true
+	}
+	blocks := msgs[n-2].OfAssistant.Content
+	return len(blocks) > 0 && (blocks[0].OfThinking != nil || blocks[0].OfRedactedThinking != nil)
 }
 
 // inputSchema splits a JSON schema into the SDK's fields; keys it has no field

@@ -335,6 +335,9 @@ func decodeRequest(body []byte) (Request, string) {
 		}
 		req.Messages = append(req.Messages, Message{Role: wm.Role, Content: blocks})
 	}
+	if t := req.Thinking; t != nil && t.Type == "enabled" && !opensWithThinking(req.Messages) {
+		return req, "messages: Expected `thinking` or `redacted_thinking`, but found another block. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceding the lastmost set of `tool_use` and `tool_result` blocks)."
+	}
 	if p := checkToolPairs(req.Messages); p != "" {
 		return req, p
 	}
@@ -405,6 +408,25 @@ func decodeContent(raw json.RawMessage, where string) ([]Block, string) {
 		out = append(out, b)
 	}
 	return out, ""
+}
+
+// opensWithThinking checks the rule for thinking requests: when the
+// conversation ends with tool results, the assistant turn they answer starts
+// with a thinking block.
+func opensWithThinking(msgs []Message) bool {
+	n := len(msgs)
+	if n < 2 || msgs[n-2].Role != "assistant" {
+		return true
+	}
+	results := false
+	for _, b := range msgs[n-1].Content {
+		results = results || b.Type == "tool_result"
+	}
+	if !results {
+		return true
+	}
+	first := msgs[n-2].Content[0].Type
+	return first == "thinking" || first == "redacted_thinking"
 }
 
 // checkToolPairs enforces the pairing rule: every tool_use of an assistant
