@@ -199,6 +199,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Outboxes[a.Platform()] = ob
 		platforms = append(platforms, platformFor(cfg, a, ob))
 	}
+	m.pages = sessionPages(cfg, db, log)
 	b, err := bridge.New(bridge.Config{
 		Store:             db,
 		Workspaces:        ws,
@@ -215,6 +216,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MCPServers:        mcpServers(cfg),
 		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
+		PageLink:          m.pageLink,
 		Logger:            log,
 	})
 	if err != nil {
@@ -425,7 +427,7 @@ func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
 }
 
 func secrets(cfg *config.Config) []string {
-	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token}
+	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token, cfg.HTTP.SessionKey}
 	for _, r := range cfg.Workspace.Repos {
 		s = append(s, r.Token)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/ops"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/web"
 )
 
 // opsState is what Main keeps for operating the bot: its metrics, the
@@ -36,6 +37,7 @@ type opsState struct {
 	draining atomic.Bool // Close began: not ready any more
 	console  *console.Adapter
 	logFile  *os.File
+	pages    *web.Server // the session pages on http.listen, nil when off
 }
 
 // connector is implemented by adapters that know whether they are connected
@@ -155,6 +157,15 @@ func (m *Main) serveOps(log *slog.Logger, adapters []chat.Adapter) {
 	m.opsDone = make(chan error, 1)
 	ln := m.httpLn
 	h := ops.Handler(m.Metrics, checks, fallback)
+	if m.pages != nil {
+		// The pages take / (exactly), /s/… and /assets/…; every other path,
+		// the operator's and the Events API's, goes on to ops.Handler.
+		mux := http.NewServeMux()
+		m.pages.Mount(mux)
+		mux.Handle("/", h)
+		h = mux
+		log.Info("serving the session pages", "addr", ln.Addr().String())
+	}
 	log.Info("serving /healthz, /readyz and /metrics", "addr", ln.Addr().String())
 	go func() { m.opsDone <- ops.Serve(ctx, ln, h, log.With("component", "http")) }()
 }

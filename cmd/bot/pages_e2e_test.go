@@ -1,0 +1,74 @@
+package main
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/config"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+)
+
+// pageLinkRe finds a session page link in Slack text (<url|label>).
+var pageLinkRe = regexp.MustCompile(`http://pages\.test(/s/\d+\?t=[A-Za-z0-9._%-]+)`)
+
+// With http.public_url, a run's footer and !status link the thread's session
+// page; the link opens it (the operator's proxy would forward public_url to
+// http.listen), with the prompt, the tool call, the answer and the push, and
+// the same page without the link's token is refused.
+func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
+	const key = "e2e-session-key-0123456789abcdef0123"
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.HTTP.Listen = "127.0.0.1:0"
+		c.HTTP.PublicURL = "http://pages.test"
+		c.HTTP.SessionKey = key
+	}))
+	e.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "write", Args: `{"path":"notes.txt","content":"from the page test\n"}`}),
+		llmfake.TextReply("I wrote **notes.txt**."),
+	)
+	root := e.slack.Mention(slackChan, aliceID, "write the notes", "")
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	e.waitText(slackChan, root, "|full session>")
+	footer := pageLinkRe.FindStringSubmatch(e.threadText(slackChan, root))
+	if footer == nil {
+		t.Fatalf("no session page link in the thread:\n%s", e.transcript(slackChan, root))
+	}
+
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "• Session page:")
+	var status []string
+	for _, m := range e.botMessages(slackChan, root) {
+		if strings.Contains(m.Text, "Session page") {
+			status = pageLinkRe.FindStringSubmatch(m.Text)
+		}
+	}
+	if status == nil {
+		t.Fatalf("!status has no session page link:\n%s", e.transcript(slackChan, root))
+	}
+
+	base := "http://" + e.m.HTTPAddr()
+	for _, link := range []string{footer[1], status[1]} {
+		code, body := httpGet(t, base+link)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d\n%s", link, code, body)
+		}
+		for _, want := range []string{"write the notes", `<code class="tool-name">write</code>`, "notes.txt", "I wrote <strong>notes.txt</strong>.", "push of <code>bot/slack-"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the page lacks %q", want)
+			}
+		}
+		if strings.Contains(body, key) || strings.Contains(body, "sk-test-key") {
+			t.Error("the page shows a secret")
+		}
+	}
+	page, _, _ := strings.Cut(footer[1], "?")
+	if code, _ := httpGet(t, base+page); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without the token = %d, want 401", page, code)
+	}
+	// The operator's endpoints still answer beside the pages.
+	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+}
