@@ -127,7 +127,7 @@ type Bridge struct {
 	cfg       Config
 	log       *slog.Logger
 	platforms map[string]*platform
-	slots     chan struct{} // one token per run allowed at once
+	slots     *runSlots // max_concurrent_runs, shared by the threads
 
 	ctx    context.Context // lives until Run's shutdown begins
 	cancel context.CancelFunc
@@ -183,7 +183,7 @@ func New(cfg Config) (*Bridge, error) {
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "bridge"),
 		platforms: map[string]*platform{},
-		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
+		slots:     newRunSlots(cfg.MaxConcurrentRuns),
 		threads:   map[string]*thread{},
 		known:     map[string]bool{},
 	}

@@ -219,6 +219,8 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	var b strings.Builder
 	state := "idle"
 	switch {
+	case len(t.waiting) > 0:
+		state = fmt.Sprintf("waiting for a run slot (all %d busy)", t.b.slots.size)
 	case st.Compacting:
 		state = "compacting"
 	case st.Running:

@@ -29,9 +29,10 @@ const loopGuard = 30
 
 // item is a unit of work for a thread's owner goroutine.
 type item struct {
-	input   *pendingInput
-	runDone *agent.Session // the session whose run ended
-	fn      func()
+	input       *pendingInput
+	runDone     *agent.Session // the session whose run ended
+	slotGranted bool           // a run slot was handed to this thread (runSlots)
+	fn          func()
 }
 
 // pendingInput is an accepted message waiting for its thread.
@@ -41,6 +42,8 @@ type pendingInput struct {
 	mode     storage.InboundMode
 	replayed bool          // recovered from storage at start
 	queue    storage.Queue // the queue it waited in before a restart, if any
+	parked   bool          // waited for a run slot (it passed the guard already)
+	granted  bool          // a run slot is held for it
 }
 
 // queuedAck is the reaction shown on a queued message until it is delivered.
@@ -100,6 +103,7 @@ type thread struct {
 	statusTick    *time.Ticker
 	recent        []time.Time
 	held          []*pendingInput // input that arrived while a stopped run wound down
+	waiting       []*pendingInput // input parked until a run slot frees (runSlots)
 	bg            bgGroup         // command goroutines (diff, compact, pr)
 	saver         *statusSaver
 }
@@ -203,7 +207,7 @@ func (t *thread) loop() {
 // session and workspace; an owner started after an eviction would be a
 // second writer on them (sequence numbers collided and entries were lost).
 func (t *thread) idle() bool {
-	return t.run == nil && t.pushing == nil && !t.bg.busy() && (t.sess == nil || !t.sess.IsRunning())
+	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && !t.bg.busy() && (t.sess == nil || !t.sess.IsRunning())
 }
 
 // bgGroup is a WaitGroup that can also say whether anything is running.
@@ -225,6 +229,8 @@ func (t *thread) handle(it item) {
 		if it.runDone == t.sess && t.run != nil {
 			t.finishRun(t.b.ctx)
 		}
+	case it.slotGranted:
+		t.slotGranted()
 	case it.fn != nil:
 		it.fn()
 	}
@@ -294,8 +300,17 @@ func (t *thread) handleInput(pi *pendingInput) {
 	_, isCommand := commandHelp[name]
 	startsRun := !isCommand || name == "steer" || name == "followup"
 
-	if !t.guard() {
+	if !pi.parked && !t.guard() {
 		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
+		return
+	}
+	if startsRun && len(t.waiting) > 0 && !pi.granted {
+		// Behind input that waits for a run slot: keep the order.
+		pi.parked = true
+		t.waiting = append(t.waiting, pi)
+		return
+	}
+	if !startsRun && t.answerWhileWaiting(name, pi) {
 		return
 	}
 	if startsRun && t.run != nil && t.run.stopped {
@@ -311,7 +326,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 			t.markInbound(pi.id, storage.InboundDelivered, "")
 			return
 		}
-		if startsRun && t.rec.SessionID == "" {
+		if startsRun && t.rec.SessionID == "" && t.pendingStatus == nil {
 			// The first answer a person sees comes before the workspace exists.
 			t.statusMsgText = t.header()
 			t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
@@ -319,8 +334,8 @@ func (t *thread) handleInput(pi *pendingInput) {
 		if startsRun {
 			// Take the run slot before setting up the workspace, so that a
 			// burst of new threads does not check out every workspace at once.
-			if !t.acquireSlot() {
-				return // shutting down: the input stays in storage for the next start
+			if !t.takeSlot(pi) {
+				return // parked until a slot frees
 			}
 			slot = true
 		}
@@ -343,13 +358,13 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.acks[inputID(pi.id)] = queuedAck{messageID: in.MessageID, emoji: emoji}
 		t.amu.Unlock()
 	}
-	text, images := t.prepareInput(ctx, in)
 	if startsRun && !slot && !t.sess.IsRunning() {
-		if !t.acquireSlot() {
-			return // shutting down: the input stays in storage for the next start
+		if !t.takeSlot(pi) {
+			return // parked until a slot frees
 		}
 		slot = true
 	}
+	text, images := t.prepareInput(ctx, in)
 	author := in.Author
 	t.requester.Store(&author)
 	if slot {
@@ -477,22 +492,91 @@ func (t *thread) guard() bool {
 	return false
 }
 
-func (t *thread) acquireSlot() bool {
-	select {
-	case t.b.slots <- struct{}{}:
+// takeSlot takes a run slot for pi: the one handed to it, or a free one.
+// With none free, pi is parked (the thread says so once) and the owner goes
+// on with its queue; slotGranted resumes pi when a slot is handed over.
+func (t *thread) takeSlot(pi *pendingInput) bool {
+	if pi.granted {
+		pi.granted = false
 		return true
-	default:
 	}
-	t.say(fmt.Sprintf("⏳ All %d run slots are busy; this request starts as soon as one frees up.", cap(t.b.slots)))
-	select {
-	case t.b.slots <- struct{}{}:
+	if t.b.slots.tryAcquire(t) {
 		return true
-	case <-t.stop:
-		return false
 	}
+	pi.parked = true
+	t.waiting = append([]*pendingInput{pi}, t.waiting...)
+	t.say(fmt.Sprintf("⏳ All %d run slots are busy; this request starts as soon as one frees up.", t.b.slots.size))
+	return false
 }
 
-func (t *thread) releaseSlot() { <-t.b.slots }
+// slotGranted resumes the parked input with the slot handed to the thread;
+// what was parked behind it follows in order (joining the run it starts).
+func (t *thread) slotGranted() {
+	if len(t.waiting) == 0 {
+		t.releaseSlot() // the wait was cancelled (!stop) after the hand-over
+		return
+	}
+	pi, rest := t.waiting[0], t.waiting[1:]
+	t.waiting = nil
+	pi.granted = true
+	t.handleInput(pi)
+	if pi.granted { // it did not need the slot after all
+		pi.granted = false
+		t.releaseSlot()
+	}
+	t.requeueFront(rest)
+}
+
+// requeueFront puts inputs back at the front of the owner's queue, in order.
+func (t *thread) requeueFront(ins []*pendingInput) {
+	if len(ins) == 0 {
+		return
+	}
+	t.qmu.Lock()
+	front := make([]item, 0, len(ins)+len(t.items))
+	for _, pi := range ins {
+		front = append(front, item{input: pi})
+	}
+	t.items = append(front, t.items...)
+	t.qmu.Unlock()
+	t.enqueue(item{}) // wake the loop; an empty item does nothing
+}
+
+// answerWhileWaiting answers !stop and !status at once for a thread whose
+// request waits for a run slot (PRODUCT.md §3: a run still waiting for a
+// slot is cancelled before it starts). It reports whether it answered.
+func (t *thread) answerWhileWaiting(name string, pi *pendingInput) bool {
+	if len(t.waiting) == 0 {
+		return false
+	}
+	switch name {
+	case "stop":
+		t.b.slots.cancel(t)
+		cancelled := t.waiting
+		t.waiting = nil
+		var texts []string
+		for _, w := range cancelled {
+			t.markInbound(w.id, storage.InboundDropped, "stopped before it started")
+			texts = append(texts, w.in.Text)
+		}
+		if t.pendingStatus != nil {
+			t.p.Outbox.EditFinal(t.pendingStatus, "⏹ stopped before it started.", outbox.High)
+			t.pendingStatus = nil
+		}
+		t.say(fmt.Sprintf("⏹ stopped: the request waiting for a run slot was cancelled before it started (%d message%s):%s", len(texts), plural(len(texts)), quoteTexts(texts)))
+	case "status":
+		if t.sess != nil {
+			return false // the full status, which says it waits
+		}
+		t.say(fmt.Sprintf("📊 *Status*: waiting for a run slot (%d of %d busy; %d thread%s ahead)", t.b.slots.size, t.b.slots.size, t.b.slots.ahead(t), plural(t.b.slots.ahead(t))))
+	default:
+		return false
+	}
+	t.markInbound(pi.id, storage.InboundDelivered, "")
+	return true
+}
+
+func (t *thread) releaseSlot() { t.b.slots.release() }
 
 func inputID(id int64) string { return strconv.FormatInt(id, 10) }
 
