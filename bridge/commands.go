@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -307,6 +309,15 @@ func (t *thread) reset(ctx context.Context) {
 			t.finishRun(ctx)
 		}
 	}
+	// Input still queued for the old conversation is cancelled, visibly (its
+	// ⏳/↪️ becomes ❌ and the thread lists it) and for good: it is recorded
+	// as dropped, so a restart does not replay it into the new conversation.
+	var cancelled []llm.Message
+	if t.sess != nil {
+		steer, follow := t.sess.ClearQueue()
+		cancelled = append(steer, follow...)
+		t.cancelQueued(cancelled, "cancelled by !reset")
+	}
 	s, err := t.b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: t.b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
 	if err != nil {
 		t.say("❌ " + userError(err))
@@ -317,8 +328,36 @@ func (t *thread) reset(ctx context.Context) {
 		t.say("❌ " + userError(err))
 		return
 	}
-	t.say("🆕 Started a new conversation on the same branch. The previous one is kept in the history.")
+	text := "🆕 Started a new conversation on the same branch. The previous one is kept in the history."
+	if len(cancelled) > 0 {
+		text += fmt.Sprintf("\nCancelled %d queued message%s (send again what still matters):%s", len(cancelled), plural(len(cancelled)), quoteList(cancelled))
+	}
+	t.say(text)
 }
+
+// cancelQueued records queued input as dropped and swaps its queued reaction
+// for ❌.
+func (t *thread) cancelQueued(msgs []llm.Message, reason string) {
+	for _, m := range msgs {
+		if m.InputID == "" {
+			continue
+		}
+		if id, err := strconv.ParseInt(m.InputID, 10, 64); err == nil {
+			t.markInbound(id, storage.InboundDropped, reason)
+		}
+		t.amu.Lock()
+		ack, ok := t.acks[m.InputID]
+		delete(t.acks, m.InputID)
+		t.amu.Unlock()
+		if ok && ack.messageID != "" {
+			t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
+			t.p.Outbox.React(t.ref, ack.messageID, reactCancelled, true)
+		}
+	}
+}
+
+// reactCancelled marks input that was queued and will never be delivered.
+const reactCancelled = "x"
 
 // usageLine is the thread's totals for !status: every reply of every session
 // the thread had, how much of the prompts the provider's cache served, and the
