@@ -77,10 +77,10 @@ type runView struct {
 	Replies, ToolCalls, Errors int
 }
 
-// Duration is how long the run took, or has taken so far.
+// Duration is how long the run took, "" while it runs.
 func (r *runView) Duration() string {
 	if r.Ended.IsZero() {
-		return "running"
+		return ""
 	}
 	return r.Ended.Sub(r.Started).Round(time.Second).String()
 }
