@@ -44,6 +44,7 @@ var (
 	_ chat.HistoryReader   = (*Adapter)(nil)
 	_ chat.Downloader      = (*Adapter)(nil)
 	_ chat.MarkupConverter = (*Adapter)(nil)
+	_ chat.Actioner        = (*Adapter)(nil)
 )
 
 // Options are the adapter's dependencies besides its configuration.

@@ -1,6 +1,6 @@
 // Package discord is threadsmith's Discord adapter: it implements chat.Adapter
 // and every optional capability (Editor, Reactor, Uploader, StatusSetter,
-// Whisperer, HistoryReader, Downloader, MarkupConverter) on
+// Whisperer, HistoryReader, Downloader, MarkupConverter, Actioner) on
 // github.com/bwmarrin/discordgo, over the gateway and the REST API v9. It does
 // platform I/O only; sessions, de-duplication, commands, rendering and rate
 // budgets belong to the bridge and its outbox.
@@ -59,6 +59,22 @@
 // commands here, before anything visible happens (no starter message, no
 // thread): a refused user gets an ephemeral note and the handler never sees
 // the command. Plain messages are checked by the handler, which calls Whisper.
+//
+// # Buttons
+//
+// SetActions (chat.Actioner) edits a message's content together with one
+// action row of buttons: a command button's custom_id is the action's id
+// (Danger red, others grey), a link button (style 5) has the url and sends
+// no interaction; no actions clear the row. A click is an INTERACTION_CREATE
+// of type 3 (MESSAGE_COMPONENT): answered at once on a goroutine of its own
+// with a deferred update (type 6: the message stays; the bridge edits it),
+// then delivered on the worker, in order with everything else, as the
+// command's chat.Inbound ("!stop") with the interaction's id as EventID. As
+// for slash commands, discord.allowed_users/allowed_roles are applied here:
+// a click from someone they leave out is answered with an ephemeral note
+// (type 4, flag 64) through its interaction token, and nothing reaches the
+// handler. An allowed click's interaction is held for Whisper, whose note
+// is then an ephemeral followup.
 //
 // # Whisper
 //

@@ -34,6 +34,7 @@ const (
 	deferPublic    answerKind = iota // "thinking…", then @original is edited
 	deferEphemeral                   // the same, seen only by the user
 	replyEphemeral                   // a final ephemeral answer; nothing else happens
+	deferUpdate                      // a click: the message stays as it is
 )
 
 type answer struct {
@@ -49,23 +50,15 @@ func (r *runner) onInteraction(raw json.RawMessage) {
 		r.a.log.Warn("undecodable INTERACTION_CREATE", "err", err)
 		return
 	}
-	if i.Type != discordgo.InteractionApplicationCommand {
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+	case discordgo.InteractionMessageComponent:
+		r.onComponent(i, r.a.interactionChannelKind(raw, i))
+		return
+	default:
 		return
 	}
-	// Interactions carry their channel (with its type) since 2023; discordgo
-	// v0.29 does not decode it.
-	var withChannel struct {
-		Channel *struct {
-			Type discordgo.ChannelType `json:"type"`
-		} `json:"channel"`
-	}
-	kind := kindUnknown
-	if json.Unmarshal(raw, &withChannel) == nil && withChannel.Channel != nil {
-		kind = kindOf(withChannel.Channel.Type)
-		r.a.kinds.Store(i.ChannelID, kind)
-	} else {
-		kind = r.a.knownKind(i.ChannelID, i.GuildID)
-	}
+	kind := r.a.interactionChannelKind(raw, i)
 	ev := &interactionEvent{
 		i:        i,
 		cmd:      lookupCommand(i.ApplicationCommandData().Name),
@@ -121,6 +114,8 @@ func (a *Adapter) allowed(au chat.Author) bool {
 func (a *Adapter) answer(ctx context.Context, i *discordgo.Interaction, ans answer) error {
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
 	switch ans.kind {
+	case deferUpdate:
+		resp.Type = discordgo.InteractionResponseDeferredMessageUpdate
 	case deferEphemeral:
 		resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
 	case replyEphemeral:
@@ -139,6 +134,10 @@ func (r *runner) interaction(ctx context.Context, ev *interactionEvent) {
 	select {
 	case <-ev.answered:
 	case <-ctx.Done():
+		return
+	}
+	if ev.click != "" {
+		r.click(ctx, ev)
 		return
 	}
 	i := ev.i

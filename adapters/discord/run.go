@@ -186,12 +186,14 @@ type (
 	// may keep and update the struct it hands to handlers).
 	messageEvent struct{ m *discordgo.Message }
 
-	// interactionEvent is an application command, already being answered.
+	// interactionEvent is an application command or a button click (click
+	// is the action's id), already being answered.
 	interactionEvent struct {
-		i    *discordgo.Interaction
-		cmd  *command
-		kind channelKind
-		resp answer
+		i     *discordgo.Interaction
+		cmd   *command
+		click string
+		kind  channelKind
+		resp  answer
 		// answered is closed when the first answer was sent; err says how it went.
 		answered chan struct{}
 		err      error

@@ -161,7 +161,7 @@ func validateMessage(content string, embeds []json.RawMessage, components json.R
 	if content == "" && len(embeds) == 0 && emptyJSON(components) && files == 0 && stickers == 0 {
 		return errEmptyMessage, false
 	}
-	return response{}, true
+	return validateComponents(components)
 }
 
 // applyEditLocked applies an edit body (message or webhook edit) to m:

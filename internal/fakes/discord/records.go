@@ -85,9 +85,13 @@ type Interaction struct {
 	CommandID   string
 	CommandName string
 	Options     map[string]any
-	GuildID     string
-	ChannelID   string
-	UserID      string
+	// CustomID and MessageID are set for a button click (Click): the
+	// button's custom_id and the message it is on.
+	CustomID  string
+	MessageID string
+	GuildID   string
+	ChannelID string
+	UserID    string
 
 	DispatchedAt time.Time
 	// Responded reports an accepted callback; the fields below describe it.

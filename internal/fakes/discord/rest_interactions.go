@@ -66,7 +66,23 @@ func (s *Server) interactionCallback(c *call) response {
 	if !valid {
 		return resp
 	}
+	component := in.CustomID != ""
 	switch body.Type {
+	case ResponseDeferredMessageUpdate, ResponseUpdateMessage:
+		if !component {
+			return invalidForm(map[string]string{"type": "INTERACTION_RESPONSE_TYPE_INVALID: Invalid interaction response type"})
+		}
+		if body.Type == ResponseUpdateMessage {
+			m := s.messages[in.MessageID]
+			if m == nil || m.deleted {
+				return errUnknownInteraction
+			}
+			if resp, ok := s.applyEditLocked(m, body.Data, c.files, c.now); !ok {
+				return resp
+			}
+			s.noticeLocked(c.route, m, am, true)
+			s.dispatchMessageLocked("MESSAGE_UPDATE", m)
+		}
 	case ResponseChannelMessageWithSource:
 		if resp, valid := validateMessage(d.Content, d.Embeds, d.Components, len(c.files), 0); !valid {
 			return resp
@@ -83,8 +99,8 @@ func (s *Server) interactionCallback(c *call) response {
 	case ResponseModal:
 		// Nothing to show in the channel; the user sees the modal.
 	default:
-		// PONG answers PINGs, 6/7 answer components, 8 autocomplete: none
-		// applies to an application command.
+		// PONG answers PINGs, 8 autocomplete: neither applies to a
+		// command or a click.
 		return invalidForm(map[string]string{"type": "INTERACTION_RESPONSE_TYPE_INVALID: Invalid interaction response type"})
 	}
 	in.Responded = true

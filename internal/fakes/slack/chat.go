@@ -99,10 +99,52 @@ func messageContent(p url.Values, maxRunes int) string {
 	if utf8.RuneCountInString(p.Get("text")) > maxRunes {
 		return "msg_too_long"
 	}
-	if b := p.Get("blocks"); b != "" && !json.Valid([]byte(b)) {
+	if b := p.Get("blocks"); b != "" && (!json.Valid([]byte(b)) || !validBlocks(json.RawMessage(b))) {
 		return "invalid_blocks"
 	}
 	return ""
+}
+
+// validBlocks checks what Block Kit refuses in the blocks the bot sends:
+// a section's text empty or over 3,000 characters, an actions block with no
+// elements or more than 25, a button without plain_text text (at most 75
+// characters), action_ids repeated in a message, a value over 2,000
+// characters or a url over 3,000.
+func validBlocks(raw json.RawMessage) bool {
+	var blocks []struct {
+		Type string `json:"type"`
+		Text *struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"text"`
+		Elements []json.RawMessage `json:"elements"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil || len(blocks) > 50 {
+		return false
+	}
+	ids := map[string]bool{}
+	for _, b := range blocks {
+		switch b.Type {
+		case "section":
+			if b.Text == nil || b.Text.Text == "" || utf8.RuneCountInString(b.Text.Text) > 3000 {
+				return false
+			}
+		case "actions":
+			if len(b.Elements) == 0 || len(b.Elements) > 25 {
+				return false
+			}
+		}
+	}
+	for _, btn := range buttonsOf(raw) {
+		if btn.Text.Type != "plain_text" || btn.Text.Text == "" || utf8.RuneCountInString(btn.Text.Text) > 75 ||
+			ids[btn.ActionID] || len(btn.Value) > 2000 || len(btn.URL) > 3000 {
+			return false
+		}
+		if btn.ActionID != "" {
+			ids[btn.ActionID] = true
+		}
+	}
+	return true
 }
 
 func rawBlocks(p url.Values) json.RawMessage {

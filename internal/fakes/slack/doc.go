@@ -48,6 +48,13 @@
 // reconnects and loses the events raised meanwhile (their messages stay stored, for
 // tests of catching up through conversations.replies).
 //
+// Click has a user click a button of a message's actions block (Buttons lists
+// them): a block_actions payload as Slack sends it, over Socket Mode as an
+// "interactive" envelope, over HTTP form-encoded (payload=…) and signed, to
+// HTTPEvents.InteractiveURL. A button the message does not have cannot be
+// clicked (the test fails), and chat.postMessage/chat.update refuse blocks
+// Block Kit refuses (invalid_blocks).
+//
 // The bot's own posts, edits, deletions and uploads come back as events too (Slack
 // sends them to an app subscribed to message events), unless WithoutBotEcho is set.
 //

@@ -15,15 +15,18 @@ const verificationToken = "fakeverificationtoken0001"
 
 // eventRecord is one event; every delivery of it carries the same payload.
 type eventRecord struct {
-	id         string
-	typ        string
-	subtype    string
-	channel    string
-	ts         string
-	payload    json.RawMessage // the event_callback
-	deliveries int
-	acked      bool
-	latest     *delivery
+	id      string
+	typ     string
+	subtype string
+	channel string
+	ts      string
+	payload json.RawMessage // the event_callback, or an interaction's payload
+	// interactive marks a click (Click): an "interactive" envelope, or a
+	// form-encoded request to the interactivity URL.
+	interactive bool
+	deliveries  int
+	acked       bool
+	latest      *delivery
 	// outstanding: delivered (not lost) and not yet acknowledged; Server.outstanding
 	// counts these so WaitAllAcked stays cheap under bursts.
 	outstanding bool
@@ -110,14 +113,23 @@ func (s *Server) deliverLocked(rec *eventRecord, retryReason string) {
 		}
 	default:
 		d.ID = randomID()
-		frame, err := json.Marshal(map[string]any{
+		env := map[string]any{
 			"envelope_id":              d.ID,
 			"payload":                  rec.payload,
 			"type":                     "events_api",
 			"accepts_response_payload": false,
 			"retry_attempt":            d.RetryAttempt,
 			"retry_reason":             d.RetryReason,
-		})
+		}
+		if rec.interactive {
+			// Interactions carry no retry fields; their envelopes accept a
+			// response payload.
+			env = map[string]any{
+				"envelope_id": d.ID, "payload": rec.payload, "type": "interactive",
+				"accepts_response_payload": true,
+			}
+		}
+		frame, err := json.Marshal(env)
 		if err != nil {
 			s.t.Errorf("slackfake: encoding envelope: %v", err)
 			return

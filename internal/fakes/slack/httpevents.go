@@ -20,6 +20,9 @@ type HTTPEvents struct {
 	// URL is the bot's Request URL; SigningSecret the app's signing secret.
 	URL           string
 	SigningSecret string
+	// InteractiveURL is the app's interactivity Request URL (clicks); URL
+	// when empty.
+	InteractiveURL string
 	// Tamper spoils every request's signing, to test verification.
 	Tamper Tamper
 	// Timeout is how long the fake waits for a response before counting the request
@@ -109,6 +112,14 @@ func (s *Server) post(client *http.Client, cfg HTTPEvents, d *delivery) {
 		URL: cfg.URL, Secret: cfg.SigningSecret, Body: d.rec.payload,
 		RetryNum: d.RetryAttempt, RetryReason: d.RetryReason, Tamper: cfg.Tamper,
 	}
+	if d.rec.interactive {
+		// Interactivity requests are form-encoded (payload=…), signed the
+		// same way, without retry headers.
+		p.URL, p.Body, p.Form, p.RetryNum = cfg.InteractiveURL, interactiveForm(d.rec.payload), true, 0
+		if p.URL == "" {
+			p.URL = cfg.URL
+		}
+	}
 	status, body, err := p.do(ctx, client)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,6 +178,9 @@ type SignedPost struct {
 	RetryNum    int
 	RetryReason string
 	Tamper      Tamper
+	// Form sends the body as application/x-www-form-urlencoded
+	// (interactivity) instead of JSON.
+	Form bool
 }
 
 // Do sends the request and returns the response's status and body.
@@ -194,7 +208,11 @@ func (p SignedPost) do(ctx context.Context, client *http.Client) (int, []byte, e
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if p.Form {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("User-Agent", "Slackbot 1.0 (+https://api.slack.com/robots)")
 	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts.Unix(), 10))
 	if p.Tamper != TamperNoSignature {

@@ -1,0 +1,121 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+// maxButtons is how many buttons one action row holds.
+const maxButtons = 5
+
+// SetActions implements chat.Actioner: the message gets one action row of
+// buttons (custom_id the action's id; a link button carries its url
+// instead), or none, with its text (PATCH replaces the content and the
+// components it is given).
+func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
+	components := actionComponents(actions)
+	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
+		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+			ID: id, Channel: thread.Channel, Content: &text, Components: &components,
+			AllowedMentions: a.mentionsIn(thread.Channel),
+		}, opts...)
+		return err
+	})
+}
+
+// actionComponents is the action row of actions; empty (which clears a
+// message's components) without any.
+func actionComponents(actions []chat.Action) []discordgo.MessageComponent {
+	var buttons []discordgo.MessageComponent
+	for _, act := range actions {
+		if !chat.ValidActionID(act.ID) || len(buttons) == maxButtons {
+			continue
+		}
+		b := discordgo.Button{Label: act.Label, Style: discordgo.SecondaryButton, CustomID: act.ID}
+		switch {
+		case act.URL != "":
+			// A link opens in the browser and sends no interaction.
+			b.Style, b.URL, b.CustomID = discordgo.LinkButton, act.URL, ""
+		case act.Danger:
+			b.Style = discordgo.DangerButton
+		}
+		buttons = append(buttons, b)
+	}
+	if len(buttons) == 0 {
+		return []discordgo.MessageComponent{}
+	}
+	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}}
+}
+
+// onComponent answers a click on one of the bot's buttons at once, on a
+// goroutine of its own: a deferred update (the message stays as it is; the
+// bridge edits it), or, for someone discord.allowed_users/allowed_roles
+// leave out, an ephemeral note, and the handler never hears of it. An
+// allowed click is queued for the worker as the command it stands for.
+func (r *runner) onComponent(i *discordgo.Interaction, kind channelKind) {
+	data := i.MessageComponentData()
+	if data.ComponentType != discordgo.ButtonComponent || !chat.ValidActionID(data.CustomID) {
+		return
+	}
+	ev := &interactionEvent{i: i, kind: kind, click: data.CustomID, answered: make(chan struct{})}
+	ev.resp = answer{kind: deferUpdate}
+	if !r.a.allowed(interactionAuthor(i)) {
+		ev.resp = answer{kind: replyEphemeral, text: notAllowedText}
+	}
+	r.answers.Go(func() {
+		defer close(ev.answered)
+		ev.err = r.a.answer(r.ctx, i, ev.resp)
+	})
+	if ev.resp.kind != replyEphemeral {
+		r.q.push(ev)
+	}
+}
+
+// click delivers an answered click as its command's input. Its interaction is
+// held for Whisper: the note goes out as an ephemeral followup (@original is
+// the bot's own message, which must not change).
+func (r *runner) click(ctx context.Context, ev *interactionEvent) {
+	i := ev.i
+	if ev.err != nil {
+		r.a.log.Warn("button click could not be answered", "interaction", i.ID, "err", ev.err)
+		return
+	}
+	kind := ev.kind
+	if kind == kindUnknown {
+		kind = r.a.channelKind(ctx, i.ChannelID, i.GuildID)
+	}
+	if !kind.conversation() {
+		return // the bot's buttons are only on messages of its conversations
+	}
+	author := interactionAuthor(i)
+	r.a.rememberName(author.ID, author.Name)
+	r.a.held.add(i, i.ChannelID, author.ID, false)
+	in := chat.Inbound{
+		Thread: conversationRef(i, kind), EventID: i.ID, Author: author, Text: chat.ActionText(ev.click),
+		DM: kind == kindDM, Time: snowflakeTime(i.ID),
+	}
+	if _, err := r.receive(ctx, in); err != nil {
+		r.a.log.Error("button click lost: the handler did not take it", "thread", in.Thread.Key(), "action", ev.click, "err", err)
+	}
+}
+
+// interactionChannelKind is the kind of an interaction's channel: from the
+// channel object it carries (since 2023; discordgo v0.29 does not decode
+// it), else what the adapter knows.
+func (a *Adapter) interactionChannelKind(raw json.RawMessage, i *discordgo.Interaction) channelKind {
+	var withChannel struct {
+		Channel *struct {
+			Type discordgo.ChannelType `json:"type"`
+		} `json:"channel"`
+	}
+	if json.Unmarshal(raw, &withChannel) == nil && withChannel.Channel != nil {
+		kind := kindOf(withChannel.Channel.Type)
+		a.kinds.Store(i.ChannelID, kind)
+		return kind
+	}
+	return a.knownKind(i.ChannelID, i.GuildID)
+}

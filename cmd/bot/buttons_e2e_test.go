@@ -1,0 +1,260 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/config"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+// The buttons of a run's status message, clicked in the fake Slack: a
+// block_actions interaction over Socket Mode or the HTTP endpoint, which the
+// bot takes as the command the button stands for.
+
+// buttonIDs are the action ids of a message's buttons.
+func buttonIDs(bs []slackfake.Button) []string {
+	var ids []string
+	for _, b := range bs {
+		ids = append(ids, b.ActionID)
+	}
+	return ids
+}
+
+// statusTS is the ts of the thread's first bot message: the run's status.
+func (e *slackEnv) statusTS(root string) string {
+	e.tb.Helper()
+	var ts string
+	e.waitFor("the status message", func() bool {
+		if ms := e.botMessages(slackChan, root); len(ms) > 0 {
+			ts = ms[0].TS
+			return true
+		}
+		return false
+	})
+	return ts
+}
+
+// waitButtons waits until a message's buttons are want (by action id).
+func (e *slackEnv) waitButtons(ts string, want ...string) []slackfake.Button {
+	e.tb.Helper()
+	var got []slackfake.Button
+	e.waitFor("buttons "+strings.Join(want, ",")+" on "+ts, func() bool {
+		got = e.slack.Buttons(slackChan, ts)
+		return slices.Equal(buttonIDs(got), want)
+	}, func() string { return "buttons now: " + strings.Join(buttonIDs(got), ",") })
+	return got
+}
+
+// waitClickAck waits until the bot acknowledged a click.
+func (e *slackEnv) waitClickAck(id string) slackfake.Ack {
+	e.tb.Helper()
+	ack, err := e.slack.WaitEventAck(e.ctx, id)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	return ack
+}
+
+func TestSlackStopButtonStopsTheRunAndGoesAway(t *testing.T) {
+	e := newSlackEnv(t)
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			return llmfake.Stream(llmfake.Content("thinking about it"), llmfake.Hang())
+		}
+		return llmfake.TextReply("later: " + lastUserText(r))
+	})
+	root := e.slack.Mention(slackChan, aliceID, "do a long thing", "")
+	e.waitRequests(1)
+	status := e.statusTS(root)
+	bs := e.waitButtons(status, "stop")
+	if bs[0].Style != "danger" || bs[0].Text.Text != "Stop" || bs[0].Value != "stop" {
+		t.Errorf("the Stop button = %+v, want a red Stop whose value is stop", bs[0])
+	}
+	// The text of a message with blocks still reads as before.
+	if m := e.botMessages(slackChan, root)[0]; !strings.HasPrefix(m.Text, "⏳ working…") {
+		t.Errorf("status text = %q", m.Text)
+	}
+
+	click := e.slack.Click(slackChan, status, aliceID, "stop")
+	ack := e.waitClickAck(click)
+	if ack.Latency > time.Second {
+		t.Errorf("click acknowledged after %s", ack.Latency)
+	}
+	var answered slackfake.Call
+	e.waitFor("a message containing \"stopped\"", func() bool {
+		for _, c := range e.slack.Calls() {
+			if (c.Method == "chat.postMessage" || c.Method == "chat.update") && c.Error == "" && strings.Contains(c.Params.Get("text"), "stopped") {
+				answered = c
+				return true
+			}
+		}
+		return false
+	}, func() string { return e.transcript(slackChan, root) })
+	var sent time.Time
+	for _, d := range e.slack.Deliveries() {
+		if d.EventID == click {
+			sent = d.Sent
+		}
+	}
+	if lat := answered.Time.Sub(sent); lat > time.Second {
+		t.Errorf("\"stopped\" %s after the click, want within 1s", lat)
+	}
+	if err := e.llm.WaitDisconnects(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The run is over: Stop no longer applies.
+	e.waitButtons(status)
+	if got := e.botMessages(slackChan, root)[0].Text; strings.Contains(got, "working…") {
+		t.Errorf("the status still says working: %q", got)
+	}
+
+	// The same click delivered again stops nothing and says nothing more.
+	before := strings.Count(e.threadText(slackChan, root), "stopped")
+	e.slack.Redeliver(click)
+	e.waitClickAck(click)
+	e.slack.UserMessage(slackChan, aliceID, "go on", root)
+	e.waitText(slackChan, root, "later: ")
+	if got := strings.Count(e.threadText(slackChan, root), "stopped"); got != before {
+		t.Errorf("after the redelivered click \"stopped\" shows %d times, want %d:\n%s", got, before, e.transcript(slackChan, root))
+	}
+}
+
+// pushRun has the model write a file, so the run ends with a push.
+func pushRun(e *slackEnv) {
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return llmfake.TextReply("done: " + lastUserText(r))
+		}
+		i := n.Add(1)
+		return llmfake.ToolCallReply(llmfake.Call{ID: "w" + itoa(int(i)), Name: "write",
+			Args: jsonArgs(map[string]string{"path": "file" + itoa(int(i)) + ".txt", "content": "v" + itoa(int(i)) + "\n"})})
+	})
+}
+
+// diffButtonTest clicks Diff after a push, twice delivered, and checks that
+// the patch came once.
+func diffButtonTest(t *testing.T, e *slackEnv) {
+	pushRun(e)
+	root := e.slack.Mention(slackChan, aliceID, "add a file", "")
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	status := e.statusTS(root)
+	// A local remote has no pull requests: Diff alone.
+	e.waitButtons(status, "diff")
+
+	click := e.slack.Click(slackChan, status, aliceID, "diff")
+	e.waitFor("the patch", func() bool { return len(e.slack.Uploads()) == 1 && e.slack.Uploads()[0].Completed },
+		func() string { return e.transcript(slackChan, root) })
+	up := e.slack.Uploads()[0]
+	if !strings.HasSuffix(up.Filename, ".diff") || !strings.Contains(string(up.Content), "+v1") || up.ThreadTS != root {
+		t.Errorf("upload = %s in %s:\n%s", up.Filename, up.ThreadTS, up.Content)
+	}
+	e.waitClickAck(click)
+	e.slack.Redeliver(click)
+	e.waitClickAck(click)
+	// A later command shows that the redelivery was handled (in order) and
+	// did nothing.
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Last push")
+	if got := len(e.slack.Uploads()); got != 1 {
+		t.Errorf("uploads after the redelivered click = %d, want 1", got)
+	}
+	if got := len(e.llm.Requests()); got != 2 {
+		t.Errorf("LLM requests = %d, want 2 (the click is a command, not a prompt)", got)
+	}
+}
+
+func TestSlackDiffButtonAfterAPushActsOnce(t *testing.T) {
+	diffButtonTest(t, newSlackEnv(t))
+}
+
+func TestSlackDiffButtonOverTheHTTPEndpoint(t *testing.T) {
+	e := newSlackEnv(t, httpEvents())
+	diffButtonTest(t, e)
+	for _, a := range e.slack.Acks() {
+		if a.StatusCode != 200 {
+			t.Errorf("an HTTP request was answered %d", a.StatusCode)
+		}
+	}
+}
+
+func TestSlackOpenPRButtonLinksThePullRequest(t *testing.T) {
+	e, fake := prEnv(t, "github")
+	writes(e)
+	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
+	e.waitText(slackChan, root, "|pull request #1>")
+	status := e.statusTS(root)
+	bs := e.waitButtons(status, "diff", "pr")
+	pr := fake.PRs()[0]
+	if bs[1].URL == "" || !strings.HasSuffix(bs[1].URL, "/pull/1") || bs[1].Value != "" {
+		t.Errorf("Open PR = %+v, want a link to pull request #1 (%+v)", bs[1], pr)
+	}
+	// Slack reports a link button's click too; it is not input.
+	n := len(e.slack.Calls())
+	e.waitClickAck(e.slack.Click(slackChan, status, aliceID, "pr"))
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Last push")
+	for _, c := range e.slack.Calls()[n:] {
+		if c.Method == "chat.postMessage" && strings.Contains(c.Params.Get("text"), "pull request #1") {
+			t.Errorf("the link's click was taken as !pr: %q", c.Params.Get("text"))
+		}
+	}
+}
+
+func TestSlackOpenPRButtonRunsPRWhenThereIsNone(t *testing.T) {
+	e, fake := prEnv(t, "github")
+	fake.RateLimit(true) // the first attempt to open it fails
+	writes(e)
+	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
+	e.waitText(slackChan, root, "The pull request could not be updated")
+	fake.RateLimit(false)
+	status := e.statusTS(root)
+	bs := e.waitButtons(status, "diff", "pr")
+	if bs[1].URL != "" || bs[1].Value != "pr" {
+		t.Fatalf("Open PR = %+v, want a button that runs !pr", bs[1])
+	}
+	e.waitClickAck(e.slack.Click(slackChan, status, aliceID, "pr"))
+	e.waitText(slackChan, root, "|pull request #1>")
+	if prs := fake.PRs(); len(prs) != 1 {
+		t.Fatalf("the forge holds %+v, want the one !pr opened", prs)
+	}
+	// Now there is one: the button links it.
+	e.waitFor("the link", func() bool {
+		bs := e.slack.Buttons(slackChan, status)
+		return len(bs) == 2 && strings.HasSuffix(bs[1].URL, "/pull/1")
+	})
+}
+
+func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
+	const mallory = "U0MALLORY"
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{aliceID} }))
+	e.slack.AddUser(slackfake.User{ID: mallory, Name: "mallory", RealName: "Mallory"})
+	pushRun(e)
+	root := e.slack.Mention(slackChan, aliceID, "add a file", "")
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	status := e.statusTS(root)
+	e.waitButtons(status, "diff")
+	click := e.slack.Click(slackChan, status, mallory, "diff")
+	e.waitFor("the refusal note", func() bool { return len(e.slack.Ephemerals()) == 1 })
+	e.waitClickAck(click)
+	eph := e.slack.Ephemerals()[0]
+	if eph.User != mallory || eph.ThreadTS != root || !eph.Visible || !strings.Contains(eph.Text, "not allowed") {
+		t.Errorf("note = %+v, want a visible note to %s in the thread %s", eph, mallory, root)
+	}
+	e.slack.Redeliver(click)
+	e.waitClickAck(click)
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Last push")
+	if n := len(e.slack.Uploads()); n != 0 {
+		t.Errorf("the refused click uploaded %d patches", n)
+	}
+	if n := len(e.slack.Ephemerals()); n != 1 {
+		t.Errorf("notes = %d, want 1 for one click", n)
+	}
+}

@@ -1,0 +1,196 @@
+package discordfake
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Component types and button styles, as Discord numbers them.
+const (
+	componentActionRow = 1
+	componentButton    = 2
+	buttonStyleLink    = 5
+)
+
+// Button is a button of a message's action rows, as Click finds it.
+type Button struct {
+	Style    int    `json:"style"`
+	Label    string `json:"label"`
+	CustomID string `json:"custom_id"`
+	URL      string `json:"url"`
+	Disabled bool   `json:"disabled"`
+}
+
+// Buttons returns the buttons of a message's action rows, in order.
+func (s *Server) Buttons(messageID string) []Button {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.messages[messageID]
+	if m == nil || m.deleted {
+		return nil
+	}
+	return buttonsOf(m.Components)
+}
+
+func buttonsOf(raw json.RawMessage) []Button {
+	var rows []struct {
+		Type       int               `json:"type"`
+		Components []json.RawMessage `json:"components"`
+	}
+	if emptyJSON(raw) || json.Unmarshal(raw, &rows) != nil {
+		return nil
+	}
+	var out []Button
+	for _, r := range rows {
+		for _, c := range r.Components {
+			var probe struct {
+				Type int `json:"type"`
+			}
+			var b Button
+			if json.Unmarshal(c, &probe) == nil && probe.Type == componentButton && json.Unmarshal(c, &b) == nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// validateComponents checks a message's components as Discord does for
+// action rows of buttons: at most 5 rows of 1 to 5 buttons; a style 1–5; a
+// label of at most 80 characters; a link button (style 5) with a url and no
+// custom_id, any other with a custom_id of 1–100 characters and no url;
+// custom_ids unique in the message.
+func validateComponents(raw json.RawMessage) (response, bool) {
+	if emptyJSON(raw) {
+		return response{}, true
+	}
+	bad := func(field, msg string) (response, bool) {
+		return invalidForm(map[string]string{field: msg}), false
+	}
+	var rows []struct {
+		Type       int               `json:"type"`
+		Components []json.RawMessage `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return bad("components", "BASE_TYPE_ARRAY: Must be an array.")
+	}
+	if len(rows) > 5 {
+		return bad("components", "BASE_TYPE_MAX_LENGTH: Must be 5 or fewer in length.")
+	}
+	ids := map[string]bool{}
+	for i, r := range rows {
+		at := "components." + strconv.Itoa(i)
+		if r.Type != componentActionRow {
+			return bad(at+".type", "UNION_TYPE_CHOICES: Value of field \"type\" must be one of (1,).")
+		}
+		if len(r.Components) == 0 || len(r.Components) > 5 {
+			return bad(at+".components", "BASE_TYPE_BAD_LENGTH: Must be between 1 and 5 in length.")
+		}
+		for j, c := range r.Components {
+			at := at + ".components." + strconv.Itoa(j)
+			var b struct {
+				Type int `json:"type"`
+				Button
+			}
+			if json.Unmarshal(c, &b) != nil || b.Type != componentButton {
+				return bad(at+".type", "this fake knows buttons only")
+			}
+			switch {
+			case b.Style < 1 || b.Style > 6:
+				return bad(at+".style", "BASE_TYPE_CHOICES: Value must be one of {1, 2, 3, 4, 5, 6}.")
+			case utf8.RuneCountInString(b.Label) > 80:
+				return bad(at+".label", "BASE_TYPE_MAX_LENGTH: Must be 80 or fewer in length.")
+			case b.Style == buttonStyleLink && (b.URL == "" || b.CustomID != ""):
+				return bad(at+".url", "COMPONENT_LINK_BUTTON_URL_REQUIRED: A link button needs a url and no custom_id.")
+			case b.Style != buttonStyleLink && (b.CustomID == "" || b.URL != ""):
+				return bad(at+".custom_id", "COMPONENT_CUSTOM_ID_REQUIRED: A custom id is required.")
+			case len(b.CustomID) > 100:
+				return bad(at+".custom_id", "BASE_TYPE_MAX_LENGTH: Must be 100 or fewer in length.")
+			case b.CustomID != "" && ids[b.CustomID]:
+				return bad(at+".custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED: Component custom id cannot be duplicated")
+			}
+			ids[b.CustomID] = b.CustomID != ""
+		}
+	}
+	return response{}, true
+}
+
+// Click has userID click the button customID of a message in channelID and
+// dispatches INTERACTION_CREATE of type 3 (MESSAGE_COMPONENT) with the
+// message; it returns the interaction id. Link buttons send no interaction,
+// and a button the message does not have, or a disabled one, cannot be
+// clicked: either fails the test. The answer is due within the deadline: 4,
+// 5, 6 (DEFERRED_UPDATE_MESSAGE) or 7 (UPDATE_MESSAGE, which edits the
+// message); @original then names the message itself.
+func (s *Server) Click(channelID, messageID, userID, customID string) string {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.userChannelLocked(channelID, userID)
+	if !ok {
+		return ""
+	}
+	m := s.messageInLocked(ch, messageID)
+	if m == nil || m.AuthorID != s.cfg.botID {
+		s.t.Errorf("discordfake: Click: no message %s of the bot in %s", messageID, channelID)
+		return ""
+	}
+	var btn *Button
+	for _, b := range buttonsOf(m.Components) {
+		if b.CustomID == customID && b.Style != buttonStyleLink && !b.Disabled {
+			btn = &b
+			break
+		}
+	}
+	if btn == nil {
+		s.t.Errorf("discordfake: Click: message %s has no enabled button %q (it has %+v)", messageID, customID, buttonsOf(m.Components))
+		return ""
+	}
+	now := s.cfg.clock.Now()
+	in := &interactionState{Interaction: Interaction{
+		ID:           s.nextIDLocked(),
+		Token:        newInteractionToken(),
+		CustomID:     customID,
+		MessageID:    m.ID,
+		GuildID:      ch.GuildID,
+		ChannelID:    ch.ID,
+		UserID:       userID,
+		DispatchedAt: now,
+	}}
+	in.originalID = m.ID // for a component, @original is the message clicked
+	s.interactions[in.ID] = in
+	s.interOrder = append(s.interOrder, in.ID)
+	s.byToken[in.Token] = in
+	d := obj{
+		"id":                    in.ID,
+		"application_id":        s.cfg.appID,
+		"type":                  3,
+		"data":                  obj{"custom_id": customID, "component_type": componentButton},
+		"message":               s.messageObjLocked(m, true, false),
+		"channel_id":            ch.ID,
+		"channel":               s.channelObjLocked(ch),
+		"token":                 in.Token,
+		"version":               1,
+		"locale":                "en-US",
+		"entitlements":          []any{},
+		"attachment_size_limit": maxBody - 1<<20,
+	}
+	if g := s.guilds[ch.GuildID]; g != nil {
+		d["guild_id"] = g.ID
+		d["guild_locale"] = "en-US"
+		d["guild"] = obj{"id": g.ID, "locale": "en-US", "features": []any{}}
+		d["member"] = s.memberObjLocked(g, g.members[userID], true, true)
+		d["app_permissions"] = strconv.FormatInt(g.permissions(g.members[s.cfg.botID]), 10)
+		d["authorizing_integration_owners"] = obj{"0": g.ID}
+		d["context"] = 0
+	} else {
+		d["user"] = s.userObjLocked(userID)
+		d["app_permissions"] = strconv.FormatInt(DefaultPermissions, 10)
+		d["authorizing_integration_owners"] = obj{"0": "0"}
+		d["context"] = 1
+	}
+	s.dispatchLocked("INTERACTION_CREATE", 0, ch.GuildID, func(*gwSession) any { return d })
+	s.notifyLocked()
+	return in.ID
+}

@@ -1,0 +1,156 @@
+package slackfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Button is a button of a message's actions blocks, as Click finds it.
+type Button struct {
+	BlockID  string `json:"-"`
+	ActionID string `json:"action_id"`
+	Value    string `json:"value"`
+	URL      string `json:"url"`
+	Style    string `json:"style"`
+	Text     struct {
+		Type  string `json:"type"`
+		Text  string `json:"text"`
+		Emoji bool   `json:"emoji"`
+	} `json:"text"`
+}
+
+// Buttons returns the buttons of a message's actions blocks, in order.
+func (s *Server) Buttons(channel, ts string) []Button {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		return nil
+	}
+	m, ok := ch.msgs[ts]
+	if !ok || m.deleted {
+		return nil
+	}
+	return buttonsOf(m.Blocks)
+}
+
+func buttonsOf(raw json.RawMessage) []Button {
+	var blocks []struct {
+		Type     string            `json:"type"`
+		BlockID  string            `json:"block_id"`
+		Elements []json.RawMessage `json:"elements"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []Button
+	for _, b := range blocks {
+		if b.Type != "actions" {
+			continue
+		}
+		for _, el := range b.Elements {
+			var probe struct {
+				Type string `json:"type"`
+			}
+			var btn Button
+			if json.Unmarshal(el, &probe) != nil || probe.Type != "button" || json.Unmarshal(el, &btn) != nil {
+				continue
+			}
+			btn.BlockID = b.BlockID
+			out = append(out, btn)
+		}
+	}
+	return out
+}
+
+// Click has user click the button actionID of a message, as Slack reports it
+// to an app with interactivity: a block_actions payload, over Socket Mode as
+// an "interactive" envelope, or (after UseHTTPEvents) POSTed form-encoded as
+// payload=…, signed, to HTTPEvents.InteractiveURL (default URL). A link
+// button's click is reported too, with its url and no value. It returns the
+// id under which the click is recorded (for Redeliver, WaitEventAck,
+// Deliveries). Clicking a button the message does not have, or a message of
+// someone else, fails the test: Slack would show no such button.
+func (s *Server) Click(channel, ts, user, actionID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		s.t.Errorf("slackfake: Click: no channel %s", channel)
+		return ""
+	}
+	m, ok := ch.msgs[ts]
+	if !ok || m.deleted {
+		s.t.Errorf("slackfake: Click: no message %s in %s", ts, channel)
+		return ""
+	}
+	var btn *Button
+	for _, b := range buttonsOf(m.Blocks) {
+		if b.ActionID == actionID {
+			btn = &b
+			break
+		}
+	}
+	if btn == nil {
+		s.t.Errorf("slackfake: Click: message %s has no button %q (it has %v)", ts, actionID, buttonsOf(m.Blocks))
+		return ""
+	}
+	s.seq++
+	id := fmt.Sprintf("Ia0%09X", s.seq)
+	actionTS := s.nextTSLocked()
+	username := user
+	if u, ok := s.users[user]; ok && u.Name != "" {
+		username = u.Name
+	}
+	action := map[string]any{
+		"action_id": btn.ActionID, "block_id": btn.BlockID, "type": "button",
+		"text": btn.Text, "action_ts": actionTS,
+	}
+	if btn.Value != "" {
+		action["value"] = btn.Value
+	}
+	if btn.URL != "" {
+		action["url"] = btn.URL
+	}
+	if btn.Style != "" {
+		action["style"] = btn.Style
+	}
+	container := map[string]any{
+		"type": "message", "message_ts": m.TS, "channel_id": ch.info.ID, "is_ephemeral": false,
+	}
+	if m.ThreadTS != "" {
+		container["thread_ts"] = m.ThreadTS
+	}
+	payload := map[string]any{
+		"type":                  "block_actions",
+		"user":                  map[string]any{"id": user, "username": username, "name": username, "team_id": s.cfg.teamID},
+		"api_app_id":            s.cfg.appID,
+		"token":                 verificationToken,
+		"container":             container,
+		"trigger_id":            fmt.Sprintf("%d.%d.%s", s.seq, s.seq*7, strings.ReplaceAll(randomID(), "-", "")),
+		"team":                  map[string]any{"id": s.cfg.teamID, "domain": "fake"},
+		"enterprise":            nil,
+		"is_enterprise_install": false,
+		"channel":               map[string]any{"id": ch.info.ID, "name": ch.info.Name},
+		"message":               s.messageObject(ch, m),
+		"state":                 map[string]any{"values": map[string]any{}},
+		"response_url":          "https://hooks.slack.com/actions/" + s.cfg.teamID + "/" + id + "/fake",
+		"actions":               []any{action},
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		s.t.Errorf("slackfake: encoding block_actions: %v", err)
+		return id
+	}
+	rec := &eventRecord{id: id, typ: "block_actions", channel: ch.info.ID, ts: m.TS, payload: raw, interactive: true}
+	s.events[id] = rec
+	s.deliverLocked(rec, "")
+	return id
+}
+
+// interactiveForm is the body of an interactivity request over HTTP.
+func interactiveForm(payload []byte) []byte {
+	return []byte(url.Values{"payload": {string(payload)}}.Encode())
+}
