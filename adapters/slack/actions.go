@@ -51,10 +51,12 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 		if !chat.ValidActionID(act.ID) {
 			continue
 		}
-		b := slackapi.NewButtonBlockElement(act.ID, act.ID, slackapi.NewTextBlockObject(slackapi.PlainTextType, act.Label, true, false))
+		value := act.ID // what a click sends back: the command
 		if act.URL != "" {
-			b.URL = act.URL
+			value = "" // a link: its click is not input
 		}
+		b := slackapi.NewButtonBlockElement(act.ID, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, act.Label, true, false))
+		b.URL = act.URL
 		if act.Danger {
 			b.Style = slackapi.StyleDanger
 		}
