@@ -33,6 +33,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
@@ -477,6 +478,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	if err != nil {
 		return 0, err
 	}
+	crashpoint.Hit(crashpoint.Accepted)
 	b.mu.Lock()
 	b.seen.add(deliveryKeys)
 	b.known[key] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
@@ -59,6 +60,7 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 			t.say("⚠️ Committing the changes failed: " + userError(err))
 			return false
 		}
+		crashpoint.Hit(crashpoint.Committed)
 	}
 	if !changed && !t.unpushed && !t.aheadOfRemote(ctx) {
 		return false
@@ -104,6 +106,9 @@ func (t *thread) startPush(job *pushJob) {
 	ws, ctx := t.ws, t.b.ctx
 	go func() {
 		job.res, job.err = ws.Push(ctx)
+		if job.err == nil {
+			crashpoint.Hit(crashpoint.Pushed)
+		}
 		t.pushDone <- job // buffered for the one push in flight: never blocks
 	}()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
 )
 
 var _ agent.Store = (*DB)(nil)
@@ -71,6 +72,9 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	})
 	if err != nil {
 		return opError("append entries", err)
+	}
+	if len(inputs) > 0 {
+		crashpoint.Hit(crashpoint.Delivered)
 	}
 	return nil
 }
