@@ -167,7 +167,7 @@ func inline(s string, inLink bool) string {
 				continue
 			}
 		case c == '<' && !inLink:
-			if end := strings.IndexByte(rest, '>'); end > 1 {
+			if end := strings.IndexByte(rest[:min(len(rest), maxLinkScan)], '>'); end > 1 {
 				if u := rest[1:end]; !strings.ContainsAny(u, " \t<") && (strings.Contains(u, ":") || strings.Contains(u, "@")) {
 					dest := u
 					if !strings.Contains(u, ":") {
@@ -234,10 +234,14 @@ func isWordByte(c byte) bool {
 	return c == '_' || c >= 0x80 || unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
 }
 
+// maxLinkScan bounds how far a link's text, destination or an autolink is
+// looked for: without it, a line of many "[" or "<" takes quadratic time.
+const maxLinkScan = 2048
+
 // linkAt parses "[text](dest)" at the start of s.
 func linkAt(s string) (text, dest string, n int, ok bool) {
 	depth := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < min(len(s), maxLinkScan); i++ {
 		switch s[i] {
 		case '\\':
 			i++
@@ -249,7 +253,7 @@ func linkAt(s string) (text, dest string, n int, ok bool) {
 				if i+1 >= len(s) || s[i+1] != '(' {
 					return "", "", 0, false
 				}
-				end := strings.IndexByte(s[i+2:], ')')
+				end := strings.IndexByte(s[i+2:min(len(s), i+2+maxLinkScan)], ')')
 				if end < 0 {
 					return "", "", 0, false
 				}

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,4 +230,50 @@ func find(n *html.Node, ok func(*html.Node) bool) *html.Node {
 		}
 	}
 	return nil
+}
+
+// markdownTags are the only elements and attributes markdown may emit.
+var markdownTags = map[string][]string{
+	"html": nil, "head": nil, "body": nil, "div": nil, // the parser's frame
+	"p": nil, "br": nil, "hr": nil, "pre": {"class"}, "code": nil, "span": {"class"},
+	"strong": nil, "em": nil, "del": nil, "h3": nil, "h4": nil, "h5": nil, "h6": nil,
+	"ul": nil, "ol": nil, "li": nil, "blockquote": nil, "a": {"href", "rel", "target"},
+}
+
+// Whatever the text, markdown's HTML holds only its own elements and
+// attributes, and only safe links.
+func FuzzMarkdownIsInert(f *testing.F) {
+	for _, s := range hostile {
+		f.Add(s)
+	}
+	f.Add("# h\n\n- a\n- b\n\n1. c\n\n> q\n\n---\n\n```sh\nx\n```\n**b** _e_ ~~d~~ `c` [l](https://x.y) <https://a.b> https://c.d")
+	f.Fuzz(func(t *testing.T, src string) {
+		root, err := html.Parse(strings.NewReader("<div>" + string(markdown(src)) + "</div>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var walk func(*html.Node)
+		walk = func(n *html.Node) {
+			if n.Type == html.ElementNode {
+				allowed, ok := markdownTags[n.Data]
+				if !ok {
+					t.Fatalf("markdown(%q) has a %s element", src, n.Data)
+				}
+				for _, a := range n.Attr {
+					if !slices.Contains(allowed, a.Key) {
+						t.Fatalf("markdown(%q) has %s=%q on %s", src, a.Key, a.Val, n.Data)
+					}
+					if a.Key == "href" {
+						if u, err := url.Parse(a.Val); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+							t.Fatalf("markdown(%q) links %q", src, a.Val)
+						}
+					}
+				}
+			}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				walk(c)
+			}
+		}
+		walk(root)
+	})
 }
