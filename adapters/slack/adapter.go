@@ -133,6 +133,7 @@ type Adapter struct {
 
 	statusMu  sync.Mutex
 	noStatus  map[string]bool // channels where assistant.threads.setStatus is not allowed
+	noAgent   map[string]bool // channels without agent sessions (agents.sessions.setStatus)
 	runningMu sync.Mutex
 	running   bool
 	// connected says Slack can reach the bot now (ready.go).
@@ -189,6 +190,7 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		listen:   opts.Listener,
 		conc:     opts.Concurrency,
 		noStatus: map[string]bool{},
+		noAgent:  map[string]bool{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

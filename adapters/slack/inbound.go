@@ -41,6 +41,12 @@ func fromEvent(ev slackevents.EventsAPIEvent) (m message, eventID string, ok boo
 		eventID = cb.EventID
 	}
 	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AgentSessionStoppedEvent:
+		// Slack's own stop button on a processing agent session: the
+		// thread's !stop, from the person who clicked it.
+		return message{
+			Channel: e.Channel, User: e.User, Text: chat.ActionText("stop"), ThreadTS: e.ThreadTimestamp,
+		}, eventID, e.ThreadTimestamp != ""
 	case *slackevents.AppMentionEvent:
 		return message{
 			Channel: e.Channel, User: e.User, BotID: e.BotID, Text: e.Text,

@@ -172,17 +172,28 @@ func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename st
 	return apiError("files upload", err)
 }
 
-// SetStatus shows status under the thread's composer (Slack's assistant
-// "is working…" line); "" clears it. Slack allows it only in some
-// conversations: where it answered not_allowed (or the app lacks the scope),
-// the adapter stops asking and SetStatus quietly does nothing.
+// SetStatus shows that the bot works in the thread. Where the workspace has
+// Slack's agent sessions, the thread's session is "processing" (Slack then
+// shows its own stop button; see agent_session_stopped in inbound.go) and
+// "active" again when status is ""; elsewhere status shows under the
+// thread's composer (Slack's assistant "is working…" line), "" clearing it.
+// Slack allows either only in some conversations: where one answered that
+// it is not available (unknown_method, not_allowed, a missing scope), the
+// adapter stops asking for it there; with neither, SetStatus quietly does
+// nothing.
 func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status string) error {
 	if thread.Thread == "" {
 		return nil
 	}
 	a.statusMu.Lock()
-	skip := a.noStatus[thread.Channel]
+	skip, noAgent := a.noStatus[thread.Channel], a.noAgent[thread.Channel]
 	a.statusMu.Unlock()
+	if !noAgent {
+		done, err := a.setAgentStatus(ctx, thread, status)
+		if done {
+			return err
+		}
+	}
 	if skip {
 		return nil
 	}
@@ -198,6 +209,34 @@ func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status s
 		return nil
 	}
 	return apiError("assistant.threads.setStatus", err)
+}
+
+// agentUnavailable are the answers of agents.sessions.setStatus that say the
+// conversation (or the whole workspace) has no agent sessions.
+var agentUnavailable = map[string]bool{
+	"unknown_method": true, "not_allowed": true, "missing_scope": true, "not_allowed_token_type": true,
+	"feature_not_enabled": true, "channel_type_not_supported": true, "method_deprecated": true,
+}
+
+// setAgentStatus sets the thread's agent session status. done is false when
+// the conversation has no agent sessions (remembered: not asked again), so
+// that the caller falls back on the assistant status.
+func (a *Adapter) setAgentStatus(ctx context.Context, thread chat.ThreadRef, status string) (done bool, err error) {
+	st := slackapi.AgentSessionStatusProcessing
+	if status == "" {
+		st = slackapi.AgentSessionStatusActive
+	}
+	_, err = a.api.SetAgentSessionStatusContext(ctx, slackapi.AgentSessionSetStatusParameters{
+		Status: st, ChannelID: thread.Channel, ThreadTS: thread.Thread,
+	})
+	if code := slackCode(err); agentUnavailable[code] {
+		a.statusMu.Lock()
+		a.noAgent[thread.Channel] = true
+		a.statusMu.Unlock()
+		a.log.Info("slack: no agent sessions here; using the assistant status", "channel", thread.Channel, "error", code)
+		return false, nil
+	}
+	return true, apiError("agents.sessions.setStatus", err)
 }
 
 // Whisper sends a note (Markdown) only the author of to sees, where they will

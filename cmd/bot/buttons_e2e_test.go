@@ -258,3 +258,64 @@ func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
 		t.Errorf("notes = %d, want 1 for one click", n)
 	}
 }
+
+// Where the workspace has Slack's agent sessions, the thread's session is
+// "processing" while a run works and "active" after; Slack's own stop
+// button (agent_session_stopped) stops the run like !stop.
+func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
+	e := newSlackEnv(t, withFake(slackfake.WithAgentSessions()))
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			return llmfake.Stream(llmfake.Content("thinking about it"), llmfake.Hang())
+		}
+		return llmfake.TextReply("later: " + lastUserText(r))
+	})
+	root := e.slack.Mention(slackChan, aliceID, "do a long thing", "")
+	e.waitRequests(1)
+	has := func(status string) bool {
+		return slices.ContainsFunc(e.slack.AgentStatuses(), func(s slackfake.AgentStatus) bool {
+			return s.Channel == slackChan && s.ThreadTS == root && s.Status == status
+		})
+	}
+	e.waitFor("the session processing", func() bool { return has("processing") })
+	if got := e.slack.Statuses(); len(got) != 0 {
+		t.Errorf("assistant statuses %+v beside the agent session's, want none", got)
+	}
+	begin := time.Now()
+	e.slack.StopAgentSession(slackChan, root, aliceID)
+	e.waitText(slackChan, root, "stopped")
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("stopped %v after Slack's stop button, want within 1s", d)
+	}
+	// Slack leaves the status to the app: the session is active again.
+	e.waitFor("the session active", func() bool {
+		st := e.slack.AgentStatuses()
+		return len(st) > 0 && st[len(st)-1].Status == "active"
+	})
+	if err := e.slack.WaitAllAcked(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without agent sessions the plain assistant status is used, and the
+// adapter stops asking for a session status where Slack said there is none.
+func TestSlackWithoutAgentSessionsKeepsTheAssistantStatus(t *testing.T) {
+	e := newSlackEnv(t, withFake(slackfake.WithAssistantThreads()))
+	e.llm.Push(llmfake.TextReply("hi"))
+	root := e.slack.Mention(slackChan, aliceID, "hello", "")
+	e.waitText(slackChan, root, "hi")
+	e.waitFor("the assistant status", func() bool {
+		for _, s := range e.slack.Statuses() {
+			if s.ThreadTS == root && s.Status != "" {
+				return true
+			}
+		}
+		return false
+	})
+	e.slack.UserMessage(slackChan, aliceID, "again", root)
+	e.waitFor("the second answer", func() bool { return strings.Count(e.threadText(slackChan, root), "⏱") == 2 })
+	if got := len(e.slack.CallsTo("agents.sessions.setStatus")); got != 1 {
+		t.Errorf("agents.sessions.setStatus asked %d times, want once (then remembered)", got)
+	}
+}

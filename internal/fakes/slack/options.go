@@ -7,6 +7,7 @@ import (
 
 // config is what Options set; New fills in the defaults.
 type config struct {
+	agentSessions      bool // agents.sessions.setStatus succeeds
 	teamID, teamName   string
 	botUserID, botName string
 	botID, appID       string

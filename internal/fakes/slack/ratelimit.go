@@ -84,6 +84,7 @@ func SlackRateLimits() RateLimits {
 			"files.completeUploadExternal": Tier4,
 			"files.info":                   Tier4,
 			"assistant.threads.setStatus":  Tier3,
+			"agents.sessions.setStatus":    Tier3,
 		},
 		Grace: 50 * time.Millisecond,
 	}

@@ -16,6 +16,7 @@ var methodScopes = map[string][]string{
 	"chat.delete":                  {"chat:write"},
 	"chat.postEphemeral":           {"chat:write"},
 	"assistant.threads.setStatus":  {"chat:write", "assistant:write"},
+	"agents.sessions.setStatus":    {"chat:write"},
 	"reactions.add":                {"reactions:write"},
 	"reactions.remove":             {"reactions:write"},
 	"users.info":                   {"users:read"},

@@ -46,6 +46,8 @@ type Server struct {
 	ephemerals  []Ephemeral
 	notices     []Notice
 	statuses    []Status
+	// agentStatuses are the accepted agents.sessions.setStatus calls.
+	agentStatuses []AgentStatus
 	// groupHandles maps user group handles to their ids (AddUserGroup).
 	groupHandles map[string]string
 	// lose are the methods whose next response is never written.

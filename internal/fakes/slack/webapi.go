@@ -52,6 +52,7 @@ var apiMethods = map[string]apiMethod{
 	"files.completeUploadExternal": {needBot, (*Server).filesCompleteUploadExternal},
 	"files.info":                   {needBot, (*Server).filesInfo},
 	"assistant.threads.setStatus":  {needBot, (*Server).assistantThreadsSetStatus},
+	"agents.sessions.setStatus":    {needBot, (*Server).agentsSessionsSetStatus},
 }
 
 // injection is a scripted answer for the next call to a method.
