@@ -1,0 +1,157 @@
+package slack
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/chat"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+)
+
+var testActions = []chat.Action{
+	{ID: "stop", Label: "Stop", Danger: true},
+	{ID: "pr", Label: "Open PR", URL: "https://forge.test/acme/app/pull/1"},
+}
+
+// clickSetup posts a status message with buttons in a thread and returns
+// the thread's root and the message's ts.
+func clickSetup(t *testing.T, srv *slackfake.Server, a *Adapter, h *recorder) (root, ts string) {
+	t.Helper()
+	root = srv.Mention("C0DEV", "U0ALICE", "go", "")
+	h.nextFor(t, root)
+	th := chat.ThreadRef{Platform: Platform, Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	ctx := testContext(t)
+	ts, err := a.Post(ctx, th, "⏳ working… <@U0ALICE> & co")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetActions(ctx, th, ts, "⏳ working… <@U0ALICE> & co", testActions); err != nil {
+		t.Fatal(err)
+	}
+	return root, ts
+}
+
+// nextClick waits for the next Receive that has no message id (a click).
+func (r *recorder) nextClick(t testing.TB) chat.Inbound {
+	t.Helper()
+	for {
+		if in := r.next(t); in.MessageID == "" {
+			return in
+		}
+	}
+}
+
+func TestClicksOverSocketModeAndHTTP(t *testing.T) {
+	for _, mode := range []string{"socket", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := slackfake.New(t)
+			h := newRecorder()
+			var r *running
+			if mode == "http" {
+				r = startHTTP(t, srv, h, signingSecret, slackfake.TamperNone)
+			} else {
+				r = startSocket(t, srv, h)
+			}
+			root, ts := clickSetup(t, srv, r.Adapter, h)
+
+			msg := srv.Messages("C0DEV", root)[1]
+			if !strings.Contains(msg.Text, "&lt;@U0ALICE&gt; &amp; co") || !strings.Contains(string(msg.Blocks), `"verbatim":true`) {
+				t.Errorf("message text %q, blocks %s: want the escaped mrkdwn in verbatim sections", msg.Text, msg.Blocks)
+			}
+			if n := len(srv.Notices()); n != 0 {
+				t.Errorf("the blocks would notify: %+v", srv.Notices())
+			}
+
+			id := srv.Click("C0DEV", ts, "U0ALICE", "stop")
+			in := h.nextClick(t)
+			want := chat.ThreadRef{Platform: Platform, Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+			if in.Text != "!stop" || in.Thread != want || in.Author.ID != "U0ALICE" || in.Mention || !strings.HasPrefix(in.EventID, "click/U0ALICE/") {
+				t.Errorf("click = %+v, want !stop by U0ALICE in %v", in, want)
+			}
+			ack, err := srv.WaitEventAck(testContext(t), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode == "http" && ack.StatusCode != http.StatusOK {
+				t.Errorf("click answered %d", ack.StatusCode)
+			}
+			// Redelivered, the click keeps its EventID (the handler
+			// de-duplicates by it).
+			srv.Redeliver(id)
+			if again := h.nextClick(t); again.EventID != in.EventID {
+				t.Errorf("redelivered click has event %s, want %s", again.EventID, in.EventID)
+			}
+			// A link's click is acknowledged and is not input.
+			link := srv.Click("C0DEV", ts, "U0ALICE", "pr")
+			if _, err := srv.WaitEventAck(testContext(t), link); err != nil {
+				t.Fatal(err)
+			}
+			srv.Click("C0DEV", ts, "U0ALICE", "stop")
+			if next := h.nextClick(t); next.Text != "!stop" || next.EventID == in.EventID {
+				t.Errorf("after the link's click Receive got %+v, want the next Stop click", next)
+			}
+		})
+	}
+}
+
+func TestTamperedClickIsRefused(t *testing.T) {
+	srv := slackfake.New(t)
+	h := newRecorder()
+	r := startHTTP(t, srv, h, signingSecret, slackfake.TamperNone)
+	_, ts := clickSetup(t, srv, r.Adapter, h)
+	srv.UseHTTPEvents(slackfake.HTTPEvents{URL: r.eventsURL, SigningSecret: signingSecret, Tamper: slackfake.TamperBody})
+	id := srv.Click("C0DEV", ts, "U0MALLORY", "stop")
+	ack, err := srv.WaitAck(testContext(t), srv.Deliveries()[len(srv.Deliveries())-1].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.StatusCode != http.StatusUnauthorized || ack.EventID != id {
+		t.Errorf("tampered click answered %d, want 401", ack.StatusCode)
+	}
+	for _, in := range h.Calls() {
+		if in.MessageID == "" {
+			t.Errorf("a tampered click reached Receive: %+v", in)
+		}
+	}
+}
+
+func TestNoActionsClearTheBlocks(t *testing.T) {
+	srv := slackfake.New(t)
+	h := newRecorder()
+	r := startSocket(t, srv, h)
+	root, ts := clickSetup(t, srv, r.Adapter, h)
+	th := chat.ThreadRef{Platform: Platform, Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	if err := r.Adapter.SetActions(testContext(t), th, ts, "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	if bs := srv.Buttons("C0DEV", ts); len(bs) != 0 {
+		t.Errorf("buttons left: %+v", bs)
+	}
+	if m := srv.Messages("C0DEV", root)[1]; m.Text != "done" {
+		t.Errorf("text = %q", m.Text)
+	}
+}
+
+func TestSplitSections(t *testing.T) {
+	long := strings.Repeat("word ", 700) + "\n" + strings.Repeat("&lt;x&gt; <https://a.test|link> ", 200)
+	parts := splitSections(long, maxSectionChars)
+	if strings.Join(parts, "") == "" || len(parts) < 2 {
+		t.Fatalf("parts = %d", len(parts))
+	}
+	for i, p := range parts {
+		if n := utf8.RuneCountInString(p); n > maxSectionChars || n == 0 {
+			t.Errorf("part %d has %d characters", i, n)
+		}
+		if strings.Count(p, "<") != strings.Count(p, ">") {
+			t.Errorf("part %d cuts a link: …%s", i, p[max(0, len(p)-40):])
+		}
+		if j := strings.LastIndexByte(p, '&'); j >= 0 && !strings.Contains(p[j:], ";") {
+			t.Errorf("part %d cuts an entity: …%s", i, p[j:])
+		}
+	}
+	if got := splitSections("", maxSectionChars); len(got) != 1 || got[0] == "" {
+		t.Errorf("empty text gives %q, want one non-empty section", got)
+	}
+}
