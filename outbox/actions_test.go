@@ -29,6 +29,10 @@ func TestActionsFollowThePostAndRideEveryLaterEdit(t *testing.T) {
 		m := o.Post(th, "working", outbox.High, nil)
 		o.SetActions(m, stop, outbox.High) // before the post went out
 		flush(t, o)
+		// The edit that carries them is part of the post: Flush waited for it.
+		if got := withActions(r.accepted("actions", nil)); !slices.Equal(got, []string{"actions:working[stop]"}) {
+			t.Fatalf("after the first Flush: %q, want the buttons' edit", got)
+		}
 		o.Edit(m, "working: read", outbox.Normal)
 		flush(t, o)
 		o.EditFinal(m, "done", outbox.Normal)

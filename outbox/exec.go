@@ -105,6 +105,8 @@ func (o *Outbox) succeededLocked(op *op, id string) func() {
 			e.msg, e.text, e.withActions, e.actions = m, m.want, true, m.actions
 			m.edit = e
 			th.edits = append(th.edits, e)
+			// Part of the post: a Flush waiting for it waits for this too.
+			o.inheritLocked(e, op.seq)
 		}
 		if cb := m.onPosted; cb != nil {
 			after = func() { cb(id, nil) }
