@@ -114,7 +114,9 @@ type Adapter interface {
 	Limits() Limits
 }
 
-// Editor edits a message the bot posted.
+// Editor edits a message the bot posted. On an adapter that is also an
+// Actioner, an edit leaves the message without buttons: only SetActions
+// gives it some.
 type Editor interface {
 	Edit(ctx context.Context, thread ThreadRef, id, text string) error
 }

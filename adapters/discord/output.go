@@ -80,8 +80,12 @@ const maxNonce = 25
 // Edit implements chat.Editor.
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
 	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
+		// No components: an edit of text alone leaves no buttons (the
+		// outbox edits a message with buttons through SetActions; a
+		// message adopted after a restart loses those of the run cut off).
+		none := []discordgo.MessageComponent{}
 		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-			ID: id, Channel: thread.Channel, Content: &text, AllowedMentions: a.mentionsIn(thread.Channel),
+			ID: id, Channel: thread.Channel, Content: &text, Components: &none, AllowedMentions: a.mentionsIn(thread.Channel),
 		}, opts...)
 		return err
 	})

@@ -127,9 +127,14 @@ func (a *Adapter) findPosted(ctx context.Context, thread chat.ThreadRef, key cha
 	}
 }
 
-// Edit replaces the text of a message the bot posted.
+// Edit replaces the text of a message the bot posted, and takes away its
+// buttons, if any: Slack shows a message's blocks rather than its text, so
+// a message edited with text alone must have none (the outbox edits a
+// message with buttons through SetActions; a message adopted after a
+// restart loses the buttons of the run that was cut off).
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
-	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, textOptions(text)...)
+	opts := append(textOptions(text), slackapi.MsgOptionBlocks())
+	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, opts...)
 	return apiError("chat.update", err)
 }
 
