@@ -39,27 +39,6 @@ const reviewHelp = "`!review` — give me the pull request's new review comments
 // commandOrder is the order !help lists them in.
 var commandOrder = []string{"help", "status", "stop", "steer", "followup", "compact", "diff", "reset", "model", "tools", "pr", "link"}
 
-// inputCtx carries the input being processed into commands (which run inside
-// Session.Start) and carries their outcome back.
-type inputCtx struct {
-	thread   *thread
-	pi       *pendingInput
-	outcome  agent.Outcome
-	behavior agent.Behavior
-	err      error
-}
-
-type inputKey struct{}
-
-func withInput(ctx context.Context, ic *inputCtx) context.Context {
-	return context.WithValue(ctx, inputKey{}, ic)
-}
-
-func inputFrom(ctx context.Context) *inputCtx {
-	ic, _ := ctx.Value(inputKey{}).(*inputCtx)
-	return ic
-}
-
 func helpText(prefix string) string {
 	var b strings.Builder
 	b.WriteString("I'm a coding agent working on this thread's branch. Tell me what to do in plain words; while I work, messages you send are queued for when I'm done (or use `!steer` to change course now). Commands:")
@@ -197,21 +176,14 @@ func (t *thread) modelNames() []string {
 	return names
 }
 
-// queueAs runs !steer and !followup: the text goes to the model as that kind of
-// input (or starts a run when nothing runs).
+// queueAs runs !steer and !followup given to the session itself (chat input
+// is classified by handleInput, which starts them directly): the text goes to
+// the model as that kind of input.
 func (t *thread) queueAs(ctx context.Context, s *agent.Session, text string, b agent.Behavior) error {
 	if strings.TrimSpace(text) == "" {
 		return plainError{"say what: `!steer <text>` or `!followup <text>`"}
 	}
-	ic := inputFrom(ctx)
-	opts := agent.PromptOptions{Behavior: b}
-	if ic != nil {
-		opts.InputID = inputID(ic.pi.id)
-	}
-	out, err := s.Start(ctx, text, opts)
-	if ic != nil {
-		ic.outcome, ic.behavior, ic.err = out, b, err
-	}
+	_, err := s.Start(ctx, text, agent.PromptOptions{Behavior: b})
 	return err
 }
 
@@ -240,8 +212,8 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	if u, err := t.b.cfg.Store.ThreadUsage(ctx, t.rec.ID); err == nil && u.Replies > 0 {
 		b.WriteString("• Usage" + usageLine(u))
 	}
-	if ic := inputFrom(ctx); ic != nil && ic.pi != nil && ic.pi.in.Author.ID != "" {
-		if u, err := t.b.cfg.Store.UserUsage(ctx, t.ref.Platform, ic.pi.in.Author.ID); err == nil && u.Replies > 0 {
+	if pi := t.current; pi != nil && pi.in.Author.ID != "" {
+		if u, err := t.b.cfg.Store.UserUsage(ctx, t.ref.Platform, pi.in.Author.ID); err == nil && u.Replies > 0 {
 			b.WriteString("• Your usage, all threads" + usageLine(u))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,6 +105,7 @@ type thread struct {
 	recent        []time.Time
 	held          []*pendingInput // input that arrived while a stopped run wound down
 	waiting       []*pendingInput // input parked until a run slot frees (runSlots)
+	current       *pendingInput   // the input being handled, for the commands it runs
 	bg            bgGroup         // command goroutines (diff, compact, pr)
 	saver         *statusSaver
 }
@@ -380,16 +382,27 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.syncBranch(ctx)
 	}
 	status := t.pendingStatus
-	ic := &inputCtx{thread: t, pi: pi}
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
-	out, err := t.sess.Start(withInput(ctx, ic), text, opts)
+	var out agent.Outcome
+	var err error
+	if name == "steer" || name == "followup" {
+		// Classified here, once: the words after the command go to the model
+		// as that kind of input (or start a run when nothing runs), and the
+		// outcome comes straight back from Start.
+		_, text = commandWord(text)
+		opts.Behavior = agent.BehaviorSteer
+		if name == "followup" {
+			opts.Behavior = agent.BehaviorFollowUp
+		}
+	}
+	if (name == "steer" || name == "followup") && strings.TrimSpace(text) == "" {
+		err = plainError{"say what: `!steer <text>` or `!followup <text>`"}
+	} else {
+		t.current = pi // for commands, which run inside Start on this goroutine
+		out, err = t.sess.Start(ctx, text, opts)
+		t.current = nil
+	}
 	behavior := opts.Behavior
-	if ic.outcome != 0 {
-		out, behavior = ic.outcome, ic.behavior
-	}
-	if err == nil {
-		err = ic.err
-	}
 	if out != agent.Started && slot {
 		t.releaseSlot()
 	}
