@@ -11,7 +11,13 @@
 //   - Each thread has one owner goroutine that alone changes its session,
 //     workspace and run state; it exists while the thread is busy or recently
 //     used and is evicted when idle (the session is reloaded from storage on the
-//     next message).
+//     next message). Nothing blocks the owner for long: waiting for a run slot
+//     is a state (the slot arrives as a message), and a push runs on its own
+//     goroutine and reports back, so commands are answered at once.
+//   - A run's answer is posted as soon as the model is done; its work is then
+//     committed and pushed, with a notice of its own. Pushing makes the remote
+//     branch equal the local one: a commit a crash or a failed push left behind
+//     goes out after the next run, or at start for a run a crash cut off.
 //   - Nothing a person typed is silently dropped: input that cannot be
 //     delivered is answered in the thread.
 //   - Chat output goes through each platform's outbox, which keeps the

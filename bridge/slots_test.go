@@ -17,9 +17,11 @@ func answeredWithin(t *testing.T, r *rig, th chat.ThreadRef, text, want string, 
 	start := time.Now()
 	r.say(th, bob, text, false)
 	r.waitText(th, want)
-	if took := time.Since(start); took > d {
+	took := time.Since(start)
+	if took > d {
 		t.Errorf("%s answered after %v, want < %v", text, took, d)
 	}
+	t.Logf("%s answered in %v while waiting for a run slot", text, took.Round(time.Millisecond))
 }
 
 // Issue 14: with max_concurrent_runs 1 and another thread's run holding the
