@@ -50,6 +50,13 @@
 //     WithInteractionDeadline) fails with 404 code 10062 "Unknown interaction";
 //     a second callback fails with 400 code 40060; interaction tokens (webhook
 //     edits and followups) expire after 15 minutes.
+//   - Click has a user click a button of the bot's message: INTERACTION_CREATE
+//     of type 3 (MESSAGE_COMPONENT) with the message. Link buttons send none,
+//     and a button the message does not have cannot be clicked. A click is
+//     answered with 4, 5, 6 (DEFERRED_UPDATE_MESSAGE: nothing changes) or 7
+//     (UPDATE_MESSAGE); 6 and 7 answer nothing but a click. Messages and
+//     edits whose components Discord would refuse (rows of 1–5 buttons, a
+//     custom_id or else a url, unique ids, labels of 80) fail with 50035.
 //   - A deferred response (type 5) creates a "thinking" message (flag 128);
 //     PATCH @original fills it in. The first followup after a deferral edits
 //     that message instead of creating a new one.
