@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,8 +59,13 @@ func TestBrowserFollowsALiveRun(t *testing.T) {
 	}))
 	t.Cleanup(forge.Close)
 	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", Poll: 20 * time.Millisecond,
+		Logger:     slog.New(slog.NewTextHandler(t.Output(), nil)),
 		CompareURL: func(repo, branch string) string { return forge.URL + "/acme/" + repo + "/compare/main..." + branch }})
-	srv := httptest.NewServer(s.Handler())
+	h := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Logf("%s %s", r.Method, r.URL.Path)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 
 	b := startBrowser(t, bin)
@@ -284,7 +290,7 @@ func (b *browser) waitText(s string) {
 		setTimeout(() => resolve(has()), 10000);
 	})`, q))
 	if ok != true {
-		b.t.Fatalf("the page never showed %q:\n%v", s, b.eval(`document.body.innerText`))
+		b.t.Fatalf("the page never showed %q (live: %v):\n%v", s, b.eval(`document.getElementById("timeline").getAttribute("data-live-state")`), b.eval(`document.body.innerText`))
 	}
 }
 

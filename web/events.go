@@ -69,7 +69,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	version := r.URL.Query().Get("v")
 	// What the page showed: the current pieces if its version is current;
 	// otherwise nothing, and every piece is (re)sent below.
-	if cur, err := s.opts.Store.ThreadVersion(ctx, id); err == nil && cur == version {
+	if cur, err := s.opts.Store.ThreadVersion(ctx, id); err == nil && version != "" && cur == version {
 		if p, err := s.build(ctx, id, token); err == nil && p.Version == version {
 			pieces, err := s.renderPieces(p)
 			if err == nil {
@@ -145,6 +145,7 @@ func (s *Server) sendChanges(ctx context.Context, w http.ResponseWriter, id int6
 			return err
 		}
 	}
+	// An inconsistent read has no version (""): the next poll reads again.
 	*version = p.Version
 	return nil
 }

@@ -234,6 +234,13 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		}
 	}
 	flushUntil(time.Unix(1<<40, 0))
+	// The reads above are not one snapshot: the version read again after
+	// them says whether they saw exactly that version. If not, the page is
+	// newer than its version, and the live follow must not take it as what
+	// the viewer has (it would then never send what came in between).
+	if after, err := st.ThreadVersion(ctx, threadID); err != nil || after != version {
+		p.Version = ""
+	}
 	for _, it := range p.Items {
 		if it.Run != nil {
 			p.Cost += it.Run.Cost

@@ -9,6 +9,9 @@
   var src = timeline.getAttribute("data-live");
   if (!src) return;
   var events = new EventSource(src);
+  // The state shows (and tests read) whether the page is following.
+  events.onopen = function () { timeline.setAttribute("data-live-state", "open"); };
+  events.onerror = function () { timeline.setAttribute("data-live-state", "reconnecting"); };
   events.addEventListener("item", function (ev) {
     var piece = JSON.parse(ev.data);
     var holder = document.createElement("div");
