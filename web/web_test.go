@@ -420,3 +420,45 @@ func TestLargeOutputIsCutWithALinkToAllOfIt(t *testing.T) {
 		t.Errorf("GET %s = %d with %d bytes, want the whole output (%d bytes)", link, code, len(out), len(big))
 	}
 }
+
+func TestListShowsStateRepoBranchActivityAndCost(t *testing.T) {
+	f := newFixture(t)
+	f.prompt("alice", "work")
+	f.append(msg(toolCall("c1", "bash", `{"command":"ls"}`))) // $0.0125, the run still going
+	queued, _, err := f.db.EnsureThread(f.ctx, storage.ThreadKey{Platform: "discord", Team: "G1", Channel: "D1", Thread: "T2"},
+		storage.ThreadInit{Repo: "lib", Branch: "bot/discord-T2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.db.AcceptInbound(f.ctx, storage.Inbound{Platform: "discord", Channel: "D1", MessageID: "m1",
+		ThreadID: queued.ID, AuthorName: "bob", Text: "later", Mode: storage.ModePrompt}); err != nil {
+		t.Fatal(err)
+	}
+	srv := f.server(Options{AuthHeader: "X-Forwarded-User"})
+	code, body := get(t, srv.URL+"/", http.Header{"X-Forwarded-User": {"op"}})
+	if code != 200 {
+		t.Fatalf("GET / = %d\n%s", code, body)
+	}
+	rows := strings.Split(body, "<tr>")
+	row := func(branch string) string {
+		for _, r := range rows {
+			if strings.Contains(r, branch) {
+				return r
+			}
+		}
+		t.Fatalf("no row for %s:\n%s", branch, body)
+		return ""
+	}
+	for _, tc := range []struct{ branch, state, repo, cost string }{
+		{"bot/slack-1700000000.000100", "running", "app", "$0.0125"},
+		{"bot/discord-T2", "queued", "lib", "$0.0000"},
+	} {
+		r := row(tc.branch)
+		for _, want := range []string{">" + tc.state + "<", "<td>" + tc.repo + "</td>", tc.cost, "UTC</time>"} {
+			if !strings.Contains(r, want) {
+				t.Errorf("the row of %s lacks %q:\n%s", tc.branch, want, r)
+			}
+		}
+	}
+	assertInert(t, body)
+}
