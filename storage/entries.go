@@ -30,6 +30,7 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	// Encode before taking the write lock: JSON is the costly part.
 	rows := make([]entryRow, len(entries))
 	var inputs []int64
+	compacted := false
 	for i, e := range entries {
 		r, err := encodeEntry(e)
 		if err != nil {
@@ -39,6 +40,7 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 		if id, ok := inputOf(e); ok {
 			inputs = append(inputs, id)
 		}
+		compacted = compacted || e.Type == transcript.EntryCompaction
 	}
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
@@ -75,6 +77,9 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	}
 	if len(inputs) > 0 {
 		crashpoint.Hit(crashpoint.Delivered)
+	}
+	if compacted {
+		crashpoint.Hit(crashpoint.Compacted)
 	}
 	return nil
 }

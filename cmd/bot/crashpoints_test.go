@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,7 +62,7 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 				// The run's commit is pushed at the start, unasked.
 				e.waitText(slackChan, root, "interrupted")
 			}
-			e.waitUntil("the run's file is on the remote", func() bool {
+			e.waitFor("the run's file is on the remote", func() bool {
 				for _, b := range e.remote.Branches(t) {
 					if strings.HasPrefix(b, "bot/") && e.remote.Files(t, b)["f.txt"] == "from the run" {
 						return true
@@ -92,17 +93,69 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond (state no event announces, such as the remote's
-// branches) until it holds or the env's deadline passes.
-func (e *slackEnv) waitUntil(what string, cond func() bool) {
+// waitFooters waits until n runs of the thread have ended (each ends with a footer).
+func (e *slackEnv) waitFooters(ch, root string, n int) {
 	e.tb.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-e.ctx.Done():
-			e.tb.Fatalf("timed out waiting until %s", what)
+	e.waitFor(fmt.Sprintf("%d footers", n), func() bool { return countFooters(e.transcript(ch, root)) >= n })
+}
+
+// TestCrashAfterCompaction cuts the binary right after a !compact stored its
+// summary: restarted, the session resumes from the summary (not from the
+// compacted messages) and takes the next message.
+func TestCrashAfterCompaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bot binary")
+	}
+	bin := buildBot(t, t.Context(), t.TempDir())
+	e := newSlackFakes(t)
+	config := writeSlackConfig(t, e, 3*time.Second)
+	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tiny verbatim tail, so that three short exchanges have something to compact.
+	if _, err := f.WriteString("agent:\n  compaction:\n    keep_recent_tokens: 10\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if len(r.Tools) == 0 {
+			return llmfake.TextReply("## Goal\nTHE-SUMMARY of the early requests")
+		}
+		return llmfake.TextReply("answer to: " + lastUserText(r) + strings.Repeat(" and more", 40))
+	})
+
+	t.Setenv(crashpoint.EnvVar, crashpoint.Compacted)
+	bot := startBot(t, e, bin, config, 1)
+	os.Unsetenv(crashpoint.EnvVar)
+	root := e.slack.Mention(slackChan, aliceID, "first request", "")
+	for i, text := range []string{"second request", "third request"} {
+		e.waitFooters(slackChan, root, i+1)
+		e.slack.UserMessage(slackChan, aliceID, text, root)
+	}
+	e.waitFooters(slackChan, root, 3)
+	e.slack.UserMessage(slackChan, aliceID, "!compact", root)
+	err = bot.wait(60 * time.Second)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("the bot did not cut itself after compacting: %v\n%s", err, bot.stderr)
+	}
+
+	startBot(t, e, bin, config, 2)
+	e.slack.UserMessage(slackChan, aliceID, "what now?", root)
+	e.waitFooters(slackChan, root, 4)
+	last := e.llm.Requests()[len(e.llm.Requests())-1]
+	var summary, asked bool
+	for _, m := range last.Messages {
+		summary = summary || strings.Contains(m.Content, "THE-SUMMARY")
+		asked = asked || m.Content == "what now?"
+	}
+	if !summary || !asked {
+		t.Fatalf("the request after the restart has the summary %v, the new message %v; want both:\n%+v", summary, asked, last.Messages)
+	}
+	for _, m := range last.Messages {
+		if m.Content == "first request" {
+			t.Errorf("the compacted request is still sent verbatim after the restart")
 		}
 	}
 }

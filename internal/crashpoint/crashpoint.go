@@ -24,6 +24,7 @@ const (
 	Delivered = "delivered" // the user message is appended and its input delivered, before the model call
 	Committed = "committed" // the run's changes are committed, not pushed
 	Pushed    = "pushed"    // the push reached the remote, not recorded yet
+	Compacted = "compacted" // a compaction entry is stored, the live context not rebuilt yet
 )
 
 // Hit kills the process if name is the configured point.
