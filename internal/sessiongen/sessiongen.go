@@ -107,7 +107,10 @@ func Entries(seed uint64, n int) []transcript.Entry {
 			pendingCall = ""
 		case seq%12 == 0:
 			m := llm.UserText("please " + text(60, 400))
-			m.Timestamp, m.InputID = ts, fmt.Sprint(seq)
+			// Not a decimal number: storage delivers the inbound row a
+			// user message's InputID names, and a generated session must not
+			// deliver the real input of a test that stores both.
+			m.Timestamp, m.InputID = ts, fmt.Sprint("gen-", seq)
 			e = transcript.MessageEntry(seq, m)
 		default:
 			m := llm.Message{Role: llm.RoleAssistant, Timestamp: ts, Provider: "openai", Model: "gpt-4.1",
