@@ -90,7 +90,10 @@ func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
 
 	var sent, previews int
 	for _, c := range e.slack.Calls() {
-		if c.Error != "" {
+		// The adapter asks once per channel whether the workspace has agent
+		// sessions; this one has none, and says so.
+		probe := c.Method == "agents.sessions.setStatus" && c.Error == "unknown_method"
+		if c.Error != "" && !probe {
 			t.Errorf("%s answered %s", c.Method, c.Error)
 		}
 		if c.Method != "chat.postMessage" && c.Method != "chat.update" {
