@@ -431,6 +431,9 @@ func secrets(cfg *config.Config) []string {
 	for _, r := range cfg.Workspace.Repos {
 		s = append(s, r.Token)
 	}
+	for _, m := range cfg.LLM.Models {
+		s = append(s, m.APIKey) // an endpoint's own key, as secret as llm.api_key
+	}
 	var out []string
 	for _, x := range s {
 		if len(x) >= 6 {

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,5 +71,21 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 	// The operator's endpoints still answer beside the pages.
 	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
+	}
+}
+
+// Every configured key is redacted: from tool output and from the session
+// pages.
+func TestSecretsListEveryKey(t *testing.T) {
+	cfg := config.Default()
+	cfg.LLM.APIKey = "sk-main-key"
+	cfg.LLM.Models = []config.Model{{Name: "other", APIKey: "sk-other-endpoint"}}
+	cfg.HTTP.SessionKey = "the-session-key-0123456789abcdef0123"
+	cfg.Workspace.Repos = []config.Repo{{Name: "app", Token: "ghp-repo-token"}}
+	got := secrets(&cfg)
+	for _, want := range []string{"sk-main-key", "sk-other-endpoint", cfg.HTTP.SessionKey, "ghp-repo-token"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("secrets lack %q: %q", want, got)
+		}
 	}
 }
