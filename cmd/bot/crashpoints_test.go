@@ -16,7 +16,8 @@ import (
 
 // TestCrashBetweenDurableSteps (issue 14) cuts the real binary with SIGKILL
 // at each point between two durable steps of a run that writes a file —
-// accepted, delivered (user message appended), committed, pushed — starts
+// accepted, delivered (user message appended), committed, pushed; and after
+// a compaction is stored — starts
 // it again, and checks what the thread was promised: the request reaches the
 // model exactly once, a cut-off run is reported, and the run's commit
 // reaches the remote (without anyone asking again, for a run cut after its
@@ -91,6 +92,7 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 			}
 		})
 	}
+	t.Run(crashpoint.Compacted, func(t *testing.T) { crashAfterCompaction(t, bin) })
 }
 
 // waitFooters waits until n runs of the thread have ended (each ends with a footer).
@@ -99,14 +101,10 @@ func (e *slackEnv) waitFooters(ch, root string, n int) {
 	e.waitFor(fmt.Sprintf("%d footers", n), func() bool { return countFooters(e.transcript(ch, root)) >= n })
 }
 
-// TestCrashAfterCompaction cuts the binary right after a !compact stored its
+// crashAfterCompaction cuts the binary right after a !compact stored its
 // summary: restarted, the session resumes from the summary (not from the
 // compacted messages) and takes the next message.
-func TestCrashAfterCompaction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the bot binary")
-	}
-	bin := buildBot(t, t.Context(), t.TempDir())
+func crashAfterCompaction(t *testing.T, bin string) {
 	e := newSlackFakes(t)
 	config := writeSlackConfig(t, e, 3*time.Second)
 	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
