@@ -1,7 +1,8 @@
 // Package llm is the conversation vocabulary shared by the agent loop, compaction,
 // storage and model clients: messages and their content blocks, token usage, stop
 // reasons, tool specifications, the streaming Model interface and the typed provider
-// Error.
+// Error; and Router, the Model that serves each configured model name from its
+// own provider, with prices and the built-in price table.
 //
 // The JSON shape of Message follows pi's session files (role, content blocks,
 // toolCallId, usage{input, output, cacheRead, cacheWrite, totalTokens}, stopReason,
