@@ -71,6 +71,10 @@ type Options struct {
 	// CompareURL returns the compare view of a repository's branch, "" if
 	// unknown. Nil: no links.
 	CompareURL func(repo, branch string) string
+	// PushDiff returns the patch of a push: from the previous pushed commit
+	// (from empty: the branch's fork point) to to; truncated when it was
+	// cut. Nil: pushes show no diff.
+	PushDiff func(ctx context.Context, repo, from, to string) (patch string, truncated bool, err error)
 	// Poll is how often a live page's thread is checked. Default 1s.
 	Poll   time.Duration
 	Now    func() time.Time
@@ -84,6 +88,7 @@ type Server struct {
 	redactor *strings.Replacer
 	tmpl     *template.Template
 	log      *slog.Logger
+	diffs    diffCache
 }
 
 //go:embed templates/*.html
@@ -152,6 +157,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /s/{thread}", s.session)
 	mux.HandleFunc("GET /s/{thread}/events", s.events)
 	mux.HandleFunc("GET /s/{thread}/output/{key}", s.output)
+	mux.HandleFunc("GET /s/{thread}/diff/{push}", s.diff)
 	mux.Handle("GET /assets/", http.FileServerFS(assetFS))
 }
 
@@ -354,4 +360,46 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	s.log.Error("serving a session page", "path", r.URL.Path, "err", err)
 	http.Error(w, "the session could not be read", http.StatusInternalServerError)
+}
+
+// diff serves one push's whole patch as plain text.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(r)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if _, err := s.authorize(w, r, id); err != nil {
+		s.unauthorized(w, err)
+		return
+	}
+	pushID, err := strconv.ParseInt(r.PathValue("push"), 10, 64)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	th, err := s.opts.Store.ThreadByID(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pushes, err := s.opts.Store.ThreadPushes(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for i, p := range pushes {
+		if p.ID != pushID || p.Result != storage.PushOK {
+			continue
+		}
+		patch, ok := s.pushPatch(r.Context(), th.Repo, pushes, i)
+		if !ok {
+			break
+		}
+		securityHeaders(w.Header())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(s.redactor.Replace(patch)))
+		return
+	}
+	http.NotFound(w, r)
 }

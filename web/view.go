@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -66,6 +67,8 @@ type item struct {
 
 	// Pushes.
 	SHA, Result, Detail, Link string
+	Diff                      []diffLine
+	DiffURL                   string
 }
 
 type runView struct {
@@ -178,7 +181,7 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 			case ri >= 0 && !runAt.After(t) && (nextPush >= len(pushes) || !runAt.After(pushAt)):
 				addRun(runs[ri])
 			case nextPush < len(pushes) && !pushAt.After(t):
-				p.Items = append(p.Items, s.pushItem(pushes[nextPush], p.Compare))
+				p.Items = append(p.Items, s.pushItem(ctx, th, pushes, nextPush, p.Compare, token))
 				nextPush++
 			default:
 				return
@@ -320,27 +323,129 @@ func (s *Server) messageItems(p *page, run *runView, calls map[string]*item, key
 		}
 		out := r.Replace(m.TextContent())
 		it.Pending, it.IsError = false, m.IsError
-		if len(out) > maxShownOutput {
-			cut := maxShownOutput
-			for cut > 0 && out[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-				cut--
-			}
-			it.Cut = len(out) - cut
-			out = out[:cut]
+		if shown, cut := cutText(out, maxShownOutput); cut > 0 {
+			out, it.Cut = shown, cut
 			it.OutputURL = s.outputURL(p.ThreadID, key, token)
 		}
 		it.Output = out
 	}
 }
 
-func (s *Server) pushItem(ps storage.Push, compare string) *item {
+func (s *Server) pushItem(ctx context.Context, th storage.Thread, pushes []storage.Push, i int, compare, token string) *item {
 	r := s.redactor
+	ps := pushes[i]
 	it := &item{Key: fmt.Sprintf("push-%d", ps.ID), Kind: "push", At: ps.At, Text: r.Replace(ps.Branch),
 		SHA: r.Replace(shortSHA(ps.SHA)), Result: string(ps.Result), Detail: r.Replace(ps.Detail)}
-	if ps.Result == storage.PushOK {
-		it.Link = compare
+	if ps.Result != storage.PushOK {
+		return it
+	}
+	it.Link = compare
+	if patch, ok := s.pushPatch(ctx, th.Repo, pushes, i); ok {
+		shown, cut := cutText(r.Replace(patch), maxShownOutput)
+		it.Diff = diffLines(shown)
+		if cut > 0 {
+			it.Cut = cut
+		}
+		it.DiffURL = fmt.Sprintf("/s/%d/diff/%d", th.ID, ps.ID)
+		if token != "" {
+			it.DiffURL += "?t=" + token
+		}
 	}
 	return it
+}
+
+// pushPatch is the patch of pushes[i]: from the previous successful push of
+// the same branch, or from the fork point for the first.
+func (s *Server) pushPatch(ctx context.Context, repo string, pushes []storage.Push, i int) (string, bool) {
+	if s.opts.PushDiff == nil || repo == "" || pushes[i].SHA == "" {
+		return "", false
+	}
+	from := ""
+	for j := i - 1; j >= 0; j-- {
+		if pushes[j].Result == storage.PushOK && pushes[j].Branch == pushes[i].Branch && pushes[j].SHA != "" {
+			from = pushes[j].SHA
+			break
+		}
+	}
+	key := repo + " " + from + " " + pushes[i].SHA
+	if patch, ok := s.diffs.get(key); ok {
+		return patch, true
+	}
+	patch, truncated, err := s.opts.PushDiff(ctx, repo, from, pushes[i].SHA)
+	if err != nil {
+		// The commit may be gone (the mirror was rebuilt): no diff, not an error page.
+		s.log.Debug("no diff for a push", "repo", repo, "sha", pushes[i].SHA, "err", err)
+		return "", false
+	}
+	if truncated {
+		patch += "\n… (the patch was cut at its size limit)\n"
+	}
+	s.diffs.put(key, patch)
+	return patch, true
+}
+
+// cutText cuts s at max bytes, not inside a UTF-8 sequence, and says how
+// many bytes were left out.
+func cutText(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut], len(s) - cut
+}
+
+// diffLine is one line of a patch with its kind, for colour.
+type diffLine struct {
+	Class, Text string
+}
+
+func diffLines(patch string) []diffLine {
+	lines := strings.Split(strings.TrimRight(patch, "\n"), "\n")
+	out := make([]diffLine, len(lines))
+	for i, l := range lines {
+		class := ""
+		switch {
+		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "diff "):
+			class = "file"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		}
+		out[i] = diffLine{Class: class, Text: l}
+	}
+	return out
+}
+
+// diffCache keeps the patches of pushes: commits do not change, and a live
+// page is rebuilt on every change of its thread. Bounded: when full it is
+// emptied and refilled on demand.
+type diffCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxCachedDiffs = 256
+
+func (c *diffCache) get(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[key]
+	return p, ok
+}
+
+func (c *diffCache) put(key, patch string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedDiffs {
+		c.m = map[string]string{}
+	}
+	c.m[key] = patch
 }
 
 // outputURL is the page of one tool result's whole output.

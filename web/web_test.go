@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -184,6 +185,12 @@ func TestSessionPageShowsTheWholeRecord(t *testing.T) {
 	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com",
 		CompareURL: func(repo, branch string) string {
 			return "https://github.com/acme/" + repo + "/compare/main..." + branch
+		},
+		PushDiff: func(_ context.Context, repo, from, to string) (string, bool, error) {
+			if repo != "app" || from != "" || to != "0123456789abcdef" {
+				return "", false, fmt.Errorf("unexpected diff %s %s..%s", repo, from, to)
+			}
+			return "diff --git a/parse.go b/parse.go\n@@ -1 +1 @@\n-func Parse() { panic(1) }\n+func Parse() {}\n", false, nil
 		}})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -202,12 +209,24 @@ func TestSessionPageShowsTheWholeRecord(t *testing.T) {
 		"push of <code>bot/slack-1700000000.000100</code> @ <code>0123456789</code>: ok", // the push
 		`href="https://github.com/acme/app/compare/main...bot/slack-1700000000.000100"`,
 		"Run 1", "outcome-done", "input 2.7k", "$0.0325", // usage and cost of the run
+		`<span class="del">-func Parse() { panic(1) }</span>`, `<span class="add">&#43;func Parse() {}</span>`, // the push's diff
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
 	assertInert(t, body)
+
+	// The push's whole diff, as text.
+	pushes, _ := f.db.ThreadPushes(f.ctx, f.thread.ID)
+	tok := token(t, s, f.thread.ID)
+	code, patch := get(t, fmt.Sprintf("%s/s/%d/diff/%d?t=%s", srv.URL, f.thread.ID, pushes[0].ID, url.QueryEscape(tok)), nil)
+	if code != 200 || !strings.HasPrefix(patch, "diff --git a/parse.go") {
+		t.Errorf("GET the push's diff = %d %q", code, patch)
+	}
+	if code, _ := get(t, fmt.Sprintf("%s/s/%d/diff/%d", srv.URL, f.thread.ID, pushes[0].ID), nil); code != 401 {
+		t.Errorf("GET the push's diff without a token = %d, want 401", code)
+	}
 }
 
 func TestLinkTokens(t *testing.T) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -81,8 +82,15 @@ func TestHostileTranscriptRendersInert(t *testing.T) {
 		Result: storage.PushError, Detail: `<img src=x onerror=alert(1)>`}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.db.RecordPush(f.ctx, storage.Push{ThreadID: f.thread.ID, Branch: `bot/<script>x</script>`, SHA: `abc<script>`,
+		Result: storage.PushOK}); err != nil {
+		t.Fatal(err)
+	}
 	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", AuthHeader: "X-User",
-		CompareURL: func(repo, branch string) string { return "javascript:alert(1)" }})
+		CompareURL: func(repo, branch string) string { return "javascript:alert(1)" },
+		PushDiff: func(context.Context, string, string, string) (string, bool, error) {
+			return "diff --git a/<script>x</script> b/\"><img src=x onerror=1>\n+</span></pre><script>alert(1)</script>\n-" + all, false, nil
+		}})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -94,6 +102,9 @@ func TestHostileTranscriptRendersInert(t *testing.T) {
 	// The hostile text is shown, as text.
 	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Error("the hostile text is not shown escaped")
+	}
+	if !strings.Contains(body, `<span class="add">&#43;&lt;/span&gt;&lt;/pre&gt;&lt;script&gt;`) {
+		t.Error("the hostile diff is not shown escaped")
 	}
 	_, list := get(t, srv.URL+"/", map[string][]string{"X-User": {"op"}})
 	assertInert(t, list)

@@ -199,7 +199,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Outboxes[a.Platform()] = ob
 		platforms = append(platforms, platformFor(cfg, a, ob))
 	}
-	m.pages = sessionPages(cfg, db, log)
+	m.pages = sessionPages(cfg, db, ws, log)
 	b, err := bridge.New(bridge.Config{
 		Store:             db,
 		Workspaces:        ws,

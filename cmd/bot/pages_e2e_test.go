@@ -55,7 +55,8 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("GET %s = %d\n%s", link, code, body)
 		}
-		for _, want := range []string{"write the notes", `<code class="tool-name">write</code>`, "notes.txt", "I wrote <strong>notes.txt</strong>.", "push of <code>bot/slack-"} {
+		for _, want := range []string{"write the notes", `<code class="tool-name">write</code>`, "notes.txt", "I wrote <strong>notes.txt</strong>.", "push of <code>bot/slack-",
+			`<span class="file">&#43;&#43;&#43; b/notes.txt</span>`, `<span class="add">&#43;from the page test</span>`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the page lacks %q", want)
 			}
