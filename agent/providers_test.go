@@ -128,3 +128,28 @@ func TestModelSwitchCarriesTheConversationAcrossProviders(t *testing.T) {
 		t.Errorf("no cost recorded for the priced model's replies")
 	}
 }
+
+// A resumed session keeps the model it switched to, unless the config no
+// longer has it: then it goes back to the configured model instead of failing
+// every call.
+func TestResumedSessionKeepsItsModelWhileConfigured(t *testing.T) {
+	models := []agent.ModelSpec{{Name: "gpt", ContextWindow: 128000, MaxTokens: 1000}, {Name: "claude", ContextWindow: 200000, MaxTokens: 2000}}
+	for _, tc := range []struct{ switched, want string }{{"claude", "claude"}, {"removed-model", "gpt"}} {
+		entries := []transcript.Entry{
+			transcript.MessageEntry(0, llm.UserText("hi")),
+			{Seq: 1, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Provider: "anthropic", Model: tc.switched}},
+		}
+		s, err := agent.New(agent.Config{ID: "s", ModelName: "gpt", Models: models, MaxTokens: 1000, ContextWindow: 128000,
+			Entries: entries, Store: &memStore{}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.ModelName(); got != tc.want {
+			t.Errorf("switched to %q, resumed with %q, want %q", tc.switched, got, tc.want)
+		}
+		if tc.want == "claude" && s.Status().ContextWindow != 200000 {
+			t.Errorf("window %d, want claude's 200000", s.Status().ContextWindow)
+		}
+		_ = s.Close(context.Background())
+	}
+}

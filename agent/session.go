@@ -206,9 +206,13 @@ func New(cfg Config) (*Session, error) {
 	s.window = cfg.ContextWindow
 	maxTokens := cfg.MaxTokens
 	if restored.Model != "" {
-		model = restored.Model
-		if spec, ok := s.spec(model); ok {
+		// A model the config no longer lists (the operator removed it) would
+		// fail every call; the session goes back to the configured one.
+		if spec, ok := s.spec(restored.Model); ok {
+			model = restored.Model
 			s.window, maxTokens = spec.ContextWindow, spec.MaxTokens
+		} else {
+			s.log.Warn("the session's model is no longer configured; using the default", "model", restored.Model, "default", model)
 		}
 	}
 	for i := len(restored.Messages) - 1; i >= 0; i-- {
