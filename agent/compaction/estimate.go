@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
 
@@ -106,28 +105,30 @@ func argumentsLen(raw []byte) int {
 //
 // For valid UTF-8 the count is bytes − continuation bytes + 4-byte leads
 // (which become surrogate pairs), and both are counted eight bytes at a time;
-// most text is ASCII, which skips 32 bytes a step.
+// most text is ASCII, which skips 64 bytes a step. The words are read with
+// constant offsets after one length check, so the loop has no bounds checks.
 func utf16Len(s string) int {
 	const highs = 0x8080808080808080
-	i, adjust, nonASCII := 0, 0, false
-	for ; i+32 <= len(s); i += 32 {
-		w0 := binary.LittleEndian.Uint64([]byte(s[i:]))
-		w1 := binary.LittleEndian.Uint64([]byte(s[i+8:]))
-		w2 := binary.LittleEndian.Uint64([]byte(s[i+16:]))
-		w3 := binary.LittleEndian.Uint64([]byte(s[i+24:]))
-		if (w0|w1|w2|w3)&highs == 0 {
-			continue
+	all := s
+	adjust, nonASCII := 0, false
+	for len(s) >= 64 {
+		w0, w1, w2, w3 := le64(s[0:8]), le64(s[8:16]), le64(s[16:24]), le64(s[24:32])
+		w4, w5, w6, w7 := le64(s[32:40]), le64(s[40:48]), le64(s[48:56]), le64(s[56:64])
+		if (w0|w1|w2|w3|w4|w5|w6|w7)&highs != 0 {
+			nonASCII = true
+			adjust += utf8Adjust(w0) + utf8Adjust(w1) + utf8Adjust(w2) + utf8Adjust(w3) +
+				utf8Adjust(w4) + utf8Adjust(w5) + utf8Adjust(w6) + utf8Adjust(w7)
 		}
-		nonASCII = true
-		adjust += utf8Adjust(w0) + utf8Adjust(w1) + utf8Adjust(w2) + utf8Adjust(w3)
+		s = s[64:]
 	}
-	for ; i+8 <= len(s); i += 8 {
-		if w := binary.LittleEndian.Uint64([]byte(s[i:])); w&highs != 0 {
+	for len(s) >= 8 {
+		if w := le64(s[0:8]); w&highs != 0 {
 			nonASCII = true
 			adjust += utf8Adjust(w)
 		}
+		s = s[8:]
 	}
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 0x80 {
 			nonASCII = true
 			if c < 0xC0 {
@@ -137,11 +138,11 @@ func utf16Len(s string) int {
 			}
 		}
 	}
-	if !nonASCII || utf8.ValidString(s) {
-		return len(s) + adjust
+	if !nonASCII || utf8.ValidString(all) {
+		return len(all) + adjust
 	}
 	n := 0
-	for _, r := range s {
+	for _, r := range all {
 		if r >= 0x10000 {
 			n += 2
 		} else {
@@ -149,6 +150,14 @@ func utf16Len(s string) int {
 		}
 	}
 	return n
+}
+
+// le64 reads eight bytes of s as a little-endian word (the compiler makes it
+// one load).
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // utf8Adjust is, for eight bytes of UTF-8, the number of 4-byte leads minus

@@ -194,8 +194,10 @@ func (s *jsLenScanner) stringLen() (int, error) {
 	src := s.src
 	nonASCII := false
 	for s.pos < len(src) {
-		for s.pos+8 <= len(src) {
-			w := binary.LittleEndian.Uint64(src[s.pos:])
+		// Eight bytes at a time; b's constant-index reads need no bounds checks.
+		b := src[s.pos:]
+		for len(b) >= 8 {
+			w := binary.LittleEndian.Uint64(b[:8])
 			if !plain8(w) {
 				break
 			}
@@ -203,9 +205,10 @@ func (s *jsLenScanner) stringLen() (int, error) {
 				nonASCII = true
 				n += utf8Adjust(w)
 			}
-			s.pos += 8
+			b = b[8:]
 			n += 8
 		}
+		s.pos = len(src) - len(b)
 		if s.pos >= len(src) {
 			break
 		}
