@@ -17,7 +17,8 @@ import (
 // their scheme is http, https or mailto. Images are shown as links: a page
 // must not fetch what the model names.
 //
-// Supported: fenced code blocks (with a language label), headings, block
+// Supported: fenced code blocks (with a language label, highlighted by
+// highlight.go), headings, block
 // quotes, lists, horizontal rules, paragraphs with line breaks; inline code,
 // bold, italic, strikethrough, links, autolinks and bare URLs.
 func markdown(src string) template.HTML {
@@ -62,7 +63,7 @@ func renderBlocks(b *strings.Builder, lines []string, depth int) {
 			if langRe.MatchString(lang) {
 				b.WriteString(`<span class="lang">` + esc(lang) + `</span>`)
 			}
-			b.WriteString(`<code>` + esc(strings.Join(code, "\n")) + "</code></pre>\n")
+			b.WriteString(`<code>` + highlight(lang, strings.Join(code, "\n")) + "</code></pre>\n")
 		case headingRe.MatchString(line):
 			m := headingRe.FindStringSubmatch(line)
 			// Shifted by two: the page's own h1 and h2 frame the transcript.

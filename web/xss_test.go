@@ -131,6 +131,9 @@ func TestMarkdownLinks(t *testing.T) {
 		{"[x](javascript:alert(1))", `x <span class="unsafe-link">(javascript:alert(1)</span>)`},
 		{"snake_case_name and *em* and __strong__", `snake_case_name and <em>em</em> and <strong>strong</strong>`},
 		{"a `<b>` c", "a <code>&lt;b&gt;</code> c"},
+		{"```go\nfunc f() string { return \"<x>\" } // done\n```", `<span class="tok-k">func</span> f() string { <span class="tok-k">return</span> <span class="tok-s">&#34;&lt;x&gt;&#34;</span> } <span class="tok-c">// done</span>`},
+		{"```python\nx = 42  # the answer\n```", `x = <span class="tok-n">42</span>  <span class="tok-c"># the answer</span>`},
+		{"```unknown\nif <b>\n```", `<code>if &lt;b&gt;</code>`},
 	} {
 		if got := string(markdown(tc.in)); !strings.Contains(got, tc.want) {
 			t.Errorf("markdown(%q) = %q, want it to contain %q", tc.in, got, tc.want)
@@ -257,6 +260,7 @@ func FuzzMarkdownIsInert(f *testing.F) {
 	for _, s := range hostile {
 		f.Add(s)
 	}
+	f.Add("```go\n// c \"x\n/* <b> */ s := `a\nb` + \"q\\\"\" + 'r' + 0x1F\n```\n```sh\necho $# # <i>\n```\n```sql\n-- x\nSELECT 1\n```")
 	f.Add("# h\n\n- a\n- b\n\n1. c\n\n> q\n\n---\n\n```sh\nx\n```\n**b** _e_ ~~d~~ `c` [l](https://x.y) <https://a.b> https://c.d")
 	f.Fuzz(func(t *testing.T, src string) {
 		root, err := html.Parse(strings.NewReader("<div>" + string(markdown(src)) + "</div>"))
