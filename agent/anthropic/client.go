@@ -34,6 +34,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
@@ -199,4 +200,21 @@ func transportMessage(err error) string {
 		return urlErr.Err.Error()
 	}
 	return err.Error()
+}
+
+// ListModels returns the model ids the key may use (GET /v1/models, every
+// page). Its errors are classified like Stream's.
+func (c *Client) ListModels(ctx context.Context) ([]string, error) {
+	pager := c.api.Models.ListAutoPaging(ctx, anthropic.ModelListParams{Limit: param.NewOpt(int64(1000))})
+	var ids []string
+	for pager.Next() {
+		ids = append(ids, pager.Current().ID)
+	}
+	if err := pager.Err(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, c.classify(err)
+	}
+	return ids, nil
 }

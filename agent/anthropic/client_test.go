@@ -285,3 +285,16 @@ func TestThinkingWaitsForATurnOfItsOwn(t *testing.T) {
 		t.Errorf("thinking = %+v on a new prompt, want the high budget", th)
 	}
 }
+
+func TestListModels(t *testing.T) {
+	c, fake := newClient(t)
+	fake.SetModels("claude-sonnet-4-5", "claude-haiku-4-5")
+	ids, err := c.ListModels(context.Background())
+	if err != nil || len(ids) != 2 || ids[0] != "claude-sonnet-4-5" {
+		t.Fatalf("ListModels = %v, %v; want both ids", ids, err)
+	}
+	bad, _ := anthropic.New(anthropic.Config{BaseURL: fake.URL(), APIKey: "sk-ant-wrong-0000"})
+	if _, err := bad.ListModels(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("ListModels with a wrong key = %v, want a 401", err)
+	}
+}

@@ -17,7 +17,6 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/threadsmith/threadsmith/agent/openai"
 	"github.com/threadsmith/threadsmith/config"
 )
 
@@ -54,17 +53,8 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		}
 	}
 
-	// Anthropic's endpoint is reached by the first request; the OpenAI-compatible
-	// one lists its models.
-	client, err := openai.New(openai.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey})
-	if cfg.LLM.Provider == config.ProviderAnthropic {
-		fmt.Fprintln(w, "llm: anthropic (reached by the first request)")
-	} else if err != nil {
-		fail("llm.base_url: %v", err)
-	} else if models, err := client.ListModels(ctx); err != nil {
-		fail("llm: cannot reach %s: %v", cfg.LLM.BaseURL, err)
-	} else if len(models) > 0 && !contains(models, cfg.LLM.Model) {
-		fail("llm.model: %q is not among the models the endpoint lists", cfg.LLM.Model)
+	for _, p := range checkModels(ctx, cfg) {
+		fail("%s", p)
 	}
 	for _, p := range checkRemotes(ctx, cfg) {
 		fail("%s", p)
@@ -76,15 +66,6 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		fmt.Fprintln(w, "ok")
 	}
 	return ok
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkRemotes lists every configured repository's remote branches and

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"slices"
 
 	"github.com/threadsmith/threadsmith/agent/anthropic"
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -54,4 +56,60 @@ func modelPrice(m config.Model) llm.Price {
 	}
 	p, _ := llm.KnownPrice(m.ID)
 	return p
+}
+
+// checkModels reaches every model endpoint once (llm's and each other one in
+// llm.models) and checks that the models configured on it are among the ones
+// it lists (when it lists any: some local servers list none).
+func checkModels(ctx context.Context, cfg *config.Config) []string {
+	type endpoint struct {
+		provider config.Provider
+		url, key string
+	}
+	keys := map[endpoint][]string{} // endpoint -> config keys of its models, in order
+	ids := map[endpoint][]string{}
+	var order []endpoint
+	for i, m := range append([]config.Model{cfg.LLM.Main()}, cfg.LLM.Models...) {
+		ep := endpoint{m.Provider, m.BaseURL, m.APIKey}
+		if _, seen := keys[ep]; !seen {
+			order = append(order, ep)
+		}
+		key := "llm.model"
+		if i > 0 {
+			key = fmt.Sprintf("llm.models[%d].model", i-1)
+		}
+		keys[ep] = append(keys[ep], key)
+		ids[ep] = append(ids[ep], m.ID)
+	}
+	var problems []string
+	for _, ep := range order {
+		where := "llm"
+		if k := keys[ep][0]; k != "llm.model" {
+			where = k[:len(k)-len(".model")]
+		}
+		var listed []string
+		var err error
+		switch ep.provider {
+		case config.ProviderAnthropic:
+			var c *anthropic.Client
+			if c, err = anthropic.New(anthropic.Config{BaseURL: ep.url, APIKey: ep.key}); err == nil {
+				listed, err = c.ListModels(ctx)
+			}
+		default:
+			var c *openai.Client
+			if c, err = openai.New(openai.Config{BaseURL: ep.url, APIKey: ep.key}); err == nil {
+				listed, err = c.ListModels(ctx)
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: cannot reach %s: %v", where, ep.url, err))
+			continue
+		}
+		for i, id := range ids[ep] {
+			if len(listed) > 0 && !slices.Contains(listed, id) {
+				problems = append(problems, fmt.Sprintf("%s: %q is not among the models the endpoint lists", keys[ep][i], id))
+			}
+		}
+	}
+	return problems
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,32 @@ func TestModelsFromTheConfigReachTheirEndpoints(t *testing.T) {
 	reqs := ant.Requests()
 	if len(reqs) != 1 || reqs[0].Model != "claude-sonnet-4-5" || reqs[0].Thinking == nil || reqs[0].Thinking.BudgetTokens != 8192 {
 		t.Errorf("Anthropic requests = %+v, want claude-sonnet-4-5 with a medium thinking budget", reqs)
+	}
+}
+
+// -check reaches every model endpoint and names the model a key cannot use.
+func TestCheckReachesEveryModelEndpoint(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	ant := anthropicfake.New(t)
+	ant.RequireAPIKey("sk-ant")
+	ant.SetModels("claude-sonnet-4-5")
+	other := llmfake.New(t)
+	other.RequireAPIKey("sk-right")
+	cfg.LLM.Models = []config.Model{
+		{Name: "sonnet", Provider: config.ProviderAnthropic, BaseURL: ant.URL(), APIKey: "sk-ant", ID: "claude-sonnet-4-5", ContextWindow: 200000, MaxOutputTokens: 8192},
+		{Name: "opus", Provider: config.ProviderAnthropic, BaseURL: ant.URL(), APIKey: "sk-ant", ID: "claude-opus-9", ContextWindow: 200000, MaxOutputTokens: 8192},
+		{Name: "other", Provider: config.ProviderOpenAI, BaseURL: other.URL(), APIKey: "sk-wrong", ID: "x", ContextWindow: 200000, MaxOutputTokens: 8192},
+	}
+	ok, out := runCheck(t, cfg)
+	if ok {
+		t.Fatalf("check passed:\n%s", out)
+	}
+	for _, want := range []string{`llm.models[1].model: "claude-opus-9" is not among the models the endpoint lists`, "llm.models[2]: cannot reach"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "llm.models[0]") || strings.Contains(out, "sk-wrong") {
+		t.Errorf("check output names a model that is fine, or a key:\n%s", out)
 	}
 }

@@ -40,6 +40,7 @@ type Server struct {
 	requests []Request
 	changed  chan struct{}
 	apiKey   string
+	models   []string
 }
 
 // New starts a server and closes it when the test ends.
@@ -48,6 +49,7 @@ func New(t testing.TB) *Server {
 	s := &Server{changed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.serveMessages)
+	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "Not found: "+r.Method+" "+r.URL.Path)
 	})
@@ -64,6 +66,27 @@ func (s *Server) RequireAPIKey(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.apiKey = key
+}
+
+// SetModels sets the ids GET /v1/models lists (default: none).
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string(nil), ids...)
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	s.mu.Lock()
+	data := make([]map[string]any, 0, len(s.models))
+	for _, id := range s.models {
+		data = append(data, map[string]any{"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z"})
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data, "has_more": false})
 }
 
 // Push queues responses for the next requests, in order.
@@ -107,22 +130,10 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	key := s.apiKey
-	s.mu.Unlock()
-	// The API takes the key as x-api-key or, as the Go SDK v2 sends it, as a
-	// bearer token.
-	sent := r.Header.Get("x-api-key")
-	if sent == "" {
-		sent, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !s.authorized(w, r) {
+		return
 	}
 	switch {
-	case sent == "" && key != "":
-		writeError(w, http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
-		return
-	case key != "" && sent != key:
-		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
-		return
 	case r.Header.Get("anthropic-version") == "":
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
 		return
@@ -159,6 +170,27 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	resp.play(w, r, req)
+}
+
+// authorized checks the key, which the API takes as x-api-key or, as the Go
+// SDK v2 sends it, as a bearer token.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	key := s.apiKey
+	s.mu.Unlock()
+	sent := r.Header.Get("x-api-key")
+	if sent == "" {
+		sent, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	switch {
+	case sent == "" && key != "":
+		writeError(w, http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+		return false
+	case key != "" && sent != key:
+		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+		return false
+	}
+	return true
 }
 
 // Request is one accepted request, decoded, with its raw body.
