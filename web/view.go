@@ -189,11 +189,28 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		}
 	}
 
+	all := make([][]transcript.Entry, len(sessions))
+	delivered := map[string]bool{} // inbound ids that reached the model as a user message
 	for si, sess := range sessions {
-		entries, err := st.LoadEntries(ctx, sess.ID)
-		if err != nil {
+		if all[si], err = st.LoadEntries(ctx, sess.ID); err != nil {
 			return nil, err
 		}
+		for _, e := range all[si] {
+			if e.Message != nil && e.Message.Role == llm.RoleUser && e.Message.InputID != "" {
+				delivered[e.Message.InputID] = true
+			}
+		}
+	}
+	for i := range runs {
+		// A run whose input never became a user message (a command's, or
+		// one cut off first) is placed by its time, like a run without input.
+		if id := strconv.FormatInt(runs[i].InboundID, 10); runs[i].InboundID != 0 && !delivered[id] {
+			runs[i].InboundID = 0
+			delete(runByInput, id)
+		}
+	}
+	for si, sess := range sessions {
+		entries := all[si]
 		if len(sessions) > 1 || si > 0 {
 			text := "Session " + strconv.Itoa(si+1)
 			if si > 0 {

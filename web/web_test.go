@@ -481,3 +481,32 @@ func TestListShowsStateRepoBranchActivityAndCost(t *testing.T) {
 	}
 	assertInert(t, body)
 }
+
+// A run whose input never became a prompt (a command's) still shows, at its
+// time, after the runs before it.
+func TestRunWithoutAPromptIsShownInOrder(t *testing.T) {
+	f := newFixture(t)
+	first := f.prompt("alice", "first request")
+	f.append(msg(answer("first answer")))
+	if err := f.db.FinishRun(f.ctx, first, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := f.db.AcceptInbound(f.ctx, storage.Inbound{Platform: "slack", Channel: "C1", MessageID: "cmd1",
+		ThreadID: f.thread.ID, AuthorName: "alice", Text: "!compact", Mode: storage.ModeCommand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.db.StartRun(f.ctx, f.thread.ID, f.sess.ID, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.FinishRun(f.ctx, second, storage.RunStopped); err != nil {
+		t.Fatal(err)
+	}
+	srv := f.server(Options{AuthHeader: "X-User"})
+	_, body := get(t, srv.URL+"/s/"+strconv.FormatInt(f.thread.ID, 10), http.Header{"X-User": {"op"}})
+	i1, i2, ia := strings.Index(body, "Run 1"), strings.Index(body, "Run 2"), strings.Index(body, "first answer")
+	if i1 < 0 || i2 < 0 || ia < 0 || !(i1 < ia && ia < i2) || !strings.Contains(body, "outcome-stopped") {
+		t.Errorf("want Run 1, its answer, then Run 2 (stopped); got positions %d, %d, %d:\n%s", i1, ia, i2, body)
+	}
+}
