@@ -273,12 +273,22 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 	})
 	root := e.slack.Mention(slackChan, aliceID, "do a long thing", "")
 	e.waitRequests(1)
-	has := func(status string) bool {
-		return slices.ContainsFunc(e.slack.AgentStatuses(), func(s slackfake.AgentStatus) bool {
-			return s.Channel == slackChan && s.ThreadTS == root && s.Status == status
-		})
+	// The session's status is no chat call (waitFor wakes on those): wait
+	// on the method's calls.
+	waitAgent := func(status string) {
+		t.Helper()
+		for {
+			n := len(e.slack.CallsTo("agents.sessions.setStatus"))
+			if st := e.slack.AgentStatuses(); len(st) > 0 && st[len(st)-1].Status == status &&
+				st[len(st)-1].Channel == slackChan && st[len(st)-1].ThreadTS == root {
+				return
+			}
+			if _, err := e.slack.WaitCalls(e.ctx, "agents.sessions.setStatus", n+1); err != nil {
+				t.Fatalf("waiting for the session %s: %v (statuses %+v)", status, err, e.slack.AgentStatuses())
+			}
+		}
 	}
-	e.waitFor("the session processing", func() bool { return has("processing") })
+	waitAgent("processing")
 	if got := e.slack.Statuses(); len(got) != 0 {
 		t.Errorf("assistant statuses %+v beside the agent session's, want none", got)
 	}
@@ -289,10 +299,7 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 		t.Errorf("stopped %v after Slack's stop button, want within 1s", d)
 	}
 	// Slack leaves the status to the app: the session is active again.
-	e.waitFor("the session active", func() bool {
-		st := e.slack.AgentStatuses()
-		return len(st) > 0 && st[len(st)-1].Status == "active"
-	})
+	waitAgent("active")
 	if err := e.slack.WaitAllAcked(e.ctx); err != nil {
 		t.Fatal(err)
 	}
