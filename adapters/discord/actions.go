@@ -58,19 +58,22 @@ func actionComponents(actions []chat.Action) []discordgo.MessageComponent {
 // allowed click is queued for the worker as the command it stands for.
 func (r *runner) onComponent(i *discordgo.Interaction, kind channelKind) {
 	data := i.MessageComponentData()
-	if data.ComponentType != discordgo.ButtonComponent || !chat.ValidActionID(data.CustomID) {
-		return
-	}
 	ev := &interactionEvent{i: i, kind: kind, click: data.CustomID, answered: make(chan struct{})}
 	ev.resp = answer{kind: deferUpdate}
-	if !r.a.allowed(interactionAuthor(i)) {
+	ours := data.ComponentType == discordgo.ButtonComponent && chat.ValidActionID(data.CustomID)
+	switch {
+	case !r.a.allowed(interactionAuthor(i)):
 		ev.resp = answer{kind: replyEphemeral, text: notAllowedText}
+	case !ours:
+		// Not a button of this bot's (an older version's, say): answered,
+		// so the person sees no failure, and dropped.
+		ev.click = ""
 	}
 	r.answers.Go(func() {
 		defer close(ev.answered)
 		ev.err = r.a.answer(r.ctx, i, ev.resp)
 	})
-	if ev.resp.kind != replyEphemeral {
+	if ev.resp.kind != replyEphemeral && ev.click != "" {
 		r.q.push(ev)
 	}
 }

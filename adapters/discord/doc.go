@@ -74,7 +74,8 @@
 // a click from someone they leave out is answered with an ephemeral note
 // (type 4, flag 64) through its interaction token, and nothing reaches the
 // handler. An allowed click's interaction is held for Whisper, whose note
-// is then an ephemeral followup.
+// is then an ephemeral followup. A click on a component that is not one of
+// these buttons is answered (a deferred update) and dropped.
 //
 // # Whisper
 //
