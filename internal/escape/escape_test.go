@@ -52,7 +52,8 @@ type world struct {
 	marker  string // a file that exists only if a command the attacker planted ran outside the sandbox
 	m       *workspace.Manager
 	a, b    *workspace.Workspace
-	bash    agent.Tool // thread A's bash, in the sandbox
+	bash    agent.Tool      // thread A's bash, in the sandbox
+	extra   []sandbox.Mount // more mounts for bash (a build cache)
 	before  snapshot
 }
 
@@ -108,11 +109,11 @@ func newWorld(t *testing.T) *world {
 		Sandbox: sb,
 		Env:     map[string]string{"BOT_PID": strconv.Itoa(os.Getpid()), "B_ROOT": w.b.Root(), "B_GITDIR": w.b.GitDir(), "REMOTE": w.remote.Path, "DATA": w.dataDir, "CONFIG": w.config, "MARKER": w.marker, "BOT_HOME": home},
 		Mounts: func() []sandbox.Mount { // as the bridge mounts them
-			return []sandbox.Mount{
+			return append([]sandbox.Mount{
 				{Path: w.a.CommonDir(), Access: sandbox.ReadOnly},
 				{Path: filepath.Join(w.a.CommonDir(), "worktrees"), Access: sandbox.Hidden},
 				{Path: w.a.GitDir(), Access: sandbox.ReadOnly},
-			}
+			}, w.extra...)
 		},
 	})
 	if err != nil {
@@ -127,7 +128,13 @@ func newWorld(t *testing.T) *world {
 // attack runs script as the model would, in thread A's bash.
 func (w *world) attack(script string) string {
 	w.t.Helper()
-	args, _ := json.Marshal(map[string]any{"command": script, "timeout": 60})
+	return w.attackWithin(script, 60)
+}
+
+// attackWithin is attack with a time limit in seconds.
+func (w *world) attackWithin(script string, seconds int) string {
+	w.t.Helper()
+	args, _ := json.Marshal(map[string]any{"command": script, "timeout": seconds})
 	res, err := w.bash.Execute(w.ctx, agent.ToolCall{ID: "x", Name: tools.BashName, Args: args}, nil)
 	if err != nil {
 		w.t.Fatalf("bash: %v", err)
@@ -412,9 +419,12 @@ func TestTheAgentCanStillWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping go build and go test in the sandbox")
 	}
-	// A persistent build cache keeps this quick after the first run on a
-	// machine; the sandbox sees it as any other path it was given.
-	out = w.attack(`set -e; export GOCACHE=$HOME/.cache/go-build GOFLAGS=-mod=mod GOTOOLCHAIN=local; go vet ./... && go build -o /tmp/app . && /tmp/app && go test ./... 2>&1 | tail -3`)
+	// A build cache kept across test runs on this machine (shown to the
+	// sandbox read-write, as an operator could show a shared cache) keeps
+	// this quick after the first run; the first compiles the standard
+	// library, which on a loaded machine takes minutes, hence the limit.
+	w.extra = []sandbox.Mount{{Path: goCache(t), Access: sandbox.ReadWrite}}
+	out = w.attackWithin(`set -e; export GOCACHE=`+goCache(t)+` GOFLAGS=-mod=mod GOTOOLCHAIN=local; go build -o /tmp/app . && /tmp/app && go test ./... 2>&1 | tail -3`, 480)
 	if !strings.Contains(out, "3\n") || !strings.Contains(out, "ok  \texample.com/app") {
 		t.Errorf("go build and go test in the sandbox:\n%s", out)
 	}
@@ -464,6 +474,19 @@ func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 	}
 	w.botRuns()
 	w.intact(out.String())
+}
+
+// goCache is a Go build cache kept across test runs on this machine.
+func goCache(t *testing.T) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "threadsmith-test-gocache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func jsonPath(p string) string {
