@@ -128,3 +128,18 @@ func TestSlackRepositoryMCPServersOnlyWhenAllowed(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPSecretsAreRedacted(t *testing.T) {
+	cfg := config.Default()
+	cfg.MCP.Servers = []config.MCPServer{{Name: "a", URL: "https://x/mcp", Headers: map[string]string{"Authorization": "Bearer hdr-secret-123456"}},
+		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}}}
+	got := strings.Join(secrets(&cfg), " ")
+	for _, want := range []string{"hdr-secret-123456", "env-secret-0123456789"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("secrets() lacks %q", want)
+		}
+	}
+	if strings.Contains(got, " on") {
+		t.Errorf("a short plain setting is treated as a secret: %s", got)
+	}
+}
