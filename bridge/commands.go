@@ -21,7 +21,7 @@ var commandHelp = map[string]string{
 	"help":     "`!help` — this list",
 	"status":   "`!status` — model, repository, branch, context used, queue, last push",
 	"stop":     "`!stop` — stop the current run (queued messages stay queued)",
-	"steer":    "`!steer <text>` — tell me now: delivered after the current tool, remaining tool calls are skipped",
+	"steer":    "`!steer <text>` — tell me now: delivered at my next step; the tool calls I had planned for this step are skipped",
 	"followup": "`!followup <text>` — queue for when the current run ends",
 	"compact":  "`!compact [focus]` — summarize older history now; the focus steers the summary",
 	"diff":     "`!diff` — this thread's changes against the default branch (the full patch as a file)",
@@ -50,10 +50,36 @@ func helpText(prefix string) string {
 	return b.String()
 }
 
+// unknownCommand answers `!word` when word is no command: a typo of one
+// should not become a request to the model. `!review` is a request (see
+// reviewHelp) and anything that is not a plain word is text.
+func unknownCommand(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "!") {
+		return "", false
+	}
+	name, _ := commandWord(t)
+	if name == "" || name == "review" {
+		return "", false
+	}
+	if _, ok := commandHelp[name]; ok {
+		return "", false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return "", false
+		}
+	}
+	return fmt.Sprintf("Unknown command `!%s`: `!help` lists the commands. To ask me something, write it without the `!`.", name), true
+}
+
 // noSessionReply answers a command in a thread that has no session yet.
 func noSessionReply(name string) string {
 	if name == "help" {
 		return helpText("!")
+	}
+	if name == "model" {
+		return "No conversation here yet, so there is no model to switch: mention me with a request and I start with the configured model; then `!model <name>` switches it (`!help` lists the commands)."
 	}
 	return "Nothing is running in this thread yet: mention me with a request to start."
 }

@@ -40,6 +40,11 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 	r.waitText(th, "Nothing is running in this thread yet")
 	r.say(th, alice, "!diff", false)
 	r.waitCount(th, "Nothing is running in this thread yet", 2)
+	// A mistyped command is answered, not sent to the model; !model says how.
+	r.say(th, alice, "!stauts", false)
+	r.waitText(th, "Unknown command `!stauts`")
+	r.say(th, alice, "!model gpt-x", false)
+	r.waitText(th, "then `!model <name>` switches it")
 
 	rec, err := r.thread(th)
 	if err != nil {
@@ -307,4 +312,15 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func TestUnknownCommand(t *testing.T) {
+	for in, want := range map[string]bool{
+		"!stauts": true, "!frob x y": true, "!status": false, "!review": false, "!steer now": false,
+		"hello": false, "/skill:x": false, "!!!": false, "! wow": false, "!Ünicode": false,
+	} {
+		if _, got := unknownCommand(in); got != want {
+			t.Errorf("unknownCommand(%q) = %v, want %v", in, got, want)
+		}
+	}
 }

@@ -306,6 +306,11 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
 		return
 	}
+	if reply, ok := unknownCommand(in.Text); ok {
+		t.say(reply)
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+		return
+	}
 	if startsRun && len(t.waiting) > 0 && !pi.granted {
 		// Behind input that waits for a run slot: keep the order.
 		pi.parked = true
