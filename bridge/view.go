@@ -75,6 +75,12 @@ type runState struct {
 	// unless a retry or compaction notice already told it (reported).
 	lastError string
 	reported  bool
+	// first is the run's first segment; ended says the run is over. A first
+	// segment sealed while the run goes on (below it a retry or compaction
+	// notice) keeps its working line until the run ends, then gets its
+	// final form: it must not say ✓ while a retry waits.
+	first *segment
+	ended bool
 }
 
 // segment is a status message (or several, when it outgrows one).
@@ -105,6 +111,7 @@ func (v *view) arm(context string, status *outbox.Message, statusText string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r := &runState{context: context, seg: &segment{first: true}, stats: runStats{started: v.now()}}
+	r.first = r.seg
 	if status != nil {
 		r.seg.msgs = []*outbox.Message{status}
 		r.seg.texts = []string{statusText}
@@ -135,6 +142,8 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 		return runStats{}
 	}
 	v.run = nil
+	r.ended = true
+	v.refinalizeFirstLocked(r)
 	if r.lastError != "" && !r.reported {
 		r.answer = append(r.answer, "❌ The model request failed: "+r.lastError)
 	}
@@ -465,17 +474,20 @@ func (v *view) textChanged(m *outbox.Message, text string) {
 // text is the status segment: the working line, tool lines and narration, and
 // the preview of the reply being streamed. A sealed segment has only its blocks
 // (or the repository line when it has none).
-func (r *runState) text() string {
+func (r *runState) text() string { return r.segText(r.seg) }
+
+// segText renders one segment of the run.
+func (r *runState) segText(seg *segment) string {
 	var b strings.Builder
-	if r.seg.first && !r.seg.sealed {
+	if seg.first && (!seg.sealed || !r.ended) {
 		b.WriteString(workingHeaderPrefix)
 		if r.context != "" {
 			b.WriteString(" · " + r.context)
 		}
 	}
-	for i, bl := range r.seg.blocks {
+	for i, bl := range seg.blocks {
 		if b.Len() > 0 {
-			if i > 0 && bl.toolID != "" && r.seg.blocks[i-1].toolID != "" {
+			if i > 0 && bl.toolID != "" && seg.blocks[i-1].toolID != "" {
 				b.WriteString("\n") // consecutive tool lines stay together
 			} else {
 				b.WriteString("\n\n")
@@ -486,12 +498,32 @@ func (r *runState) text() string {
 	// The live preview shows only in the run's first status message: a
 	// continued one (below a notice or a delivered follow-up) shows tool
 	// lines, and the answer is posted when it is complete.
-	if r.seg.first && !r.seg.sealed && r.streaming != nil && r.streaming.Len() > 0 {
+	if seg.first && !seg.sealed && r.streaming != nil && r.streaming.Len() > 0 {
 		b.WriteString("\n\n")
 		b.WriteString(r.streaming.String())
 	}
-	if b.Len() == 0 && r.seg.first && r.context != "" && len(r.seg.msgs) > 0 {
+	if b.Len() == 0 && seg.first && r.context != "" && len(seg.msgs) > 0 {
 		b.WriteString("✓ " + r.context)
 	}
 	return b.String()
+}
+
+// refinalizeFirstLocked gives a first segment that was sealed while the run
+// went on its final form, now that the run has ended.
+func (v *view) refinalizeFirstLocked(r *runState) {
+	seg := r.first
+	if seg == nil || seg == r.seg || !seg.sealed || len(seg.msgs) == 0 {
+		return
+	}
+	chunks := Split(r.segText(seg), v.limit, v.measure)
+	for i, c := range chunks {
+		if i >= len(seg.msgs) {
+			break
+		}
+		if seg.texts[i] != c {
+			seg.texts[i] = c
+			v.out.EditFinal(seg.msgs[i], c, outbox.Normal)
+			v.textChanged(seg.msgs[i], c)
+		}
+	}
 }

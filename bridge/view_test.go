@@ -507,3 +507,26 @@ func TestViewNoStalePreviewBelowANotice(t *testing.T) {
 		})
 	}
 }
+
+// While a retry waits (its notice below the status), the status still says
+// the run is working; only the run's end gives it its ✓.
+func TestViewStatusSaysWorkingWhileARetryWaits(t *testing.T) {
+	r := newViewRig(t, 2000)
+	r.start("hello")
+	rl := &llm.Error{Kind: llm.ErrorHTTP, StatusCode: 503, Message: "overloaded"}
+	r.reply(errorReply(rl))
+	r.play(agent.AgentEnd{}, agent.AutoRetryStart{Attempt: 1, MaxAttempts: 3, Delay: 2 * time.Second, ErrorMessage: rl.Error()})
+	msgs := r.messages()
+	if len(msgs) < 2 || !strings.HasPrefix(msgs[0].Text, workingHeaderPrefix) {
+		t.Fatalf("while the retry waits, the status is:\n%s", render(msgs))
+	}
+	r.clock.Advance(2 * time.Second)
+	r.play(agent.AgentStart{})
+	r.reply(textReply("done", usage(3, 1)))
+	r.play(agent.AutoRetryEnd{Success: true, Attempt: 1}, agent.AgentEnd{})
+	r.end("", 4, 128000, false)
+	msgs = r.messages()
+	if strings.Contains(msgs[0].Text, "working") || !strings.HasPrefix(msgs[0].Text, "✓ ") {
+		t.Fatalf("after the run, the status is:\n%s", render(msgs))
+	}
+}
