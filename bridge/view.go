@@ -396,6 +396,12 @@ func (v *view) account(r *runState, m llm.Message) {
 		// Shown when the run ends, unless a retry or a compaction recovers it
 		// or its notice tells it.
 		r.lastError, r.reported = shortReason(m.ErrorMessage), false
+		if llm.IsContextOverflow(0, "", m.ErrorMessage) {
+			// Compaction had its chance before this is shown: say what the
+			// person can do instead of only the provider's words.
+			r.lastError = "this conversation no longer fits the model's context window, even after summarising what could be (" +
+				r.lastError + "). `!reset` starts a fresh conversation on the same branch; `!model` can switch to a model with a larger window."
+		}
 		return
 	}
 	r.lastError = ""

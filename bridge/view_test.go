@@ -530,3 +530,16 @@ func TestViewStatusSaysWorkingWhileARetryWaits(t *testing.T) {
 		t.Fatalf("after the run, the status is:\n%s", render(msgs))
 	}
 }
+
+// An overflow that compaction could not fix says what to do about it.
+func TestViewOverflowThatStaysSaysWhatToDo(t *testing.T) {
+	r := newViewRig(t, 2000)
+	r.start("hello")
+	r.reply(errorReply(&llm.Error{Kind: llm.ErrorHTTP, StatusCode: 400, Code: "context_length_exceeded", Message: "This model's maximum context length is 8192 tokens"}))
+	r.play(agent.AgentEnd{})
+	r.end("", 9000, 8192, false)
+	tr := render(r.messages())
+	if !strings.Contains(tr, "no longer fits the model's context window") || !strings.Contains(tr, "`!reset`") || !strings.Contains(tr, "maximum context length") {
+		t.Fatalf("the thread shows:\n%s", tr)
+	}
+}
