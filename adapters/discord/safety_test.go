@@ -131,11 +131,10 @@ func TestCatchUpClosesConversationsThatAreGone(t *testing.T) {
 	e := start(t, fake, baseConfig(fake))
 	gone := chat.ThreadRef{Platform: "discord", Team: guild, Channel: "1999999999999999999", Thread: "1999999999999999999"}
 	e.h.set(func(h *recorder) { h.sessions[gone.Key()] = &cursor{ref: gone, lastSeen: gone.Channel} })
-	resumes := fake.Resumes()
+	// Whether the reconnect resumes or (when the drop lands mid-handshake
+	// on a loaded machine) identifies anew, it catches up, and that closes
+	// the conversation.
 	fake.DropGateway()
-	if err := fake.WaitForResumed(ctxT(t), resumes+1); err != nil {
-		t.Fatal(err)
-	}
 	e.h.waitFor(t, "the gone conversation closed", func() bool { return len(e.h.closed) == 1 && e.h.closed[0] == gone })
 }
 
