@@ -41,9 +41,14 @@ func TestActionsFollowThePostAndRideEveryLaterEdit(t *testing.T) {
 		o.EditFinal(m, "done", outbox.Normal) // shown already, buttons too: no call
 		flush(t, o)
 
+		// The final edit and the buttons' removal go out as one call when
+		// SetActions comes before the worker takes the edit, else as two;
+		// which one depends on scheduling (goroutines in a bubble still run
+		// in parallel), the end is the same.
 		want := []string{"post:working[]", "actions:working[stop]", "actions:working: read[stop]", "actions:done[]"}
-		if got := withActions(r.accepted("", nil)); !slices.Equal(got, want) {
-			t.Errorf("calls:\n got %q\nwant %q", got, want)
+		split := []string{"post:working[]", "actions:working[stop]", "actions:working: read[stop]", "actions:done[stop]", "actions:done[]"}
+		if got := withActions(r.accepted("", nil)); !slices.Equal(got, want) && !slices.Equal(got, split) {
+			t.Errorf("calls:\n got %q\nwant %q (or the final edit and the removal apart: %q)", got, want, split)
 		}
 	})
 }
