@@ -462,6 +462,13 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		b.log.Info("refused input from a user who is not allowed", "thread", key, "user", in.Author.ID)
 		return chat.Refused, nil
 	}
+	return h.accept(ctx, in, deliveryKeys)
+}
+
+// accept stores an allowed message and hands it to its thread's owner.
+func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []string) (chat.Receipt, error) {
+	b, p := h.b, h.p
+	key := in.Thread.Key()
 	skey := storeKey(in.Thread)
 	rec, err := b.cfg.Store.GetThread(ctx, skey)
 	switch {
@@ -498,6 +505,45 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	}
 	b.dispatch(p, rec, pendingInput{id: id, in: in, mode: mode})
 	return chat.Accepted, nil
+}
+
+// ForgeReview hands the thread working on repo's branch a `!review`, as if a
+// person had asked for it: a forge's webhook said the branch's pull request
+// got review comments. The webhook was verified by its secret, so the
+// chat's allowlists do not apply; delivery is durable and de-duplicated by
+// delivery like any message. It reports whether a thread was found.
+func (b *Bridge) ForgeReview(ctx context.Context, repo, branch, delivery string) (bool, error) {
+	threads, err := b.cfg.Store.ActiveThreads(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, rec := range threads {
+		if rec.Repo != repo || rec.Branch != branch {
+			continue
+		}
+		p := b.platforms[rec.Key.Platform]
+		if p == nil {
+			return false, nil
+		}
+		in := chat.Inbound{
+			Thread:  refOf(rec.Key),
+			EventID: "forge-review/" + delivery,
+			Author:  chat.Author{ID: "forge", Name: "code review"},
+			Text:    "!review",
+			Time:    b.cfg.Now(),
+		}
+		h := &handler{b: b, p: p}
+		keys := deliveryKeys(p.name, in)
+		b.mu.Lock()
+		dup := b.seen.hasAny(keys)
+		b.mu.Unlock()
+		if dup {
+			return true, nil
+		}
+		_, err := h.accept(ctx, in, keys)
+		return true, err
+	}
+	return false, nil
 }
 
 // deliveryKeys are the ids that identify a message's deliveries.

@@ -331,6 +331,10 @@ type Repo struct {
 	// PullRequests is draft, ready or off: whether the first push of a
 	// thread opens a pull (merge) request, and how. Needs a token.
 	PullRequests PullRequestMode `yaml:"pull_requests"`
+	// WebhookSecret verifies the forge's webhooks to http.listen's
+	// /hooks/<name>: review comments on a thread's pull request reach the
+	// thread as a `!review` by themselves.
+	WebhookSecret string `yaml:"webhook_secret"`
 }
 
 // Slack configures the Slack adapter.

@@ -34,6 +34,7 @@ func (c Config) Redacted() Config {
 		r.Workspace.Repos = make([]Repo, len(c.Workspace.Repos))
 		for i, repo := range c.Workspace.Repos {
 			repo.Token = redact(repo.Token)
+			repo.WebhookSecret = redact(repo.WebhookSecret)
 			repo.URL = redactURL(repo.URL)
 			r.Workspace.Repos[i] = repo
 		}

@@ -429,7 +429,7 @@ func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
 func secrets(cfg *config.Config) []string {
 	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token, cfg.HTTP.SessionKey}
 	for _, r := range cfg.Workspace.Repos {
-		s = append(s, r.Token)
+		s = append(s, r.Token, r.WebhookSecret)
 	}
 	for _, m := range cfg.LLM.Models {
 		s = append(s, m.APIKey) // an endpoint's own key, as secret as llm.api_key

@@ -157,6 +157,13 @@ func (m *Main) serveOps(log *slog.Logger, adapters []chat.Adapter) {
 	m.opsDone = make(chan error, 1)
 	ln := m.httpLn
 	h := ops.Handler(m.Metrics, checks, fallback)
+	if hooks := webhookHandler(m.Config, m.Bridge, log.With("component", "webhooks")); hasWebhooks(m.Config) {
+		// Forges' review webhooks: /hooks/<repo>; the rest as before.
+		mux := http.NewServeMux()
+		mux.Handle("/hooks/", hooks)
+		mux.Handle("/", h)
+		h = mux
+	}
 	if m.pages != nil {
 		// The pages take / (exactly), /s/… and /assets/…; every other path,
 		// the operator's and the Events API's, goes on to ops.Handler.
@@ -168,6 +175,16 @@ func (m *Main) serveOps(log *slog.Logger, adapters []chat.Adapter) {
 	}
 	log.Info("serving /healthz, /readyz and /metrics", "addr", ln.Addr().String())
 	go func() { m.opsDone <- ops.Serve(ctx, ln, h, log.With("component", "http")) }()
+}
+
+// hasWebhooks says whether any repository takes forge webhooks.
+func hasWebhooks(cfg *config.Config) bool {
+	for _, r := range cfg.Workspace.Repos {
+		if r.WebhookSecret != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // stopOps ends what Run started for operating the bot, last of all: the

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,4 +146,107 @@ func TestSlackRepositoryInstructions(t *testing.T) {
 	}
 	e.slack.UserMessage(slackChan, aliceID, "!status", root)
 	e.waitText(slackChan, root, "Instructions: `AGENTS.md`")
+}
+
+// A forge's webhook for a review comment, verified by the repository's
+// secret, gets the thread's agent the comment without anyone typing
+// !review; an unsigned one does nothing.
+func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
+	for _, kind := range []string{"github", "gitlab", "gitea"} {
+		t.Run(kind, func(t *testing.T) {
+			const secret = "hook-secret-0123456789"
+			fake := forgefake.New(t, kind, "acme/app", "forge-token-0001")
+			e := newSlackFakes(t)
+			srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Password: "forge-token-0001"})
+			url := srv.ServeAt(t, e.remote, "acme/app")
+			e.cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: url, DefaultBranch: "main", Token: "forge-token-0001",
+				Forge: kind, APIURL: fake.APIURL(), PullRequests: config.PullRequestsDraft, WebhookSecret: secret}}
+			e.cfg.HTTP.Listen = "127.0.0.1:0"
+			e.start()
+			writes(e)
+			root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
+			e.waitText(slackChan, root, "|pull request #1>")
+			prs := fake.PRs()
+			fake.AddComment(1, forgefake.Comment{ID: 77, Author: "reviewer", Body: "rename file1", Path: "file1.txt", Line: 1, Review: true})
+
+			body, header := reviewHook(kind, prs[0].Head, secret)
+			hook := "http://" + e.m.HTTPAddr() + "/hooks/app"
+			post := func(h http.Header) int {
+				req, _ := http.NewRequest("POST", hook, strings.NewReader(body))
+				req.Header = h
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			before := len(e.llm.Requests())
+			forged := header.Clone()
+			for k := range forged {
+				if strings.Contains(strings.ToLower(k), "signature") || strings.Contains(strings.ToLower(k), "token") {
+					forged.Set(k, "sha256=00")
+				}
+			}
+			if code := post(forged); code != http.StatusUnauthorized {
+				t.Fatalf("a forged webhook got %d, want 401", code)
+			}
+			if code := post(header); code != http.StatusAccepted {
+				t.Fatalf("the signed webhook got %d, want 202", code)
+			}
+			e.waitFor("the review reaching the model", func() bool {
+				for _, r := range e.llm.Requests()[before:] {
+					if strings.Contains(lastUserText(r), "rename file1") {
+						return true
+					}
+				}
+				return false
+			})
+			// Redelivered: the same delivery acts once.
+			post(header)
+			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 1 })
+			// The prompt is new in exactly one request: the one it ends.
+			n := 0
+			for _, r := range e.llm.Requests()[before:] {
+				if last := r.Messages[len(r.Messages)-1]; last.Role == "user" && strings.Contains(last.Content, "rename file1") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("the review prompt reached the model %d times, want once", n)
+			}
+		})
+	}
+}
+
+// reviewHook is a review-comment webhook as kind's forge sends it, signed
+// with secret.
+func reviewHook(kind, branch, secret string) (string, http.Header) {
+	h := http.Header{"Content-Type": {"application/json"}}
+	var body string
+	switch kind {
+	case "gitlab":
+		body = `{"object_kind":"note","object_attributes":{"id":77,"noteable_type":"MergeRequest"},"merge_request":{"source_branch":"` + branch + `"}}`
+		h.Set("X-Gitlab-Event", "Note Hook")
+		h.Set("X-Gitlab-Event-UUID", "uuid-77")
+		h.Set("X-Gitlab-Token", secret)
+		return body, h
+	case "gitea":
+		body = `{"action":"reviewed","pull_request":{"head":{"ref":"` + branch + `"}}}`
+		h.Set("X-Gitea-Event", "pull_request_review_comment")
+		h.Set("X-Gitea-Delivery", "delivery-77")
+	default:
+		body = `{"action":"created","pull_request":{"head":{"ref":"` + branch + `"}}}`
+		h.Set("X-GitHub-Event", "pull_request_review_comment")
+		h.Set("X-GitHub-Delivery", "delivery-77")
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	sum := hex.EncodeToString(mac.Sum(nil))
+	if kind == "gitea" {
+		h.Set("X-Gitea-Signature", sum)
+	} else {
+		h.Set("X-Hub-Signature-256", "sha256="+sum)
+	}
+	return body, h
 }

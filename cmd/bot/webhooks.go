@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/forge"
+)
+
+// reviewer is what a verified review webhook asks of the bridge.
+type reviewer interface {
+	ForgeReview(ctx context.Context, repo, branch, delivery string) (bool, error)
+}
+
+// webhookHandler serves POST /hooks/<repo>: a forge's webhook, verified by
+// the repository's webhook_secret, that says a pull request got review
+// comments; the thread working on its branch gets a `!review`. Anything not
+// verified is 401 and does nothing; events that are not review comments are
+// acknowledged and ignored (forges retry failures).
+func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handler {
+	repos := map[string]config.Repo{}
+	for _, r := range cfg.Workspace.Repos {
+		if r.WebhookSecret != "" {
+			repos[r.Name] = r
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, ok := repos[strings.TrimPrefix(r.URL.Path, "/hooks/")]
+		if !ok || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		kind := repo.Forge
+		if fc, err := forge.Resolve(repo.URL, repo.Forge, repo.APIURL, ""); err == nil {
+			kind = fc.Kind
+		}
+		if !verifyWebhook(kind, repo.WebhookSecret, r.Header, body) {
+			log.Warn("webhook refused: bad signature", "repo", repo.Name)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		branch, delivery := reviewEvent(kind, r.Header, body)
+		if branch == "" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		found, err := b.ForgeReview(ctx, repo.Name, branch, delivery)
+		if err != nil {
+			log.Warn("webhook: handing the review to the thread failed", "repo", repo.Name, "branch", branch, "err", err)
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		log.Info("webhook: review comments", "repo", repo.Name, "branch", branch, "thread_found", found)
+		w.WriteHeader(http.StatusAccepted)
+	})
+}
+
+// verifyWebhook checks a webhook's signature the way its forge signs:
+// GitHub X-Hub-Signature-256 ("sha256=" + hex HMAC-SHA256 of the body),
+// Gitea/Forgejo X-Gitea-Signature (hex HMAC-SHA256), GitLab X-Gitlab-Token
+// (the secret itself).
+func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	sum := hex.EncodeToString(mac.Sum(nil))
+	switch kind {
+	case forge.GitLab:
+		got := h.Get("X-Gitlab-Token")
+		return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1
+	case forge.Gitea:
+		got := h.Get("X-Gitea-Signature")
+		if got == "" {
+			got = h.Get("X-Forgejo-Signature")
+		}
+		return got != "" && hmac.Equal([]byte(got), []byte(sum))
+	default:
+		got := h.Get("X-Hub-Signature-256")
+		return strings.HasPrefix(got, "sha256=") && hmac.Equal([]byte(strings.TrimPrefix(got, "sha256=")), []byte(sum))
+	}
+}
+
+// reviewEvent returns the head branch of a review-comment event and the
+// delivery's id, or "" for every other event.
+func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery string) {
+	var p struct {
+		Action      string `json:"action"`
+		PullRequest struct {
+			Head struct {
+				Ref string `json:"ref"`
+			} `json:"head"`
+		} `json:"pull_request"`
+		ObjectKind       string `json:"object_kind"`
+		ObjectAttributes struct {
+			ID           int64  `json:"id"`
+			NoteableType string `json:"noteable_type"`
+		} `json:"object_attributes"`
+		MergeRequest struct {
+			SourceBranch string `json:"source_branch"`
+		} `json:"merge_request"`
+	}
+	if json.Unmarshal(body, &p) != nil {
+		return "", ""
+	}
+	switch kind {
+	case forge.GitLab:
+		if p.ObjectKind != "note" || p.ObjectAttributes.NoteableType != "MergeRequest" {
+			return "", ""
+		}
+		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + itoa64(p.ObjectAttributes.ID)
+	case forge.Gitea:
+		switch h.Get("X-Gitea-Event") {
+		case "pull_request_review_comment", "pull_request_review_rejected", "pull_request_review_approved", "pull_request_comment":
+			return p.PullRequest.Head.Ref, h.Get("X-Gitea-Delivery")
+		}
+	default:
+		switch h.Get("X-GitHub-Event") {
+		case "pull_request_review_comment", "pull_request_review":
+			if p.Action == "created" || p.Action == "submitted" {
+				return p.PullRequest.Head.Ref, h.Get("X-GitHub-Delivery")
+			}
+		}
+	}
+	return "", ""
+}
+
+func itoa64(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
