@@ -423,17 +423,29 @@ var (
 
 // Receive implements chat.Handler.
 func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
-	b, p := h.b, h.p
+	b := h.b
 	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return chat.Ignored, nil
 	}
 	key := in.Thread.Key()
 	b.mu.Lock()
-	known, closing := b.known[key], b.closing
+	known := b.known[key]
 	b.mu.Unlock()
 	if !known && !in.Mention {
 		return chat.Ignored, nil
 	}
+	return h.admit(ctx, in, false)
+}
+
+// admit takes a message for a known thread (or a mention): not while
+// shutting down, once per delivery, from an allowed author unless trusted
+// (a verified forge webhook), then stored and handed to the thread.
+func (h *handler) admit(ctx context.Context, in chat.Inbound, trusted bool) (chat.Receipt, error) {
+	b, p := h.b, h.p
+	key := in.Thread.Key()
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
 	if closing {
 		// Not acknowledged: the platform redelivers after the restart.
 		return 0, errors.New("bridge: shutting down")
@@ -448,7 +460,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	if dup {
 		return chat.Duplicate, nil
 	}
-	if !h.allowed(in) {
+	if !trusted && !h.allowed(in) {
 		// One note per message, though platforms deliver a mention twice.
 		if first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "refused/"+in.Thread.Channel+"/"+refusalID(in)); err != nil || !first {
 			return chat.Refused, err
@@ -532,15 +544,7 @@ func (b *Bridge) ForgeReview(ctx context.Context, repo, branch, delivery string)
 			Text:    "!review",
 			Time:    b.cfg.Now(),
 		}
-		h := &handler{b: b, p: p}
-		keys := deliveryKeys(p.name, in)
-		b.mu.Lock()
-		dup := b.seen.hasAny(keys)
-		b.mu.Unlock()
-		if dup {
-			return true, nil
-		}
-		_, err := h.accept(ctx, in, keys)
+		_, err := (&handler{b: b, p: p}).admit(ctx, in, true)
 		return true, err
 	}
 	return false, nil

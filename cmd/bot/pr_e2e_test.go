@@ -202,9 +202,18 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 				}
 				return false
 			})
-			// Redelivered: the same delivery acts once.
-			post(header)
+			// Redelivered: the same delivery acts once. A second !review would
+			// answer "No new review comments" before the !status sent after
+			// it (a thread takes its input in order).
+			if code := post(header); code != http.StatusAccepted {
+				t.Fatalf("the redelivered webhook got %d, want 202", code)
+			}
 			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 1 })
+			e.slack.UserMessage(slackChan, aliceID, "!status", root)
+			e.waitText(slackChan, root, "Status")
+			if tr := e.threadText(slackChan, root); strings.Contains(tr, "No new review comments") {
+				t.Errorf("the redelivered webhook ran !review again:\n%s", tr)
+			}
 			// The prompt is new in exactly one request: the one it ends.
 			n := 0
 			for _, r := range e.llm.Requests()[before:] {
@@ -249,4 +258,27 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 		h.Set("X-Hub-Signature-256", "sha256="+sum)
 	}
 	return body, h
+}
+
+// Without a delivery id, webhooks are still told apart by their content.
+func TestReviewEventDeliveryIDs(t *testing.T) {
+	body, h := reviewHook("github", "bot/x", "s")
+	if branch, id := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "delivery-77" {
+		t.Errorf("github: %q %q", branch, id)
+	}
+	h.Set("X-GitHub-Event", "push")
+	if branch, _ := reviewEvent("github", h, []byte(body)); branch != "" {
+		t.Errorf("a push event was taken for a review: %q", branch)
+	}
+	gl, glh := reviewHook("gitlab", "bot/y", "s")
+	if branch, id := reviewEvent("gitlab", glh, []byte(gl)); branch != "bot/y" || id != "uuid-77/77" {
+		t.Errorf("gitlab: %q %q", branch, id)
+	}
+	if !verifyWebhook("gitlab", "s", glh, []byte(gl)) || verifyWebhook("gitlab", "other", glh, []byte(gl)) {
+		t.Error("gitlab token check")
+	}
+	gt, gth := reviewHook("gitea", "bot/z", "s")
+	if !verifyWebhook("gitea", "s", gth, []byte(gt)) || verifyWebhook("gitea", "s", gth, []byte(gt+" ")) {
+		t.Error("gitea signature check: a changed body must not pass")
+	}
 }

@@ -59,6 +59,13 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		if delivery == "" || strings.HasPrefix(delivery, "/") {
+			// No delivery id from the forge: the event itself identifies
+			// it (a redelivery is byte for byte the same), never "" (which
+			// would make every later event a duplicate of the first).
+			sum := sha256.Sum256(body)
+			delivery = hex.EncodeToString(sum[:16])
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		found, err := b.ForgeReview(ctx, repo.Name, branch, delivery)
