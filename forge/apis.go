@@ -65,27 +65,16 @@ func (g github) comments(ctx context.Context, c *Client, number int) ([]Comment,
 	if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}}, nil, &review); err != nil {
 		return nil, err
 	}
-	var issue []struct {
-		ID   int64 `json:"id"`
-		User struct {
-			Login string `json:"login"`
-		} `json:"user"`
-		Body    string `json:"body"`
-		HTMLURL string `json:"html_url"`
-	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}}, nil, &issue); err != nil {
+	out, err := issueComments(ctx, c, g.repo(c), number, url.Values{"per_page": {"100"}})
+	if err != nil {
 		return nil, err
 	}
-	var out []Comment
 	for _, r := range review {
 		line := r.Line
 		if line == 0 {
 			line = r.OriginalLine
 		}
 		out = append(out, Comment{Key: fmt.Sprintf("review:%d", r.ID), ID: r.ID, Author: r.User.Login, Body: r.Body, Path: r.Path, Line: line, Hunk: r.DiffHunk, URL: r.HTMLURL})
-	}
-	for _, i := range issue {
-		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
 	}
 	sortByID(out)
 	return out, nil
@@ -249,6 +238,18 @@ func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, 
 			out = append(out, Comment{Key: fmt.Sprintf("review:%d", x.ID), ID: x.ID, Author: x.User.Login, Body: x.Body, Path: x.Path, Line: x.Position, Hunk: x.DiffHunk, URL: x.HTMLURL})
 		}
 	}
+	general, err := issueComments(ctx, c, g.repo(c), number, nil)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, general...)
+	sortByID(out)
+	return out, nil
+}
+
+// issueComments reads the general comments of request number, which GitHub
+// and Gitea both keep on the request's issue.
+func issueComments(ctx context.Context, c *Client, repo string, number int, q url.Values) ([]Comment, error) {
 	var issue []struct {
 		ID   int64 `json:"id"`
 		User struct {
@@ -257,13 +258,13 @@ func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, 
 		Body    string `json:"body"`
 		HTMLURL string `json:"html_url"`
 	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", g.repo(c), number), nil, nil, &issue); err != nil {
+	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", repo, number), q, nil, &issue); err != nil {
 		return nil, err
 	}
+	out := make([]Comment, 0, len(issue))
 	for _, i := range issue {
 		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
 	}
-	sortByID(out)
 	return out, nil
 }
 
