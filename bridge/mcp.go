@@ -164,9 +164,23 @@ func (t *thread) sessionTools() []agent.Tool {
 // refreshTools hands the session the current tools (an MCP server's list
 // changed).
 func (t *thread) refreshTools() {
-	if t.sess != nil {
-		t.sess.SetTools(t.sessionTools())
+	if t.sess == nil {
+		return
 	}
+	// The built-in tools stay the session's own: they share the record of
+	// what the session has read, which edit checks (new ones would forget
+	// every read). Only the MCP servers' tools are taken anew.
+	var ts []agent.Tool
+	for _, tl := range t.sess.Tools() {
+		if !strings.Contains(tl.Spec().Name, "__") {
+			ts = append(ts, tl)
+		}
+	}
+	opts := tools.Options{Secrets: t.b.cfg.Secrets, Logger: t.log}
+	for _, mt := range t.mcp.Tools() {
+		ts = append(ts, tools.Decorate(mt, opts))
+	}
+	t.sess.SetTools(ts)
 }
 
 // launchMCP starts a stdio server in the thread's sandbox: it sees what bash

@@ -143,3 +143,67 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 		t.Errorf("a short plain setting is treated as a secret: %s", got)
 	}
 }
+
+// A server's tool list changing mid-session gives the model the new tool
+// and keeps what the session has read: edit still accepts a file read
+// before the change.
+func TestSlackMCPListChangeKeepsTheSession(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	bin := mcpfake.Build(t)
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
+		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Timeout: config.DefaultMCPTimeout}}
+	}))
+	var waits int
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		var last string
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				last = m.ToolCallID
+			}
+		}
+		offered := false
+		for _, tl := range r.Tools {
+			offered = offered || tl.Name == "fake__late"
+		}
+		switch {
+		case last == "":
+			return llmfake.ToolCallReply(llmfake.Call{ID: "r1", Name: "read", Args: `{"path":"README.md"}`})
+		case last == "r1":
+			return llmfake.ToolCallReply(llmfake.Call{ID: "a1", Name: "fake__add_tool", Args: `{"name":"late"}`})
+		case !offered && waits < 50:
+			waits++ // the new list reaches the session through the thread's owner
+			return llmfake.ToolCallReply(llmfake.Call{ID: "w" + itoa(waits), Name: "ls", Args: `{}`})
+		case last != "e1":
+			return llmfake.ToolCallReply(llmfake.Call{ID: "e1", Name: "edit", Args: `{"path":"README.md","oldText":"# app","newText":"# app!"}`})
+		}
+		for _, m := range r.Messages {
+			if m.Role == "tool" && m.ToolCallID == "e1" {
+				return llmfake.TextReply("edit said: " + m.Content)
+			}
+		}
+		return llmfake.TextReply("?")
+	})
+	root := e.slack.Mention(slackChan, aliceID, "read, add a tool, edit", "")
+	e.waitText(slackChan, root, "edit said:")
+	tr := e.threadText(slackChan, root)
+	if waits >= 50 {
+		t.Fatalf("the new MCP tool never reached the model:\n%s", tr)
+	}
+	if !strings.Contains(tr, "⬆️ pushed") {
+		e.waitText(slackChan, root, "⬆️ pushed")
+	}
+	if got := e.remote.Files(t, branchOf(t, e))["README.md"]; got != "# app!" {
+		t.Fatalf("README.md on the branch = %q; the edit after the tool list changed failed:\n%s", got, e.threadText(slackChan, root))
+	}
+}
+
+func branchOf(t *testing.T, e *slackEnv) string {
+	for _, b := range e.remote.Branches(t) {
+		if strings.HasPrefix(b, "bot/slack-") {
+			return b
+		}
+	}
+	t.Fatalf("no bot branch: %v", e.remote.Branches(t))
+	return ""
+}
