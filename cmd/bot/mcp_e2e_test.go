@@ -190,9 +190,10 @@ func TestSlackMCPListChangeKeepsTheSession(t *testing.T) {
 	if waits >= 50 {
 		t.Fatalf("the new MCP tool never reached the model:\n%s", tr)
 	}
-	if !strings.Contains(tr, "⬆️ pushed") {
-		e.waitText(slackChan, root, "⬆️ pushed")
+	if strings.Contains(tr, "✗ `edit`") {
+		t.Fatalf("the edit after the tool list changed was refused:\n%s", tr)
 	}
+	e.waitText(slackChan, root, "⬆️ pushed")
 	if got := e.remote.Files(t, branchOf(t, e))["README.md"]; got != "# app!" {
 		t.Fatalf("README.md on the branch = %q; the edit after the tool list changed failed:\n%s", got, e.threadText(slackChan, root))
 	}
