@@ -244,14 +244,9 @@ func TestNoProcessOutlivesTheCommand(t *testing.T) {
 	}
 	// The PID namespace is torn down before its init is reaped, so by now
 	// nothing of the command is left anywhere on the machine.
-	if left := processesWith(t, marker); len(left) > 0 {
+	if left := sandboxtest.Live(marker); len(left) > 0 {
 		t.Fatalf("processes outlived the command: %v", left)
 	}
-}
-
-func processesWith(t *testing.T, marker string) []string {
-	t.Helper()
-	return sandboxtest.Live(marker)
 }
 
 func TestKillEndsEverything(t *testing.T) {
@@ -276,7 +271,7 @@ func TestKillEndsEverything(t *testing.T) {
 	if err != nil || exit.Signal != syscall.SIGKILL {
 		t.Fatalf("after Kill: %+v, %v; want killed by SIGKILL", exit, err)
 	}
-	if left := processesWith(t, marker); len(left) > 0 {
+	if left := sandboxtest.Live(marker); len(left) > 0 {
 		t.Fatalf("processes survived Kill: %v", left)
 	}
 	p.Kill() // after Wait: harmless
@@ -396,7 +391,7 @@ func TestNoneRunsDirectlyAndKillsItsGroup(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var alive []string
-		for _, pr := range processesWith(t, marker) {
+		for _, pr := range sandboxtest.Live(marker) {
 			pid, _, _ := strings.Cut(pr, ":")
 			n, _ := strconv.Atoi(pid)
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n)); err == nil && !strings.Contains(string(b), ") Z ") {

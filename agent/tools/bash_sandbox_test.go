@@ -24,9 +24,6 @@ func newSandboxedWorkspace(t *testing.T, cfg WorkspaceConfig) *testWorkspace {
 	return newTestWorkspace(t, cfg)
 }
 
-// liveWith lists the host processes whose command line holds marker.
-func liveWith(marker string) []string { return sandboxtest.Live(marker) }
-
 func TestSandboxedBashWorksInTheWorkspace(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-secret-in-the-bot")
 	tw := newSandboxedWorkspace(t, WorkspaceConfig{GitName: "Bot", GitEmail: "bot@example.com"})
@@ -75,7 +72,7 @@ func TestSandboxedBashEndsEverythingItStarted(t *testing.T) {
 	if res.IsError || !strings.Contains(textOf(res), "started") {
 		t.Fatalf("got %q", textOf(res))
 	}
-	if left := liveWith(marker); len(left) > 0 {
+	if left := sandboxtest.Live(marker); len(left) > 0 {
 		t.Fatalf("after the call returned, processes %v are still alive", left)
 	}
 
@@ -83,7 +80,7 @@ func TestSandboxedBashEndsEverythingItStarted(t *testing.T) {
 	if !res.IsError || !strings.Contains(textOf(res), "Timed out after 0.5s") {
 		t.Fatalf("got %q, want a timeout", textOf(res))
 	}
-	if left := liveWith(marker); len(left) > 0 {
+	if left := sandboxtest.Live(marker); len(left) > 0 {
 		t.Fatalf("after the timeout, processes %v are still alive", left)
 	}
 
@@ -97,7 +94,7 @@ func TestSandboxedBashEndsEverythingItStarted(t *testing.T) {
 	if !res.IsError || !strings.Contains(textOf(res), "Aborted") {
 		t.Fatalf("got %q, want aborted", textOf(res))
 	}
-	if left := liveWith(marker); len(left) > 0 {
+	if left := sandboxtest.Live(marker); len(left) > 0 {
 		t.Fatalf("after the abort, processes %v are still alive", left)
 	}
 }
