@@ -35,6 +35,7 @@ type view struct {
 	limit   int
 	measure func(string) int // nil: rune count
 	now     func() time.Time
+	after   func(time.Duration, func()) *time.Timer // time.AfterFunc; tests replace it
 	// delivered is called (on the event queue) when queued input reaches the model.
 	delivered func(inputID string)
 	// onText is told the latest text of every status message (for the saver).
@@ -66,7 +67,11 @@ type runState struct {
 	stats      runStats
 	streaming  *strings.Builder // the reply being streamed; nil between replies
 	lastRender time.Time
-	started    bool // the run's first user message was seen
+	// trailing renders streamed text that arrived too soon after the last
+	// render, once streamRenderEvery has passed: a model that pauses after
+	// a burst (thinking, a slow provider) still shows all it has said.
+	trailing *time.Timer
+	started  bool // the run's first user message was seen
 	// status is the run's first status message, which carries runActions
 	// (Stop) until the run ends.
 	status *outbox.Message
@@ -101,7 +106,7 @@ func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, measure func(str
 	if limit <= 0 {
 		limit = 2000
 	}
-	return &view{out: out, ref: ref, limit: limit, measure: measure, now: now, price: func() Price { return Price{} }}
+	return &view{out: out, ref: ref, limit: limit, measure: measure, now: now, after: time.AfterFunc, price: func() Price { return Price{} }}
 }
 
 // arm prepares the status of the run the thread is about to start: the run
@@ -307,14 +312,27 @@ func (v *view) handle(ev agent.Event) {
 			return
 		}
 		r.streaming.WriteString(e.Delta.Text)
-		if v.now().Sub(r.lastRender) >= streamRenderEvery {
+		if since := v.now().Sub(r.lastRender); since >= streamRenderEvery {
 			v.renderLocked(r, outbox.Low)
+		} else if r.trailing == nil {
+			r.trailing = v.after(streamRenderEvery-since, func() {
+				v.mu.Lock()
+				defer v.mu.Unlock()
+				r.trailing = nil
+				if v.run == r && r.streaming != nil {
+					v.renderLocked(r, outbox.Low)
+				}
+			})
 		}
 	case agent.MessageEnd:
 		if e.Message.Role != llm.RoleAssistant || r == nil {
 			return
 		}
 		r.streaming = nil
+		if r.trailing != nil {
+			r.trailing.Stop()
+			r.trailing = nil
+		}
 		v.account(r, e.Message)
 		v.renderLocked(r, outbox.Normal)
 	case agent.ToolExecutionStart:

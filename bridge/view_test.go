@@ -449,6 +449,34 @@ func TestViewStatusStreamsThePreview(t *testing.T) {
 	}
 }
 
+// TestViewStreamShowsWhatCameBeforeAPause: text that arrives too soon after
+// the last render is still shown once the throttle interval has passed, even
+// when no further delta comes (a model thinking, a slow provider).
+func TestViewStreamShowsWhatCameBeforeAPause(t *testing.T) {
+	r := newViewRig(t, 2000)
+	var pending []func()
+	r.v.after = func(d time.Duration, f func()) *time.Timer {
+		if d <= 0 || d > streamRenderEvery {
+			t.Errorf("trailing render scheduled in %v, want within (0, %v]", d, streamRenderEvery)
+		}
+		pending = append(pending, f)
+		return time.NewTimer(time.Hour)
+	}
+	r.start("explain")
+	r.play(agent.TurnStart{}, agent.MessageStart{Message: llm.Message{Role: llm.RoleAssistant}})
+	r.play(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: "The parser "}})
+	r.play(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: "reads tokens"}})
+	if len(pending) != 1 {
+		t.Fatalf("%d trailing renders scheduled for two quick deltas, want 1", len(pending))
+	}
+	r.clock.Advance(streamRenderEvery)
+	pending[0]()
+	msgs := r.messages()
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "The parser reads tokens") {
+		t.Fatalf("status after the pause = %q, want the preview of both deltas", render(msgs))
+	}
+}
+
 // TestViewStreamingIsThrottled: deltas arriving faster than streamRenderEvery
 // do not each become an edit request.
 func TestViewStreamingIsThrottled(t *testing.T) {

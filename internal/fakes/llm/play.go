@@ -183,6 +183,17 @@ func (p *player) streamAct(a act) bool {
 		_ = p.rc.Flush()
 		p.hang()
 		return false
+	case actAwait:
+		_ = p.rc.Flush()
+		select {
+		case <-a.gate:
+			return true
+		case <-p.ctx.Done():
+			p.gone()
+			return false
+		case <-p.s.done:
+			return false
+		}
 	case actEndless:
 		for p.event(p.choiceChunk(chunkDelta{Content: &a.text}, nil)) && p.pause(a.delay) {
 		}

@@ -66,6 +66,7 @@ const (
 	actCut
 	actHang
 	actEndless
+	actAwait
 )
 
 type act struct {
@@ -77,6 +78,7 @@ type act struct {
 	usage TokenUsage
 	err   apiError
 	delay time.Duration
+	gate  <-chan struct{}
 }
 
 // TokenUsage is the usage a stream reports in its final chunk.
@@ -242,6 +244,11 @@ func StreamError(code, typ, message string) Step {
 // Delay pauses for d, or less if the client goes away meanwhile (which counts
 // as a disconnect).
 func Delay(d time.Duration) Step { return Step{acts: []act{{kind: actDelay, delay: d}}} }
+
+// Await flushes what was written and holds the stream until gate is closed
+// (or the client goes away), so that a test can look at what the client
+// shows mid-stream before letting it go on.
+func Await(gate <-chan struct{}) Step { return Step{acts: []act{{kind: actAwait, gate: gate}}} }
 
 // Cut flushes what was written and drops the connection without ending the
 // chunked body: the client sees an unexpected EOF mid-body.
