@@ -309,17 +309,24 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 // adapter stops asking for a session status where Slack said there is none.
 func TestSlackWithoutAgentSessionsKeepsTheAssistantStatus(t *testing.T) {
 	e := newSlackEnv(t, withFake(slackfake.WithAssistantThreads()))
-	e.llm.Push(llmfake.TextReply("hi"))
+	// The answer waits until the status shows: a run that ends before the
+	// outbox sends "is working…" merges it with the clearing, rightly.
+	shown := make(chan struct{})
+	e.llm.Push(llmfake.Stream(llmfake.Await(shown), llmfake.Content("hi"), llmfake.Finish("stop"), llmfake.Done()))
 	root := e.slack.Mention(slackChan, aliceID, "hello", "")
-	e.waitText(slackChan, root, "hi")
-	e.waitFor("the assistant status", func() bool {
+	for seen := false; !seen; {
+		n := len(e.slack.CallsTo("assistant.threads.setStatus"))
 		for _, s := range e.slack.Statuses() {
-			if s.ThreadTS == root && s.Status != "" {
-				return true
+			seen = seen || s.ThreadTS == root && s.Status != ""
+		}
+		if !seen {
+			if _, err := e.slack.WaitCalls(e.ctx, "assistant.threads.setStatus", n+1); err != nil {
+				t.Fatalf("waiting for the assistant status: %v (statuses %+v)", err, e.slack.Statuses())
 			}
 		}
-		return false
-	})
+	}
+	close(shown)
+	e.waitText(slackChan, root, "hi")
 	e.slack.UserMessage(slackChan, aliceID, "again", root)
 	e.waitFor("the second answer", func() bool { return strings.Count(e.threadText(slackChan, root), "⏱") == 2 })
 	if got := len(e.slack.CallsTo("agents.sessions.setStatus")); got != 1 {

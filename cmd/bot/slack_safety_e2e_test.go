@@ -75,13 +75,33 @@ func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
 	e := newSlackEnv(t, withFake(slackfake.WithScopes(manifestScopes(t)...), slackfake.WithAssistantThreads()))
 	e.slack.AddUserGroup("S0DEVS", "devs")
 	answer := hostileAnswer()
+	// Half the answer streams, then the stream holds until the status
+	// message previews it (chat.update is rate limited to about one per
+	// second per message, so a fast stream may well end before a preview).
+	previewed := make(chan struct{})
 	var steps []llmfake.Step
+	streamed, held := 0, false
 	for chunk := range slicesOf(answer, 1500) {
-		steps = append(steps, llmfake.Content(chunk), llmfake.Delay(60*time.Millisecond))
+		steps = append(steps, llmfake.Content(chunk), llmfake.Delay(20*time.Millisecond))
+		if streamed += len(chunk); !held && streamed >= len(answer)/2 {
+			steps, held = append(steps, llmfake.Await(previewed)), true
+		}
 	}
 	steps = append(steps, llmfake.Finish("stop"), llmfake.Done())
 	e.llm.Push(llmfake.Stream(steps...))
 	root := e.slack.Mention(slackChan, aliceID, "show me the page and the script", "")
+	for seen := false; !seen; {
+		n := len(e.slack.CallsTo("chat.update"))
+		for _, c := range e.slack.CallsTo("chat.update") {
+			seen = seen || strings.Contains(c.Params.Get("text"), "LINE-")
+		}
+		if !seen {
+			if _, err := e.slack.WaitCalls(e.ctx, "chat.update", n+1); err != nil {
+				t.Fatalf("waiting for a preview of the answer: %v", err)
+			}
+		}
+	}
+	close(previewed)
 	e.waitText(slackChan, root, "⏱")
 	e.waitFor("the status sealed", func() bool {
 		ms := e.botMessages(slackChan, root)
