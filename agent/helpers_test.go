@@ -45,6 +45,7 @@ func (m *memStore) all() []transcript.Entry {
 type harness struct {
 	t     *testing.T
 	llm   *llmfake.Server
+	fake  script // set by a provider of the behaviour suite (suite_test.go)
 	sess  *agent.Session
 	store *memStore
 

@@ -13,6 +13,10 @@ import (
 )
 
 func TestRunEventSequenceWithTwoToolCalls(t *testing.T) {
+	forEachProvider(t, runEventSequenceWithTwoToolCalls)
+}
+
+func runEventSequenceWithTwoToolCalls(t *testing.T, p provider) {
 	// The first tool waits until the second has finished, so the second finishes
 	// first; results must still come in call order.
 	secondDone := make(chan struct{})
@@ -27,10 +31,10 @@ func TestRunEventSequenceWithTwoToolCalls(t *testing.T) {
 		close(secondDone)
 		return agent.TextResult("second result"), nil
 	}}
-	h := newHarness(t, withTools(first, second))
-	h.llm.Push(
-		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "first", Args: `{"x":"a"}`}, llmfake.Call{ID: "c2", Name: "second", Args: `{"x":"b"}`}),
-		llmfake.TextReply("all ", "done"),
+	h := p.new(t, withTools(first, second))
+	h.fake.Push(
+		callTools(llmfake.Call{ID: "c1", Name: "first", Args: `{"x":"a"}`}, llmfake.Call{ID: "c2", Name: "second", Args: `{"x":"b"}`}),
+		say("all ", "done"),
 	)
 	h.prompt("do two things")
 
@@ -51,11 +55,11 @@ func TestRunEventSequenceWithTwoToolCalls(t *testing.T) {
 	if n := count[agent.MessageUpdate](h.recorded()); n < 2 {
 		t.Fatalf("message_update events = %d, want the streamed deltas", n)
 	}
-	reqs := h.llm.Requests()
+	reqs := h.fake.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("requests = %d, want 2", len(reqs))
 	}
-	equalStrings(t, "tool results sent", toolResults(reqs[1]), []string{"c1=first result", "c2=second result"})
+	equalStrings(t, "tool results sent", reqs[1].results, []string{"c1=first result", "c2=second result"})
 	ends := find[agent.AgentEnd](h.recorded())
 	if len(ends) != 1 || len(ends[0].Messages) != 5 {
 		t.Fatalf("agent_end messages = %+v, want user, assistant, 2 results, assistant", ends)
@@ -118,13 +122,17 @@ func TestSteerDuringToolsSkipsCallsNotStarted(t *testing.T) {
 }
 
 func TestFollowUpWaitsUntilTheModelStopsCallingTools(t *testing.T) {
+	forEachProvider(t, followUpWaitsUntilTheModelStopsCallingTools)
+}
+
+func followUpWaitsUntilTheModelStopsCallingTools(t *testing.T, p provider) {
 	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)))
-	h.llm.Push(
-		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
-		llmfake.ToolCallReply(llmfake.Call{ID: "c2", Name: "work", Args: `{}`}),
-		llmfake.TextReply("finished"),
-		llmfake.TextReply("answer to the follow-up"),
+	h := p.new(t, withTools(g.tool("work", false)))
+	h.fake.Push(
+		callTools(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
+		callTools(llmfake.Call{ID: "c2", Name: "work", Args: `{}`}),
+		say("finished"),
+		say("answer to the follow-up"),
 	)
 	h.start("task", agent.PromptOptions{})
 	g.waitStarted(t)
@@ -132,38 +140,38 @@ func TestFollowUpWaitsUntilTheModelStopsCallingTools(t *testing.T) {
 	close(g.open)
 	h.wait()
 
-	reqs := h.llm.Requests()
+	reqs := h.fake.Requests()
 	if len(reqs) != 4 {
 		t.Fatalf("requests = %d, want 4", len(reqs))
 	}
 	for i := 0; i < 3; i++ {
-		for _, u := range userTexts(reqs[i]) {
+		for _, u := range reqs[i].users {
 			if u == "and then this" {
 				t.Fatalf("request %d carries the follow-up before the model stopped calling tools", i+1)
 			}
 		}
 	}
-	users := userTexts(reqs[3])
+	users := reqs[3].users
 	if users[len(users)-1] != "and then this" {
 		t.Fatalf("request 4 users = %v, want the follow-up last", users)
 	}
-	if r := toolResults(reqs[1]); len(r) != 1 || r[0] != "c1=work done" {
+	if r := reqs[1].results; len(r) != 1 || r[0] != "c1=work done" {
 		t.Fatalf("follow-up must not skip tools: %v", r)
 	}
 }
 
 // queueOrderRun queues F1, F2 as followUp and S1 as steer while a tool runs and
 // returns the user texts of each request after the first.
-func queueOrderRun(t *testing.T, mode agent.QueueMode) [][]string {
+func queueOrderRun(t *testing.T, p provider, mode agent.QueueMode) [][]string {
 	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)), func(c *agent.Config) {
+	h := p.new(t, withTools(g.tool("work", false)), func(c *agent.Config) {
 		c.SteerMode, c.FollowUpMode = mode, mode
 	})
-	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if req.Seq == 1 {
-			return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`})
+	h.fake.Handle(func(seq int) reply {
+		if seq == 1 {
+			return callTools(llmfake.Call{ID: "c1", Name: "work", Args: `{}`})
 		}
-		return llmfake.TextReply("reply")
+		return say("reply")
 	})
 	h.start("go", agent.PromptOptions{})
 	g.waitStarted(t)
@@ -173,10 +181,10 @@ func queueOrderRun(t *testing.T, mode agent.QueueMode) [][]string {
 	close(g.open)
 	h.wait()
 	var out [][]string
-	reqs := h.llm.Requests()
+	reqs := h.fake.Requests()
 	prev := 1 // "go"
 	for _, r := range reqs[1:] {
-		u := userTexts(r)
+		u := r.users
 		out = append(out, u[prev:])
 		prev = len(u)
 	}
@@ -184,7 +192,11 @@ func queueOrderRun(t *testing.T, mode agent.QueueMode) [][]string {
 }
 
 func TestQueueOrderSteerBeforeFollowUpsOneAtATime(t *testing.T) {
-	got := queueOrderRun(t, agent.OneAtATime)
+	forEachProvider(t, queueOrderSteerBeforeFollowUpsOneAtATime)
+}
+
+func queueOrderSteerBeforeFollowUpsOneAtATime(t *testing.T, p provider) {
+	got := queueOrderRun(t, p, agent.OneAtATime)
 	want := [][]string{{"S1"}, {"F1"}, {"F2"}}
 	if len(got) != len(want) {
 		t.Fatalf("new user messages per request = %v, want %v", got, want)
@@ -196,8 +208,10 @@ func TestQueueOrderSteerBeforeFollowUpsOneAtATime(t *testing.T) {
 	}
 }
 
-func TestQueueOrderAllAtOnce(t *testing.T) {
-	got := queueOrderRun(t, agent.AllAtOnce)
+func TestQueueOrderAllAtOnce(t *testing.T) { forEachProvider(t, queueOrderAllAtOnce) }
+
+func queueOrderAllAtOnce(t *testing.T, p provider) {
+	got := queueOrderRun(t, p, agent.AllAtOnce)
 	want := [][]string{{"S1"}, {"F1", "F2"}}
 	if len(got) != len(want) {
 		t.Fatalf("new user messages per request = %v, want %v", got, want)
@@ -210,9 +224,13 @@ func TestQueueOrderAllAtOnce(t *testing.T) {
 }
 
 func TestPromptWhileBusyWithoutBehaviorFails(t *testing.T) {
+	forEachProvider(t, promptWhileBusyWithoutBehaviorFails)
+}
+
+func promptWhileBusyWithoutBehaviorFails(t *testing.T, p provider) {
 	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)))
-	h.llm.Push(llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}), llmfake.TextReply("done"))
+	h := p.new(t, withTools(g.tool("work", false)))
+	h.fake.Push(callTools(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}), say("done"))
 	h.start("go", agent.PromptOptions{})
 	g.waitStarted(t)
 	_, err := h.sess.Start(context.Background(), "hello?", agent.PromptOptions{})
@@ -230,13 +248,17 @@ func TestPromptWhileBusyWithoutBehaviorFails(t *testing.T) {
 }
 
 func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
+	forEachProvider(t, abortKeepsBothQueuesForTheNextRun)
+}
+
+func abortKeepsBothQueuesForTheNextRun(t *testing.T, p provider) {
 	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)))
-	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if req.Seq == 1 {
-			return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`})
+	h := p.new(t, withTools(g.tool("work", false)))
+	h.fake.Handle(func(seq int) reply {
+		if seq == 1 {
+			return callTools(llmfake.Call{ID: "c1", Name: "work", Args: `{}`})
 		}
-		return llmfake.TextReply("reply")
+		return say("reply")
 	})
 	h.start("go", agent.PromptOptions{})
 	g.waitStarted(t)
@@ -249,7 +271,7 @@ func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
 	if len(steer) != 1 || len(follow) != 1 {
 		t.Fatalf("queues after abort: steer %d followUp %d, want 1 and 1", len(steer), len(follow))
 	}
-	if n := len(h.llm.Requests()); n != 1 {
+	if n := len(h.fake.Requests()); n != 1 {
 		t.Fatalf("requests after abort = %d, want 1 (nothing sent after the abort)", n)
 	}
 	// The aborted tool got an error result, so the transcript stays valid.
@@ -260,8 +282,8 @@ func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
 
 	// The next run delivers them right after its prompt: steer, then followUp.
 	h.prompt("next")
-	reqs := h.llm.Requests()
-	got := userTexts(reqs[1])
+	reqs := h.fake.Requests()
+	got := reqs[1].users
 	if strings.Join(got, "|") != "go|next|steer me|follow me" {
 		t.Fatalf("request after abort users = %v, want go|next|steer me|follow me", got)
 	}
@@ -274,13 +296,17 @@ func TestAbortKeepsBothQueuesForTheNextRun(t *testing.T) {
 }
 
 func TestInputQueuedWhileIdleFollowsTheNextPrompt(t *testing.T) {
-	h := newHarness(t)
-	h.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
+	forEachProvider(t, inputQueuedWhileIdleFollowsTheNextPrompt)
+}
+
+func inputQueuedWhileIdleFollowsTheNextPrompt(t *testing.T, p provider) {
+	h := p.new(t)
+	h.fake.Handle(func(int) reply { return say("ok") })
 	h.sess.FollowUp(llm.UserText("followUp while idle"))
 	h.sess.Steer(llm.UserText("steer while idle"))
 	h.prompt("the prompt")
-	reqs := h.llm.Requests()
-	if got := userTexts(reqs[0]); strings.Join(got, "|") != "the prompt|steer while idle|followUp while idle" {
+	reqs := h.fake.Requests()
+	if got := reqs[0].users; strings.Join(got, "|") != "the prompt|steer while idle|followUp while idle" {
 		t.Fatalf("first request users = %v, want the prompt, then steer, then followUp", got)
 	}
 }
@@ -320,22 +346,26 @@ func TestTransportErrorBecomesAnAssistantMessage(t *testing.T) {
 }
 
 func TestToolCallMistakesBecomeErrorResults(t *testing.T) {
+	forEachProvider(t, toolCallMistakesBecomeErrorResults)
+}
+
+func toolCallMistakesBecomeErrorResults(t *testing.T, p provider) {
 	strict := &testTool{name: "strict", schema: `{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer"}},"required":["path"]}`,
 		run: func(_ context.Context, args map[string]any) (agent.ToolResult, error) {
 			return agent.TextResult(fmt.Sprintf("strict ran with %v", args["path"])), nil
 		}}
-	h := newHarness(t, withTools(strict))
-	h.llm.Push(
-		llmfake.ToolCallReply(
+	h := p.new(t, withTools(strict))
+	h.fake.Push(
+		callTools(
 			llmfake.Call{ID: "c1", Name: "nosuch", Args: `{}`},
 			llmfake.Call{ID: "c2", Name: "strict", Args: `{"n":"x"}`},
 			llmfake.Call{ID: "c3", Name: "strict", Args: `{"path": "a", oops`},
 			llmfake.Call{ID: "c4", Name: "strict", Args: `{"path":"a","n":2}`},
 		),
-		llmfake.TextReply("sorry"),
+		say("sorry"),
 	)
 	h.prompt("call tools badly")
-	res := toolResults(h.llm.Requests()[1])
+	res := h.fake.Requests()[1].results
 	want := []string{
 		"c1=tool nosuch not found",
 		`c2=invalid arguments: missing required property "path"; n must be integer, got string`,
@@ -353,17 +383,21 @@ func TestToolCallMistakesBecomeErrorResults(t *testing.T) {
 }
 
 func TestToolPanicAndErrorAreReportedToTheModel(t *testing.T) {
+	forEachProvider(t, toolPanicAndErrorAreReportedToTheModel)
+}
+
+func toolPanicAndErrorAreReportedToTheModel(t *testing.T, p provider) {
 	boom := &testTool{name: "boom", run: func(context.Context, map[string]any) (agent.ToolResult, error) { panic("kaboom") }}
 	broken := &testTool{name: "broken", run: func(context.Context, map[string]any) (agent.ToolResult, error) {
 		return agent.ToolResult{}, errors.New("disk on fire")
 	}}
-	h := newHarness(t, withTools(boom, broken))
-	h.llm.Push(
-		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "boom", Args: `{}`}, llmfake.Call{ID: "c2", Name: "broken", Args: `{}`}),
-		llmfake.TextReply("noted"),
+	h := p.new(t, withTools(boom, broken))
+	h.fake.Push(
+		callTools(llmfake.Call{ID: "c1", Name: "boom", Args: `{}`}, llmfake.Call{ID: "c2", Name: "broken", Args: `{}`}),
+		say("noted"),
 	)
 	h.prompt("go")
-	res := toolResults(h.llm.Requests()[1])
+	res := h.fake.Requests()[1].results
 	if len(res) != 2 || res[0] != "c1=tool boom failed unexpectedly" || res[1] != "c2=disk on fire" {
 		t.Fatalf("results = %v", res)
 	}
@@ -385,40 +419,42 @@ func TestEndpointDownEndsTheRunWithAnError(t *testing.T) {
 }
 
 func TestSetToolsChangesWhatTheNextCallOffers(t *testing.T) {
+	forEachProvider(t, setToolsChangesWhatTheNextCallOffers)
+}
+
+func setToolsChangesWhatTheNextCallOffers(t *testing.T, p provider) {
 	old := &testTool{name: "old", run: func(context.Context, map[string]any) (agent.ToolResult, error) {
 		return agent.TextResult("old ran"), nil
 	}}
 	fresh := &testTool{name: "fresh", run: func(context.Context, map[string]any) (agent.ToolResult, error) {
 		return agent.TextResult("fresh ran"), nil
 	}}
-	h := newHarness(t, withTools(old))
-	h.llm.Push(llmfake.TextReply("first"))
+	h := p.new(t, withTools(old))
+	h.fake.Push(say("first"))
 	h.prompt("one")
 	h.sess.SetTools([]agent.Tool{fresh})
 	if got := h.sess.Tools(); len(got) != 1 || got[0].Spec().Name != "fresh" {
 		t.Fatalf("Tools() = %v, want [fresh]", got)
 	}
-	h.llm.Push(
-		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "fresh", Args: `{}`}, llmfake.Call{ID: "c2", Name: "old", Args: `{}`}),
-		llmfake.TextReply("second"),
+	h.fake.Push(
+		callTools(llmfake.Call{ID: "c1", Name: "fresh", Args: `{}`}, llmfake.Call{ID: "c2", Name: "old", Args: `{}`}),
+		say("second"),
 	)
 	h.prompt("two")
-	reqs := h.llm.Requests()
-	names := func(r llmfake.Request) (n []string) {
-		for _, t := range r.Tools {
-			n = append(n, t.Name)
-		}
-		return n
-	}
-	equalStrings(t, "tools of the first call", names(reqs[0]), []string{"old"})
-	equalStrings(t, "tools of the second call", names(reqs[1]), []string{"fresh"})
-	equalStrings(t, "results", toolResults(reqs[2]), []string{"c1=fresh ran", "c2=tool old not found"})
+	reqs := h.fake.Requests()
+	equalStrings(t, "tools of the first call", reqs[0].tools, []string{"old"})
+	equalStrings(t, "tools of the second call", reqs[1].tools, []string{"fresh"})
+	equalStrings(t, "results", reqs[2].results, []string{"c1=fresh ran", "c2=tool old not found"})
 }
 
 // A1 (issue 14): a steer the run already took off the queue, while a parallel
 // tool still ran, is not lost when the abort lands before the next turn: the
 // aborted run keeps it, and the next run delivers it.
 func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {
+	forEachProvider(t, abortAfterSteerWasTakenKeepsTheSteer)
+}
+
+func abortAfterSteerWasTakenKeepsTheSteer(t *testing.T, p provider) {
 	var h *harness
 	taken := make(chan struct{})
 	queued := false
@@ -433,7 +469,7 @@ func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {
 		h.sess.Abort()
 		return agent.TextResult("second done"), nil
 	}}
-	h = newHarness(t, withTools(first, second))
+	h = p.new(t, withTools(first, second))
 	h.sess.Subscribe(func(ev agent.Event) {
 		qu, ok := ev.(agent.QueueUpdate)
 		switch {
@@ -445,11 +481,11 @@ func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {
 			close(taken)
 		}
 	})
-	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if req.Seq == 1 {
-			return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "first", Args: `{}`}, llmfake.Call{ID: "c2", Name: "second", Args: `{}`})
+	h.fake.Handle(func(seq int) reply {
+		if seq == 1 {
+			return callTools(llmfake.Call{ID: "c1", Name: "first", Args: `{}`}, llmfake.Call{ID: "c2", Name: "second", Args: `{}`})
 		}
-		return llmfake.TextReply("reply")
+		return say("reply")
 	})
 	h.start("go", agent.PromptOptions{})
 	h.wait()
@@ -458,8 +494,8 @@ func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {
 		t.Fatalf("steer queue after the abort has %d messages, want the taken steer back", len(steer))
 	}
 	h.prompt("next")
-	reqs := h.llm.Requests()
-	if got := userTexts(reqs[len(reqs)-1]); strings.Join(got, "|") != "go|next|steer me" {
+	reqs := h.fake.Requests()
+	if got := reqs[len(reqs)-1].users; strings.Join(got, "|") != "go|next|steer me" {
 		t.Fatalf("users of the next request = %v, want go|next|steer me", got)
 	}
 }
