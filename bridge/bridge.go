@@ -48,7 +48,7 @@ import (
 
 // Config configures a Bridge. Store, Workspaces and Model are required.
 type Config struct {
-	Store      *storage.DB
+	Store      storage.Store
 	Workspaces *workspace.Manager
 	Model      llm.Model
 	Agent      AgentConfig

@@ -18,7 +18,7 @@ const saveEvery = 3 * time.Second
 // statusSaver records the messages of the current run's transcript in the
 // outbound table, debounced: one write per message every saveEvery at most.
 type statusSaver struct {
-	store *storage.DB
+	store storage.Store
 	log   *slog.Logger
 
 	mu       sync.Mutex
@@ -36,7 +36,7 @@ type savedMsg struct {
 	dirty bool
 }
 
-func newStatusSaver(store *storage.DB, log *slog.Logger) *statusSaver {
+func newStatusSaver(store storage.Store, log *slog.Logger) *statusSaver {
 	return &statusSaver{store: store, log: log, msgs: map[*outbox.Message]*savedMsg{}}
 }
 

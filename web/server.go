@@ -36,23 +36,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
 // Store is what the pages read.
-type Store interface {
-	ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, error)
-	ThreadByID(ctx context.Context, id int64) (storage.Thread, error)
-	ThreadSessions(ctx context.Context, threadID int64) ([]storage.Session, error)
-	ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error)
-	ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error)
-	ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error)
-	ThreadVersion(ctx context.Context, threadID int64) (string, error)
-	LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error)
-}
-
-var _ Store = (*storage.DB)(nil)
+type Store = storage.PageStore
 
 // Options configure a Server.
 type Options struct {

@@ -61,7 +61,7 @@ type Main struct {
 	// repository instead of starting a new one.
 	Continue bool
 
-	DB         *storage.DB
+	DB         storage.Store
 	Workspaces *workspace.Manager
 	Bridge     *bridge.Bridge
 	Outboxes   map[string]*outbox.Outbox

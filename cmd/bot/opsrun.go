@@ -74,7 +74,7 @@ func (m *Main) lockDataDir(cfg *config.Config) error {
 }
 
 // startMetrics adds the queue depth, read from db, to the metrics.
-func (m *Main) startMetrics(db *storage.DB) {
+func (m *Main) startMetrics(db storage.OpsStore) {
 	m.Metrics.PendingInput(db.PendingInboundCounts)
 }
 
