@@ -132,3 +132,41 @@ func TestPostRetriedAfterATimeoutKeepsItsKey(t *testing.T) {
 		}
 	})
 }
+
+// A post queued again after a restart with the key it was stored with (and
+// Retry, and the time of the first process's attempt) reaches the platform
+// with that key: the platform returns the message the first process made,
+// and the thread shows it once.
+func TestPostKeyedCarriesTheCallersKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &oncePoster{recorder: newRecorder(), byKey: map[string]string{}}
+		o := start(t, p, outbox.Config{Backoff: time.Second})
+		th := ref("C1", "t")
+		first := time.Now().Add(-time.Minute)
+		id1, err := o.PostKeyed(th, "the answer", outbox.High, chat.PostKey{ID: "run7-answer"}, nil).Wait(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := make(chan string, 1)
+		m := o.PostKeyed(th, "the answer", outbox.High, chat.PostKey{ID: "run7-answer", Retry: true, First: first},
+			func(id string, err error) { cb <- id })
+		id2, err := m.Wait(t.Context())
+		flush(t, o)
+		cbID := <-cb
+		if err != nil || id2 != id1 || cbID != id1 {
+			t.Errorf("the repeated post: id %q (callback %q), %v; want the first one's %q", id2, cbID, err, id1)
+		}
+		if got := texts(p.accepted("post", nil)); !slices.Equal(got, []string{"post:the answer"}) {
+			t.Errorf("posts: got %q, want one", got)
+		}
+		if len(p.keys) != 2 {
+			t.Fatalf("PostOnce calls: %+v, want 2", p.keys)
+		}
+		if k := p.keys[0]; k.ID != "run7-answer" || k.Retry || k.First.IsZero() {
+			t.Errorf("first key %+v: want the caller's id, no retry, the attempt's time", k)
+		}
+		if k := p.keys[1]; k.ID != "run7-answer" || !k.Retry || !k.First.Equal(first) {
+			t.Errorf("repeated key %+v: want the caller's id, Retry, First %v", k, first)
+		}
+	})
+}

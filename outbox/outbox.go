@@ -158,6 +158,16 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 // Outbox's non-blocking methods). After Close, Post fails at once: onPosted
 // gets ErrClosed before Post returns.
 func (o *Outbox) Post(thread chat.ThreadRef, text string, p Priority, onPosted func(id string, err error)) *Message {
+	return o.PostKeyed(thread, text, p, chat.PostKey{}, onPosted)
+}
+
+// PostKeyed is Post with the caller's idempotency key, for a post the caller
+// stored before queuing it (a run's answer) and may queue again after a
+// restart: key.ID is used on every attempt (at most 25 characters), and
+// key.Retry with key.First says an earlier process may have posted it then,
+// so that a chat.OncePoster looks for it before posting. An empty key.ID
+// gets a fresh key, as with Post.
+func (o *Outbox) PostKeyed(thread chat.ThreadRef, text string, p Priority, key chat.PostKey, onPosted func(id string, err error)) *Message {
 	m := o.newMessage(thread)
 	m.onPosted = onPosted
 	o.mu.Lock()
@@ -170,7 +180,10 @@ func (o *Outbox) Post(thread chat.ThreadRef, text string, p Priority, onPosted f
 		}
 		return m
 	}
-	o.postLocked(m, text, p)
+	op := o.postLocked(m, text, p)
+	if key.ID != "" {
+		op.key, op.uncertain, op.first = key.ID, key.Retry, key.First
+	}
 	o.mu.Unlock()
 	o.poke()
 	return m

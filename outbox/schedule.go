@@ -164,7 +164,7 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 		b.take(now)
 	}
 	op.attempts++
-	if op.attempts == 1 {
+	if op.attempts == 1 && op.first.IsZero() { // PostKeyed may give an earlier one
 		op.first = now
 	}
 	op.inFlight = true
