@@ -20,20 +20,28 @@ import (
 // once in a closed loop, the worst case of 50 busy threads. It reports p50/p99
 // per call. Variants: the default (group commit on one write connection,
 // prepared statements); one transaction per call on one connection; the same
-// with statements prepared per call; and one transaction per call on a pool of
-// 8 write connections contending through SQLite's busy handler.
+// with statements prepared per call; one transaction per call on a pool of
+// 8 write connections contending through SQLite's busy handler; group commit
+// with synchronous=FULL (an fsync per commit) instead of NORMAL; and group
+// commit without the writer's yields (the code before them).
 func BenchmarkAppendConcurrent(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		opts []storage.Option
 	}{
 		{"group-commit", nil},
+		{"group-commit-synchronous-full", []storage.Option{storage.WithExtraPragmas("synchronous(FULL)")}},
 		{"tx-per-call", []storage.Option{storage.WithoutGroupCommit()}},
 		{"tx-per-call-unprepared", []storage.Option{storage.WithoutGroupCommit(), storage.WithoutPreparedStatements()}},
 		{"tx-per-call-8-conns", []storage.Option{storage.WithoutGroupCommit(), storage.WithWriteConns(8)}},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchAppendConcurrent(b, 50, 0, v.opts...) })
 	}
+	// The writer before it yielded to writers about to queue (see writeLoop).
+	b.Run("group-commit-no-yield", func(b *testing.B) {
+		defer storage.SetCommitYields(0)()
+		benchAppendConcurrent(b, 50, 0)
+	})
 }
 
 // BenchmarkAppendPaced is BenchmarkAppendConcurrent with each of the 50
