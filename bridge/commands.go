@@ -26,7 +26,7 @@ var commandHelp = map[string]string{
 	"compact":  "`!compact [focus]` — summarize older history now; the focus steers the summary",
 	"diff":     "`!diff` — this thread's changes against the default branch (the full patch as a file)",
 	"reset":    "`!reset` — start a new conversation on the same branch (the old one is kept)",
-	"model":    "`!model <name>` — switch model for this thread",
+	"model":    "`!model [name]` — list the models, or switch this thread to one",
 	"tools":    "`!tools` — the tools I have here, built in and from MCP servers",
 	"pr":       "`!pr` — this thread's pull request (opened now if the branch has none)",
 	"link":     "`!link` — a fresh link to this session's web page (everything it did, in full)",
@@ -171,7 +171,7 @@ func (t *thread) commands() []agent.Command {
 		}),
 		cmd("model", func(_ context.Context, s *agent.Session, name string) error {
 			if name == "" {
-				t.say(fmt.Sprintf("Current model: `%s`. Available: %s", s.ModelName(), strings.Join(t.modelNames(), ", ")))
+				t.say(t.modelList(s.ModelName()))
 				return nil
 			}
 			if err := s.SetModel(name); err != nil {
@@ -194,12 +194,31 @@ func (t *thread) commands() []agent.Command {
 	}
 }
 
-func (t *thread) modelNames() []string {
-	names := []string{"`" + t.b.cfg.Agent.Model.Name + "`"}
-	for _, m := range t.b.cfg.Agent.Models {
-		names = append(names, "`"+m.Name+"`")
+// modelList answers `!model` without a name: the configured models with
+// their provider and context window, the current one marked, and how to switch.
+func (t *thread) modelList(current string) string {
+	var b strings.Builder
+	b.WriteString("🤖 *Models*")
+	seen := map[string]bool{}
+	for _, m := range append([]ModelInfo{t.b.cfg.Agent.Model}, t.b.cfg.Agent.Models...) {
+		if m.Name == "" || seen[m.Name] {
+			continue
+		}
+		seen[m.Name] = true
+		provider := m.Provider
+		if provider == "" {
+			provider = "openai"
+		}
+		fmt.Fprintf(&b, "\n• `%s` — %s", m.Name, provider)
+		if m.ContextWindow > 0 {
+			fmt.Fprintf(&b, ", %s context", tokens(m.ContextWindow))
+		}
+		if m.Name == current {
+			b.WriteString(" ← current")
+		}
 	}
-	return names
+	b.WriteString("\nSwitch with `!model <name>`: the conversation carries over, and the first request after a switch is not served from the prompt cache.")
+	return b.String()
 }
 
 // queueAs runs !steer and !followup given to the session itself (chat input

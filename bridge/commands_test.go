@@ -130,7 +130,7 @@ func TestStatusListsTheQueueWhileBusy(t *testing.T) {
 }
 
 func TestModelCommand(t *testing.T) {
-	r := newRig(t)
+	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.Models[0].Provider = "anthropic" })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("53.1")
 	r.say(th, alice, "hello", true)
@@ -141,8 +141,13 @@ func TestModelCommand(t *testing.T) {
 
 	r.say(th, alice, "!model nope", false)
 	r.waitText(th, `unknown model "nope"; known models: `+mainModel+", "+otherModel)
+	// Without a name: the models, their provider, the current one marked,
+	// how to switch; answered without asking the model.
 	r.say(th, alice, "!model", false)
-	r.waitText(th, "Current model: `"+mainModel+"`. Available: `"+mainModel+"`, `"+otherModel+"`")
+	r.waitText(th, "🤖 *Models*\n• `"+mainModel+"` — openai, 128k context ← current\n• `"+otherModel+"` — anthropic, 64k context\nSwitch with `!model <name>`")
+	if n := len(r.requests()); n != 1 {
+		t.Errorf("LLM requests after !model = %d, want 1", n)
+	}
 
 	r.say(th, alice, "!model "+otherModel, false)
 	r.waitText(th, "This thread now uses `"+otherModel+"`")
@@ -158,6 +163,8 @@ func TestModelCommand(t *testing.T) {
 	if n := len(r.requests()); n != 2 {
 		t.Errorf("LLM requests = %d, want 2", n)
 	}
+	r.say(th, alice, "!model", false)
+	r.waitText(th, "• `"+otherModel+"` — anthropic, 64k context ← current")
 }
 
 func TestResetStartsANewConversationAndKeepsTheOld(t *testing.T) {

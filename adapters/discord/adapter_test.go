@@ -55,6 +55,10 @@ func TestAdapter(t *testing.T) {
 		if len(code) != 2 || code[0].Name != "prompt" || !code[0].Required || code[1].Name != "repo" || code[1].Required {
 			t.Errorf("/code options: got %+v, want prompt (required) and repo (optional)", code)
 		}
+		// /model alone lists the models, so its name is optional.
+		if model := cmds[slices.Index(want, "model")].Options; len(model) != 1 || model[0].Name != "name" || model[0].Required {
+			t.Errorf("/model options: got %+v, want name (optional)", model)
+		}
 		if n := fake.CommandOverwrites(""); n != 0 {
 			t.Errorf("global overwrites with guild_ids set: got %d, want 0", n)
 		}
@@ -189,6 +193,7 @@ func TestAdapter(t *testing.T) {
 			{"diff", nil, "!diff", false, "✓"},
 			{"reset", nil, "!reset", false, "✓"},
 			{"model", map[string]any{"name": "gpt-5"}, "!model gpt-5", false, "✓"},
+			{"model", nil, "!model", false, "✓"},
 			{"help", nil, "!help", false, "✓"},
 		}
 		for _, c := range cases {

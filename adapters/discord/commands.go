@@ -89,10 +89,10 @@ var commands = []command{
 	{name: "reset", description: "Start a new session on this thread and branch", text: bang("reset", ""), usage: "/reset"},
 	{
 		name:        "model",
-		description: "Switch this session's model",
-		options:     []*discordgo.ApplicationCommandOption{stringOption("name", "Model name", true)},
+		description: "List the models, or switch this session's model",
+		options:     []*discordgo.ApplicationCommandOption{stringOption("name", "Model name (leave out to list the models)", false)},
 		text:        bang("model", "name"),
-		usage:       "/model name:<model>",
+		usage:       "/model [name:<model>]",
 	},
 	{name: cmdHelp, description: "List the commands", text: bang("help", ""), usage: "/help"},
 }
