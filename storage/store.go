@@ -112,6 +112,7 @@ type Store interface {
 	UsageStore
 	PageStore
 	OpsStore
+	PendingPostStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

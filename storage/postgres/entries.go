@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// AppendEntries implements agent.Store: all the entries or none, durable when
+// it returns; a seq the session already has is a *storage.DuplicateEntryError;
+// a user message carrying an InputID delivers that (pending) input of the
+// session's thread in the same transaction.
+func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := len(entries)
+	seqs, ts := make([]int64, n), make([]int64, n)
+	types, payloads := make([]string, n), make([]string, n)
+	var inputs []int64
+	compacted := false
+	for i, e := range entries {
+		r, err := storage.EncodeEntry(e)
+		if err != nil {
+			return opError("append entries", err)
+		}
+		seqs[i], types[i], ts[i], payloads[i] = r.Seq, r.Type, r.TS, r.Payload
+		if r.InputID != 0 {
+			inputs = append(inputs, r.InputID)
+		}
+		compacted = compacted || e.Type == transcript.EntryCompaction
+	}
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return opError("append entries", err)
+	}
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// One statement for the whole append, whatever its size.
+		_, err := tx.Exec(ctx, `INSERT INTO entries (session_id, seq, type, ts, payload)
+			SELECT $1, e.seq, e.type, e.ts, e.payload::json
+			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload)`,
+			sid, seqs, types, ts, payloads)
+		if err != nil {
+			return err
+		}
+		if len(inputs) == 0 {
+			return nil
+		}
+		// The chat input a user message came from is delivered in the same
+		// commit: only input of the session's own thread, and only while pending.
+		_, err = tx.Exec(ctx, `UPDATE inbound SET state = 'delivered', updated_at = $1
+			WHERE id = ANY($2) AND state IN ('received', 'queued')
+			  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $3)`, db.nowMS(), inputs, sid)
+		return err
+	})
+	if isCode(err, codeUnique) && constraintOf(err) == "entries_pkey" {
+		err = db.duplicateOf(ctx, sessionID, sid, seqs)
+	}
+	if err != nil {
+		return opError("append entries", err)
+	}
+	if len(inputs) > 0 {
+		crashpoint.Hit(crashpoint.Delivered)
+	}
+	if compacted {
+		crashpoint.Hit(crashpoint.Compacted)
+	}
+	return nil
+}
+
+// duplicateOf names the first seq of an append refused as a duplicate: one the
+// session already had, or one the append carried twice.
+func (db *DB) duplicateOf(ctx context.Context, sessionID string, sid int64, seqs []int64) error {
+	var seq *int64
+	err := db.pool.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq = ANY($2)`, sid, seqs).Scan(&seq)
+	if err == nil && seq != nil {
+		return &storage.DuplicateEntryError{SessionID: sessionID, Seq: *seq}
+	}
+	for i, s := range seqs {
+		if slices.Contains(seqs[:i], s) {
+			return &storage.DuplicateEntryError{SessionID: sessionID, Seq: s}
+		}
+	}
+	// Taken and gone again cannot happen (entries are never deleted); say
+	// what is known.
+	return &storage.DuplicateEntryError{SessionID: sessionID, Seq: seqs[0]}
+}
+
+// LoadEntries implements storage.SessionStore.
+func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, opError("load entries", err)
+	}
+	out, err := db.queryEntries(ctx, `SELECT seq, type, ts, payload::text FROM entries WHERE session_id = $1 ORDER BY seq`, sid)
+	if err != nil {
+		return nil, opError("load entries", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return out, nil
+}
+
+// LoadContext implements storage.SessionStore.
+func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Context, error) {
+	entries, err := db.LoadLiveEntries(ctx, sessionID)
+	if err != nil {
+		return transcript.Context{}, err
+	}
+	return transcript.BuildContext(entries), nil
+}
+
+// LoadLiveEntries implements storage.SessionStore: the entries from the latest
+// compaction's first kept entry on, and the model and thinking-level changes
+// before them, in seq order.
+func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, opError("load context", err)
+	}
+	entries, err := db.queryEntries(ctx, `
+		WITH k AS (
+			SELECT coalesce((SELECT (payload ->> 'firstKeptSeq')::bigint FROM entries
+			                 WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
+		SELECT seq, type, ts, payload::text FROM entries
+		WHERE session_id = $1 AND seq >= (SELECT first_kept FROM k)
+		UNION ALL
+		SELECT seq, type, ts, payload::text FROM entries
+		WHERE session_id = $1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
+		ORDER BY seq`, sid)
+	if err != nil {
+		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return entries, nil
+}
+
+func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]transcript.Entry, error) {
+	r, err := db.reader()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var d storage.EntryDecoder
+	var seq, ts int64
+	var typ string
+	var payload []byte
+	for rows.Next() {
+		if err := rows.Scan(&seq, &typ, &ts, &payload); err != nil {
+			d.Abort()
+			return nil, err
+		}
+		d.Add(seq, typ, ts, payload)
+	}
+	if err := rows.Err(); err != nil {
+		d.Abort()
+		return nil, err
+	}
+	return d.Result()
+}

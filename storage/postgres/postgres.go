@@ -1,0 +1,338 @@
+// Package postgres is threadsmith's PostgreSQL backend: the same records and
+// the same contract (storage.Store) as the embedded SQLite one, for teams that
+// run several replicas against one database. The conformance suite in
+// storage/storagetest runs unchanged against both.
+//
+// Semantics are the SQLite backend's (see the doc comments on storage.DB's
+// methods): every write is one transaction, committed when the method
+// returns; a missing record is storage.ErrNotFound; an entry's seq is its
+// place in the session's record and a taken one is a
+// *storage.DuplicateEntryError; chat input is de-duplicated by the
+// platform's event id and by its message id; a user message carrying an
+// InputID delivers that input in the same transaction. Times are stored as
+// Unix milliseconds, entry payloads as json (the exact text written).
+//
+// Concurrency: the pool runs transactions in parallel (READ COMMITTED); each
+// write is a single statement or relies on a unique index, so concurrent
+// writers need no locks of their own. A transaction that loses a deadlock or
+// a serialization conflict is retried.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	log            *slog.Logger
+	now            func() time.Time
+	hooks          storage.Hooks
+	eventRetention time.Duration
+	maxConns       int32
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets the clock used for timestamps and event pruning (default: time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithHooks sets the hooks told of finished runs and recorded pushes.
+func WithHooks(h storage.Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// WithEventRetention sets how long processed platform event ids are
+// remembered (default 24h).
+func WithEventRetention(d time.Duration) Option { return func(o *options) { o.eventRetention = d } }
+
+// WithMaxConns sets the pool's size (default: the DSN's pool_max_conns, else 16).
+func WithMaxConns(n int) Option { return func(o *options) { o.maxConns = int32(n) } }
+
+// DB is an open threadsmith database on PostgreSQL.
+type DB struct {
+	pool  *pgxpool.Pool
+	where string // host:port/database, for errors (never the password)
+	log   *slog.Logger
+	now   func() time.Time
+	hooks storage.Hooks
+
+	eventRetention time.Duration
+	lastPrune      atomic.Int64
+
+	sessionIDs sync.Map // session uid → row id; sessions are never deleted
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ storage.Store = (*DB)(nil)
+
+// Open connects to the database dsn names (a postgres:// URL or key=value
+// string, as libpq takes them) and brings its schema up to date. A schema
+// newer than this binary knows is storage.ErrSchemaTooNew; a database that
+// has tables but none of threadsmith's is storage.ErrForeignDatabase.
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	o := options{log: slog.Default(), now: time.Now, eventRetention: 24 * time.Hour}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors may quote the DSN, password included: say only what kind.
+		return nil, errors.New("storage/postgres: open: storage.dsn is not a valid PostgreSQL connection string")
+	}
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	} else if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "threadsmith"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, err)
+	}
+	db := &DB{pool: pool, where: where, log: o.log.With("component", "storage", "backend", "postgres"), now: o.now,
+		hooks: o.hooks, eventRetention: o.eventRetention}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, wrap(err))
+	}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db.lastPrune.Store(db.nowMS())
+	return db, nil
+}
+
+// Where names the database (host:port/database) without credentials.
+func (db *DB) Where() string { return db.where }
+
+// Close closes the pool. Writes that returned are committed already.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.closed.Store(true)
+		db.pool.Close()
+	})
+	return nil
+}
+
+// Ping checks that the database answers a read (the readiness probe).
+func (db *DB) Ping(ctx context.Context) error {
+	if db.closed.Load() {
+		return opError("ping", storage.ErrClosed)
+	}
+	var one int
+	return opError("ping", db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one))
+}
+
+func (db *DB) nowMS() int64 { return db.now().UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// inTx runs fn in a transaction and commits it; a deadlock or serialization
+// failure runs it again (fn must be repeatable: it is, it only talks to tx).
+func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if db.closed.Load() {
+		return storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		if !isCode(err, "40001") && !isCode(err, "40P01") {
+			return err
+		}
+	}
+	return err
+}
+
+// q is what reads run on: the pool, or a transaction.
+type q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// reader returns the pool for reads, or ErrClosed.
+func (db *DB) reader() (q, error) {
+	if db.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	return db.pool, nil
+}
+
+// Errors.
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+func constraintOf(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
+const (
+	codeUnique     = "23505"
+	codeForeignKey = "23503"
+)
+
+// wrap adds storage.ErrFull or storage.ErrReadOnly to errors that mean them.
+func wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isCode(err, "53100") || isCode(err, "53200"): // disk_full, out_of_memory
+		return codeError{storage.ErrFull, err}
+	case isCode(err, "25006"): // read_only_sql_transaction (a standby, default_transaction_read_only)
+		return codeError{storage.ErrReadOnly, err}
+	}
+	return err
+}
+
+type codeError struct{ sentinel, err error }
+
+func (e codeError) Error() string   { return e.err.Error() }
+func (e codeError) Unwrap() []error { return []error{e.sentinel, e.err} }
+
+func opError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("storage: %s: %w", op, wrap(err))
+}
+
+// lookupError turns pgx.ErrNoRows into storage.ErrNotFound.
+func lookupError(op string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("storage: %s: %w", op, storage.ErrNotFound)
+	}
+	return opError(op, err)
+}
+
+// Migrations.
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrations = mustLoadMigrations()
+
+func mustLoadMigrations() []migration {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		panic(err)
+	}
+	slices.Sort(names)
+	var out []migration
+	for i, n := range names {
+		base := path.Base(n)
+		num, _, _ := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil || v != i+1 {
+			panic(fmt.Sprintf("storage/postgres: migration %s: want version %d as NNNN_name.sql", base, i+1))
+		}
+		b, err := fs.ReadFile(migrationFiles, n)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
+	}
+	return out
+}
+
+// SchemaVersion is the schema version this binary creates and understands.
+// It equals storage.SchemaVersion(): each SQLite migration has its mirror.
+func SchemaVersion() int { return len(migrations) }
+
+// migrateLock is the advisory lock key that serialises replicas migrating the
+// same database at once.
+const migrateLock = 0x7468726561647331 // "threads1"
+
+func (db *DB) migrate(ctx context.Context) error {
+	fail := func(err error) error { return fmt.Errorf("storage/postgres: migrate %s: %w", db.where, wrap(err)) }
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
+		return fail(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
+
+	var haveMigrations bool
+	var others int
+	if err := conn.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'),
+		(SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())`).Scan(&haveMigrations, &others); err != nil {
+		return fail(err)
+	}
+	if !haveMigrations && others > 0 {
+		return fmt.Errorf("storage/postgres: open %s: %w: its schema has %d tables but no schema_migrations; use an empty database or schema",
+			db.where, storage.ErrForeignDatabase, others)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at BIGINT  NOT NULL)`); err != nil {
+		return fail(err)
+	}
+	var v int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return fail(err)
+	}
+	if v > SchemaVersion() {
+		return fmt.Errorf("storage/postgres: open %s: %w: the database has schema version %d, this binary knows up to %d; refusing to use it (run a newer threadsmith)",
+			db.where, storage.ErrSchemaTooNew, v, SchemaVersion())
+	}
+	for _, m := range migrations[v:] {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+				m.version, m.name, db.nowMS())
+			return err
+		})
+		if err != nil {
+			return fail(err)
+		}
+		db.log.Info("applied schema migration", "version", m.version, "name", m.name)
+	}
+	return nil
+}

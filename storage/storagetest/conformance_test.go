@@ -1,0 +1,30 @@
+package storagetest_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storagetest.MainWithPostgres(m)) }
+
+// The embedded backend: a SQLite file per test, always run.
+func TestSQLite(t *testing.T) {
+	storagetest.Run(t, func(t testing.TB) storagetest.Opener {
+		path := filepath.Join(t.TempDir(), storage.FileName)
+		return func(ctx context.Context) (storage.Store, error) {
+			return storage.Open(ctx, path, storage.WithLogger(slog.New(slog.DiscardHandler)))
+		}
+	})
+}
+
+// The PostgreSQL backend: the same suite, unchanged. Skipped (and says so)
+// without THREADSMITH_TEST_POSTGRES; required with THREADSMITH_REQUIRE_POSTGRES=1.
+func TestPostgres(t *testing.T) {
+	storagetest.Run(t, storagetest.NewPostgres(storagetest.PostgresDSN(t)))
+}
