@@ -74,16 +74,22 @@ func nonNil[T any](p *T) any {
 	return p
 }
 
-func decodeEntry(seq int64, typ string, ts int64, payload []byte) (transcript.Entry, error) {
+// decodeEntry decodes a stored entry. payload is the decoder's own copy,
+// which nothing writes again: a message's strings share its memory, and what
+// must be built comes from a (see msgjson.Arena); m, when not nil, is where
+// the message goes.
+func decodeEntry(seq int64, typ string, ts int64, payload []byte, a *msgjson.Arena, m *llm.Message) (transcript.Entry, error) {
 	e := transcript.Entry{Seq: seq, Type: transcript.EntryType(typ), Timestamp: ts}
 	var err error
 	switch e.Type {
 	case transcript.EntryMessage:
 		// Messages are nearly every entry and nearly all of a load's time:
 		// msgjson decodes them in one pass, with encoding/json's result.
-		var m llm.Message
-		m, err = msgjson.UnmarshalMessage(payload)
-		e.Message = &m
+		if m == nil {
+			m = new(llm.Message)
+		}
+		*m, err = msgjson.UnmarshalMessageShared(payload, a)
+		e.Message = m
 	case transcript.EntryCompaction:
 		e.Compaction = new(transcript.Compaction)
 		err = json.Unmarshal(payload, e.Compaction)
@@ -91,7 +97,7 @@ func decodeEntry(seq int64, typ string, ts int64, payload []byte) (transcript.En
 		e.ModelChange = new(transcript.ModelChange)
 		err = json.Unmarshal(payload, e.ModelChange)
 	case transcript.EntryThinkingLevel:
-		err = json.Unmarshal(payload, &e.ThinkingLevel)
+		e.ThinkingLevel, err = unmarshalString(payload)
 	case transcript.EntryCustom:
 		e.Custom = new(transcript.Custom)
 		err = json.Unmarshal(payload, e.Custom)
@@ -138,8 +144,10 @@ const (
 
 func (c *decodeChunk) decode() {
 	c.out = make([]transcript.Entry, len(c.raw))
+	msgs := make([]llm.Message, len(c.raw)) // one allocation for the chunk's messages
+	var a msgjson.Arena
 	for i, r := range c.raw {
-		e, err := decodeEntry(r.seq, r.typ, r.ts, r.payload)
+		e, err := decodeEntry(r.seq, r.typ, r.ts, r.payload, &a, &msgs[i])
 		if err != nil && c.err == nil {
 			c.err = err
 		}
@@ -207,4 +215,12 @@ func (d *decoder) result() ([]transcript.Entry, error) {
 		out = append(out, c.out...)
 	}
 	return out, nil
+}
+
+// unmarshalString decodes a JSON string (its own variable: taking the address
+// of a field of decodeEntry's entry would move every entry to the heap).
+func unmarshalString(payload []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(payload, &s)
+	return s, err
 }

@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -160,15 +160,19 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]tr
 	}
 	defer rows.Close()
 	var d decoder
+	var (
+		seq, ts int64
+		typ     string
+		payload string // the driver's own string: nothing else holds it
+	)
 	for rows.Next() {
-		var r rawEntry
-		var payload sql.RawBytes
-		if err := rows.Scan(&r.seq, &r.typ, &r.ts, &payload); err != nil {
+		if err := rows.Scan(&seq, &typ, &ts, &payload); err != nil {
 			d.wait()
 			return nil, err
 		}
-		r.payload = bytes.Clone(payload)
-		d.add(r)
+		// A string's bytes never change: the decoded message may share them
+		// (msgjson.UnmarshalMessageShared) instead of copying them again.
+		d.add(rawEntry{seq: seq, typ: typ, ts: ts, payload: unsafe.Slice(unsafe.StringData(payload), len(payload))})
 	}
 	if err := rows.Err(); err != nil {
 		d.wait()

@@ -186,20 +186,25 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	if !fastPath {
 		return out
 	}
-	decode := func(from, to int) {
+	// The lines are parts of the buffer readAll made, which nothing writes
+	// again: the messages' strings share it (see msgjson.Arena), and the
+	// messages of a run of lines are one allocation.
+	decode := func(from, to int, a *msgjson.Arena) {
+		msgs := make([]llm.Message, to-from)
 		for i := from; i < to; i++ {
-			l, ok := msgjson.DecodePiMessageLine(lines[i])
+			l, ok := msgjson.DecodePiMessageLineShared(lines[i], a)
 			if !ok {
 				continue
 			}
 			f := &out[i]
 			f.decoded = true
-			m, err := fromPiMessage(l.Message)
-			if err != nil {
+			m := &msgs[i-from]
+			var err error
+			if *m, err = fromPiMessage(l.Message); err != nil {
 				f.malformed = true
 				continue
 			}
-			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: &m}
+			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: m}
 			f.id, f.parent = l.ID, l.ParentID
 		}
 	}
@@ -209,7 +214,7 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if size < parallelBytes || workers == 1 {
-		decode(0, len(lines))
+		decode(0, len(lines), new(msgjson.Arena))
 		return out
 	}
 	// Chunks of lines handed out in order; many more chunks than workers
@@ -219,12 +224,13 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			a := new(msgjson.Arena)
 			for {
 				from := int(next.Add(chunk)) - chunk
 				if from >= len(lines) {
 					return
 				}
-				decode(from, min(from+chunk, len(lines)))
+				decode(from, min(from+chunk, len(lines)), a)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
@@ -27,13 +28,34 @@ import (
 // message: the same result, error included, as json.Unmarshal(data, &m) into
 // a zero llm.Message.
 func UnmarshalMessage(data []byte) (llm.Message, error) {
-	r := reader{data: data}
+	a := Arena{exact: len(data)}
+	return unmarshalMessage(data, false, &a)
+}
+
+// UnmarshalMessageShared is UnmarshalMessage for data that nobody modifies
+// afterwards (a copy the caller made and keeps to itself): the message's
+// strings and raw JSON values share data's memory instead of copying it, and
+// what must be built (strings with escapes, content slices) comes from a,
+// which may serve many calls, one at a time. Decoding a session is then a
+// few allocations instead of one per string.
+func UnmarshalMessageShared(data []byte, a *Arena) (llm.Message, error) {
+	return unmarshalMessage(data, true, a)
+}
+
+func unmarshalMessage(data []byte, shared bool, a *Arena) (llm.Message, error) {
+	r := reader{data: data, shared: shared, arena: a}
 	defer r.release()
 	var m llm.Message
 	if decodeMessage(&r, &m, nil) && r.end() {
 		return m, nil
 	}
-	m = llm.Message{}
+	return unmarshalSlow(data)
+}
+
+// unmarshalSlow is encoding/json's verdict on data (a function of its own
+// so that the fast path's message stays on the stack).
+func unmarshalSlow(data []byte) (llm.Message, error) {
+	var m llm.Message
 	err := json.Unmarshal(data, &m)
 	return m, err
 }
@@ -57,7 +79,7 @@ type PiMessage struct {
 // false when the fast path cannot decide; the caller then decodes data with
 // encoding/json (and gets its verdict).
 func DecodePiMessage(data []byte) (m PiMessage, ok bool) {
-	r := reader{data: data}
+	r := reader{data: data, arena: &Arena{exact: len(data)}}
 	defer r.release()
 	if decodeMessage(&r, &m.Message, &m) && r.end() {
 		return m, true
@@ -78,7 +100,17 @@ type PiLine struct {
 // other line, or when the fast path cannot decide: the caller then decodes it
 // with encoding/json.
 func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
-	r := reader{data: line}
+	return decodePiMessageLine(line, false, &Arena{exact: len(line)})
+}
+
+// DecodePiMessageLineShared is DecodePiMessageLine for a line that nobody
+// modifies afterwards, with UnmarshalMessageShared's sharing of memory.
+func DecodePiMessageLineShared(line []byte, a *Arena) (l PiLine, ok bool) {
+	return decodePiMessageLine(line, true, a)
+}
+
+func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool) {
+	r := reader{data: line, shared: shared, arena: a}
 	defer r.release()
 	if !r.open('{') {
 		return l, false
@@ -107,7 +139,7 @@ func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
 			}
 		case "timestamp":
 			bit = 8
-			l.Timestamp = clone(r.raw())
+			l.Timestamp = r.keepRaw(r.raw())
 		case "message":
 			bit = 16
 			hasMessage = true
@@ -239,7 +271,7 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 			}
 		case "timestamp":
 			if pi != nil {
-				pi.Timestamp = clone(r.raw())
+				pi.Timestamp = r.keepRaw(r.raw())
 			} else {
 				m.Timestamp = r.int()
 			}
@@ -254,10 +286,14 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 		case "errorMessage":
 			m.ErrorMessage = r.str()
 		case "errorInfo":
+			// Into variables of their own, here and for bash: the address
+			// of m's field would move every message to the heap.
 			raw := r.raw()
-			if !r.fail && json.Unmarshal(raw, &m.ErrorInfo) != nil {
+			var e *llm.Error
+			if !r.fail && json.Unmarshal(raw, &e) != nil {
 				r.bad()
 			}
+			m.ErrorInfo = e
 		case "toolCallId":
 			m.ToolCallID = r.str()
 		case "toolName":
@@ -265,7 +301,7 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 		case "isError":
 			m.IsError = r.boolean()
 		case "details":
-			m.Details = clone(r.raw())
+			m.Details = r.keepRaw(r.raw())
 		case "customType":
 			m.CustomType = r.str()
 		case "display":
@@ -276,9 +312,11 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 			m.TokensBefore = int(r.int())
 		case "bash":
 			raw := r.raw()
-			if !r.fail && json.Unmarshal(raw, &m.Bash) != nil {
+			var b *llm.BashExecution
+			if !r.fail && json.Unmarshal(raw, &b) != nil {
 				r.bad()
 			}
+			m.Bash = b
 		case "inputId":
 			m.InputID = r.str()
 		case "command":
@@ -305,7 +343,8 @@ func decodeContent(r *reader) []llm.Content {
 	if !r.open('[') {
 		return nil
 	}
-	out := []llm.Content{} // encoding/json makes [] an empty, non-nil slice
+	var buf [4]llm.Content
+	out := buf[:0]
 	for first := true; r.more(']', &first); {
 		if r.peek() != '{' {
 			r.bad() // null or a non-object element
@@ -350,7 +389,7 @@ func decodeContent(r *reader) []llm.Content {
 			case "name":
 				c.Name = r.internedStr()
 			case "arguments":
-				c.Arguments = clone(r.raw())
+				c.Arguments = r.keepRaw(r.raw())
 			case "rawArguments":
 				c.RawArguments = r.str()
 			default:
@@ -362,7 +401,7 @@ func decodeContent(r *reader) []llm.Content {
 	if r.fail {
 		return nil
 	}
-	return out
+	return r.arena.blocks(out)
 }
 
 func decodeUsage(r *reader) *llm.Usage {
@@ -452,18 +491,17 @@ func decodeCost(r *reader) *llm.Cost {
 // block types, stop reasons, providers, tool names) without allocating for
 // those.
 func (r *reader) internedStr() string {
-	var text strings.Builder
-	raw, esc := r.scanString(true, &text)
+	raw, esc := r.scanString(true)
 	if r.fail {
 		return ""
 	}
 	if esc {
-		return text.String()
+		return r.unescape(raw)
 	}
 	if s, ok := interned[string(raw)]; ok {
 		return s
 	}
-	return string(raw)
+	return r.keep(raw)
 }
 
 var interned = func() map[string]string {
@@ -480,9 +518,113 @@ var interned = func() map[string]string {
 	return m
 }()
 
-func clone(b []byte) json.RawMessage {
-	if b == nil {
-		return nil
+// Arena hands out the memory of decoded strings and content slices in large
+// chunks: a session's tens of thousands of strings become a few allocations,
+// and the collector has a few objects to look at instead of each string.
+// What it hands out is never written again (a string's bytes must not
+// change), and a slice it hands out has no capacity beyond its length, so an
+// append copies it. The zero Arena is ready for use; it is not safe for
+// concurrent use.
+type Arena struct {
+	buf      []byte        // the current chunk of bytes; len is what was handed out
+	contents []llm.Content // the current chunk of content blocks, likewise
+	inChunk  bool          // what reserve returned is at the end of buf
+	// exact, when not 0, is the size of the only chunk of bytes needed: the
+	// decoded input's length, which bounds what is taken from it (the
+	// non-shared decoders, one arena per message).
+	exact int
+}
+
+// Chunk sizes: a byte chunk holds many typical strings; anything larger than
+// a quarter of it gets its own allocation so that little is wasted.
+const (
+	arenaBytes  = 64 << 10
+	arenaBlocks = 256
+)
+
+// reserve returns room for up to n bytes at the end of the current chunk;
+// commit then hands out the first k of them.
+func (a *Arena) reserve(n int) []byte {
+	if cap(a.buf)-len(a.buf) < n {
+		if a.exact == 0 && n > arenaBytes/4 {
+			a.inChunk = false
+			return make([]byte, n)
+		}
+		a.buf = make([]byte, 0, max(a.chunkSize(), n))
 	}
-	return append(json.RawMessage(nil), b...)
+	a.inChunk = true
+	return a.buf[len(a.buf) : len(a.buf)+n]
+}
+
+// space returns the free end of the current chunk for a text of unknown
+// length, at least n bytes (a new chunk when the current one has less);
+// grow enlarges it, commit hands out its beginning.
+func (a *Arena) space(n int) []byte {
+	free := cap(a.buf) - len(a.buf)
+	if free < n || (a.exact == 0 && free < arenaBytes/16) {
+		if a.exact == 0 && n > arenaBytes/4 {
+			a.inChunk = false
+			return make([]byte, n)
+		}
+		a.buf = make([]byte, 0, max(a.chunkSize(), n))
+	}
+	a.inChunk = true
+	return a.buf[len(a.buf):cap(a.buf)]
+}
+
+// chunkSize is the size of a new chunk of bytes.
+func (a *Arena) chunkSize() int {
+	if a.exact > 0 {
+		return a.exact + 8 // the slack space's callers need past the text
+	}
+	return arenaBytes
+}
+
+// grow returns a larger dst holding its first n bytes, as large as limit
+// at most (more when dst already is).
+func (a *Arena) grow(dst []byte, n, limit int) []byte {
+	size := min(max(2*len(dst), n+256), limit)
+	size = max(size, n+8)
+	b := make([]byte, size)
+	copy(b, dst[:n])
+	a.inChunk = false
+	return b
+}
+
+// commit hands out the first k bytes of what reserve returned (b).
+func (a *Arena) commit(b []byte, k int) string {
+	if a.inChunk {
+		a.buf = a.buf[:len(a.buf)+k]
+		a.inChunk = false
+	}
+	if k == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), k)
+}
+
+// bytes copies b into the arena.
+func (a *Arena) bytes(b []byte) []byte {
+	dst := a.reserve(len(b))
+	copy(dst, b)
+	s := a.commit(dst, len(b))
+	return unsafe.Slice(unsafe.StringData(s), len(b))[:len(b):len(b)]
+}
+
+// blocks copies content blocks into the arena (encoding/json makes [] an
+// empty, non-nil slice, and so does blocks).
+func (a *Arena) blocks(bs []llm.Content) []llm.Content {
+	n := len(bs)
+	if n == 0 {
+		return []llm.Content{}
+	}
+	if a.exact > 0 || n > arenaBlocks/4 {
+		return append(make([]llm.Content, 0, n), bs...)
+	}
+	if cap(a.contents)-len(a.contents) < n {
+		a.contents = make([]llm.Content, 0, arenaBlocks)
+	}
+	start := len(a.contents)
+	a.contents = append(a.contents, bs...)
+	return a.contents[start:len(a.contents):len(a.contents)]
 }

@@ -39,17 +39,26 @@ func fixtureMessages(t testing.TB) [][]byte {
 	return out
 }
 
-// checkMessage compares UnmarshalMessage with encoding/json on data.
+// checkMessage compares UnmarshalMessage and UnmarshalMessageShared with
+// encoding/json on data.
 func checkMessage(t *testing.T, data []byte) {
 	t.Helper()
-	got, gotErr := UnmarshalMessage(data)
 	var want llm.Message
 	wantErr := json.Unmarshal(data, &want)
-	if (gotErr == nil) != (wantErr == nil) {
-		t.Fatalf("%q: error %v, encoding/json says %v", data, gotErr, wantErr)
-	}
-	if gotErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got  %#v\n want %#v", data, got, want)
+	for _, shared := range []bool{false, true} {
+		var got llm.Message
+		var gotErr error
+		if shared {
+			got, gotErr = UnmarshalMessageShared(bytes.Clone(data), new(Arena))
+		} else {
+			got, gotErr = UnmarshalMessage(data)
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q (shared %v): error %v, encoding/json says %v", data, shared, gotErr, wantErr)
+		}
+		if gotErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q (shared %v):\n got  %#v\n want %#v", data, shared, got, want)
+		}
 	}
 }
 
@@ -115,6 +124,18 @@ func refPi(data []byte) (PiMessage, bool) {
 
 func checkPi(t *testing.T, data []byte) {
 	t.Helper()
+	// The line decoders agree, shared or not.
+	line := []byte(`{"type":"message","id":"x","message":` + string(data) + `}`)
+	l1, ok1 := DecodePiMessageLine(line)
+	l2, ok2 := DecodePiMessageLineShared(bytes.Clone(line), new(Arena))
+	if ok1 != ok2 || !reflect.DeepEqual(l1, l2) {
+		t.Fatalf("%q: DecodePiMessageLine = %v, %#v; shared = %v, %#v", line, ok1, l1, ok2, l2)
+	}
+	if ok1 {
+		if want, ok := DecodePiMessage(data); !ok || !reflect.DeepEqual(l1.Message, want) {
+			t.Fatalf("%q: the line's message differs from DecodePiMessage", line)
+		}
+	}
 	got, ok := DecodePiMessage(data)
 	if !ok {
 		return // the caller takes the slow path
@@ -265,7 +286,7 @@ func TestFastPathHandlesEveryField(t *testing.T) {
 	} {
 		for _, k := range set.keys {
 			data := set.obj(k)
-			r := reader{data: []byte(data)}
+			r := reader{data: []byte(data), arena: &Arena{}}
 			var m llm.Message
 			if !decodeMessage(&r, &m, nil) {
 				t.Errorf("the fast path does not handle %s", data)
@@ -301,5 +322,105 @@ func TestBadEscapesInSkippedValues(t *testing.T) {
 	} {
 		checkMessage(t, []byte(c))
 		checkPi(t, []byte(c))
+	}
+}
+
+// Many messages decoded from one arena and one shared buffer keep their
+// text: the strings of the first are still right once thousands more were
+// decoded after them (chunks are never reused or written again), and
+// changing a decoded slice (an append to the arguments) changes nothing else.
+func TestSharedArenaKeepsEveryMessage(t *testing.T) {
+	raws := fixtureMessages(t)
+	var stored [][]byte
+	for _, raw := range raws {
+		m, ok := refPi(raw)
+		if !ok {
+			t.Fatalf("fixture message does not decode: %q", raw)
+		}
+		b, err := json.Marshal(m.Message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, b)
+	}
+	// One buffer for everything, as storage's chunks of payloads.
+	var buf []byte
+	for _, b := range stored {
+		buf = append(buf, b...)
+	}
+	var a Arena
+	got := make([]llm.Message, len(stored))
+	off := 0
+	for i, b := range stored {
+		m, err := UnmarshalMessageShared(buf[off:off+len(b):off+len(b)], &a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = m
+		off += len(b)
+	}
+	for i := range got {
+		for j := range got[i].Content {
+			if c := &got[i].Content[j]; len(c.Arguments) > 0 {
+				_ = append(c.Arguments, "garbage"...)
+			}
+		}
+		_ = append(got[i].Content, llm.Text("x"))
+	}
+	for i, b := range stored {
+		var want llm.Message
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("message %d changed after later decodes:\n got  %#v\n want %#v", i, got[i], want)
+		}
+	}
+	// The same with pi's lines, one arena for all of them.
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []PiLine
+	var want []PiLine
+	var b Arena
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSpace(line)
+		l, ok := DecodePiMessageLineShared(line, &b)
+		if !ok {
+			continue
+		}
+		w, ok := DecodePiMessageLine(bytes.Clone(line))
+		if !ok {
+			t.Fatalf("the shared decoder took a line the other refused: %q", line)
+		}
+		lines, want = append(lines, l), append(want, w)
+	}
+	if len(lines) < 900 {
+		t.Fatalf("only %d lines decoded", len(lines))
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Fatal("lines decoded with one shared arena differ from lines decoded one by one")
+	}
+}
+
+// Strings with escapes longer than an arena chunk, at a chunk's end, and
+// arenas that must grow mid-string decode as encoding/json decodes them.
+func TestLongEscapedStrings(t *testing.T) {
+	var a Arena
+	for _, n := range []int{1, 7, 8, 9, 255, 256, 257, arenaBytes/16 - 1, arenaBytes / 4, arenaBytes + 3, 3 * arenaBytes} {
+		for _, unit := range []string{`a\nb`, `\"`, `é\u00e9`, `x\ud83d\ude00yz`, `plain text `} {
+			text := strings.Repeat(unit, n/len(unit)+1)
+			data := []byte(`{"role":"user","content":[{"type":"text","text":"` + text + `"},{"type":"text","text":"` + text[:len(text)/2] + `end"}]}`)
+			checkMessage(t, data)
+			var want llm.Message
+			if err := json.Unmarshal(data, &want); err != nil {
+				continue // cut inside an escape
+			}
+			got, err := UnmarshalMessageShared(data, &a)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d × %q: shared arena gives %v", n, unit, err)
+			}
+		}
 	}
 }

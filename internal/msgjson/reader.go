@@ -3,12 +3,13 @@ package msgjson
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // reader is a strict, single-pass JSON reader for the decoders of this
@@ -24,6 +25,13 @@ type reader struct {
 	depth   int
 	fail    bool
 	escapes *[]int // scratch for scanString, from escapesPool; see release
+	// shared says that data is never modified while the result lives:
+	// strings and raw values without escapes then point into it.
+	shared bool
+	arena  *Arena // what is built or copied comes from here
+	// strStart is where the content of the last string scanString read
+	// starts in data.
+	strStart int
 }
 
 // escapesPool holds scanString's lists of escape offsets: one per string
@@ -182,19 +190,18 @@ func (r *reader) int() int64 {
 // utf8Check is set, to be valid UTF-8 (encoding/json would replace invalid
 // bytes).
 func (r *reader) rawString(utf8Check bool) ([]byte, bool) {
-	raw, esc := r.scanString(utf8Check, nil)
-	return raw, esc
+	return r.scanString(utf8Check)
 }
 
 // scanString reads a string token: its content between the quotes (still
-// escaped) and whether it has escapes; with text not nil, the unescaped text
-// of a content with escapes is written there.
+// escaped) and whether it has escapes, whose offsets in data are left in
+// *r.escapes for unescape.
 //
 // One pass, eight bytes at a time, finds the closing quote, the escapes and
 // any control character (which encoding/json refuses) or non-ASCII byte (then
-// checked to be valid UTF-8 when utf8Check is set); the unescaping after it
-// copies the runs between the escapes found.
-func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, esc bool) {
+// checked to be valid UTF-8 when utf8Check is set); unescape then copies the
+// runs between the escapes found.
+func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	if r.peek() != '"' {
 		r.bad()
@@ -232,19 +239,13 @@ func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, 
 		case c == '"':
 			raw = d[start:i]
 			r.pos = i + 1
+			r.strStart = start
 			*r.escapes = escapes
 			if hi&highs != 0 && utf8Check && !utf8.Valid(raw) {
 				r.bad()
 				return nil, false
 			}
-			if len(escapes) == 0 {
-				return raw, false
-			}
-			if text != nil && !unescapeInto(text, d, start, i, escapes) {
-				r.bad()
-				return nil, false
-			}
-			return raw, true
+			return raw, len(escapes) > 0
 		case c == '\\':
 			if i+1 >= len(d) {
 				r.bad()
@@ -275,77 +276,252 @@ func (r *reader) scanString(utf8Check bool, text *strings.Builder) (raw []byte, 
 	}
 }
 
-// unescapeInto writes the text of d[start:end] with its escapes (at the given
-// offsets) decoded.
-func unescapeInto(text *strings.Builder, d []byte, start, end int, escapes []int) bool {
-	text.Grow(end - start)
-	seg := start
+// unescape returns the text of raw, the string token scanString just read,
+// with its escapes (at the offsets scanString left) decoded, in arena memory.
+func (r *reader) unescape(raw []byte) string {
+	dst := r.arena.reserve(len(raw)) // the text is never longer than its escaped form
+	n, ok := unescapeTo(dst, r.data[:r.strStart+len(raw)], r.strStart, *r.escapes)
+	if !ok {
+		r.bad()
+		return ""
+	}
+	return r.arena.commit(dst, n)
+}
+
+// unescapeTo writes the text of d[start:] with its escapes (at the given
+// offsets) decoded to dst and returns its length.
+func unescapeTo(dst, d []byte, start int, escapes []int) (int, bool) {
+	n, seg := 0, start
 	for _, e := range escapes {
 		if e < seg {
 			continue // the low half of a surrogate pair, already written
 		}
-		text.Write(d[seg:e])
-		n := writeEscape(text, d[e:end])
-		if n == 0 {
-			return false
+		n += copy(dst[n:], d[seg:e])
+		w, k := decodeEscape(dst[n:], d[e:])
+		if k == 0 {
+			return 0, false
 		}
-		seg = e + n
+		n += w
+		seg = e + k
 	}
-	text.Write(d[seg:end])
-	return true
+	n += copy(dst[n:], d[seg:])
+	return n, true
 }
 
-// writeEscape decodes the escape at the start of s (s[0] is the backslash)
-// as encoding/json does, and returns its length in s, 0 when it fails. A
-// surrogate that is not half of a valid pair fails: encoding/json turns it
-// into U+FFFD, and such input is rare enough to leave to it.
-func writeEscape(text *strings.Builder, s []byte) int {
-	switch c := s[1]; c {
+// decodeEscape decodes the escape at the start of s (s[0] is the backslash)
+// as encoding/json does into dst, and returns the bytes written and the
+// escape's length in s, 0 when it fails. A surrogate that is not half of a
+// valid pair fails: encoding/json turns it into U+FFFD, and such input is
+// rare enough to leave to it. What is written is never longer than the
+// escape.
+func decodeEscape(dst, s []byte) (w, k int) {
+	var c byte
+	switch s[1] {
 	case '"', '\\', '/':
-		text.WriteByte(c)
+		c = s[1]
 	case 'b':
-		text.WriteByte('\b')
+		c = '\b'
 	case 'f':
-		text.WriteByte('\f')
+		c = '\f'
 	case 'n':
-		text.WriteByte('\n')
+		c = '\n'
 	case 'r':
-		text.WriteByte('\r')
+		c = '\r'
 	case 't':
-		text.WriteByte('\t')
+		c = '\t'
 	case 'u':
 		u, ok := hex4(s[2:])
 		if !ok {
-			return 0
+			return 0, 0
 		}
 		if !utf16.IsSurrogate(u) {
-			text.WriteRune(u)
-			return 6
+			return utf8.EncodeRune(dst, u), 6
 		}
 		if len(s) < 12 || s[6] != '\\' || s[7] != 'u' {
-			return 0
+			return 0, 0
 		}
 		lo, ok := hex4(s[8:])
 		dec := utf16.DecodeRune(u, lo)
 		if !ok || dec == utf8.RuneError {
-			return 0
+			return 0, 0
 		}
-		text.WriteRune(dec)
-		return 12
+		return utf8.EncodeRune(dst, dec), 12
 	default:
-		return 0
+		return 0, 0
 	}
-	return 2
+	dst[0] = c
+	return 1, 2
 }
 
-// str reads a string value.
+// str reads a string value. A string without escapes is found as
+// scanString finds one and kept as it is (see keep). From its first escape
+// on, one pass both scans and writes the text: each eight bytes are stored
+// to the output whole and the position moves on by as many of them as are
+// plain, so the runs between escapes are copied as they are read.
 func (r *reader) str() string {
-	var text strings.Builder
-	raw, esc := r.scanString(true, &text)
-	if esc {
-		return text.String()
+	const highs = 0x8080808080808080
+	if r.peek() != '"' {
+		r.bad()
+		return ""
 	}
-	return string(raw)
+	d := r.data
+	start := r.pos + 1
+	i := start
+	var hi uint64 // the OR of the plain bytes: its high bits say non-ASCII
+	for {
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			if m := special(w); m != 0 {
+				j := bits.TrailingZeros64(m) / 8
+				hi |= w & (1<<(8*j) - 1)
+				i += j
+				break
+			}
+			hi |= w
+			i += 8
+		}
+		if i >= len(d) {
+			r.bad()
+			return ""
+		}
+		switch c := d[i]; {
+		case c == '"':
+			raw := d[start:i]
+			r.pos = i + 1
+			if hi&highs != 0 && !utf8.Valid(raw) {
+				r.bad()
+				return ""
+			}
+			return r.keep(raw)
+		case c == '\\':
+			return r.unescapeFrom(start, i)
+		case c < 0x20:
+			r.bad()
+			return ""
+		default:
+			hi |= uint64(c)
+			i++
+		}
+	}
+}
+
+// special returns, for eight bytes of a string, a word whose lowest set bit
+// is the high bit of the first quote, backslash or control character (bits
+// above it may be set by borrows).
+func special(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
+}
+
+// unescapeFrom reads the rest of a string whose content starts at start and
+// whose first escape is at e, writing its text to the arena as it goes.
+func (r *reader) unescapeFrom(start, e int) string {
+	const highs = 0x8080808080808080
+	d := r.data
+	// The text is never longer than the rest of the input; 8 bytes of slack
+	// let every word be stored whole.
+	limit := len(d) - start + 8
+	dst := r.arena.space(min(e-start+256, limit))
+	n := copy(dst, d[start:e])
+	hi := uint64(0)
+	if !isASCII(d[start:e]) {
+		hi = highs
+	}
+	i := e
+	for {
+		if i >= len(d) {
+			r.bad()
+			return ""
+		}
+		switch c := d[i]; {
+		case c == '"':
+			r.pos = i + 1
+			if hi&highs != 0 && !utf8.Valid(dst[:n]) {
+				r.bad()
+				return ""
+			}
+			return r.arena.commit(dst, n)
+		case c == '\\':
+			if i+1 >= len(d) {
+				r.bad()
+				return ""
+			}
+			if len(dst)-n < 8 {
+				dst = r.arena.grow(dst, n, limit)
+			}
+			w, k := decodeEscape(dst[n:], d[i:])
+			if k == 0 {
+				r.bad()
+				return ""
+			}
+			n += w
+			i += k
+		case c < 0x20:
+			r.bad()
+			return ""
+		default:
+			if len(dst)-n < 8 {
+				dst = r.arena.grow(dst, n, limit)
+			}
+			dst[n] = c
+			hi |= uint64(c)
+			n++
+			i++
+		}
+		for i+8 <= len(d) {
+			if len(dst)-n < 8 {
+				dst = r.arena.grow(dst, n, limit)
+			}
+			w := binary.LittleEndian.Uint64(d[i:])
+			binary.LittleEndian.PutUint64(dst[n:], w)
+			if m := special(w); m != 0 {
+				j := bits.TrailingZeros64(m) / 8
+				hi |= w & (1<<(8*j) - 1)
+				n += j
+				i += j
+				break
+			}
+			hi |= w
+			n += 8
+			i += 8
+		}
+	}
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// keep returns raw, a part of data, as a string: data's own memory when it
+// is shared, else a copy in the arena.
+func (r *reader) keep(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if r.shared {
+		return unsafe.String(unsafe.SliceData(raw), len(raw))
+	}
+	dst := r.arena.reserve(len(raw))
+	return r.arena.commit(dst, copy(dst, raw))
+}
+
+// keepRaw returns raw, a part of data (nil after a failure), as a raw JSON
+// value without capacity beyond it: data's own memory when it is shared,
+// else a copy in the arena.
+func (r *reader) keepRaw(raw []byte) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	if r.shared {
+		return raw[:len(raw):len(raw)]
+	}
+	return r.arena.bytes(raw)
 }
 
 func hex4(b []byte) (rune, bool) {
