@@ -41,6 +41,7 @@ package config
 
 import (
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -391,6 +392,32 @@ type Discord struct {
 	AllowedRoles []string          `yaml:"allowed_roles"`
 	AllowedUsers []string          `yaml:"allowed_users"`
 	Rate         DiscordRate       `yaml:"rate"`
+	// ShardID and ShardCount split the bot's guilds over several gateway
+	// connections, one per replica: Discord sends a guild's events (and its
+	// slash commands) to shard (guild_id >> 22) % shard_count, DMs to shard 0.
+	// ShardCount 0 or 1 is one connection for everything.
+	ShardID    int `yaml:"shard_id"`
+	ShardCount int `yaml:"shard_count"`
+}
+
+// Sharded reports whether the bot's guilds are split over several gateway
+// connections.
+func (d Discord) Sharded() bool { return d.ShardCount > 1 }
+
+// OwnsGuild reports whether this connection's shard receives guildID's events
+// (guildID "" is a DM: shard 0), by Discord's formula.
+func (d Discord) OwnsGuild(guildID string) bool {
+	if !d.Sharded() {
+		return true
+	}
+	if guildID == "" {
+		return d.ShardID == 0
+	}
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil {
+		return false
+	}
+	return int((id>>22)%uint64(d.ShardCount)) == d.ShardID
 }
 
 // BaseURL is the REST base URL (without api/v9), always ending with "/".

@@ -417,6 +417,12 @@ func (c *Config) validateDiscord(v *collector) {
 	nonEmptyItems(v, "discord.allowed_users", d.AllowedUsers)
 	positiveInt(v, "discord.rate.edits_per_5s", d.Rate.EditsPer5s)
 	positiveInt(v, "discord.rate.requests_per_second", d.Rate.RequestsPerSecond)
+	switch {
+	case d.ShardCount < 0:
+		v.add("discord.shard_count", fmt.Sprintf("must be 0 (one connection) or the number of shards (got %d)", d.ShardCount))
+	case d.ShardID < 0 || d.ShardID >= max(d.ShardCount, 1):
+		v.add("discord.shard_id", fmt.Sprintf("must be between 0 and shard_count-1 (got %d of %d)", d.ShardID, d.ShardCount))
+	}
 }
 
 // tokenWithPrefix checks a required token's kind without ever quoting it.

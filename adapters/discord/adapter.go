@@ -139,6 +139,11 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		NetDialContext:   a.dialGateway,
 	}
 	s.Identify.Intents = Intents
+	if cfg.Sharded() {
+		// IDENTIFY carries [shard_id, shard_count]: Discord then sends this
+		// connection only its shard's guilds (and DMs to shard 0).
+		s.ShardID, s.ShardCount = cfg.ShardID, cfg.ShardCount
+	}
 	// Handlers run on discordgo's reading goroutine, in gateway order; they
 	// only queue (see run.go).
 	s.SyncEvents = true
