@@ -257,6 +257,13 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	if u, err := t.b.cfg.Store.ThreadUsage(ctx, t.rec.ID); err == nil && u.Replies > 0 {
 		b.WriteString("• Usage" + usageLine(u))
 	}
+	if u, ok := t.lastRunUsage(ctx); ok && u.Replies > 0 {
+		line := usageLine(u.Usage)
+		if len(u.Models) > 0 {
+			line = strings.TrimSuffix(line, "\n") + " · `" + strings.Join(u.Models, "`, `") + "`\n"
+		}
+		b.WriteString("• Last run" + line)
+	}
 	if pi := t.current; pi != nil && pi.in.Author.ID != "" {
 		if u, err := t.b.cfg.Store.UserUsage(ctx, t.ref.Platform, pi.in.Author.ID); err == nil && u.Replies > 0 {
 			b.WriteString("• Your usage, all threads" + usageLine(u))
@@ -379,9 +386,36 @@ const reactCancelled = "x"
 // usageLine is the thread's totals for !status: every reply of every session
 // the thread had, how much of the prompts the provider's cache served, and the
 // cost where the models' prices are known.
+// runUsageStore is the part of a store that keeps each run's usage as its
+// own record (storage.DB does).
+type runUsageStore interface {
+	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
+}
+
+// lastRunUsage is the usage record of the thread's last ended run.
+func (t *thread) lastRunUsage(ctx context.Context) (storage.RunUsage, bool) {
+	st, ok := t.b.cfg.Store.(runUsageStore)
+	if !ok {
+		return storage.RunUsage{}, false
+	}
+	all, err := st.ThreadRunUsage(ctx, t.rec.ID)
+	if err != nil || len(all) == 0 {
+		return storage.RunUsage{}, false
+	}
+	last := int64(-1)
+	for id := range all {
+		last = max(last, id)
+	}
+	return all[last], true
+}
+
 func usageLine(u storage.Usage) string {
-	line := fmt.Sprintf(": %s in (%d%% from cache), %s out over %d replies",
-		tokens(int(u.Input+u.CacheRead+u.CacheWrite)), int(math.Round(100*u.CacheHitRate())), tokens(int(u.Output)), u.Replies)
+	replies := "replies"
+	if u.Replies == 1 {
+		replies = "reply"
+	}
+	line := fmt.Sprintf(": %s in (%d%% from cache), %s out over %d %s",
+		tokens(int(u.Input+u.CacheRead+u.CacheWrite)), int(math.Round(100*u.CacheHitRate())), tokens(int(u.Output)), u.Replies, replies)
 	if u.Cost > 0 {
 		line += fmt.Sprintf(", $%.4f", u.Cost)
 	}

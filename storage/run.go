@@ -56,8 +56,9 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 	return id, nil
 }
 
-// FinishRun records how a run ended. A run that already ended (or was marked
-// interrupted) is ErrRunEnded; an unknown one ErrNotFound.
+// FinishRun records how a run ended, with the usage of its replies
+// (RunUsageOf). A run that already ended (or was marked interrupted) is
+// ErrRunEnded; an unknown one ErrNotFound.
 func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) error {
 	if outcome == "" {
 		return opError("finish run", errors.New("empty outcome"))
@@ -67,6 +68,9 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) er
 		ended = db.nowMS()
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE id = ? AND ended_at IS NULL RETURNING started_at`,
 			ended, outcome, runID).Scan(&started)
+		if err == nil {
+			return recordRunUsage(ctx, tx, runID)
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -140,6 +144,9 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 		}
 		for i := range runs {
 			runs[i].EndedAt, runs[i].Outcome = fromMS(now), RunInterrupted
+			if err := recordRunUsage(ctx, tx, runs[i].ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

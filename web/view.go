@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,8 +77,29 @@ type runView struct {
 	Outcome                    string
 	Started, Ended             time.Time
 	Input, Output, Cache       int64
+	CacheRead, CacheWrite      int64
 	Cost                       float64
+	Models                     []string // that replied, in order
 	Replies, ToolCalls, Errors int
+	// recorded: the usage above is the run's stored record (it ended), not
+	// summed from its replies here.
+	recorded bool
+}
+
+// ModelList names the models that replied in the run.
+func (r *runView) ModelList() string { return strings.Join(r.Models, ", ") }
+
+// addModel notes a model that replied, once.
+func (r *runView) addModel(m string) {
+	if m != "" && !slices.Contains(r.Models, m) {
+		r.Models = append(r.Models, m)
+	}
+}
+
+// runUsageStore is the part of a Store that keeps each run's usage as its
+// own record (storage.DB does). Without it, a page sums the run's replies.
+type runUsageStore interface {
+	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
 }
 
 // Duration is how long the run took, "" while it runs.
@@ -106,6 +128,12 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 	runs, err := st.ThreadRuns(ctx, threadID)
 	if err != nil {
 		return nil, err
+	}
+	var runUsage map[int64]storage.RunUsage
+	if us, ok := st.(runUsageStore); ok {
+		if runUsage, err = us.ThreadRunUsage(ctx, threadID); err != nil {
+			return nil, err
+		}
 	}
 	pushes, err := st.ThreadPushes(ctx, threadID)
 	if err != nil {
@@ -159,6 +187,14 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		runN++
 		placed[run.ID] = true
 		cur = &runView{N: runN, Outcome: string(run.Outcome), Started: run.StartedAt, Ended: run.EndedAt}
+		if u, ok := runUsage[run.ID]; ok {
+			cur.recorded = true
+			cur.Input, cur.Output, cur.CacheRead, cur.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+			cur.Cache, cur.Cost = u.CacheRead+u.CacheWrite, u.Cost
+			for _, m := range u.Models {
+				cur.addModel(r.Replace(m))
+			}
+		}
 		p.Items = append(p.Items, &item{Key: fmt.Sprintf("run-%d", run.ID), Kind: "run", At: run.StartedAt, Run: cur})
 	}
 	nextPush := 0
@@ -293,13 +329,16 @@ func (s *Server) messageItems(p *page, run *runView, calls map[string]*item, key
 	case llm.RoleAssistant:
 		if run != nil {
 			run.Replies++
-			if u := m.Usage; u != nil {
+			if u := m.Usage; u != nil && !run.recorded {
 				run.Input += int64(u.Input)
 				run.Output += int64(u.Output)
+				run.CacheRead += int64(u.CacheRead)
+				run.CacheWrite += int64(u.CacheWrite)
 				run.Cache += int64(u.CacheRead + u.CacheWrite)
 				if u.Cost != nil {
 					run.Cost += u.Cost.Total
 				}
+				run.addModel(r.Replace(m.Model))
 			}
 		}
 		for i, c := range m.Content {
