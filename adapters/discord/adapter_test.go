@@ -47,7 +47,7 @@ func TestAdapter(t *testing.T) {
 		if got, want := commandNames(cmds), tableNames(); !slices.Equal(got, want) {
 			t.Errorf("guild commands: got %v, want %v (the stale /old replaced)", got, want)
 		}
-		want := []string{"code", "steer", "followup", "stop", "status", "compact", "diff", "reset", "model", "help"}
+		want := []string{"code", "steer", "followup", "stop", "status", "compact", "diff", "reset", "model", "tools", "pr", "review", "link", "help"}
 		if got := commandNames(cmds); !slices.Equal(got, want) {
 			t.Errorf("command names: got %v, want %v", got, want)
 		}

@@ -94,6 +94,16 @@ var commands = []command{
 		text:        bang("model", "name"),
 		usage:       "/model [name:<model>]",
 	},
+	{name: "tools", description: "List the tools this session has, built in and from MCP servers", text: bang("tools", ""), usage: "/tools"},
+	{name: "pr", description: "Show this thread's pull request (opened now if the branch has none)", text: bang("pr", ""), usage: "/pr"},
+	{
+		name:        "review",
+		description: "Give the agent the pull request's new review comments to address",
+		text:        bang("review", ""),
+		usage:       "/review",
+		echo:        true, // a request like /code: queued while a run works
+	},
+	{name: "link", description: "A fresh link to this session's web page", text: bang("link", ""), usage: "/link"},
 	{name: cmdHelp, description: "List the commands", text: bang("help", ""), usage: "/help"},
 }
 

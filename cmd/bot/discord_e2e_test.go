@@ -363,7 +363,7 @@ func TestDiscord(t *testing.T) {
 
 func testDiscordCommands(e *discordEnv) {
 	t, fake := e.t, e.fake
-	want := []string{"code", "steer", "followup", "stop", "status", "compact", "diff", "reset", "model", "help"}
+	want := []string{"code", "steer", "followup", "stop", "status", "compact", "diff", "reset", "model", "tools", "pr", "review", "link", "help"}
 	for _, g := range []string{dGuild, dGuild2} {
 		cmds, err := fake.WaitForCommandOverwrite(e.ctx, g, 1)
 		if err != nil {
@@ -602,6 +602,12 @@ func testDiscordStatusDiff(e *discordEnv) {
 	wantName := strings.ReplaceAll(branch, "/", "-") + ".diff"
 	if file.Filename != wantName || !strings.Contains(string(file.Data), "+++ b/notes.txt") || !strings.Contains(string(file.Data), "+two") {
 		t.Errorf("/diff file: got %s %q, want %s with the patch of notes.txt", file.Filename, file.Data, wantName)
+	}
+
+	// The commands that exist as text (!tools) are slash commands too.
+	fake.SlashCommand(th, dAlice, "tools", nil)
+	if tools := e.waitBot(th, "🧰 Built in: "); !strings.Contains(tools.Content, "bash") {
+		t.Errorf("/tools: got %q, want the built-in tools", tools.Content)
 	}
 }
 
