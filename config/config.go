@@ -77,6 +77,8 @@ type Config struct {
 	HTTP              HTTP      `yaml:"http"`
 	Slack             Slack     `yaml:"slack"`
 	Discord           Discord   `yaml:"discord"`
+	// Storage is the database: SQLite in data_dir (default) or PostgreSQL.
+	Storage Storage `yaml:"storage"`
 
 	// unresolved are the ${VAR} references Parse found unset; Validate reports
 	// the ones whose key is in use.
@@ -445,6 +447,7 @@ type DiscordRate struct {
 func Default() Config {
 	return Config{
 		DataDir:           "./data",
+		Storage:           defaultStorage(),
 		ShutdownGrace:     30 * time.Second,
 		RunTimeout:        30 * time.Minute,
 		MaxConcurrentRuns: 8,

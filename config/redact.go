@@ -55,6 +55,7 @@ func (c Config) Redacted() Config {
 	r.Slack.APIURL = redactURL(c.Slack.APIURL)
 	r.Discord.Token = redact(c.Discord.Token)
 	r.Discord.APIURL = redactURL(c.Discord.APIURL)
+	r.Storage.DSN = redactDSN(c.Storage.DSN)
 	return r
 }
 

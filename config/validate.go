@@ -31,6 +31,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateTop(&v)
+	c.validateStorage(&v)
 	c.validateLLM(&v)
 	c.validateAgent(&v)
 	c.validateWorkspace(&v)

@@ -165,7 +165,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.stopOps()
 		}
 	}()
-	db, err := storage.Open(ctx, filepath.Join(cfg.DataDir, "threadsmith.db"), storage.WithLogger(log), m.storageHooks())
+	db, err := m.openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -427,7 +427,8 @@ func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
 }
 
 func secrets(cfg *config.Config) []string {
-	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token, cfg.HTTP.SessionKey}
+	s := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret, cfg.Discord.Token, cfg.HTTP.SessionKey,
+		cfg.Storage.DSN, config.DSNPassword(cfg.Storage.DSN)}
 	for _, r := range cfg.Workspace.Repos {
 		s = append(s, r.Token, r.WebhookSecret)
 	}

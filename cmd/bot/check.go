@@ -53,6 +53,11 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		}
 	}
 
+	if msg, err := checkStorage(ctx, cfg); err != nil {
+		fail("%v", err)
+	} else {
+		fmt.Fprintln(w, msg)
+	}
 	for _, p := range checkModels(ctx, cfg) {
 		fail("%s", p)
 	}

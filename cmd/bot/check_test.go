@@ -47,8 +47,8 @@ func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	ok, out := runCheck(t, cfg)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !ok || len(lines) != 2 || lines[1] != "ok" {
-		t.Fatalf("check = %v, %q; want the sandbox line, then ok", ok, out)
+	if !ok || len(lines) != 3 || !strings.HasPrefix(lines[1], "storage: sqlite ") || lines[2] != "ok" {
+		t.Fatalf("check = %v, %q; want the sandbox line, the storage line, then ok", ok, out)
 	}
 	// Which sandbox is active, for the operator.
 	if !strings.HasPrefix(lines[0], "sandbox: namespaces (user, mount, pid, ipc, uts, net)") || !strings.Contains(lines[0], "network off") {
@@ -82,8 +82,8 @@ func TestCheckReportsOneLinePerProblem(t *testing.T) {
 		`workspace.repos[gone].url: cannot reach the remote`,
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(want)+1 || !strings.HasPrefix(lines[0], "sandbox: ") {
-		t.Fatalf("check printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	if len(lines) != len(want)+2 || !strings.HasPrefix(lines[0], "sandbox: ") || !strings.HasPrefix(lines[1], "storage: ") {
+		t.Fatalf("check printed %d lines, want the sandbox and storage lines and %d problems:\n%s", len(lines), len(want), out)
 	}
 	for _, w := range want {
 		if !strings.Contains(out, w) {

@@ -80,11 +80,11 @@ func (m *Main) startMetrics(db storage.OpsStore) {
 
 // storageHooks count runs and pushes as storage records them: each once,
 // whoever records it (runs found interrupted at start included).
-func (m *Main) storageHooks() storage.Option {
-	return storage.WithHooks(storage.Hooks{
+func (m *Main) storageHooks() storage.Hooks {
+	return storage.Hooks{
 		RunFinished:  func(o storage.RunOutcome, d time.Duration) { m.Metrics.RunFinished(string(o), d) },
 		PushRecorded: func(r storage.PushResult) { m.Metrics.Pushed(string(r)) },
-	})
+	}
 }
 
 // instrument counts the model's calls into the metrics.

@@ -41,8 +41,9 @@ func MainWithPostgres(m *testing.M) int {
 }
 
 // PostgresDSN returns the DSN of the PostgreSQL the tests may use. Without
-// one it skips t, saying so plainly, or fails it when PostgreSQL is
-// required (THREADSMITH_REQUIRE_POSTGRES=1).
+// one it skips t, saying so plainly; when PostgreSQL is required
+// (THREADSMITH_REQUIRE_POSTGRES=1) it starts a cluster for t instead, and
+// fails t if it cannot.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(EnvPostgresDSN)
@@ -50,7 +51,17 @@ func PostgresDSN(t testing.TB) string {
 		return dsn
 	}
 	if requirePostgres() {
-		t.Fatalf("%s=1 but no PostgreSQL: set %s to a DSN, or run the test binary through storagetest.MainWithPostgres", EnvRequirePostgres, EnvPostgresDSN)
+		// A test binary without MainWithPostgres: a cluster for this test.
+		c, err := StartCluster()
+		if err != nil {
+			t.Fatalf("%s=1 and no %s, and starting a throwaway PostgreSQL failed: %v", EnvRequirePostgres, EnvPostgresDSN, err)
+		}
+		t.Cleanup(func() {
+			if err := c.Stop(); err != nil {
+				t.Errorf("stopping the throwaway PostgreSQL: %v", err)
+			}
+		})
+		return c.DSN
 	}
 	t.Skipf("PostgreSQL half SKIPPED: %s is not set. Run it with %s=postgres://user@host/db, or with %s=1 to start a throwaway cluster (needs %s)",
 		EnvPostgresDSN, EnvPostgresDSN, EnvRequirePostgres, DefaultPostgresBin)

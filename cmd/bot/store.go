@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/postgres"
+)
+
+// openStore opens the database storage.driver names: the SQLite file in
+// data_dir (the default), or the PostgreSQL database at storage.dsn.
+func (m *Main) openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (storage.Store, error) {
+	if cfg.Storage.Driver == config.StoragePostgres {
+		db, err := postgres.Open(ctx, cfg.Storage.DSN, postgres.WithLogger(log), postgres.WithHooks(m.storageHooks()))
+		if err != nil {
+			return nil, err
+		}
+		log.Info("storage", "driver", "postgres", "database", db.Where())
+		return db, nil
+	}
+	db, err := storage.Open(ctx, sqlitePath(cfg), storage.WithLogger(log), storage.WithHooks(m.storageHooks()))
+	if err != nil {
+		return nil, err // not a nil *storage.DB in a non-nil Store
+	}
+	return db, nil
+}
+
+func sqlitePath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, storage.FileName) }
+
+// checkStorage reaches the configured database for -check: it opens it as
+// the bot would (bringing its schema up to date) and pings it.
+func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
+	log := slog.New(slog.DiscardHandler)
+	var db storage.Store
+	var where string
+	var err error
+	if cfg.Storage.Driver == config.StoragePostgres {
+		var pg *postgres.DB
+		pg, err = postgres.Open(ctx, cfg.Storage.DSN, postgres.WithLogger(log))
+		if err == nil {
+			db, where = pg, "postgres "+pg.Where()
+		}
+	} else {
+		var lite *storage.DB
+		lite, err = storage.Open(ctx, sqlitePath(cfg), storage.WithLogger(log))
+		if err == nil {
+			db, where = lite, "sqlite "+lite.Path()
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("storage.%s: %s", dsnKey(cfg), redactDSNError(err.Error(), cfg))
+	}
+	defer db.Close()
+	if err := db.Ping(ctx); err != nil {
+		return "", fmt.Errorf("storage: %s: %s", where, redactDSNError(err.Error(), cfg))
+	}
+	return fmt.Sprintf("storage: %s reachable (schema version %d)", where, storage.SchemaVersion()), nil
+}
+
+func dsnKey(cfg *config.Config) string {
+	if cfg.Storage.Driver == config.StoragePostgres {
+		return "dsn"
+	}
+	return "driver"
+}
+
+// redactDSNError keeps the DSN and its password out of an error shown to
+// the operator.
+func redactDSNError(msg string, cfg *config.Config) string {
+	return redact(redact(msg, cfg.Storage.DSN), config.DSNPassword(cfg.Storage.DSN))
+}

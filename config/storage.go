@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// StorageDriver names the database backend.
+type StorageDriver string
+
+const (
+	// StorageSQLite is the embedded default: <data_dir>/threadsmith.db, one
+	// bot per data_dir.
+	StorageSQLite StorageDriver = "sqlite"
+	// StoragePostgres is a PostgreSQL database at storage.dsn, which several
+	// replicas may share.
+	StoragePostgres StorageDriver = "postgres"
+)
+
+// Storage says where the bot keeps its state.
+type Storage struct {
+	Driver StorageDriver `yaml:"driver"`
+	// DSN is the PostgreSQL connection string (postgres://user:pass@host/db
+	// or key=value), a secret: redacted from logs, ${ENV} expanded. Only
+	// with driver postgres.
+	DSN   string       `yaml:"dsn"`
+	Lease StorageLease `yaml:"lease"`
+}
+
+// StorageLease times thread leases: a replica owns a thread while its lease
+// is live and renews it every Renew; another replica may take the thread
+// over once TTL passed without a renewal.
+type StorageLease struct {
+	TTL   time.Duration `yaml:"ttl"`
+	Renew time.Duration `yaml:"renew"`
+}
+
+// Default lease timings: renewed every third of the TTL.
+const (
+	DefaultLeaseTTL   = 30 * time.Second
+	DefaultLeaseRenew = 10 * time.Second
+)
+
+func defaultStorage() Storage {
+	return Storage{Driver: StorageSQLite, Lease: StorageLease{TTL: DefaultLeaseTTL, Renew: DefaultLeaseRenew}}
+}
+
+func (c *Config) validateStorage(v *collector) {
+	s := c.Storage
+	switch s.Driver {
+	case StorageSQLite:
+		if s.DSN != "" {
+			v.add("storage.dsn", "is for driver postgres; SQLite keeps its file in data_dir (remove storage.dsn or set storage.driver: postgres)")
+		}
+	case StoragePostgres:
+		if strings.TrimSpace(s.DSN) == "" {
+			v.add("storage.dsn", "is required with driver postgres (postgres://user:password@host:5432/threadsmith)")
+		}
+	default:
+		v.add("storage.driver", fmt.Sprintf("must be sqlite or postgres (got %q)", s.Driver))
+	}
+	positiveDuration(v, "storage.lease.ttl", s.Lease.TTL)
+	positiveDuration(v, "storage.lease.renew", s.Lease.Renew)
+	if s.Lease.Renew > 0 && s.Lease.Renew >= s.Lease.TTL {
+		v.add("storage.lease.renew", fmt.Sprintf("must be shorter than storage.lease.ttl (got %s, ttl %s)", s.Lease.Renew, s.Lease.TTL))
+	}
+}
+
+// redactDSN hides a connection string's password: a URL keeps its user,
+// host and database; anything else (key=value, or a URL with parameters
+// that could carry one) is replaced whole.
+func redactDSN(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.RawQuery != "" && strings.Contains(strings.ToLower(u.RawQuery), "pass") {
+		return redactedValue
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		return strings.Replace(u.String(), ":REDACTED@", ":"+redactedValue+"@", 1)
+	}
+	return u.String()
+}
+
+// DSNPassword returns the password a PostgreSQL connection string carries,
+// "" if none, so it can be redacted wherever text is shown.
+func DSNPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if p, ok := u.User.Password(); ok {
+			return p
+		}
+		return u.Query().Get("password")
+	}
+	for _, f := range strings.Fields(dsn) {
+		if k, v, ok := strings.Cut(f, "="); ok && k == "password" {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}
