@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/storage"
@@ -40,25 +38,21 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	if err != nil {
 		return opError("append entries", err)
 	}
-	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		// One statement for the whole append, whatever its size.
-		_, err := tx.Exec(ctx, `INSERT INTO entries (session_id, seq, type, ts, payload)
+	if inputs == nil {
+		inputs = []int64{}
+	}
+	// One statement, so one round trip and atomic on its own: the entries,
+	// and the chat input a user message came from delivered with them (only
+	// input of the session's own thread, and only while pending). A
+	// data-modifying WITH runs to completion whether or not it is read.
+	err = db.exec(ctx, `WITH ins AS (
+			INSERT INTO entries (session_id, seq, type, ts, payload)
 			SELECT $1, e.seq, e.type, e.ts, e.payload::json
-			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload)`,
-			sid, seqs, types, ts, payloads)
-		if err != nil {
-			return err
-		}
-		if len(inputs) == 0 {
-			return nil
-		}
-		// The chat input a user message came from is delivered in the same
-		// commit: only input of the session's own thread, and only while pending.
-		_, err = tx.Exec(ctx, `UPDATE inbound SET state = 'delivered', updated_at = $1
-			WHERE id = ANY($2) AND state IN ('received', 'queued')
-			  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $3)`, db.nowMS(), inputs, sid)
-		return err
-	})
+			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload))
+		UPDATE inbound SET state = 'delivered', updated_at = $6
+		WHERE id = ANY($7) AND state IN ('received', 'queued')
+		  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $1)`,
+		sid, seqs, types, ts, payloads, db.nowMS(), inputs)
 	if isCode(err, codeUnique) && constraintOf(err) == "entries_pkey" {
 		err = db.duplicateOf(ctx, sessionID, sid, seqs)
 	}

@@ -172,6 +172,21 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) 
 	return err
 }
 
+// exec runs one statement on its own (atomic by itself, committed when it
+// returns), retried like inTx.
+func (db *DB) exec(ctx context.Context, sql string, args ...any) error {
+	if db.closed.Load() {
+		return storage.ErrClosed
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if _, err = db.pool.Exec(ctx, sql, args...); !isCode(err, "40001") && !isCode(err, "40P01") {
+			return err
+		}
+	}
+	return err
+}
+
 // q is what reads run on: the pool, or a transaction.
 type q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
