@@ -101,6 +101,13 @@ type OpsStore interface {
 	PendingInboundCounts(ctx context.Context) (map[string]int, error)
 }
 
+// RunUsageStore keeps each ended run's usage as its own record (written by
+// FinishRun and InterruptRuns).
+type RunUsageStore interface {
+	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]RunUsage, error)
+	RunUsageOf(ctx context.Context, runID int64) (RunUsage, error)
+}
+
 // Store is the whole contract.
 type Store interface {
 	ThreadStore
@@ -113,6 +120,7 @@ type Store interface {
 	PageStore
 	OpsStore
 	PendingPostStore
+	RunUsageStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

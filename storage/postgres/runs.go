@@ -37,7 +37,8 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 	return id, nil
 }
 
-// FinishRun implements storage.RunStore.
+// FinishRun implements storage.RunStore, recording the run's usage
+// (RunUsageOf) in the same transaction.
 func (db *DB) FinishRun(ctx context.Context, runID int64, outcome storage.RunOutcome) error {
 	if outcome == "" {
 		return opError("finish run", errors.New("empty outcome"))
@@ -47,6 +48,9 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome storage.RunOut
 		ended = db.nowMS()
 		err := tx.QueryRow(ctx, `UPDATE runs SET ended_at = $1, outcome = $2 WHERE id = $3 AND ended_at IS NULL RETURNING started_at`,
 			ended, string(outcome), runID).Scan(&started)
+		if err == nil {
+			return recordRunUsage(ctx, tx, runID)
+		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -116,7 +120,16 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]storage.Run, error) {
 			}
 			runs = append(runs, run)
 		}
-		return rows.Err()
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if err := recordRunUsage(ctx, tx, r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, opError("interrupt runs", err)

@@ -55,6 +55,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Events", testEvents},
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
+		{"RunUsage", testRunUsage},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
 		{"ConcurrentEnsureThread", testConcurrentEnsureThread},
@@ -1119,4 +1120,81 @@ func testClosed(t *testing.T, s *suite) {
 	if err := s.db.Ping(s.ctx); err == nil {
 		t.Error("Ping of a closed store succeeded")
 	}
+}
+
+// Each run's replies are summed into its own usage record when it ends
+// (issue 17): tokens, cost and the models that replied; the next run of the
+// session counts only what came after; a run the process died in gets its
+// record when it is marked interrupted.
+func testRunUsage(t *testing.T, s *suite) {
+	th := s.thread("slack", "7.1")
+	ss := s.session(th)
+	seq := int64(0)
+	write := func(msgs ...llm.Message) {
+		t.Helper()
+		var es []transcript.Entry
+		for _, m := range msgs {
+			es = append(es, transcript.MessageEntry(seq, m))
+			seq++
+		}
+		s.append(ss.ID, es...)
+	}
+	input := func(msg string) (int64, llm.Message) {
+		id, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: msg, AuthorID: "U1"})
+		return id, user("do "+msg, strconv.FormatInt(id, 10))
+	}
+	replyBy := func(model string, u llm.Usage) llm.Message {
+		return llm.Message{Role: llm.RoleAssistant, Model: model, StopReason: llm.StopReasonStop, Content: []llm.Content{llm.Text("ok")}, Usage: &u}
+	}
+	write(replyBy("old", llm.Usage{Input: 9999})) // before any run: no run's
+	in1, u1 := input("1.2")
+	run1, err := s.db.StartRun(s.ctx, th.ID, ss.ID, in1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(u1,
+		replyBy("model-a", llm.Usage{Input: 100, Output: 10, CacheRead: 800, CacheWrite: 50, Cost: &llm.Cost{Total: 0.5}}),
+		llm.Message{Role: llm.RoleToolResult, ToolCallID: "c1", Content: []llm.Content{llm.Text("out")}},
+		replyBy("model-b", llm.Usage{Input: 20, Output: 2, CacheRead: 900, Cost: &llm.Cost{Total: 0.25}}),
+		replyBy("model-a", llm.Usage{Input: 1, Output: 1}),
+		llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopReasonError}) // no usage
+	_, err = s.db.RunUsageOf(s.ctx, run1)
+	wantErr(t, "usage of a running run", err, storage.ErrNotFound)
+	if err := s.db.FinishRun(s.ctx, run1, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
+	want1 := storage.RunUsage{Usage: storage.Usage{Replies: 3, Input: 121, Output: 13, CacheRead: 1700, CacheWrite: 50, Cost: 0.75}, Models: []string{"model-a", "model-b"}}
+	if got, err := s.db.RunUsageOf(s.ctx, run1); err != nil || !reflect.DeepEqual(got, want1) {
+		t.Errorf("run 1 usage = %+v, %v; want %+v", got, err, want1)
+	}
+	run2, _ := s.db.StartRun(s.ctx, th.ID, ss.ID, 0)
+	write(llm.UserText("queued"), replyBy("model-b", llm.Usage{Input: 5, Output: 5}))
+	if err := s.db.FinishRun(s.ctx, run2, storage.RunStopped); err != nil {
+		t.Fatal(err)
+	}
+	want2 := storage.RunUsage{Usage: storage.Usage{Replies: 1, Input: 5, Output: 5}, Models: []string{"model-b"}}
+	if got, err := s.db.RunUsageOf(s.ctx, run2); err != nil || !reflect.DeepEqual(got, want2) {
+		t.Errorf("run 2 usage = %+v, %v; want %+v", got, err, want2)
+	}
+	in3, u3 := input("1.3")
+	run3, _ := s.db.StartRun(s.ctx, th.ID, ss.ID, in3)
+	write(u3, replyBy("model-a", llm.Usage{Input: 7, Output: 3}))
+	s.db.Close()
+	s.db = s.reopen()
+	if _, err := s.db.InterruptRuns(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want3 := storage.RunUsage{Usage: storage.Usage{Replies: 1, Input: 7, Output: 3}, Models: []string{"model-a"}}
+	all, err := s.db.ThreadRunUsage(s.ctx, th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantAll := map[int64]storage.RunUsage{run1: want1, run2: want2, run3: want3}; !reflect.DeepEqual(all, wantAll) {
+		t.Errorf("ThreadRunUsage =\n %+v\nwant\n %+v", all, wantAll)
+	}
+	if other, err := s.db.ThreadRunUsage(s.ctx, s.thread("slack", "8.1").ID); err != nil || len(other) != 0 {
+		t.Errorf("another thread's run usage = %v, %v; want none", other, err)
+	}
+	_, err = s.db.RunUsageOf(s.ctx, 99999)
+	wantErr(t, "usage of an unknown run", err, storage.ErrNotFound)
 }

@@ -1,6 +1,6 @@
 -- 0005 (mirrors SQLite's): each run's usage as its own record, written when
--- the run ends. The PostgreSQL store does not fill it yet: its FinishRun and
--- InterruptRuns are to sum the run's replies as storage/runusage.go does.
+-- the run ends (FinishRun and InterruptRuns sum the run's replies, as
+-- storage/runusage.go does for SQLite).
 CREATE TABLE run_usage (
     run_id             BIGINT PRIMARY KEY REFERENCES runs (id),
     last_seq           BIGINT NOT NULL,

@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// recordRunUsage sums the replies of the run's session written since the
+// previous run of that session ended (and not before the user message of the
+// run's own input) into run_usage, in the transaction that ends the run, as
+// the SQLite store does (storage/runusage.go). A run recorded already keeps
+// its record.
+func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
+	var sid, inbound int64
+	if err := tx.QueryRow(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = $1`, runID).Scan(&sid, &inbound); err != nil {
+		return fmt.Errorf("run %d: %w", runID, err)
+	}
+	var after int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
+		WHERE r.session_id = $1 AND r.id < $2`, sid, runID).Scan(&after); err != nil {
+		return err
+	}
+	if inbound != 0 {
+		var first *int64
+		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND type = 'message'
+			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sid, strconv.FormatInt(inbound, 10)).Scan(&first); err != nil {
+			return err
+		}
+		if first != nil && *first-1 > after {
+			after = *first - 1
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT coalesce(payload ->> 'model', ''),
+		coalesce((payload -> 'usage' ->> 'input')::bigint, 0), coalesce((payload -> 'usage' ->> 'output')::bigint, 0),
+		coalesce((payload -> 'usage' ->> 'cacheRead')::bigint, 0), coalesce((payload -> 'usage' ->> 'cacheWrite')::bigint, 0),
+		coalesce((payload -> 'usage' -> 'cost' ->> 'total')::float8, 0)
+		FROM entries e WHERE session_id = $1 AND seq > $2 AND `+isReply+`
+		ORDER BY seq`, sid, after)
+	if err != nil {
+		return err
+	}
+	var u storage.RunUsage
+	seen := map[string]bool{}
+	for rows.Next() {
+		var in, out, cr, cw int64
+		var model string
+		var cost float64
+		if err := rows.Scan(&model, &in, &out, &cr, &cw, &cost); err != nil {
+			rows.Close()
+			return err
+		}
+		u.Replies++
+		u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost = u.Input+in, u.Output+out, u.CacheRead+cr, u.CacheWrite+cw, u.Cost+cost
+		if model != "" && !seen[model] {
+			seen[model] = true
+			u.Models = append(u.Models, model)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	last := after
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2`, after, sid).Scan(&last); err != nil {
+		return err
+	}
+	models, _ := json.Marshal(append([]string{}, u.Models...))
+	_, err = tx.Exec(ctx, `INSERT INTO run_usage (run_id, last_seq, replies, input_tokens, output_tokens,
+		cache_read_tokens, cache_write_tokens, cost, models) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id) DO NOTHING`,
+		runID, last, u.Replies, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost, string(models))
+	return err
+}
+
+// ThreadRunUsage implements storage.RunUsageStore.
+func (db *DB) ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error) {
+	type row struct {
+		id int64
+		u  storage.RunUsage
+	}
+	rows, err := queryAll(ctx, db, "thread run usage", func(r pgx.Row) (row, error) {
+		var x row
+		var models string
+		if err := r.Scan(&x.id, &x.u.Replies, &x.u.Input, &x.u.Output, &x.u.CacheRead, &x.u.CacheWrite, &x.u.Cost, &models); err != nil {
+			return x, err
+		}
+		if err := json.Unmarshal([]byte(models), &x.u.Models); err != nil {
+			return x, fmt.Errorf("run %d models: %w", x.id, err)
+		}
+		return x, nil
+	}, `SELECT u.run_id, u.replies, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost, u.models
+		FROM run_usage u JOIN runs r ON r.id = u.run_id WHERE r.thread_id = $1`, threadID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]storage.RunUsage, len(rows))
+	for _, x := range rows {
+		out[x.id] = x.u
+	}
+	return out, nil
+}
+
+// RunUsageOf implements storage.RunUsageStore.
+func (db *DB) RunUsageOf(ctx context.Context, runID int64) (storage.RunUsage, error) {
+	r, err := db.reader()
+	if err != nil {
+		return storage.RunUsage{}, opError("run usage", err)
+	}
+	var u storage.RunUsage
+	var models string
+	err = r.QueryRow(ctx, `SELECT replies, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, models
+		FROM run_usage WHERE run_id = $1`, runID).Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost, &models)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.RunUsage{}, opError("run usage", fmt.Errorf("run %d: %w", runID, storage.ErrNotFound))
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(models), &u.Models)
+	}
+	return u, opError("run usage", err)
+}
