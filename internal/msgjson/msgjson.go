@@ -44,7 +44,6 @@ func UnmarshalMessageShared(data []byte, a *Arena) (llm.Message, error) {
 
 func unmarshalMessage(data []byte, shared bool, a *Arena) (llm.Message, error) {
 	r := reader{data: data, shared: shared, arena: a}
-	defer r.release()
 	var m llm.Message
 	if decodeMessage(&r, &m, nil) && r.end() {
 		return m, nil
@@ -80,7 +79,6 @@ type PiMessage struct {
 // encoding/json (and gets its verdict).
 func DecodePiMessage(data []byte) (m PiMessage, ok bool) {
 	r := reader{data: data, arena: &Arena{exact: len(data)}}
-	defer r.release()
 	if decodeMessage(&r, &m.Message, &m) && r.end() {
 		return m, true
 	}
@@ -111,7 +109,6 @@ func DecodePiMessageLineShared(line []byte, a *Arena) (l PiLine, ok bool) {
 
 func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool) {
 	r := reader{data: line, shared: shared, arena: a}
-	defer r.release()
 	if !r.open('{') {
 		return l, false
 	}
@@ -496,7 +493,8 @@ func (r *reader) internedStr() string {
 		return ""
 	}
 	if esc {
-		return r.unescape(raw)
+		r.pos = r.strStart - 1 // read it again, unescaping
+		return r.str()
 	}
 	if s, ok := interned[string(raw)]; ok {
 		return s

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"math/bits"
 	"strconv"
-	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -20,11 +19,10 @@ import (
 // decoders then hand the whole input to encoding/json, so the fast path only
 // ever decides what encoding/json would decide.
 type reader struct {
-	data    []byte
-	pos     int
-	depth   int
-	fail    bool
-	escapes *[]int // scratch for scanString, from escapesPool; see release
+	data  []byte
+	pos   int
+	depth int
+	fail  bool
 	// shared says that data is never modified while the result lives:
 	// strings and raw values without escapes then point into it.
 	shared bool
@@ -32,18 +30,6 @@ type reader struct {
 	// strStart is where the content of the last string scanString read
 	// starts in data.
 	strStart int
-}
-
-// escapesPool holds scanString's lists of escape offsets: one per string
-// would be most of what a load allocates besides the strings themselves.
-var escapesPool = sync.Pool{New: func() any { return new([]int) }}
-
-// release returns the reader's scratch; the reader is not used afterwards.
-func (r *reader) release() {
-	if r.escapes != nil {
-		escapesPool.Put(r.escapes)
-		r.escapes = nil
-	}
 }
 
 // maxDepth bounds raw's recursion; encoding/json allows deeper input, which
@@ -194,15 +180,14 @@ func (r *reader) rawString(utf8Check bool) ([]byte, bool) {
 }
 
 // scanString reads a string token: its content between the quotes (still
-// escaped) and whether it has escapes, whose offsets in data are left in
-// *r.escapes for unescape.
+// escaped) and whether it has escapes.
 //
 // One pass, eight bytes at a time, finds the closing quote, the escapes and
 // any control character (which encoding/json refuses) or non-ASCII byte (then
-// checked to be valid UTF-8 when utf8Check is set); unescape then copies the
-// runs between the escapes found.
+// checked to be valid UTF-8 when utf8Check is set). The usual escapes are
+// stepped over without leaving the loop.
 func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const highs = 0x8080808080808080
 	if r.peek() != '"' {
 		r.bad()
 		return nil, false
@@ -210,26 +195,25 @@ func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 	d := r.data
 	start := r.pos + 1
 	i := start
-	var hi uint64 // the OR of the bytes looked at word-wise: its high bits say non-ASCII
-	if r.escapes == nil {
-		r.escapes = escapesPool.Get().(*[]int)
-	}
-	escapes := (*r.escapes)[:0]
+	var hi uint64 // the OR of the plain bytes: its high bits say non-ASCII
 	for {
 		for i+8 <= len(d) {
 			w := binary.LittleEndian.Uint64(d[i:])
-			q, b := w^(ones*'"'), w^(ones*'\\')
-			// A byte's high bit is set where it is a quote, a backslash or
-			// below 0x20 (and maybe in bytes after such a one: borrows).
-			m := ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
-			if m != 0 {
-				j := bits.TrailingZeros64(m) / 8
-				hi |= w & (1<<(8*j) - 1) // the plain bytes before it
-				i += j
-				break
+			m := special(w)
+			if m == 0 {
+				hi |= w
+				i += 8
+				continue
 			}
-			hi |= w
-			i += 8
+			j := bits.TrailingZeros64(m) / 8
+			hi |= w & (1<<(8*j) - 1) // the plain bytes before it
+			i += j
+			if d[i] == '\\' && i+1 < len(d) && unescaped[d[i+1]] != 0 {
+				esc = true
+				i += 2
+				continue
+			}
+			break
 		}
 		if i >= len(d) {
 			r.bad()
@@ -240,12 +224,11 @@ func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 			raw = d[start:i]
 			r.pos = i + 1
 			r.strStart = start
-			*r.escapes = escapes
 			if hi&highs != 0 && utf8Check && !utf8.Valid(raw) {
 				r.bad()
 				return nil, false
 			}
-			return raw, len(escapes) > 0
+			return raw, esc
 		case c == '\\':
 			if i+1 >= len(d) {
 				r.bad()
@@ -264,7 +247,7 @@ func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 				r.bad()
 				return nil, false
 			}
-			escapes = append(escapes, i)
+			esc = true
 			i += n
 		case c < 0x20:
 			r.bad()
@@ -276,37 +259,9 @@ func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 	}
 }
 
-// unescape returns the text of raw, the string token scanString just read,
-// with its escapes (at the offsets scanString left) decoded, in arena memory.
-func (r *reader) unescape(raw []byte) string {
-	dst := r.arena.reserve(len(raw)) // the text is never longer than its escaped form
-	n, ok := unescapeTo(dst, r.data[:r.strStart+len(raw)], r.strStart, *r.escapes)
-	if !ok {
-		r.bad()
-		return ""
-	}
-	return r.arena.commit(dst, n)
-}
-
-// unescapeTo writes the text of d[start:] with its escapes (at the given
-// offsets) decoded to dst and returns its length.
-func unescapeTo(dst, d []byte, start int, escapes []int) (int, bool) {
-	n, seg := 0, start
-	for _, e := range escapes {
-		if e < seg {
-			continue // the low half of a surrogate pair, already written
-		}
-		n += copy(dst[n:], d[seg:e])
-		w, k := decodeEscape(dst[n:], d[e:])
-		if k == 0 {
-			return 0, false
-		}
-		n += w
-		seg = e + k
-	}
-	n += copy(dst[n:], d[seg:])
-	return n, true
-}
+// unescaped maps the letter of a one-letter escape to the byte it stands
+// for (0: not one).
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // decodeEscape decodes the escape at the start of s (s[0] is the backslash)
 // as encoding/json does into dst, and returns the bytes written and the
@@ -475,16 +430,28 @@ func (r *reader) unescapeFrom(start, e int) string {
 			}
 			w := binary.LittleEndian.Uint64(d[i:])
 			binary.LittleEndian.PutUint64(dst[n:], w)
-			if m := special(w); m != 0 {
-				j := bits.TrailingZeros64(m) / 8
-				hi |= w & (1<<(8*j) - 1)
-				n += j
-				i += j
-				break
+			m := special(w)
+			if m == 0 {
+				hi |= w
+				n += 8
+				i += 8
+				continue
 			}
-			hi |= w
-			n += 8
-			i += 8
+			j := bits.TrailingZeros64(m) / 8
+			hi |= w & (1<<(8*j) - 1)
+			n += j
+			i += j
+			// The usual escapes without leaving the loop (dst has room:
+			// 8 bytes were free before the j written).
+			if d[i] == '\\' && i+1 < len(d) {
+				if c := unescaped[d[i+1]]; c != 0 {
+					dst[n] = c
+					n++
+					i += 2
+					continue
+				}
+			}
+			break
 		}
 	}
 }
