@@ -79,7 +79,8 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 		entries  = make([]Entry, 0, len(lines))
 		ids      = make([]string, 0, len(lines)) // pi id of each returned entry, for branch selection
 		parents  = make([]*string, 0, len(lines))
-		seqOfID  = map[string]int64{}
+		seqOfID  = map[string]int64{} // the Seq of each id in ids[:mapped]
+		mapped   int
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
@@ -93,9 +94,6 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 				continue
 			}
 			seq := int64(index - 1)
-			if f.id != "" {
-				seqOfID[f.id] = seq
-			}
 			f.entry.Seq = seq
 			entries = append(entries, f.entry)
 			ids = append(ids, f.id)
@@ -121,16 +119,24 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 			st.Malformed++
 		} else {
 			seq := int64(index - 1)
-			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOfID)
+			// Ids are looked up only by compactions: the map is made then,
+			// for the entries so far (a later duplicate id wins, as ever).
+			seqOf := func(id string) (int64, bool) {
+				for ; mapped < len(entries); mapped++ {
+					if ids[mapped] != "" {
+						seqOfID[ids[mapped]] = entries[mapped].Seq
+					}
+				}
+				s, ok := seqOfID[id]
+				return s, ok
+			}
+			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
 			switch {
 			case !ok:
 				st.Malformed++
 			default:
 				if unknown {
 					st.Unknown++
-				}
-				if pe.ID != "" {
-					seqOfID[pe.ID] = seq
 				}
 				entries = append(entries, e)
 				ids = append(ids, pe.ID)
@@ -145,9 +151,25 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	return entries, st, nil
 }
 
+// linear reports whether each entry's parent is the entry before it (and the
+// first one's is none or unknown), as in a session that never branched:
+// the current branch is then all of them, whatever currentBranch's walk would
+// meet (a missing id, a repeated one). It spares the map of every id.
+func linear(ids []string, parents []*string) bool {
+	for i := range ids {
+		if ids[i] == "" {
+			return false
+		}
+		if i > 0 && (parents[i] == nil || *parents[i] != ids[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // splitLines returns the non-blank lines of data, trimmed.
 func splitLines(data []byte) [][]byte {
-	lines := make([][]byte, 0, bytes.Count(data, []byte{'\n'})+1)
+	var lines [][]byte // no counting pass first: growing the slice costs less
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -254,7 +276,9 @@ func readAll(r io.Reader) ([]byte, error) {
 	if size < 0 {
 		return io.ReadAll(r)
 	}
-	buf := make([]byte, 0, size+1) // +1: EOF is seen without growing
+	// +1: EOF is seen without growing. Read overwrites what is used, so
+	// the buffer is not cleared first.
+	buf := msgjson.MakeNoZero(size + 1)[:0]
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)] // it grew after all
@@ -279,7 +303,7 @@ func isSyntaxError(err error) bool {
 // when every entry has an id and the path reaches a root; otherwise (v1 files,
 // damaged links) it keeps everything rather than guess.
 func currentBranch(entries []Entry, ids []string, parents []*string) ([]Entry, int) {
-	if len(entries) == 0 {
+	if len(entries) == 0 || linear(ids, parents) {
 		return entries, 0
 	}
 	pos := make(map[string]int, len(ids))
@@ -372,7 +396,7 @@ type piMessage struct {
 
 // convertPiEntry converts one entry line. ok is false when the entry cannot be
 // represented (a message that does not decode); unknown is true when it is kept raw.
-func convertPiEntry(pe *piEntry, line []byte, seq int64, seqOfID map[string]int64) (e Entry, ok, unknown bool) {
+func convertPiEntry(pe *piEntry, line []byte, seq int64, seqOf func(id string) (int64, bool)) (e Entry, ok, unknown bool) {
 	e = Entry{Seq: seq, Type: transcript.EntryType(pe.Type), Timestamp: piTime(pe.Timestamp)}
 	switch pe.Type {
 	case "message":
@@ -401,7 +425,7 @@ func convertPiEntry(pe *piEntry, line []byte, seq int64, seqOfID map[string]int6
 		c := &transcript.Compaction{Summary: pe.Summary, TokensBefore: pe.TokensBefore, FirstKeptSeq: seq}
 		switch {
 		case pe.FirstKeptEntryID != "":
-			if s, found := seqOfID[pe.FirstKeptEntryID]; found {
+			if s, found := seqOf(pe.FirstKeptEntryID); found {
 				c.FirstKeptSeq = s
 			}
 		case pe.FirstKeptEntryIndex != nil && *pe.FirstKeptEntryIndex >= 1 && int64(*pe.FirstKeptEntryIndex-1) < seq:

@@ -546,9 +546,9 @@ func (a *Arena) reserve(n int) []byte {
 	if cap(a.buf)-len(a.buf) < n {
 		if a.exact == 0 && n > arenaBytes/4 {
 			a.inChunk = false
-			return make([]byte, n)
+			return MakeNoZero(n)
 		}
-		a.buf = make([]byte, 0, max(a.chunkSize(), n))
+		a.buf = MakeNoZero(max(a.chunkSize(), n))[:0]
 	}
 	a.inChunk = true
 	return a.buf[len(a.buf) : len(a.buf)+n]
@@ -562,9 +562,9 @@ func (a *Arena) space(n int) []byte {
 	if free < n || (a.exact == 0 && free < arenaBytes/16) {
 		if a.exact == 0 && n > arenaBytes/4 {
 			a.inChunk = false
-			return make([]byte, n)
+			return MakeNoZero(n)
 		}
-		a.buf = make([]byte, 0, max(a.chunkSize(), n))
+		a.buf = MakeNoZero(max(a.chunkSize(), n))[:0]
 	}
 	a.inChunk = true
 	return a.buf[len(a.buf):cap(a.buf)]
@@ -583,7 +583,7 @@ func (a *Arena) chunkSize() int {
 func (a *Arena) grow(dst []byte, n, limit int) []byte {
 	size := min(max(2*len(dst), n+256), limit)
 	size = max(size, n+8)
-	b := make([]byte, size)
+	b := MakeNoZero(size)
 	copy(b, dst[:n])
 	a.inChunk = false
 	return b
@@ -625,4 +625,19 @@ func (a *Arena) blocks(bs []llm.Content) []llm.Content {
 	start := len(a.contents)
 	a.contents = append(a.contents, bs...)
 	return a.contents[start:len(a.contents):len(a.contents)]
+}
+
+// MakeNoZero returns a byte slice of length and capacity n whose bytes are
+// not cleared first: whatever the memory held, for a caller that writes every
+// byte before reading it. Clearing the arena's chunks and a session file's
+// buffer was a tenth of a load. (strings.Builder allocates without clearing;
+// its one-byte string gives the allocation's address.)
+func MakeNoZero(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(b.String()), n)
 }
