@@ -47,6 +47,9 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 		return opError("append entries", err)
 	}
 	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFenceOf(ctx, tx, "sessions", sid); err != nil {
+			return err
+		}
 		st, err := db.stmts.insertEntry.in(ctx, tx)
 		if err != nil {
 			return err

@@ -48,6 +48,9 @@ func (db *DB) RecordOutbound(ctx context.Context, o Outbound) (int64, error) {
 	now := db.nowMS()
 	var id int64
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFence(ctx, tx, o.ThreadID); err != nil {
+			return err
+		}
 		return tx.QueryRowContext(ctx, `INSERT INTO outbound (thread_id, run_id, kind, channel, message_id, text, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			o.ThreadID, run, o.Kind, o.Channel, o.MessageID, o.Text, now, now).Scan(&id)
@@ -64,6 +67,9 @@ func (db *DB) RecordOutbound(ctx context.Context, o Outbound) (int64, error) {
 // UpdateOutbound records that the message was edited to text.
 func (db *DB) UpdateOutbound(ctx context.Context, id int64, text string) error {
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFenceOf(ctx, tx, "outbound", id); err != nil {
+			return err
+		}
 		st, err := db.stmts.updateOutbnd.in(ctx, tx)
 		if err != nil {
 			return err

@@ -44,6 +44,9 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 	}
 	var id int64
 	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFence(ctx, tx, threadID); err != nil {
+			return err
+		}
 		return tx.QueryRowContext(ctx, `INSERT INTO runs (thread_id, session_id, inbound_id, started_at) VALUES (?, ?, ?, ?) RETURNING id`,
 			threadID, sid, inbound, db.nowMS()).Scan(&id)
 	})
@@ -65,6 +68,9 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome RunOutcome) er
 	}
 	var started, ended int64
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFenceOf(ctx, tx, "runs", runID); err != nil {
+			return err
+		}
 		ended = db.nowMS()
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE id = ? AND ended_at IS NULL RETURNING started_at`,
 			ended, outcome, runID).Scan(&started)

@@ -121,6 +121,7 @@ type Store interface {
 	OpsStore
 	PendingPostStore
 	RunUsageStore
+	LeaseStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

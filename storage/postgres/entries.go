@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/storage"
@@ -45,14 +47,26 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	// and the chat input a user message came from delivered with them (only
 	// input of the session's own thread, and only while pending). A
 	// data-modifying WITH runs to completion whether or not it is read.
-	err = db.exec(ctx, `WITH ins AS (
+	const appendSQL = `WITH ins AS (
 			INSERT INTO entries (session_id, seq, type, ts, payload)
 			SELECT $1, e.seq, e.type, e.ts, e.payload::json
 			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload))
 		UPDATE inbound SET state = 'delivered', updated_at = $6
 		WHERE id = ANY($7) AND state IN ('received', 'queued')
-		  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $1)`,
-		sid, seqs, types, ts, payloads, db.nowMS(), inputs)
+		  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $1)`
+	args := []any{sid, seqs, types, ts, payloads, db.nowMS(), inputs}
+	if _, leased := storage.LeaseFrom(ctx); leased {
+		// Under a lease: the fence check and the append in one transaction.
+		err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if err := checkFenceOf(ctx, tx, "sessions", sid); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, appendSQL, args...)
+			return err
+		})
+	} else {
+		err = db.exec(ctx, appendSQL, args...)
+	}
 	if isCode(err, codeUnique) && constraintOf(err) == "entries_pkey" {
 		err = db.duplicateOf(ctx, sessionID, sid, seqs)
 	}

@@ -25,6 +25,9 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 	}
 	var id int64
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := checkFence(ctx, tx, threadID); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, `INSERT INTO runs (thread_id, session_id, inbound_id, started_at) VALUES ($1, $2, $3, $4) RETURNING id`,
 			threadID, sid, inbound, db.nowMS()).Scan(&id)
 	})
@@ -45,6 +48,9 @@ func (db *DB) FinishRun(ctx context.Context, runID int64, outcome storage.RunOut
 	}
 	var started, ended int64
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := checkFenceOf(ctx, tx, "runs", runID); err != nil {
+			return err
+		}
 		ended = db.nowMS()
 		err := tx.QueryRow(ctx, `UPDATE runs SET ended_at = $1, outcome = $2 WHERE id = $3 AND ended_at IS NULL RETURNING started_at`,
 			ended, string(outcome), runID).Scan(&started)
@@ -166,6 +172,9 @@ func (db *DB) RecordOutbound(ctx context.Context, o storage.Outbound) (int64, er
 	now := db.nowMS()
 	var id int64
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := checkFence(ctx, tx, o.ThreadID); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, `INSERT INTO outbound (thread_id, run_id, kind, channel, message_id, text, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
 			o.ThreadID, run, string(o.Kind), o.Channel, o.MessageID, o.Text, now).Scan(&id)
@@ -181,8 +190,19 @@ func (db *DB) RecordOutbound(ctx context.Context, o storage.Outbound) (int64, er
 
 // UpdateOutbound implements storage.OutboundStore.
 func (db *DB) UpdateOutbound(ctx context.Context, id int64, text string) error {
-	return db.execOne(ctx, "update outbound", fmt.Sprint("outbound ", id),
-		`UPDATE outbound SET text = $1, updated_at = $2 WHERE id = $3`, text, db.nowMS(), id)
+	return opError("update outbound", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := checkFenceOf(ctx, tx, "outbound", id); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE outbound SET text = $1, updated_at = $2 WHERE id = $3`, text, db.nowMS(), id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("outbound %d: %w", id, storage.ErrNotFound)
+		}
+		return nil
+	}))
 }
 
 const outboundColumns = `id, thread_id, coalesce(run_id, 0), kind, channel, message_id, text, created_at, updated_at`

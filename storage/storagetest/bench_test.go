@@ -13,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/postgres"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkAppendConcurrentBackends(b *testing.B) {
 			if v.params != "" {
 				dsn += "&" + v.params
 			}
-			db, err := storagetest.NewPostgres(dsn)(b)(context.Background())
+			db, err := postgres.Open(context.Background(), dsn, postgres.WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				b.Fatal(err)
 			}

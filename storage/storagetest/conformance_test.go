@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
@@ -15,10 +16,10 @@ func TestMain(m *testing.M) { os.Exit(storagetest.MainWithPostgres(m)) }
 
 // The embedded backend: a SQLite file per test, always run.
 func TestSQLite(t *testing.T) {
-	storagetest.Run(t, func(t testing.TB) storagetest.Opener {
+	storagetest.Run(t, func(t testing.TB, now func() time.Time) storagetest.Opener {
 		path := filepath.Join(t.TempDir(), storage.FileName)
 		return func(ctx context.Context) (storage.Store, error) {
-			return storage.Open(ctx, path, storage.WithLogger(slog.New(slog.DiscardHandler)))
+			return storage.Open(ctx, path, storage.WithLogger(slog.New(slog.DiscardHandler)), storage.WithClock(now))
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,10 +72,13 @@ func PostgresDSN(t testing.TB) string {
 // NewPostgres is the PostgreSQL backend's NewFunc: each database is a new
 // schema of the database dsn names, dropped when the test ends.
 func NewPostgres(dsn string, opts ...postgres.Option) NewFunc {
-	return func(t testing.TB) Opener {
+	return func(t testing.TB, now func() time.Time) Opener {
 		t.Helper()
 		schemaDSN := FreshSchema(t, dsn)
 		opts := append([]postgres.Option{postgres.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+		if now != nil {
+			opts = append(opts, postgres.WithClock(now))
+		}
 		return func(ctx context.Context) (storage.Store, error) {
 			return postgres.Open(ctx, schemaDSN, opts...)
 		}

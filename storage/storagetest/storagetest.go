@@ -26,8 +26,29 @@ import (
 type Opener func(ctx context.Context) (storage.Store, error)
 
 // NewFunc returns the Opener of a fresh, empty database that is removed when
-// t ends.
-type NewFunc func(t testing.TB) Opener
+// t ends. The backend takes its time from now (WithClock), so that the suite
+// can move time forward (lease expiry) without sleeping.
+type NewFunc func(t testing.TB, now func() time.Time) Opener
+
+// Clock is the suite's time: the real time, moved forward by Advance.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now is the real time plus every Advance so far.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
 
 // Run runs the whole suite against the backend newDB makes.
 func Run(t *testing.T, newDB NewFunc) {
@@ -56,6 +77,9 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
 		{"RunUsage", testRunUsage},
+		{"Leases", testLeases},
+		{"LeaseRace", testLeaseRace},
+		{"FencedWrites", testFencedWrites},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
 		{"ConcurrentEnsureThread", testConcurrentEnsureThread},
@@ -66,7 +90,8 @@ func Run(t *testing.T, newDB NewFunc) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := &suite{t: t, ctx: context.Background(), open: newDB(t)}
+			s := &suite{t: t, ctx: context.Background(), clock: &Clock{}}
+			s.open = newDB(t, s.clock.Now)
 			s.db = s.reopen()
 			tc.fn(t, s)
 		})
@@ -74,10 +99,11 @@ func Run(t *testing.T, newDB NewFunc) {
 }
 
 type suite struct {
-	t    *testing.T
-	ctx  context.Context
-	open Opener
-	db   storage.Store
+	t     *testing.T
+	ctx   context.Context
+	clock *Clock
+	open  Opener
+	db    storage.Store
 }
 
 // reopen opens the database (again); it is closed when the test ends.
@@ -1197,4 +1223,231 @@ func testRunUsage(t *testing.T, s *suite) {
 	}
 	_, err = s.db.RunUsageOf(s.ctx, 99999)
 	wantErr(t, "usage of an unknown run", err, storage.ErrNotFound)
+}
+
+func (s *suite) acquire(threadID int64, owner string, ttl time.Duration) (storage.Lease, bool) {
+	s.t.Helper()
+	l, ok, err := s.db.AcquireLease(s.ctx, threadID, owner, ttl)
+	if err != nil {
+		s.t.Fatalf("AcquireLease(%d, %s): %v", threadID, owner, err)
+	}
+	return l, ok
+}
+
+// Acquisition, renewal, expiry and release of one thread's lease by two
+// replicas, on the store's clock.
+func testLeases(t *testing.T, s *suite) {
+	th := s.thread("slack", "1.0")
+	const ttl = 30 * time.Second
+	a, ok := s.acquire(th.ID, "replica-a", ttl)
+	if !ok || a.ThreadID != th.ID || a.Owner != "replica-a" || a.Fence <= 0 {
+		t.Fatalf("first acquisition = %+v, %v", a, ok)
+	}
+	if d := a.Expires.Sub(s.clock.Now()); d <= 0 || d > ttl {
+		t.Errorf("lease expires in %s, want within %s", d, ttl)
+	}
+	// Held: another replica is refused and told who holds it.
+	if b, ok := s.acquire(th.ID, "replica-b", ttl); ok || b.Owner != "replica-a" || b.Fence != a.Fence {
+		t.Errorf("acquisition of a held lease = %+v, %v; want refused, naming replica-a", b, ok)
+	}
+	// The holder acquiring again keeps its fence.
+	if again, ok := s.acquire(th.ID, "replica-a", ttl); !ok || again.Fence != a.Fence {
+		t.Errorf("the holder's acquisition = %+v, %v; want the same fence %d", again, ok, a.Fence)
+	}
+	// Renewal keeps it past the first expiry.
+	s.clock.Advance(20 * time.Second)
+	renewed, err := s.db.RenewLease(s.ctx, a, ttl)
+	if err != nil || renewed.Fence != a.Fence || !renewed.Expires.After(a.Expires) {
+		t.Fatalf("RenewLease = %+v, %v; want a later expiry, the same fence", renewed, err)
+	}
+	s.clock.Advance(20 * time.Second) // past the first expiry, before the renewed one
+	if _, ok := s.acquire(th.ID, "replica-b", ttl); ok {
+		t.Fatal("a renewed lease was taken before it expired")
+	}
+	// Expiry: replica-a stopped renewing; replica-b takes over with a larger fence.
+	s.clock.Advance(ttl)
+	b, ok := s.acquire(th.ID, "replica-b", ttl)
+	if !ok || b.Owner != "replica-b" || b.Fence <= a.Fence {
+		t.Fatalf("acquisition after expiry = %+v, %v; want replica-b with a fence above %d", b, ok, a.Fence)
+	}
+	_, err = s.db.RenewLease(s.ctx, renewed, ttl)
+	var fe *storage.FencedError
+	if !errors.As(err, &fe) || !errors.Is(err, storage.ErrFenced) || fe.Current != b.Fence || fe.Fence != a.Fence {
+		t.Errorf("the old owner's renewal = %v, want ErrFenced (stale %d, current %d)", err, a.Fence, b.Fence)
+	}
+	wantErr(t, "the old owner's release", s.db.ReleaseLease(s.ctx, renewed), storage.ErrFenced)
+	// An expired lease nobody took is still the thread's: its owner may renew it.
+	s.clock.Advance(2 * ttl)
+	if b2, err := s.db.RenewLease(s.ctx, b, ttl); err != nil || b2.Fence != b.Fence {
+		t.Errorf("renewal of an expired, untaken lease = %+v, %v", b2, err)
+	}
+	// Release: the thread is free at once, and the next owner's fence is larger.
+	if err := s.db.ReleaseLease(s.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := s.acquire(th.ID, "replica-a", ttl)
+	if !ok || c.Fence <= b.Fence {
+		t.Errorf("acquisition after release = %+v, %v; want a fence above %d", c, ok, b.Fence)
+	}
+	// Leases are per thread, and durable.
+	other := s.thread("slack", "2.0")
+	if o, ok := s.acquire(other.ID, "replica-b", ttl); !ok || o.Owner != "replica-b" {
+		t.Errorf("another thread's lease = %+v, %v", o, ok)
+	}
+	s.db.Close()
+	s.db = s.reopen()
+	if d, ok := s.acquire(th.ID, "replica-b", ttl); ok || d.Fence != c.Fence || d.Owner != "replica-a" {
+		t.Errorf("after a restart: %+v, %v; want replica-a's live lease %d", d, ok, c.Fence)
+	}
+	// Errors.
+	_, _, err = s.db.AcquireLease(s.ctx, 99999, "replica-a", ttl)
+	wantErr(t, "a lease on an unknown thread", err, storage.ErrNotFound)
+	if _, _, err := s.db.AcquireLease(s.ctx, th.ID, "", ttl); err == nil {
+		t.Error("a lease without an owner")
+	}
+	if _, _, err := s.db.AcquireLease(s.ctx, th.ID, "replica-a", 0); err == nil {
+		t.Error("a lease without a ttl")
+	}
+}
+
+// Many replicas race for each thread, round after round as leases expire:
+// one owner per round, and every round's fence above the last.
+func testLeaseRace(t *testing.T, s *suite) {
+	const owners, rounds, ttl = 8, 5, 10 * time.Second
+	th := s.thread("slack", "1.0")
+	last := int64(0)
+	for round := range rounds {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var won []storage.Lease
+		for o := range owners {
+			wg.Go(func() {
+				l, ok, err := s.db.AcquireLease(s.ctx, th.ID, fmt.Sprint("replica-", o), ttl)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					won = append(won, l)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d owners won the lease (%+v), want 1", round, len(won), won)
+		}
+		if won[0].Fence <= last {
+			t.Fatalf("round %d: fence %d, want above the last round's %d", round, won[0].Fence, last)
+		}
+		last = won[0].Fence
+		s.clock.Advance(ttl + time.Second)
+	}
+}
+
+// A replica that lost its lease cannot write the thread's session entries,
+// runs or outbound records; the new owner can; writes without a lease are
+// not checked.
+func testFencedWrites(t *testing.T, s *suite) {
+	const ttl = 30 * time.Second
+	th := s.thread("slack", "1.0")
+	ss := s.session(th)
+	a, _ := s.acquire(th.ID, "replica-a", ttl)
+	actx := storage.WithLease(s.ctx, a)
+	if err := s.db.AppendEntries(actx, ss.ID, []transcript.Entry{transcript.MessageEntry(0, user("a", ""))}); err != nil {
+		t.Fatalf("the owner's append: %v", err)
+	}
+	run, err := s.db.StartRun(actx, th.ID, ss.ID, 0)
+	if err != nil {
+		t.Fatalf("the owner's StartRun: %v", err)
+	}
+	out, err := s.db.RecordOutbound(actx, storage.Outbound{ThreadID: th.ID, RunID: run, Kind: storage.OutboundStatus, Channel: "C1", MessageID: "9.1"})
+	if err != nil {
+		t.Fatalf("the owner's RecordOutbound: %v", err)
+	}
+	// replica-a pauses past its lease; replica-b takes the thread over.
+	s.clock.Advance(ttl + time.Second)
+	b, ok := s.acquire(th.ID, "replica-b", ttl)
+	if !ok {
+		t.Fatal("the takeover failed")
+	}
+	in, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "2"})
+	stale := []struct {
+		what string
+		err  error
+	}{
+		{"AppendEntries", s.db.AppendEntries(actx, ss.ID, []transcript.Entry{transcript.MessageEntry(1, user("stale", strconv.FormatInt(in, 10)))})},
+		{"StartRun", func() error { _, err := s.db.StartRun(actx, th.ID, ss.ID, 0); return err }()},
+		{"FinishRun", s.db.FinishRun(actx, run, storage.RunDone)},
+		{"RecordOutbound", func() error {
+			_, err := s.db.RecordOutbound(actx, storage.Outbound{ThreadID: th.ID, Kind: storage.OutboundAck, Channel: "C1", MessageID: "9.2"})
+			return err
+		}()},
+		{"UpdateOutbound", s.db.UpdateOutbound(actx, out, "stale text")},
+	}
+	for _, w := range stale {
+		wantErr(t, "the stale owner's "+w.what, w.err, storage.ErrFenced)
+	}
+	// Nothing of the stale writes is stored: no entry, the input still pending.
+	if es := s.load(ss.ID); len(es) != 1 {
+		t.Errorf("%d entries after the stale append, want 1", len(es))
+	}
+	if got, _ := s.db.GetInbound(s.ctx, in); got.State != storage.InboundReceived {
+		t.Errorf("the stale append delivered the input: %s", got.State)
+	}
+	if r, _ := s.db.GetRun(s.ctx, run); r.Outcome != "" {
+		t.Errorf("the stale owner finished the run: %s", r.Outcome)
+	}
+	if o, _ := s.db.OutboundForRun(s.ctx, run); len(o) != 1 || o[0].Text != "" {
+		t.Errorf("outbound after the stale writes = %+v", o)
+	}
+	// The new owner writes.
+	bctx := storage.WithLease(s.ctx, b)
+	if err := s.db.AppendEntries(bctx, ss.ID, []transcript.Entry{transcript.MessageEntry(1, user("fresh", strconv.FormatInt(in, 10)))}); err != nil {
+		t.Errorf("the new owner's append: %v", err)
+	}
+	if err := s.db.FinishRun(bctx, run, storage.RunInterrupted); err != nil {
+		t.Errorf("the new owner's FinishRun: %v", err)
+	}
+	if err := s.db.UpdateOutbound(bctx, out, "taken over"); err != nil {
+		t.Errorf("the new owner's UpdateOutbound: %v", err)
+	}
+	// A lease is for its own thread only.
+	other := s.thread("slack", "2.0")
+	_, err = s.db.StartRun(bctx, other.ID, s.session(other).ID, 0)
+	wantErr(t, "a write to another thread under a lease", err, storage.ErrFenced)
+	// Without a lease in the context, writes are not checked.
+	if _, err := s.db.StartRun(s.ctx, th.ID, ss.ID, 0); err != nil {
+		t.Errorf("a write without a lease: %v", err)
+	}
+	// Many stale and fresh appends at once: only the owner's land.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	landed := 0
+	for i := range 20 {
+		ctx := actx
+		if i%2 == 0 {
+			ctx = bctx
+		}
+		wg.Go(func() {
+			err := s.db.AppendEntries(ctx, ss.ID, []transcript.Entry{transcript.MessageEntry(int64(10+i), user("x", ""))})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && ctx == bctx:
+				landed++
+			case errors.Is(err, storage.ErrFenced) && ctx == actx:
+			default:
+				t.Errorf("append %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if landed != 10 {
+		t.Errorf("%d of the owner's 10 appends landed", landed)
+	}
+	if n := len(s.load(ss.ID)); n != 12 {
+		t.Errorf("%d entries, want 12", n)
+	}
 }

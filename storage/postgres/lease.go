@@ -1,0 +1,136 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// Thread leases (storage.LeaseStore). Lease times are the store's clock
+// (WithClock, default time.Now), as with SQLite. A write under a lease
+// (storage.WithLease) checks the fence in its own transaction with the lease
+// row locked FOR SHARE, so a new acquisition waits for it: the write lands
+// before the takeover, or is refused after it.
+
+// AcquireLease implements storage.LeaseStore.
+func (db *DB) AcquireLease(ctx context.Context, threadID int64, owner string, ttl time.Duration) (storage.Lease, bool, error) {
+	if err := storage.ValidLease(owner, ttl); err != nil {
+		return storage.Lease{}, false, opError("acquire lease", err)
+	}
+	var l storage.Lease
+	var ok bool
+	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		now := db.nowMS()
+		var expires int64
+		err := tx.QueryRow(ctx, `INSERT INTO thread_leases AS l (thread_id, owner, fence, expires_at) VALUES ($1, $2, 1, $3)
+			ON CONFLICT (thread_id) DO UPDATE SET
+				fence = CASE WHEN l.owner = excluded.owner AND l.expires_at > $4 THEN l.fence ELSE l.fence + 1 END,
+				owner = excluded.owner, expires_at = excluded.expires_at
+			WHERE l.expires_at <= $4 OR l.owner = excluded.owner
+			RETURNING owner, fence, expires_at`, threadID, owner, now+ttl.Milliseconds(), now).Scan(&l.Owner, &l.Fence, &expires)
+		ok = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = tx.QueryRow(ctx, `SELECT owner, fence, expires_at FROM thread_leases WHERE thread_id = $1`, threadID).
+				Scan(&l.Owner, &l.Fence, &expires)
+		}
+		if isCode(err, codeForeignKey) {
+			return fmt.Errorf("thread %d: %w", threadID, storage.ErrNotFound)
+		}
+		l.ThreadID, l.Expires = threadID, fromMS(expires)
+		return err
+	})
+	if err != nil {
+		return storage.Lease{}, false, opError("acquire lease", err)
+	}
+	return l, ok, nil
+}
+
+// RenewLease implements storage.LeaseStore.
+func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration) (storage.Lease, error) {
+	if err := storage.ValidLease(l.Owner, ttl); err != nil {
+		return storage.Lease{}, opError("renew lease", err)
+	}
+	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		expires := db.nowMS() + ttl.Milliseconds()
+		tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = $1 WHERE thread_id = $2 AND owner = $3 AND fence = $4`,
+			expires, l.ThreadID, l.Owner, l.Fence)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fenced(ctx, tx, l)
+		}
+		l.Expires = fromMS(expires)
+		return nil
+	})
+	if err != nil {
+		return storage.Lease{}, opError("renew lease", err)
+	}
+	return l, nil
+}
+
+// ReleaseLease implements storage.LeaseStore.
+func (db *DB) ReleaseLease(ctx context.Context, l storage.Lease) error {
+	return opError("release lease", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND fence = $3`,
+			l.ThreadID, l.Owner, l.Fence)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fenced(ctx, tx, l)
+		}
+		return nil
+	}))
+}
+
+func fenced(ctx context.Context, tx pgx.Tx, l storage.Lease) error {
+	var cur int64
+	err := tx.QueryRow(ctx, `SELECT fence FROM thread_leases WHERE thread_id = $1`, l.ThreadID).Scan(&cur)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return &storage.FencedError{ThreadID: l.ThreadID, Fence: l.Fence, Current: cur}
+}
+
+// checkFence refuses, in the write's transaction, a write to threadID made
+// under a lease the thread no longer has; it holds the lease row FOR SHARE
+// until the write commits.
+func checkFence(ctx context.Context, tx pgx.Tx, threadID int64) error {
+	l, ok := storage.LeaseFrom(ctx)
+	if !ok {
+		return nil
+	}
+	var owner string
+	var cur int64
+	err := tx.QueryRow(ctx, `SELECT owner, fence FROM thread_leases WHERE thread_id = $1 FOR SHARE`, threadID).Scan(&owner, &cur)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if l.ThreadID != threadID || owner != l.Owner || cur != l.Fence {
+		return &storage.FencedError{ThreadID: threadID, Fence: l.Fence, Current: cur}
+	}
+	return nil
+}
+
+// checkFenceOf is checkFence for a write known by a row of table (sessions,
+// runs, outbound) whose thread_id says the thread.
+func checkFenceOf(ctx context.Context, tx pgx.Tx, table string, id int64) error {
+	if _, ok := storage.LeaseFrom(ctx); !ok {
+		return nil
+	}
+	var threadID int64
+	err := tx.QueryRow(ctx, `SELECT thread_id FROM `+table+` WHERE id = $1`, id).Scan(&threadID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // the write itself reports the missing row
+	}
+	if err != nil {
+		return err
+	}
+	return checkFence(ctx, tx, threadID)
+}
