@@ -23,7 +23,8 @@ import (
 // synchronous=NORMAL: a commit is not fsynced), PostgreSQL with its default
 // synchronous_commit=on (every commit waits for its WAL fsync), and
 // PostgreSQL with synchronous_commit=off (commits not waited for, closer to
-// SQLite's NORMAL). The PostgreSQL rows need THREADSMITH_TEST_POSTGRES or
+// SQLite's NORMAL), and PostgreSQL with a pool of 4 and of 50 connections
+// instead of the default 16. The PostgreSQL rows need THREADSMITH_TEST_POSTGRES or
 // THREADSMITH_REQUIRE_POSTGRES=1.
 func BenchmarkAppendConcurrentBackends(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
@@ -38,6 +39,8 @@ func BenchmarkAppendConcurrentBackends(b *testing.B) {
 	for _, v := range []struct{ name, params string }{
 		{"postgres", ""},
 		{"postgres-synchronous-commit-off", "synchronous_commit=off"},
+		{"postgres-pool-4", "pool_max_conns=4"},
+		{"postgres-pool-50", "pool_max_conns=50"},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			dsn := storagetest.FreshSchema(b, storagetest.PostgresDSN(b))
