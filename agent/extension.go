@@ -66,6 +66,11 @@ type BeforeAgentStart struct {
 type BeforeAgentStartResult struct {
 	// Messages are added after the prompt as custom messages (all hooks' are kept).
 	Messages []llm.Message
+	// Preface messages are added before the prompt as custom messages (all
+	// hooks' are kept, in hook order): a header the prompt is read under, such
+	// as who asks and when, kept out of the system prompt so that it stays
+	// the same for the session.
+	Preface []llm.Message
 	// SystemPrompt, when not empty, replaces the system prompt for this prompt only.
 	SystemPrompt string
 }

@@ -421,6 +421,16 @@ func (s *Session) preparePrompt(ctx context.Context, msg llm.Message, images []l
 	s.mu.Unlock()
 	// 8. Hooks may add context and replace the system prompt for this prompt only.
 	system := s.baseSystemPrompt()
+	var preface []llm.Message
+	custom := func(m llm.Message) llm.Message {
+		if m.Role == "" {
+			m.Role = llm.RoleCustom
+		}
+		if m.Timestamp == 0 {
+			m.Timestamp = s.now().UnixMilli()
+		}
+		return m
+	}
 	for _, x := range s.cfg.Extensions {
 		if x.BeforeAgentStart == nil {
 			continue
@@ -429,21 +439,18 @@ func (s *Session) preparePrompt(ctx context.Context, msg llm.Message, images []l
 		s.safely(x.Name+" before_agent_start hook", func() {
 			res = x.BeforeAgentStart(ctx, BeforeAgentStart{Prompt: msg.TextContent(), Images: images, SystemPrompt: system})
 		})
+		for _, m := range res.Preface {
+			preface = append(preface, custom(m))
+		}
 		for _, m := range res.Messages {
-			if m.Role == "" {
-				m.Role = llm.RoleCustom
-			}
-			if m.Timestamp == 0 {
-				m.Timestamp = s.now().UnixMilli()
-			}
-			prompts = append(prompts, m)
+			prompts = append(prompts, custom(m))
 		}
 		if res.SystemPrompt != "" {
 			system = res.SystemPrompt
 		}
 	}
 	s.agent.SetSystemPrompt(system)
-	return prompts
+	return append(preface, prompts...)
 }
 
 func (s *Session) baseSystemPrompt() string {

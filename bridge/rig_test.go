@@ -229,11 +229,12 @@ func (r *rig) live(th chat.ThreadRef) bool {
 	return r.b.threads[th.Key()] != nil
 }
 
-// userTexts lists the contents of a request's user messages.
+// userTexts lists the contents of a request's user messages, without the
+// request headers ([Requested by … · date]) the bridge puts before prompts.
 func userTexts(req llmfake.Request) []string {
 	var out []string
 	for _, m := range req.Messages {
-		if m.Role == "user" {
+		if m.Role == "user" && !strings.HasPrefix(m.Content, "[Requested by ") {
 			out = append(out, m.Content)
 		}
 	}

@@ -125,10 +125,14 @@ func TestFirstMentionGivesTheEarlierConversation(t *testing.T) {
 	if strings.Index(all, "the parser drops") > strings.Index(all, "only when the input") {
 		t.Errorf("earlier messages are out of order:\n%s", all)
 	}
-	// The before_agent_start hook tells the model who asks and where.
+	// The before_agent_start hook tells the model where (in the system
+	// prompt) and who asks (in the conversation, which keeps the prompt cacheable).
 	sys := req.Messages[0]
-	if sys.Role != "system" || !strings.Contains(sys.Content, "Requested by: Alice") || !strings.Contains(sys.Content, "you work on branch bot/test-") {
+	if sys.Role != "system" || !strings.Contains(sys.Content, "you work on branch bot/test-") {
 		t.Errorf("the system prompt lacks the thread's context:\n%s", sys.Content)
+	}
+	if first := req.Messages[1]; first.Role != "user" || !strings.HasPrefix(first.Content, "[Requested by Alice · ") {
+		t.Errorf("the request does not say who asks first; it starts with %s: %q", first.Role, first.Content)
 	}
 
 	// A later message in the thread does not repeat the history.

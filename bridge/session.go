@@ -145,7 +145,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		ContextWindow: cfg.Model.ContextWindow,
 		Store:         b.cfg.Store,
 		Entries:       entries,
-		Extensions:    []agent.Extension{t.extension()},
+		Extensions:    []agent.Extension{t.extension(lastRequestHeader(entries))},
 		Resources:     res,
 		SteerMode:     cfg.SteerMode,
 		FollowUpMode:  cfg.FollowUpMode,
@@ -189,19 +189,29 @@ func instructions(s string) string {
 }
 
 // extension is the chat's part of every session: commands, the markup input
-// hook and the thread context added before each prompt.
-func (t *thread) extension() agent.Extension {
+// hook and the thread context added before each prompt. told is the request
+// header the session's transcript last carried ("" for none).
+func (t *thread) extension(told string) agent.Extension {
 	x := agent.Extension{
 		Name:     "chat",
 		Commands: t.commands(),
 		BeforeAgentStart: func(_ context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
+			// The system prompt holds only what stays the same for the
+			// session, so that every request extends the previous one and the
+			// provider's prompt cache serves the history; who asks and the
+			// date go into the conversation, when they change.
 			prompt := ev.SystemPrompt + "\n\n" + t.context()
 			if t.ws != nil {
 				if name, text := repoInstructions(t.ws.Root()); name != "" {
 					prompt += "\n\n" + text
 				}
 			}
-			return agent.BeforeAgentStartResult{SystemPrompt: prompt}
+			res := agent.BeforeAgentStartResult{SystemPrompt: prompt}
+			if h := t.requestHeader(); h != told {
+				told = h // runs of a session are one after another
+				res.Preface = []llm.Message{{Role: llm.RoleCustom, CustomType: requestHeaderType, Content: []llm.Content{llm.Text(h)}}}
+			}
+			return res
 		},
 	}
 	mc, _ := t.p.Adapter.(chat.MarkupConverter)
@@ -233,14 +243,35 @@ func (t *thread) context() string {
 		fmt.Fprintf(&b, "; messages longer than %d characters are split", t.p.limit)
 	}
 	b.WriteString("\n")
-	if a := t.requester.Load(); a != nil && a.Name != "" {
-		fmt.Fprintf(&b, "- Requested by: %s\n", a.Name)
-	}
 	if t.ws != nil {
 		fmt.Fprintf(&b, "- Repository: %s (default branch %s); you work on branch %s\n", t.ws.Repo(), t.ws.DefaultBranch(), t.ws.Branch())
 	}
-	fmt.Fprintf(&b, "- Date: %s", t.b.cfg.Now().UTC().Format("2006-01-02"))
+	b.WriteString("- Several people may write in the thread. A line like [Requested by NAME · DATE] before a request says who asked and today's date (UTC); it is repeated when either changes.")
 	return b.String()
+}
+
+// requestHeaderType is the CustomType of the message that tells who asks and when.
+const requestHeaderType = "request_header"
+
+// requestHeader is the per-request part of the thread's context: who asked
+// for the current prompt and today's date (UTC).
+func (t *thread) requestHeader() string {
+	date := t.b.cfg.Now().UTC().Format("2006-01-02")
+	if a := t.requester.Load(); a != nil && a.Name != "" {
+		return "[Requested by " + a.Name + " · " + date + "]"
+	}
+	return "[" + date + "]"
+}
+
+// lastRequestHeader is the request header a loaded transcript told last, so
+// that a resumed session does not repeat it.
+func lastRequestHeader(entries []transcript.Entry) string {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if m := entries[i].Message; m != nil && m.Role == llm.RoleCustom && m.CustomType == requestHeaderType {
+			return m.TextContent()
+		}
+	}
+	return ""
 }
 
 func platformTitle(p string) string {

@@ -323,13 +323,7 @@ func TestRestartContinuesTheThreadAndDeliversQueuedInput(t *testing.T) {
 	e.waitText(th, "reply to: queued across the restart")
 	reqs := e.llm.Requests()
 	last := reqs[len(reqs)-1]
-	var users []string
-	for _, m := range last.Messages {
-		if m.Role == "user" {
-			users = append(users, m.Content)
-		}
-	}
-	joined := strings.Join(users, "|")
+	joined := strings.Join(userTexts(last), "|")
 	if !strings.HasPrefix(joined, "my name is Ada|") || strings.Count(joined, "my name is Ada") != 1 {
 		t.Fatalf("context after restart = %q, want the earlier messages once", joined)
 	}

@@ -350,11 +350,12 @@ func (e *slackEnv) firstPostIn(root string) (slackfake.Call, bool) {
 	return slackfake.Call{}, false
 }
 
-// userTexts lists the user messages of an LLM request.
+// userTexts lists the user messages of an LLM request, without the request
+// headers ([Requested by … · date]) the bridge puts before prompts.
 func userTexts(r llmfake.Request) []string {
 	var out []string
 	for _, m := range r.Messages {
-		if m.Role == "user" {
+		if m.Role == "user" && !strings.HasPrefix(m.Content, "[Requested by ") {
 			out = append(out, m.Content)
 		}
 	}

@@ -1,0 +1,92 @@
+package bridge
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+)
+
+// The system prompt stays the same for a session: who asks and the date are
+// told in the conversation, so a second person asking, or a request after UTC
+// midnight, still extends the previous request byte for byte (system message
+// included) and the provider's prompt cache serves the whole history.
+func TestRequestsExtendEachOtherAcrossRequestersAndMidnight(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 23, 58, 0, 0, time.UTC).UnixNano())
+	r := newRig(t, func(c *Config, _ *Platform) {
+		c.Now = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	})
+	var turn atomic.Int32
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if req.LastMessage().Role == "tool" {
+			return llmfake.TextReply("listed")
+		}
+		n := turn.Add(1)
+		return llmfake.ToolCallReply(llmfake.Call{ID: fmt.Sprintf("call_%d", n), Name: "ls", Args: `{"path": "."}`})
+	})
+	th := testThread("65.1")
+	r.say(th, alice, "list the files", true)
+	r.waitRuns(th, 1)
+	r.say(th, bob, "again, for me", false)
+	r.waitRuns(th, 2)
+	now.Add(int64(5 * time.Minute)) // 2026-12-02 00:03 UTC
+	r.say(th, bob, "and after midnight", false)
+	r.waitRuns(th, 3)
+	r.say(th, bob, "once more", false)
+	r.waitRuns(th, 4)
+
+	reqs := r.requests()
+	if len(reqs) != 8 {
+		t.Fatalf("%d requests, want 8", len(reqs))
+	}
+	// The share of the requests' bytes a prefix cache could serve: each
+	// request's prefix in common with the one before (BENCHMARKS.md).
+	var shared, total int
+	for i := range reqs {
+		cur := messagesOf(t, reqs[i].Body)
+		total += len(cur)
+		if i > 0 {
+			prev := messagesOf(t, reqs[i-1].Body)
+			n := 0
+			for n < len(prev)-1 && n < len(cur) && prev[n] == cur[n] {
+				n++
+			}
+			shared += n
+		}
+	}
+	t.Logf("cacheable prefix: %d of %d bytes (%.1f%%) over %d requests", shared, total, 100*float64(shared)/float64(total), len(reqs))
+	for i := 1; i < len(reqs); i++ {
+		prev, cur := messagesOf(t, reqs[i-1].Body), messagesOf(t, reqs[i].Body)
+		head := bytes.TrimSuffix(prev, []byte("]"))
+		if !bytes.HasPrefix(cur, head) {
+			n := 0
+			for n < len(head) && n < len(cur) && head[n] == cur[n] {
+				n++
+			}
+			t.Errorf("request %d does not extend request %d; they differ from byte %d:\nnow: %.120s\nwas: %.120s", i+1, i, n, cur[n:], head[n:])
+		}
+	}
+	// The model is still told who asks and when, once each time it changes.
+	var told []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "[") {
+			told = append(told, m.Content)
+		}
+	}
+	want := []string{
+		"[Requested by Alice · 2026-12-01]",
+		"[Requested by Bob · 2026-12-01]",
+		"[Requested by Bob · 2026-12-02]",
+	}
+	if strings.Join(told, "\n") != strings.Join(want, "\n") {
+		t.Errorf("request headers told:\n%s\nwant:\n%s", strings.Join(told, "\n"), strings.Join(want, "\n"))
+	}
+	if sys := reqs[0].Messages[0]; sys.Role != "system" || strings.Contains(sys.Content, "Alice") || strings.Contains(sys.Content, "2026-12-01") {
+		t.Errorf("the system prompt names the requester or the date:\n%s", sys.Content)
+	}
+}
