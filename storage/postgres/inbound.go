@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,7 +38,7 @@ func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, 
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::json, $11, $12, $12)
 			ON CONFLICT DO NOTHING RETURNING id`,
 			in.Platform, nullIfEmpty(in.EventID), in.Channel, nullIfEmpty(in.MessageID), in.ThreadID,
-			in.AuthorID, in.AuthorName, in.AuthorEmail, in.Text, attachments, string(in.Mode), now).Scan(&id)
+			text(in.AuthorID), text(in.AuthorName), text(in.AuthorEmail), text(in.Text), attachments, string(in.Mode), now).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			duplicate = true
 			return tx.QueryRow(ctx, `SELECT id FROM inbound
@@ -149,6 +151,16 @@ func (db *DB) AllPendingInbound(ctx context.Context) ([]storage.Inbound, error) 
 func (db *DB) ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error) {
 	return queryAll(ctx, db, "thread inbound", scanInbound, `SELECT `+inboundColumns+` FROM inbound
 		WHERE thread_id = $1 ORDER BY id`, threadID)
+}
+
+// text makes free text storable in PostgreSQL, whose text type takes neither
+// NUL nor invalid UTF-8 (SQLite stores any bytes): each becomes U+FFFD, so
+// that such a message is stored, not refused and redelivered forever.
+func text(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func nullIfEmpty(s string) *string {

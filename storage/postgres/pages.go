@@ -134,7 +134,7 @@ func (db *DB) RecordPendingPosts(ctx context.Context, posts []storage.PendingPos
 				run = &p.RunID
 			}
 			if err := tx.QueryRow(ctx, `INSERT INTO pending_posts (thread_id, run_id, post_key, text, created_at)
-				VALUES ($1, $2, $3, $4, $5) RETURNING id`, p.ThreadID, run, p.Key, p.Text, now).Scan(&ids[i]); err != nil {
+				VALUES ($1, $2, $3, $4, $5) RETURNING id`, p.ThreadID, run, p.Key, text(p.Text), now).Scan(&ids[i]); err != nil {
 				return err
 			}
 		}

@@ -189,7 +189,7 @@ func (db *DB) CreateSession(ctx context.Context, threadID int64, init storage.Se
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO sessions (uid, thread_id, model, system_prompt, settings, created_at)
 			VALUES ($1, $2, $3, $4, $5::text::json, $6) RETURNING id`,
-			s.ID, threadID, s.Model, s.SystemPrompt, settings, now).Scan(&rowID)
+			s.ID, threadID, s.Model, text(s.SystemPrompt), settings, now).Scan(&rowID)
 		if err != nil {
 			if isCode(err, codeForeignKey) {
 				return fmt.Errorf("thread %d: %w", threadID, storage.ErrNotFound)

@@ -177,7 +177,7 @@ func (db *DB) RecordOutbound(ctx context.Context, o storage.Outbound) (int64, er
 		}
 		return tx.QueryRow(ctx, `INSERT INTO outbound (thread_id, run_id, kind, channel, message_id, text, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
-			o.ThreadID, run, string(o.Kind), o.Channel, o.MessageID, o.Text, now).Scan(&id)
+			o.ThreadID, run, string(o.Kind), o.Channel, o.MessageID, text(o.Text), now).Scan(&id)
 	})
 	if isCode(err, codeForeignKey) {
 		err = fmt.Errorf("thread %d or run %d: %w", o.ThreadID, o.RunID, storage.ErrNotFound)
@@ -189,12 +189,12 @@ func (db *DB) RecordOutbound(ctx context.Context, o storage.Outbound) (int64, er
 }
 
 // UpdateOutbound implements storage.OutboundStore.
-func (db *DB) UpdateOutbound(ctx context.Context, id int64, text string) error {
+func (db *DB) UpdateOutbound(ctx context.Context, id int64, body string) error {
 	return opError("update outbound", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if err := checkFenceOf(ctx, tx, "outbound", id); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE outbound SET text = $1, updated_at = $2 WHERE id = $3`, text, db.nowMS(), id)
+		tag, err := tx.Exec(ctx, `UPDATE outbound SET text = $1, updated_at = $2 WHERE id = $3`, text(body), db.nowMS(), id)
 		if err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (db *DB) RecordPush(ctx context.Context, p storage.Push) (int64, error) {
 	var id int64
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `INSERT INTO pushes (thread_id, branch, sha, result, detail, pushed_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, p.ThreadID, p.Branch, p.SHA, string(p.Result), p.Detail, db.nowMS()).Scan(&id)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, p.ThreadID, p.Branch, p.SHA, string(p.Result), text(p.Detail), db.nowMS()).Scan(&id)
 	})
 	if isCode(err, codeForeignKey) {
 		err = fmt.Errorf("thread %d: %w", p.ThreadID, storage.ErrNotFound)

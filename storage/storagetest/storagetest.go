@@ -549,6 +549,17 @@ func testInbound(t *testing.T, s *suite) {
 	if err != nil || len(all) != 4 {
 		t.Errorf("ThreadInbound = %d, %v; want 4", len(all), err)
 	}
+	// Whatever bytes a person sends are stored, not refused (a refusal
+	// would have the platform redeliver the message forever). PostgreSQL
+	// keeps neither NUL nor invalid UTF-8: each may become U+FFFD.
+	odd := "a\x00b\xffc"
+	oid, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "odd", Text: odd, AuthorName: odd})
+	if got, err := s.db.GetInbound(s.ctx, oid); err != nil || (got.Text != odd && got.Text != "a\uFFFDb\uFFFDc") {
+		t.Errorf("text with NUL and invalid UTF-8 came back as %q, %v", got.Text, err)
+	}
+	if _, err := s.db.RecordOutbound(s.ctx, storage.Outbound{ThreadID: th.ID, Kind: storage.OutboundAnswer, Channel: "C1", MessageID: "odd", Text: odd}); err != nil {
+		t.Errorf("an outbound text with NUL and invalid UTF-8: %v", err)
+	}
 }
 
 func testInboundTransitions(t *testing.T, s *suite) {
