@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -92,5 +94,42 @@ func TestOpenDoesNotEchoTheDSN(t *testing.T) {
 	_, err := postgres.Open(context.Background(), "postgres://u:s3cret@host:notaport/db")
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("open of a bad DSN: %v", err)
+	}
+}
+
+// The hooks are told of each finished run and recorded push once, runs found
+// interrupted included, as with SQLite.
+func TestHooks(t *testing.T) {
+	ctx := context.Background()
+	var finished []storage.RunOutcome
+	var pushes []storage.PushResult
+	db, err := postgres.Open(ctx, storagetest.FreshSchema(t, storagetest.PostgresDSN(t)), postgres.WithHooks(storage.Hooks{
+		RunFinished:  func(o storage.RunOutcome, _ time.Duration) { finished = append(finished, o) },
+		PushRecorded: func(r storage.PushResult) { pushes = append(pushes, r) },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.CreateSession(ctx, th.ID, storage.SessionInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := db.StartRun(ctx, th.ID, s.ID, 0)
+	db.StartRun(ctx, th.ID, s.ID, 0)
+	if err := db.FinishRun(ctx, r1, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
+	db.FinishRun(ctx, r1, storage.RunDone) // already ended: not told again
+	if _, err := db.InterruptRuns(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.RecordPush(ctx, storage.Push{ThreadID: th.ID, Branch: "b", Result: storage.PushRejected})
+	if !slices.Equal(finished, []storage.RunOutcome{storage.RunDone, storage.RunInterrupted}) || !slices.Equal(pushes, []storage.PushResult{storage.PushRejected}) {
+		t.Errorf("hooks told runs %v and pushes %v", finished, pushes)
 	}
 }

@@ -921,6 +921,17 @@ func testEvents(t *testing.T, s *suite) {
 	if _, err := s.db.MarkEventProcessed(s.ctx, "slack", ""); err == nil {
 		t.Error("an empty event id was marked")
 	}
+	// Ids are remembered for the retention (24h by default), then pruned
+	// as new events arrive.
+	s.clock.Advance(23 * time.Hour)
+	if first, _ := s.db.MarkEventProcessed(s.ctx, "slack", "Ev1"); first {
+		t.Error("an event id was forgotten within the retention")
+	}
+	s.clock.Advance(25 * time.Hour)
+	s.db.MarkEventProcessed(s.ctx, "slack", "Ev-new") // prunes
+	if first, err := s.db.MarkEventProcessed(s.ctx, "discord", "Ev1"); err != nil || !first {
+		t.Errorf("an event id past the retention = %v, %v; want first again", first, err)
+	}
 }
 
 func testOps(t *testing.T, s *suite) {
