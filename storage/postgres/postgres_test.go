@@ -12,6 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
@@ -131,5 +134,65 @@ func TestHooks(t *testing.T) {
 	db.RecordPush(ctx, storage.Push{ThreadID: th.ID, Branch: "b", Result: storage.PushRejected})
 	if !slices.Equal(finished, []storage.RunOutcome{storage.RunDone, storage.RunInterrupted}) || !slices.Equal(pushes, []storage.PushResult{storage.PushRejected}) {
 		t.Errorf("hooks told runs %v and pushes %v", finished, pushes)
+	}
+}
+
+// What a write reported as done survives the database server crashing (an
+// immediate stop: no checkpoint, WAL replay at the next start), and the
+// store answers again once it is back. Needs its own cluster.
+func TestCommittedWritesSurviveAServerCrash(t *testing.T) {
+	storagetest.PostgresDSN(t) // skips, saying how to run it, unless PostgreSQL is wanted
+	c, err := storagetest.StartCluster()
+	if err != nil && os.Getenv(storagetest.EnvRequirePostgres) != "1" {
+		t.Skipf("crashing PostgreSQL needs a cluster of the test's own, and starting one failed: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("a cluster of its own: %v", err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	ctx := context.Background()
+	dsn := storagetest.FreshSchema(t, c.DSN)
+	db, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := db.CreateSession(ctx, th.ID, storage.SessionInit{})
+	in, _, err := db.AcceptInbound(ctx, storage.Inbound{Platform: "slack", Channel: "C1", MessageID: "1.1", ThreadID: th.ID, Mode: storage.ModePrompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := range 50 {
+		if err := db.AppendEntries(ctx, s.ID, []transcript.Entry{transcript.MessageEntry(int64(seq), llm.UserText("x"))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(ctx); err == nil {
+		t.Error("Ping succeeded with the server down")
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The pool reconnects by itself.
+	if n, err := db.NextSeq(ctx, s.ID); err != nil || n != 50 {
+		t.Errorf("NextSeq after the crash = %d, %v; want 50", n, err)
+	}
+	if got, err := db.GetInbound(ctx, in); err != nil || got.ID != in {
+		t.Errorf("the accepted input after the crash: %+v, %v", got, err)
+	}
+	db.Close()
+	db, err = postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if es, err := db.LoadEntries(ctx, s.ID); err != nil || len(es) != 50 {
+		t.Errorf("entries after the crash and a reopen: %d, %v; want 50", len(es), err)
 	}
 }

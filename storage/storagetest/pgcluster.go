@@ -35,6 +35,7 @@ type Cluster struct {
 	DSN  string // superuser connection to the postgres database
 	dir  string
 	bin  string
+	opts string // the server's options (port, sockets)
 	cred *syscall.Credential
 }
 
@@ -78,14 +79,29 @@ func StartCluster() (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=200", port, dir)
-	if err := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "server.log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+	c.opts = fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories=%s -c max_connections=200", port, dir)
+	if err := c.Start(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w\n%s", err, log)
+		return nil, err
 	}
 	c.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, nil
+}
+
+// Start starts the cluster's server (again, after Crash).
+func (c *Cluster) Start() error {
+	err := c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-l", filepath.Join(c.dir, "server.log"), "-o", c.opts, "-w", "-t", "60", "start")
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	return nil
+}
+
+// Crash stops the server the way a crash does (pg_ctl stop -m immediate: no
+// checkpoint; the next start replays the WAL).
+func (c *Cluster) Crash() error {
+	return c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
 }
 
 // Stop stops the cluster (pg_ctl stop, fast) and removes its directory.
