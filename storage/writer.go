@@ -93,6 +93,7 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 func (db *DB) writeLoop() {
 	defer close(db.writerDone)
 	batch := make([]*writeReq, 0, maxBatch)
+	lastCommit := 0 // the writes the last commit took
 	for {
 		batch = batch[:0]
 		select {
@@ -119,12 +120,15 @@ func (db *DB) writeLoop() {
 		// reached the channel yet (on 2 cores, most of them): without
 		// letting them run, the writer commits the first one alone, then the
 		// rest, and under load commits mostly single writes, each paying a
-		// commit's WAL frames. Yielding (no timer: it returns at once when
-		// nobody else is runnable) lets them queue; it stops as soon as a
-		// yield brings no one.
+		// commit's WAL frames. So while the batch is smaller than the last
+		// commit (whose writers may be about to write again), the writer
+		// yields and takes who came; it stops as soon as a yield brings no
+		// one. A yield has no timer (it returns at once when nobody else is
+		// runnable), but it lets every runnable goroutine of the process go
+		// first: a lone writer, whose last commit was its own, never yields.
 		for range maxYields {
 			n := len(batch)
-			if n >= maxBatch {
+			if n >= min(lastCommit, maxBatch) {
 				break
 			}
 			runtime.Gosched()
@@ -132,14 +136,14 @@ func (db *DB) writeLoop() {
 				break
 			}
 		}
-		db.commitBatch(batch)
+		lastCommit = db.commitBatch(batch)
 	}
 }
 
 // maxYields bounds the yields before a commit: each brings the writers that
 // became runnable meanwhile, and a few cover a burst's stragglers. (A
 // variable for the benchmark that compares with no yields.)
-var maxYields = 4
+var maxYields = 2
 
 // drain adds the writes waiting right now to batch, up to maxBatch.
 func (db *DB) drain(batch []*writeReq) []*writeReq {
@@ -156,7 +160,9 @@ func (db *DB) drain(batch []*writeReq) []*writeReq {
 	return batch
 }
 
-func (db *DB) commitBatch(batch []*writeReq) {
+// commitBatch commits the writes of batch whose callers still wait and
+// returns how many there were.
+func (db *DB) commitBatch(batch []*writeReq) int {
 	taken := batch[:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(reqWaiting, reqTaken) {
@@ -165,11 +171,11 @@ func (db *DB) commitBatch(batch []*writeReq) {
 	}
 	switch len(taken) {
 	case 0:
-		return
+		return 0
 	case 1: // nothing to share: no savepoint needed
 		r := taken[0]
 		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
-		return
+		return 1
 	}
 	// Optimistically, all of them in one transaction with no savepoints: a
 	// savepoint and its release cost two statements per write, as much as
@@ -181,7 +187,7 @@ func (db *DB) commitBatch(batch []*writeReq) {
 		for _, r := range taken {
 			r.done <- err
 		}
-		return
+		return len(taken)
 	}
 	failed := false
 	for _, r := range taken {
@@ -195,12 +201,13 @@ func (db *DB) commitBatch(batch []*writeReq) {
 		for _, r := range taken {
 			r.done <- err
 		}
-		return
+		return len(taken)
 	}
 	tx.Rollback()
 	for _, r := range taken {
 		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
 	}
+	return len(taken)
 }
 
 // execOne runs a statement that must change exactly one row; none is

@@ -39,7 +39,8 @@ const (
 
 // Bounds of the cache: the texts of a few long sessions.
 const (
-	cacheSlots = 1 << 15
+	slotBits   = 16
+	cacheSlots = 1 << slotBits
 	cacheBytes = 64 << 20
 )
 
@@ -79,7 +80,7 @@ func (c *lengthCache) text(s string) int {
 	c.init()
 	p := unsafe.StringData(s)
 	h := uint64(uintptr(unsafe.Pointer(p))) * 0x9E3779B97F4A7C15
-	i := h >> (64 - 15) &^ 1
+	i := h >> (64 - slotBits) &^ 1
 	for _, e := range [2]*lengthEntry{c.slots[i].Load(), c.slots[i+1].Load()} {
 		if e != nil && e.p == p && e.n == len(s) {
 			return e.units
@@ -93,7 +94,7 @@ func (c *lengthCache) text(s string) int {
 func (c *lengthCache) arguments(raw []byte) int {
 	c.init()
 	h := maphash.Bytes(c.seed, raw)
-	i := h >> (64 - 15) &^ 1
+	i := h >> (64 - slotBits) &^ 1
 	for _, e := range [2]*lengthEntry{c.slots[i].Load(), c.slots[i+1].Load()} {
 		if e != nil && e.p == nil && e.h == h && e.n == len(raw) {
 			return e.units
