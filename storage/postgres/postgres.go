@@ -16,6 +16,15 @@
 // write is a single statement or relies on a unique index, so concurrent
 // writers need no locks of their own. A transaction that loses a deadlock or
 // a serialization conflict is retried.
+//
+// Operating it: Open applies the embedded migrations (migrations/, one per
+// SQLite migration) under an advisory lock, so replicas starting together
+// migrate once; a database whose schema is newer than the binary is refused.
+// The pool holds up to 16 connections unless the DSN says pool_max_conns=N.
+// The schema lives in the DSN's search_path (search_path=name selects one).
+// Differences from SQLite: free text cannot hold NUL or invalid UTF-8 (they
+// are stored as U+FFFD); a commit whose connection breaks before the answer
+// may or may not have happened (the caller sees an error either way).
 package postgres
 
 import (
