@@ -314,6 +314,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 
+	b.recoverAnswers(ctx) // before the notices below: the answer came first
 	runs, err := b.cfg.Store.InterruptRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("bridge: marking interrupted runs: %w", err)

@@ -1,8 +1,15 @@
 package bridge
 
 import (
+	"context"
+	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
@@ -32,5 +39,72 @@ func TestRecentSetForgetsTheOldest(t *testing.T) {
 	}
 	if !r.hasAny([]string{"k" + strconv.Itoa(recentSetSize-1)}) || len(r.keys) != recentSetSize {
 		t.Fatalf("recentSet holds %d keys, want %d with the newest", len(r.keys), recentSetSize)
+	}
+}
+
+// A run's answer is stored before it goes to the outbox and marked once the
+// platform took it; an answer a crash left stored and unmarked is posted at
+// the next start, once, and marked.
+func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
+	// What a process killed between "answer stored" and "posted" leaves.
+	seed := func(cfg *Config, _ *Platform) {
+		db := any(cfg.Store).(*storage.DB)
+		ctx := context.Background()
+		th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "test", Team: "T1", Channel: "C1", Thread: "old"}, storage.ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.RecordPendingPosts(ctx, []storage.PendingPost{{ThreadID: th.ID, Key: "k-left-by-a-crash", Text: "the answer the crash held back"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRig(t, seed)
+	old := testThread("old")
+	r.waitText(old, "the answer the crash held back")
+	unposted := func() bool {
+		posts, err := r.db.UnpostedPosts(r.ctx)
+		return err == nil && len(posts) == 0
+	}
+	r.waitUntil("the recovered answer is marked posted", unposted)
+
+	r.llm.Push(llmfake.TextReply("THE-ANSWER of this run"))
+	th := testThread("new")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+	r.waitUntil("the answer is marked posted", unposted)
+	r.stop(10 * time.Second)
+
+	if got := strings.Count(r.chat.Transcript(old), "the answer the crash held back"); got != 1 {
+		t.Errorf("the recovered answer shows %d times, want once", got)
+	}
+	if got := strings.Count(r.chat.Transcript(th), "THE-ANSWER"); got != 1 {
+		t.Errorf("the answer shows %d times, want once:\n%s", got, r.chat.Transcript(th))
+	}
+	// Both went through storage, each with its platform id.
+	raw, err := sql.Open("sqlite", "file:"+r.db.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	rows, err := raw.Query(`SELECT id, text, coalesce(message_id, '') FROM pending_posts ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id int64
+		var text, msg string
+		if err := rows.Scan(&id, &text, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if msg == "" {
+			t.Errorf("stored post %d (%q) has no platform id", id, text)
+		}
+		got = append(got, text)
+	}
+	if len(got) != 2 || got[0] != "the answer the crash held back" || !strings.HasPrefix(got[1], "THE-ANSWER of this run") || !strings.Contains(got[1], "⏱") {
+		t.Errorf("stored posts %q: want the recovered one, then this run's answer with its footer", got)
 	}
 }

@@ -44,6 +44,9 @@ type view struct {
 	// start itself (input queued during a compaction, delivered afterwards).
 	onRunStart func()
 	price      func() Price
+	// final posts a run's closing messages (answer, footer) when set:
+	// the thread stores them first, so a crash cannot lose them (thread_answer.go).
+	final func(chunks []string)
 
 	mu      sync.Mutex
 	run     *runState
@@ -168,10 +171,7 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 	}
 	v.finalizeLocked(r)
 	v.endActionsLocked(r)
-	if answer != "" {
-		v.postChunks(answer)
-	}
-	v.postChunks(last + "\n\n" + footerLine)
+	v.postFinalLocked(answer, last+"\n\n"+footerLine)
 	return r.stats
 }
 

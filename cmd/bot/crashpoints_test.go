@@ -16,19 +16,21 @@ import (
 
 // TestCrashBetweenDurableSteps (issue 14) cuts the real binary with SIGKILL
 // at each point between two durable steps of a run that writes a file —
-// accepted, delivered (user message appended), committed, pushed; and after
-// a compaction is stored — starts
-// it again, and checks what the thread was promised: the request reaches the
-// model exactly once, a cut-off run is reported, and the run's commit
-// reaches the remote (without anyone asking again, for a run cut after its
-// commit). The points are crashpoint's: the process kills itself there.
+// accepted, delivered (user message appended), answered (the answer stored,
+// not handed to Slack), posted (Slack took the answer, not recorded yet),
+// committed, pushed; and after a compaction is stored — starts it again, and
+// checks what the thread was promised: the request reaches the model exactly
+// once, a cut-off run is reported, the answer shows exactly once, and the
+// run's commit reaches the remote (without anyone asking again, for a run cut
+// after its commit). The points are crashpoint's: the process kills itself
+// there.
 func TestCrashBetweenDurableSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bot binary")
 	}
 	bin := buildBot(t, t.Context(), t.TempDir())
 	const prompt = "please write f.txt"
-	for _, point := range []string{crashpoint.Accepted, crashpoint.Delivered, crashpoint.Committed, crashpoint.Pushed} {
+	for _, point := range []string{crashpoint.Accepted, crashpoint.Delivered, crashpoint.Answered, crashpoint.Posted, crashpoint.Committed, crashpoint.Pushed} {
 		t.Run(point, func(t *testing.T) {
 			e := newSlackFakes(t)
 			config := writeSlackConfig(t, e, 3*time.Second)
@@ -60,9 +62,14 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 				e.slack.UserMessage(slackChan, aliceID, "go on", root)
 				e.waitText(slackChan, root, "wrote f.txt")
 			default:
-				// The run's commit is pushed at the start, unasked.
+				// The model had answered: the answer shows (stored before
+				// the outbox took it, posted again at the start unless
+				// Slack had it), and the run's commit is pushed at the
+				// start, unasked.
 				e.waitText(slackChan, root, "interrupted")
 			}
+			e.waitFor("the answer", func() bool { return answers(e, root, "wrote f.txt") >= 1 },
+				func() string { return e.transcript(slackChan, root) })
 			e.waitFor("the run's file is on the remote", func() bool {
 				for _, b := range e.remote.Branches(t) {
 					if strings.HasPrefix(b, "bot/") && e.remote.Files(t, b)["f.txt"] == "from the run" {
@@ -87,12 +94,31 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 					t.Errorf("request %d carries the prompt %d times, want exactly once: %q", i+1, n, userTexts(r))
 				}
 			}
+			// A repost at the start goes out before the interrupted
+			// notice (one thread's posts keep their order), so it is
+			// settled by now.
+			if got := answers(e, root, "wrote f.txt"); got != 1 {
+				t.Errorf("the answer shows %d times, want once\n%s", got, e.transcript(slackChan, root))
+			}
 			if got := strings.Count(e.transcript(slackChan, root), "previous run in this thread was interrupted"); point != crashpoint.Accepted && got != 1 {
 				t.Errorf("interrupted notices = %d, want 1\n%s", got, e.transcript(slackChan, root))
 			}
 		})
 	}
 	t.Run(crashpoint.Compacted, func(t *testing.T) { crashAfterCompaction(t, bin) })
+}
+
+// answers counts the answer messages in the thread that carry text:
+// the answer ends with the run's footer (a status message's preview or its
+// interrupted form does not).
+func answers(e *slackEnv, root, text string) int {
+	n := 0
+	for _, m := range e.slack.Messages(slackChan, root) {
+		if strings.Contains(m.Text, text) && strings.Contains(m.Text, "⏱") {
+			n++
+		}
+	}
+	return n
 }
 
 // waitFooters waits until n runs of the thread have ended (each ends with a footer).

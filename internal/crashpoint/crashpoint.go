@@ -22,6 +22,8 @@ var at = os.Getenv(EnvVar)
 const (
 	Accepted  = "accepted"  // the inbound message is committed, nothing else happened
 	Delivered = "delivered" // the user message is appended and its input delivered, before the model call
+	Answered  = "answered"  // the run's answer is stored, not handed to the platform yet
+	Posted    = "posted"    // the platform accepted the answer, not recorded yet
 	Committed = "committed" // the run's changes are committed, not pushed
 	Pushed    = "pushed"    // the push reached the remote, not recorded yet
 	Compacted = "compacted" // a compaction entry is stored, the live context not rebuilt yet

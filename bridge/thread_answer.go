@@ -1,0 +1,147 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
+	"github.com/threadsmith/threadsmith/outbox"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// A run's closing messages — its answer and the footer that ends it — must
+// reach the thread even if the process dies right after the model finished.
+// The outbox holds them in memory only, so the thread stores them first
+// (storage.PendingPostStore), in one write, with an idempotency key each;
+// the outbox posts them with that key, and each is marked when the platform
+// answered. At start, what was stored and never marked is posted again with
+// the same key and Retry (recoverAnswers).
+//
+// A crash after the platform accepted a post but before its mark would
+// repeat it. That is bounded by the key: Slack's adapter looks for the bot's
+// message carrying the key in the thread before posting again, Discord's
+// nonce (enforce_nonce) returns the message already made within a few
+// minutes of the first attempt. Only a Discord restart slower than that can
+// show an answer twice.
+
+// postFinalLocked posts the run's closing texts (the answer, which may be
+// "", and the last message with the footer), split at the platform's limit.
+func (v *view) postFinalLocked(answer, last string) {
+	var chunks []string
+	for _, text := range []string{answer, last} {
+		if text != "" {
+			chunks = append(chunks, Split(text, v.limit, v.measure)...)
+		}
+	}
+	if v.final != nil {
+		v.final(chunks)
+		return
+	}
+	for _, c := range chunks {
+		v.out.Post(v.ref, c, outbox.High, nil)
+	}
+}
+
+// setFinal sets the hook that posts a run's closing messages.
+func (v *view) setFinal(f func(chunks []string)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.final = f
+}
+
+// postAnswer stores a run's closing messages, then posts them (the view's
+// final hook, on the owner goroutine while the run ends).
+func (t *thread) postAnswer(runID int64, chunks []string) {
+	// The status message's final text goes to storage first, so that a
+	// crash from here on shows it (marked interrupted), not "working…".
+	t.saver.flush()
+	store, ok := any(t.b.cfg.Store).(storage.PendingPostStore)
+	if !ok || len(chunks) == 0 {
+		t.postChunksPlain(chunks)
+		return
+	}
+	posts := make([]storage.PendingPost, len(chunks))
+	for i, c := range chunks {
+		posts[i] = storage.PendingPost{ThreadID: t.rec.ID, RunID: runID, Key: newPostKey(), Text: c}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ids, err := store.RecordPendingPosts(ctx, posts)
+	cancel()
+	if err != nil {
+		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)
+		t.postChunksPlain(chunks)
+		return
+	}
+	crashpoint.Hit(crashpoint.Answered)
+	for i := range posts {
+		posts[i].ID = ids[i]
+		sendStored(t.p.Outbox, store, t.ref, posts[i], false, t.log)
+	}
+}
+
+func (t *thread) postChunksPlain(chunks []string) {
+	for _, c := range chunks {
+		t.p.Outbox.Post(t.ref, c, outbox.High, nil)
+	}
+}
+
+// sendStored posts a stored message with its key and marks it when the
+// platform answered. again says an earlier process may have posted it.
+func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.ThreadRef, pp storage.PendingPost, again bool, log *slog.Logger) {
+	key := chat.PostKey{ID: pp.Key}
+	if again {
+		key.Retry, key.First = true, pp.CreatedAt
+	}
+	out.PostKeyed(ref, pp.Text, outbox.High, key, func(id string, err error) {
+		if errors.Is(err, outbox.ErrClosed) {
+			return // not sent: posted at the next start
+		}
+		if err == nil {
+			crashpoint.Hit(crashpoint.Posted)
+		}
+		// Refused for good (err != nil): marked too, or it would be
+		// tried at every start.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if merr := store.MarkPosted(ctx, pp.ID, id); merr != nil {
+			log.Warn("recording that an answer was posted; it may be posted again at the next start", "err", merr)
+		}
+	})
+}
+
+// recoverAnswers posts again, at start, the closing messages the previous
+// process stored and never saw accepted, in the order they were stored.
+func (b *Bridge) recoverAnswers(ctx context.Context) {
+	store, ok := any(b.cfg.Store).(storage.PendingPostStore)
+	if !ok {
+		return
+	}
+	posts, err := store.UnpostedPosts(ctx)
+	if err != nil {
+		b.log.Error("loading answers not yet posted", "err", err)
+		return
+	}
+	for _, pp := range posts {
+		p := b.platforms[pp.Thread.Platform]
+		if p == nil {
+			continue
+		}
+		sendStored(p.Outbox, store, refOf(pp.Thread), pp, true, b.log)
+	}
+	if len(posts) > 0 {
+		b.log.Info("posting answers the previous process did not see accepted", "count", len(posts))
+	}
+}
+
+// newPostKey is a post's idempotency key: 24 hex characters (Discord's
+// nonce takes 25 at most).
+func newPostKey() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
