@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
@@ -185,4 +187,47 @@ func (t *thread) unpushedNote(ctx context.Context) string {
 		return ""
 	}
 	return fmt.Sprintf(" · %d commit%s not on the remote yet", n, plural(n))
+}
+
+// pushNoticeFor records the outcome of a push and returns its notice for the
+// thread ("" when there is nothing to say: nothing new reached the remote).
+func (t *thread) pushNoticeFor(ctx context.Context, job *pushJob, res workspace.PushResult, err error) string {
+	if err != nil {
+		t.unpushed = true
+		result := storage.PushError
+		if errors.Is(err, workspace.ErrPushRejected) {
+			result = storage.PushRejected
+		}
+		// The thread gets the sentence written for it; the log gets git's
+		// own words (redacted by the workspace).
+		t.log.Warn("push failed", "branch", t.ws.Branch(), "sha", res.SHA, "err", err)
+		t.recordPush(ctx, res.SHA, result, userError(err))
+		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and will be pushed after the next run.", t.ws.Branch(), userError(err))
+	}
+	t.unpushed = false
+	t.recordPush(ctx, res.SHA, storage.PushOK, "")
+	if res.UpToDate && !job.committed {
+		return ""
+	}
+	notice := pushNotice(res)
+	if line := t.syncPullRequest(ctx, job.request); line != "" {
+		notice += "\n" + line
+	}
+	return notice
+}
+
+func (t *thread) recordPush(ctx context.Context, sha string, result storage.PushResult, detail string) {
+	if _, err := t.b.cfg.Store.RecordPush(ctx, storage.Push{ThreadID: t.rec.ID, Branch: t.ws.Branch(), SHA: sha, Result: result, Detail: detail}); err != nil {
+		t.log.Warn("recording push", "err", err)
+	}
+}
+
+// link is the thread's permalink for commit messages, when the platform gives one.
+func (t *thread) link(ctx context.Context) string {
+	if l, ok := t.p.Adapter.(chat.Linker); ok {
+		if url, err := l.Permalink(ctx, t.ref); err == nil && url != "" {
+			return "Thread: " + url
+		}
+	}
+	return fmt.Sprintf("Thread: %s %s", t.ref.Platform, t.ref.Key())
 }
