@@ -11,71 +11,64 @@ import (
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/mcptool"
-	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
-// thread owns one chat thread: its session, workspace and run. Everything but
-// the input queue and the acknowledgement map is touched only by its goroutine.
+// thread owns one chat thread: its session, workspace and run. It is made of
+// parts with single owners, each in its own file:
+//
+//   - inbox (thread_inbox.go): the queue through which everything reaches the
+//     owner goroutine; any goroutine may enqueue.
+//   - routing (thread_input.go, thread_slots.go): what becomes of each
+//     accepted message; the owner's, but for the acknowledgements, which the
+//     session's event queue swaps on delivery.
+//   - lifecycle (thread_run.go, push.go): the run in progress and the pushes
+//     after it; the owner's, with a run's end, timeout and push result
+//     reaching it as messages.
+//   - rendering (thread_render.go, view.go, saver.go): what the thread shows.
+//
+// The rest is the session and its workspace, set up by open (session.go).
 type thread struct {
 	b   *Bridge
 	p   *platform
 	ref chat.ThreadRef
 	log *slog.Logger
 
-	qmu      sync.Mutex
-	items    []item
-	wake     chan struct{}
+	inbox
 	stop     chan struct{} // closed by shutdown
 	stopOnce sync.Once
 	stopCtx  context.Context // the shutdown deadline, set before stop closes
 
-	amu  sync.Mutex
-	acks map[string]queuedAck // input id → reaction to swap on delivery
+	routing
+	lifecycle
+	rendering
 
-	requester atomic.Pointer[chat.Author] // who asked for the current prompt
-
-	// Owner-goroutine state.
-	rec           storage.Thread
-	sess          *agent.Session
-	unsubscribe   func()
-	ws            *workspace.Workspace
-	tws           *tools.Workspace
-	mcp           *mcptool.Set // the session's MCP servers, or nil
-	prNoted       bool         // the thread was told why it gets no pull request
-	view          *view
-	run           *activeRun
-	unpushed      bool
-	pushing       *pushJob      // the push in flight, if any (push.go)
-	nextPush      *pushJob      // the push to start when it is done
-	pushDone      chan *pushJob // its result, back to the owner
-	pendingStatus *outbox.Message
-	statusMsgText string
-	statusTick    *time.Ticker
-	recent        []time.Time
-	held          []*pendingInput // input that arrived while a stopped run wound down
-	waiting       []*pendingInput // input parked until a run slot frees (runSlots)
-	current       *pendingInput   // the input being handled, for the commands it runs
-	bg            bgGroup         // command goroutines (diff, compact, pr)
-	saver         *statusSaver
+	// The session and its resources (owner goroutine).
+	rec         storage.Thread
+	sess        *agent.Session
+	unsubscribe func()
+	ws          *workspace.Workspace
+	tws         *tools.Workspace
+	mcp         *mcptool.Set // the session's MCP servers, or nil
+	prNoted     bool         // the thread was told why it gets no pull request
+	bg          bgGroup      // command goroutines (diff, compact, pr)
 }
 
 func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *thread {
-	t := &thread{
-		b:    b,
-		p:    p,
-		ref:  ref,
-		log:  b.log.With("platform", ref.Platform, "thread", ref.Key()),
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		acks: map[string]queuedAck{},
-		rec:  rec,
-
-		pushDone: make(chan *pushJob, 1),
+	log := b.log.With("platform", ref.Platform, "thread", ref.Key())
+	return &thread{
+		b:         b,
+		p:         p,
+		ref:       ref,
+		log:       log,
+		inbox:     inbox{wake: make(chan struct{}, 1)},
+		stop:      make(chan struct{}),
+		routing:   routing{acks: map[string]queuedAck{}},
+		lifecycle: lifecycle{pushDone: make(chan *pushJob, 1)},
+		rendering: rendering{saver: newStatusSaver(b.cfg.Store, log)},
+		rec:       rec,
 	}
-	t.saver = newStatusSaver(b.cfg.Store, t.log)
-	return t
 }
 
 // shutdown asks the owner to finish: the active run may go on until ctx ends.
@@ -157,6 +150,8 @@ func (t *thread) handle(it item) {
 		if it.runDone == t.sess && t.run != nil {
 			t.finishRun(t.b.ctx)
 		}
+	case it.runTimeout != nil:
+		t.runTimedOut(it.runTimeout)
 	case it.slotGranted:
 		t.slotGranted()
 	case it.fn != nil:

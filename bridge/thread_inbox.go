@@ -6,56 +6,66 @@ package bridge
 // enqueue; only the owner takes items off.
 
 import (
+	"sync"
+
 	"github.com/threadsmith/threadsmith/agent"
 )
 
-// item is a unit of work for a thread's owner goroutine.
-type item struct {
-	input       *pendingInput
-	runDone     *agent.Session // the session whose run ended
-	slotGranted bool           // a run slot was handed to this thread (runSlots)
-	fn          func()
+// inbox is the owner's queue.
+type inbox struct {
+	qmu   sync.Mutex
+	items []item
+	wake  chan struct{} // signalled (without blocking) on each enqueue
 }
 
-func (t *thread) enqueue(it item) {
-	t.qmu.Lock()
-	t.items = append(t.items, it)
-	t.qmu.Unlock()
+// item is a message to a thread's owner goroutine; one field is set.
+type item struct {
+	input       *pendingInput  // accepted input (thread_input.go)
+	runDone     *agent.Session // the session whose run ended (thread_run.go)
+	runTimeout  *activeRun     // the run that reached the run timeout
+	slotGranted bool           // a run slot was handed to this thread (runSlots)
+	fn          func()         // anything else to do on the owner
+}
+
+func (q *inbox) enqueue(it item) {
+	q.qmu.Lock()
+	q.items = append(q.items, it)
+	q.qmu.Unlock()
 	select {
-	case t.wake <- struct{}{}:
+	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (t *thread) next() (item, bool) {
-	t.qmu.Lock()
-	defer t.qmu.Unlock()
-	if len(t.items) == 0 {
+func (q *inbox) next() (item, bool) {
+	q.qmu.Lock()
+	defer q.qmu.Unlock()
+	if len(q.items) == 0 {
 		return item{}, false
 	}
-	it := t.items[0]
-	t.items[0] = item{}
-	t.items = t.items[1:]
+	it := q.items[0]
+	q.items[0] = item{}
+	q.items = q.items[1:]
 	return it, true
 }
 
-func (t *thread) queued() int {
-	t.qmu.Lock()
-	defer t.qmu.Unlock()
-	return len(t.items)
+func (q *inbox) queued() int {
+	q.qmu.Lock()
+	defer q.qmu.Unlock()
+	return len(q.items)
 }
 
-// requeueFront puts inputs back at the front of the owner's queue, in order.
-func (t *thread) requeueFront(ins []*pendingInput) {
+// requeueFront puts inputs back at the front of the queue, in order.
+func (q *inbox) requeueFront(ins []*pendingInput) {
 	if len(ins) == 0 {
 		return
 	}
-	t.qmu.Lock()
-	front := make([]item, 0, len(ins)+len(t.items))
+	q.qmu.Lock()
+	front := make([]item, 0, len(ins)+len(q.items))
 	for _, pi := range ins {
 		front = append(front, item{input: pi})
 	}
-	t.items = append(front, t.items...)
-	t.qmu.Unlock()
-	t.enqueue(item{}) // wake the loop; an empty item does nothing
+	q.items = append(front, q.items...)
+	q.qmu.Unlock()
+	q.enqueue(item{}) // wake the loop; an empty item does nothing
 }

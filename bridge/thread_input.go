@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -22,6 +24,19 @@ import (
 // loopGuard limits how many messages one thread takes per minute, so that two
 // bots talking to each other cannot run up a bill.
 const loopGuard = 30
+
+// routing is the state of the thread's input routing.
+type routing struct {
+	recent  []time.Time     // when the last messages came (guard)
+	held    []*pendingInput // input that arrived while a stopped run wound down
+	waiting []*pendingInput // input parked until a run slot frees (thread_slots.go)
+	current *pendingInput   // the input being handled, for the commands it runs
+
+	amu  sync.Mutex           // acks is also read on the session's event queue
+	acks map[string]queuedAck // input id → reaction to swap on delivery
+
+	requester atomic.Pointer[chat.Author] // who asked for the current prompt
+}
 
 // pendingInput is an accepted message waiting for its thread.
 type pendingInput struct {

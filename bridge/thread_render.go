@@ -9,6 +9,15 @@ import (
 	"github.com/threadsmith/threadsmith/outbox"
 )
 
+// rendering is what the thread shows: the run transcript (view), the status
+// message posted for a run about to start, and the saver of its text.
+type rendering struct {
+	view          *view
+	pendingStatus *outbox.Message // posted for the next run, not armed yet
+	statusMsgText string          // pendingStatus's text
+	saver         *statusSaver
+}
+
 // say posts a notice into the thread, below any running transcript.
 func (t *thread) say(text string) {
 	if t.view != nil {

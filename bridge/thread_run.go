@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
@@ -19,12 +20,23 @@ import (
 // (Discord's typing indicator lasts 10 s).
 const statusRefresh = 8 * time.Second
 
+// lifecycle is the state of the thread's run and of the pushes after it.
+type lifecycle struct {
+	run        *activeRun
+	statusTick *time.Ticker  // re-sends "is working…" while a run goes on
+	unpushed   bool          // the last push failed: the next run pushes again
+	pushing    *pushJob      // the push in flight, if any (push.go)
+	nextPush   *pushJob      // the push to start when it is done
+	pushDone   chan *pushJob // its result, back to the owner
+}
+
 // activeRun is the run a thread is in.
 type activeRun struct {
 	id        int64
 	inboundID int64
 	request   string
 	author    chat.Author
+	sess      *agent.Session // the session it runs on
 	timer     *time.Timer
 	timedOut  bool
 	stopped   bool
@@ -65,18 +77,21 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	t.p.Outbox.SetStatus(t.ref, "is working…")
 	t.statusTick = time.NewTicker(statusRefresh)
 	sess := t.sess
-	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() {
-		t.enqueue(item{fn: func() {
-			if t.run == r {
-				r.timedOut = true
-				sess.Abort()
-			}
-		}})
-	})
+	r.sess = sess
+	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() { t.enqueue(item{runTimeout: r}) })
 	go func() {
 		_ = sess.Wait(context.Background())
 		t.enqueue(item{runDone: sess})
 	}()
+}
+
+// runTimedOut runs on the owner when r reached the run timeout: it is
+// aborted, and ends as any run does (runDone).
+func (t *thread) runTimedOut(r *activeRun) {
+	if t.run == r {
+		r.timedOut = true
+		r.sess.Abort()
+	}
 }
 
 // finishRun runs when the session went idle: it closes the transcript with
@@ -121,18 +136,10 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	if !push || !t.commitRun(ctx, r, outcome) {
 		t.endRunRecord(ctx, r.id, outcome)
 	}
-	if len(t.held) > 0 {
-		held := t.held
-		t.held = nil
-		t.qmu.Lock()
-		front := make([]item, 0, len(held)+len(t.items))
-		for _, pi := range held {
-			front = append(front, item{input: pi})
-		}
-		t.items = append(front, t.items...)
-		t.qmu.Unlock()
-		t.enqueue(item{}) // wake the loop; an empty item does nothing
-	}
+	// Input that arrived while a stopped run wound down starts the next one.
+	held := t.held
+	t.held = nil
+	t.requeueFront(held)
 }
 
 // endRunRecord records the end of a run (id 0: none was recorded).
