@@ -93,7 +93,7 @@ func (db *DB) runTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 func (db *DB) writeLoop() {
 	defer close(db.writerDone)
 	batch := make([]*writeReq, 0, maxBatch)
-	lastCommit := 0 // the writes the last commit took
+	recent := 0 // about the most writes recent commits took
 	for {
 		batch = batch[:0]
 		select {
@@ -120,15 +120,18 @@ func (db *DB) writeLoop() {
 		// reached the channel yet (on 2 cores, most of them): without
 		// letting them run, the writer commits the first one alone, then the
 		// rest, and under load commits mostly single writes, each paying a
-		// commit's WAL frames. So while the batch is smaller than the last
-		// commit (whose writers may be about to write again), the writer
+		// commit's WAL frames. So while the batch is smaller than recent
+		// commits (whose writers may be about to write again), the writer
 		// yields and takes who came; it stops as soon as a yield brings no
 		// one. A yield has no timer (it returns at once when nobody else is
 		// runnable), but it lets every runnable goroutine of the process go
-		// first: a lone writer, whose last commit was its own, never yields.
+		// first: a lone writer, whose recent commits were its own, never
+		// yields. Recent is a maximum that decays by an eighth per commit,
+		// so that one commit of a single write, in a burst, does not end
+		// the yields.
 		for range maxYields {
 			n := len(batch)
-			if n >= min(lastCommit, maxBatch) {
+			if n >= min(recent, maxBatch) {
 				break
 			}
 			runtime.Gosched()
@@ -136,7 +139,7 @@ func (db *DB) writeLoop() {
 				break
 			}
 		}
-		lastCommit = db.commitBatch(batch)
+		recent = max(db.commitBatch(batch), recent-recent/8)
 	}
 }
 
