@@ -101,6 +101,10 @@ func (c *Cluster) init() error {
 		if err := os.Chown(c.dir, uid, gid); err != nil {
 			return err
 		}
+		if err := c.runAs("/bin/sh", "-c", `cd "$0" && test -w .`, c.dir); err != nil {
+			return fmt.Errorf("running as root, the throwaway PostgreSQL runs as the postgres user, which cannot reach its directory %s "+
+				"(every parent must be searchable by postgres: set TMPDIR to a directory it can reach, such as /tmp)", c.dir)
+		}
 	}
 	data := filepath.Join(c.dir, "data")
 	if err := c.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {

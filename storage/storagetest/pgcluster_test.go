@@ -108,3 +108,25 @@ func TestClusterGoneWhenTheProcessDies(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling another process: nothing to wait on
 	}
 }
+
+// Run as root, a temporary directory the postgres user cannot reach is said
+// plainly, and nothing is left behind.
+func TestClusterSaysWhenPostgresCannotReachTMPDIR(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs the cluster as another user")
+	}
+	needClusterBinaries(t)
+	tmp := t.TempDir() // 0700, root's
+	t.Setenv("TMPDIR", tmp)
+	c, err := storagetest.StartCluster()
+	if err == nil {
+		c.Stop()
+		t.Fatal("started a cluster in a directory postgres cannot reach")
+	}
+	if !strings.Contains(err.Error(), "postgres user, which cannot reach") || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Errorf("error = %v, want it to say the postgres user cannot reach the directory and to name TMPDIR", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "threadsmith-pg-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
