@@ -95,10 +95,50 @@ func DSNPassword(dsn string) string {
 		}
 		return u.Query().Get("password")
 	}
-	for _, f := range strings.Fields(dsn) {
-		if k, v, ok := strings.Cut(f, "="); ok && k == "password" {
-			return strings.Trim(v, "'")
+	password := ""
+	for s := strings.TrimLeft(dsn, " \t\n\r\f\v"); s != ""; s = strings.TrimLeft(s, " \t\n\r\f\v") {
+		var k, v string
+		var ok bool
+		if k, v, s, ok = nextKeyValue(s); !ok {
+			break
+		}
+		if k == "password" {
+			password = v // libpq: the last one counts
 		}
 	}
-	return ""
+	return password
+}
+
+// nextKeyValue reads one keyword = value pair of a libpq key=value string
+// off s: spaces around '=' are allowed, a value is 'quoted' or runs to the
+// next space, and a backslash escapes the next character in either.
+func nextKeyValue(s string) (key, value, rest string, ok bool) {
+	i := strings.IndexAny(s, "= \t\n\r\f\v")
+	if i <= 0 {
+		return "", "", "", false
+	}
+	key, s = s[:i], strings.TrimLeft(s[i:], " \t\n\r\f\v")
+	if !strings.HasPrefix(s, "=") {
+		return "", "", "", false
+	}
+	s = strings.TrimLeft(s[1:], " \t\n\r\f\v")
+	quoted := strings.HasPrefix(s, "'")
+	if quoted {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		case quoted && c == '\'':
+			return key, b.String(), s[i+1:], true
+		case !quoted && strings.IndexByte(" \t\n\r\f\v", c) >= 0:
+			return key, b.String(), s[i:], true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return key, b.String(), "", true
 }

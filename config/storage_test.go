@@ -62,6 +62,14 @@ func TestRedactDSN(t *testing.T) {
 		"postgres://bot@db/ts?password=SECRET": "SECRET",
 		"host=db user=bot password='SECRET'":   "SECRET",
 		"postgres://bot@db/ts":                 "",
+		// libpq's key=value syntax: spaces around '=', quoted values with
+		// spaces, backslash escapes, the last of several.
+		"host=db password = SECRET user=bot":     "SECRET",
+		"host=db password='two words' user=bot":  "two words",
+		`host=db password='it\'s' user=bot`:      "it's",
+		`host=db password=back\ slash user=bot`:  "back slash",
+		"password=first host=db password=SECRET": "SECRET",
+		"host=db user=bot":                       "",
 	} {
 		if got := DSNPassword(in); got != want {
 			t.Errorf("DSNPassword(%q) = %q, want %q", in, got, want)
