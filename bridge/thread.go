@@ -134,14 +134,12 @@ type bgGroup struct {
 	n  atomic.Int32
 }
 
-func (g *bgGroup) Add(d int) { g.n.Add(int32(d)); g.wg.Add(d) }
-
-func (g *bgGroup) Done() { g.n.Add(-1); g.wg.Done() }
-
-func (g *bgGroup) Wait() { g.wg.Wait() }
-
+func (g *bgGroup) Add(d int)  { g.n.Add(int32(d)); g.wg.Add(d) }
+func (g *bgGroup) Done()      { g.n.Add(-1); g.wg.Done() }
+func (g *bgGroup) Wait()      { g.wg.Wait() }
 func (g *bgGroup) busy() bool { return g.n.Load() > 0 }
 
+// handle passes a message to the part that owns it.
 func (t *thread) handle(it item) {
 	switch {
 	case it.input != nil:

@@ -55,120 +55,142 @@ type queuedAck struct {
 	emoji     string
 }
 
+// inputClass is what an input is, decided once when it is handled.
+type inputClass struct {
+	name      string // the command word, if the text starts with one
+	command   bool   // name is a known !command
+	startsRun bool   // it goes to the model: a message, !steer or !followup
+}
+
+func classify(text string) inputClass {
+	name, _ := commandWord(text)
+	_, known := commandHelp[name]
+	return inputClass{name: name, command: known, startsRun: !known || name == "steer" || name == "followup"}
+}
+
 // handleInput takes one accepted message to the session.
 func (t *thread) handleInput(pi *pendingInput) {
-	ctx := t.b.ctx
-	in := pi.in
-	name, _ := commandWord(in.Text)
-	_, isCommand := commandHelp[name]
-	startsRun := !isCommand || name == "steer" || name == "followup"
-
-	if !pi.parked && !t.guard() {
-		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
+	c := classify(pi.in.Text)
+	if !t.admit(pi) || t.park(pi, c) {
 		return
 	}
-	if reply, ok := unknownCommand(in.Text); ok {
-		t.say(reply)
-		t.markInbound(pi.id, storage.InboundDelivered, "")
+	slot, ok := t.ensureSession(pi, c)
+	if !ok {
 		return
 	}
-	if startsRun && len(t.waiting) > 0 && !pi.granted {
-		// Behind input that waits for a run slot: keep the order.
-		pi.parked = true
-		t.waiting = append(t.waiting, pi)
-		return
-	}
-	if !startsRun && t.answerWhileWaiting(name, pi) {
-		return
-	}
-	if startsRun && t.run != nil && t.run.stopped {
-		// The run is winding down after !stop: this input must not join it
-		// (it would sit in the stopped run's queue); it starts the next run.
-		t.held = append(t.held, pi)
-		return
-	}
-	slot := false
-	if t.sess == nil {
-		if isCommand && !startsRun && t.rec.SessionID == "" {
-			t.say(noSessionReply(name))
-			t.markInbound(pi.id, storage.InboundDelivered, "")
-			return
-		}
-		if startsRun && t.rec.SessionID == "" && t.pendingStatus == nil {
-			// The first answer a person sees comes before the workspace exists.
-			t.statusMsgText = t.header()
-			t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
-		}
-		if startsRun {
-			// Take the run slot before setting up the workspace, so that a
-			// burst of new threads does not check out every workspace at once.
-			if !t.takeSlot(pi) {
-				return // parked until a slot frees
-			}
-			slot = true
-		}
-		if err := t.open(ctx, in); err != nil {
-			if slot {
-				t.releaseSlot()
-			}
-			t.fail(pi, "I couldn't set up this thread's workspace: "+userError(err), err)
-			return
-		}
-	}
-	if pi.queue != "" && in.MessageID != "" {
-		// Queued before a restart: its reaction still says so; swap it when
-		// the model gets it.
-		emoji := reactFollowUp
-		if pi.queue == storage.QueueSteer {
-			emoji = reactSteer
-		}
-		t.amu.Lock()
-		t.acks[inputID(pi.id)] = queuedAck{messageID: in.MessageID, emoji: emoji}
-		t.amu.Unlock()
-	}
-	if startsRun && !slot && !t.sess.IsRunning() {
+	t.restoreAck(pi)
+	if c.startsRun && !slot && !t.sess.IsRunning() {
 		if !t.takeSlot(pi) {
 			return // parked until a slot frees
 		}
 		slot = true
 	}
-	text, images := t.prepareInput(ctx, in)
-	author := in.Author
+	t.deliver(pi, c, slot)
+}
+
+// admit applies the loop guard and answers a mistyped !command; it reports
+// whether the input goes on.
+func (t *thread) admit(pi *pendingInput) bool {
+	if !pi.parked && !t.guard() {
+		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
+		return false
+	}
+	if reply, ok := unknownCommand(pi.in.Text); ok {
+		t.say(reply)
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+		return false
+	}
+	return true
+}
+
+// park keeps input from the session for now, and reports whether it did:
+// input for the model behind input that waits for a run slot (keeping the
+// order), !stop and !status answered while the thread waits for one, and
+// input for the model while a stopped run winds down (it must not join that
+// run, where it would sit in the stopped run's queue; it starts the next).
+func (t *thread) park(pi *pendingInput, c inputClass) bool {
+	switch {
+	case c.startsRun && len(t.waiting) > 0 && !pi.granted:
+		pi.parked = true
+		t.waiting = append(t.waiting, pi)
+	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
+	case c.startsRun && t.run != nil && t.run.stopped:
+		t.held = append(t.held, pi)
+	default:
+		return false
+	}
+	return true
+}
+
+// ensureSession opens the thread's session for pi when it has none, and
+// reports whether a run slot is now held for pi and whether pi goes on.
+// Input that starts a run takes its slot before the workspace is set up, so
+// that a burst of new threads does not check out every workspace at once.
+func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
+	if t.sess != nil {
+		return false, true
+	}
+	if c.command && !c.startsRun && t.rec.SessionID == "" {
+		t.say(noSessionReply(c.name))
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+		return false, false
+	}
+	if c.startsRun && t.rec.SessionID == "" && t.pendingStatus == nil {
+		// The first answer a person sees comes before the workspace exists.
+		t.statusMsgText = t.header()
+		t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
+	}
+	if c.startsRun {
+		if !t.takeSlot(pi) {
+			return false, false // parked until a slot frees
+		}
+		slot = true
+	}
+	if err := t.open(t.b.ctx, pi.in); err != nil {
+		if slot {
+			t.releaseSlot()
+		}
+		t.fail(pi, "I couldn't set up this thread's workspace: "+userError(err), err)
+		return false, false
+	}
+	return slot, true
+}
+
+// restoreAck: input queued before a restart still shows its queued
+// reaction, to be swapped when the model gets it.
+func (t *thread) restoreAck(pi *pendingInput) {
+	if pi.queue == "" || pi.in.MessageID == "" {
+		return
+	}
+	emoji := reactFollowUp
+	if pi.queue == storage.QueueSteer {
+		emoji = reactSteer
+	}
+	t.setAck(pi, emoji)
+}
+
+func (t *thread) setAck(pi *pendingInput, emoji string) {
+	t.amu.Lock()
+	t.acks[inputID(pi.id)] = queuedAck{messageID: pi.in.MessageID, emoji: emoji}
+	t.amu.Unlock()
+}
+
+// deliver gives pi to the session: it starts a run (which holds slot), joins
+// the one going as queued or steering input, or is a command the session
+// runs.
+func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
+	ctx := t.b.ctx
+	text, images := t.prepareInput(ctx, pi.in)
+	author := pi.in.Author
 	t.requester.Store(&author)
 	if slot {
 		// The transcript must be ready before the run's first event.
-		status, text := t.pendingStatus, t.statusMsgText
-		t.pendingStatus = nil
-		if status == nil {
-			text = t.header()
-			status = t.p.Outbox.Post(t.ref, text, outbox.High, nil)
-		}
-		t.view.arm(t.repoLine(), status, text)
-		t.pendingStatus, t.statusMsgText = status, text
+		t.armStatus()
 		t.syncBranch(ctx)
 	}
 	status := t.pendingStatus
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
-	var out agent.Outcome
-	var err error
-	if name == "steer" || name == "followup" {
-		// Classified here, once: the words after the command go to the model
-		// as that kind of input (or start a run when nothing runs), and the
-		// outcome comes straight back from Start.
-		_, text = commandWord(text)
-		opts.Behavior = agent.BehaviorSteer
-		if name == "followup" {
-			opts.Behavior = agent.BehaviorFollowUp
-		}
-	}
-	if (name == "steer" || name == "followup") && strings.TrimSpace(text) == "" {
-		err = plainError{"say what: `!steer <text>` or `!followup <text>`"}
-	} else {
-		t.current = pi // for commands, which run inside Start on this goroutine
-		out, err = t.sess.Start(ctx, text, opts)
-		t.current = nil
-	}
-	behavior := opts.Behavior
+	out, text, behavior, err := t.prompt(ctx, pi, c, text, opts)
 	if out != agent.Started && slot {
 		t.releaseSlot()
 	}
@@ -184,26 +206,49 @@ func (t *thread) handleInput(pi *pendingInput) {
 		t.fail(pi, userError(err), err)
 		unused = nil
 	case out == agent.Started:
-		t.beginRun(pi, text, in.Author, slot, status)
+		t.beginRun(pi, text, pi.in.Author, slot, status)
 	case out == agent.Queued:
-		emoji := reactFollowUp
-		queue := storage.QueueFollowUp
-		if behavior == agent.BehaviorSteer {
-			emoji, queue = reactSteer, storage.QueueSteer
-		}
-		t.amu.Lock()
-		t.acks[inputID(pi.id)] = queuedAck{messageID: in.MessageID, emoji: emoji}
-		t.amu.Unlock()
-		// Persisted as queued before the reaction says so.
-		t.markInbound(pi.id, storage.InboundQueued, string(queue))
-		if in.MessageID != "" {
-			t.p.Outbox.React(t.ref, in.MessageID, emoji, true)
-		}
+		t.queuedInSession(pi, behavior)
 	case out == agent.Handled:
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 	}
 	if unused != nil {
 		t.p.Outbox.Edit(unused, "…", outbox.Normal)
+	}
+}
+
+// prompt hands text to the session and returns Start's outcome, the text
+// the model got and how it was given. The words after !steer and !followup
+// go to the model as that kind of input (or start a run when nothing runs).
+func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, text string, opts agent.PromptOptions) (agent.Outcome, string, agent.Behavior, error) {
+	if c.name == "steer" || c.name == "followup" {
+		_, text = commandWord(text)
+		opts.Behavior = agent.BehaviorSteer
+		if c.name == "followup" {
+			opts.Behavior = agent.BehaviorFollowUp
+		}
+		if strings.TrimSpace(text) == "" {
+			var none agent.Outcome
+			return none, text, opts.Behavior, plainError{"say what: `!steer <text>` or `!followup <text>`"}
+		}
+	}
+	t.current = pi // for commands, which run inside Start on this goroutine
+	out, err := t.sess.Start(ctx, text, opts)
+	t.current = nil
+	return out, text, opts.Behavior, err
+}
+
+// queuedInSession records that pi waits in the session's queue (before its
+// reaction says so) and shows it; delivered swaps the reaction.
+func (t *thread) queuedInSession(pi *pendingInput, behavior agent.Behavior) {
+	emoji, queue := reactFollowUp, storage.QueueFollowUp
+	if behavior == agent.BehaviorSteer {
+		emoji, queue = reactSteer, storage.QueueSteer
+	}
+	t.setAck(pi, emoji)
+	t.markInbound(pi.id, storage.InboundQueued, string(queue))
+	if pi.in.MessageID != "" {
+		t.p.Outbox.React(t.ref, pi.in.MessageID, emoji, true)
 	}
 }
 

@@ -45,3 +45,15 @@ func (t *thread) repoLine() string { return fmt.Sprintf("`%s` · `%s`", t.rec.Re
 
 // workingHeaderPrefix starts a run's status message while it works.
 const workingHeaderPrefix = "⏳ working…"
+
+// armStatus readies the transcript of the run about to start with its status
+// message: the one posted already for it, or a new one.
+func (t *thread) armStatus() {
+	status, text := t.pendingStatus, t.statusMsgText
+	if status == nil {
+		text = t.header()
+		status = t.p.Outbox.Post(t.ref, text, outbox.High, nil)
+	}
+	t.view.arm(t.repoLine(), status, text)
+	t.pendingStatus, t.statusMsgText = status, text
+}
