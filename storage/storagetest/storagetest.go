@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Leases", testLeases},
 		{"LeaseRace", testLeaseRace},
 		{"FencedWrites", testFencedWrites},
+		{"TakeoverAfterWrites", testTakeoverAfterWrites},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
 		{"ConcurrentEnsureThread", testConcurrentEnsureThread},
@@ -1471,5 +1473,53 @@ func testFencedWrites(t *testing.T, s *suite) {
 	}
 	if n := len(s.load(ss.ID)); n != 12 {
 		t.Errorf("%d entries, want 12", n)
+	}
+}
+
+// A takeover and the old owner's writes racing it: each write lands before
+// the new owner's acquisition returns, or is refused. Nothing of the old
+// owner's lands after it (the fence is checked in the write's transaction,
+// and the acquisition waits for that transaction).
+func testTakeoverAfterWrites(t *testing.T, s *suite) {
+	const ttl, writers, rounds = 10 * time.Second, 8, 6
+	th := s.thread("slack", "1.0")
+	ss := s.session(th)
+	var seq atomic.Int64
+	l, _ := s.acquire(th.ID, "replica-0", ttl)
+	for round := range rounds {
+		lctx := storage.WithLease(s.ctx, l)
+		var wg sync.WaitGroup
+		var landed atomic.Int64
+		started := make(chan struct{})
+		var once sync.Once
+		for range writers {
+			wg.Go(func() {
+				for {
+					err := s.db.AppendEntries(lctx, ss.ID, []transcript.Entry{transcript.MessageEntry(seq.Add(1), user("x", ""))})
+					if errors.Is(err, storage.ErrFenced) {
+						return
+					}
+					if err != nil {
+						t.Errorf("round %d: append: %v", round, err)
+						return
+					}
+					if landed.Add(1) >= writers {
+						once.Do(func() { close(started) })
+					}
+				}
+			})
+		}
+		<-started
+		s.clock.Advance(ttl + time.Second) // the owner paused past its lease
+		next, ok := s.acquire(th.ID, fmt.Sprint("replica-", round+1), ttl)
+		if !ok {
+			t.Fatalf("round %d: the takeover failed", round)
+		}
+		atTakeover := len(s.load(ss.ID))
+		wg.Wait()
+		if n := len(s.load(ss.ID)); n != atTakeover {
+			t.Fatalf("round %d: %d entries when the takeover returned, %d once the old owner stopped: its writes landed after the takeover", round, atTakeover, n)
+		}
+		l = next
 	}
 }
