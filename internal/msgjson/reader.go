@@ -424,35 +424,36 @@ func (r *reader) unescapeFrom(start, e int) string {
 			n++
 			i++
 		}
-		for i+8 <= len(d) {
-			if len(dst)-n < 8 {
-				dst = r.arena.grow(dst, n, limit)
-			}
-			w := binary.LittleEndian.Uint64(d[i:])
-			binary.LittleEndian.PutUint64(dst[n:], w)
+		if i+8 <= len(d) && len(dst)-n < 8 {
+			dst = r.arena.grow(dst, n, limit)
+		}
+		// src and out shrink from the front as the text is read and
+		// written, which spares the loop its bounds checks.
+		src, out := d[i:], dst[n:]
+		for len(src) >= 8 && len(out) >= 8 {
+			w := binary.LittleEndian.Uint64(src)
+			binary.LittleEndian.PutUint64(out, w)
 			m := special(w)
 			if m == 0 {
 				hi |= w
-				n += 8
-				i += 8
+				src, out = src[8:], out[8:]
 				continue
 			}
-			j := bits.TrailingZeros64(m) / 8
+			j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
 			hi |= w & (1<<(8*j) - 1)
-			n += j
-			i += j
-			// The usual escapes without leaving the loop (dst has room:
+			src, out = src[j:], out[j:]
+			// The usual escapes without leaving the loop (out has room:
 			// 8 bytes were free before the j written).
-			if d[i] == '\\' && i+1 < len(d) {
-				if c := unescaped[d[i+1]]; c != 0 {
-					dst[n] = c
-					n++
-					i += 2
+			if len(src) >= 2 && src[0] == '\\' {
+				if c := unescaped[src[1]]; c != 0 {
+					out[0] = c
+					src, out = src[2:], out[1:]
 					continue
 				}
 			}
 			break
 		}
+		i, n = len(d)-len(src), len(dst)-len(out)
 	}
 }
 
