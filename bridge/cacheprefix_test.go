@@ -90,3 +90,35 @@ func TestRequestsExtendEachOtherAcrossRequestersAndMidnight(t *testing.T) {
 		t.Errorf("the system prompt names the requester or the date:\n%s", sys.Content)
 	}
 }
+
+// A compaction that summarised the request header away leaves the model
+// without it: the next request tells it again, as a resumed session does.
+func TestRequestHeaderIsToldAgainAfterACompaction(t *testing.T) {
+	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.Compaction.KeepRecentTokens = 10 })
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if len(req.Tools) == 0 { // the summary request
+			return llmfake.TextReply("## Goal\nthe summary")
+		}
+		return llmfake.TextReply("reply to: " + req.LastMessage().Content + strings.Repeat(" and more", 50))
+	})
+	th := testThread("67.1")
+	r.say(th, alice, "first request", true)
+	r.waitRuns(th, 1)
+	r.say(th, alice, "second request", false)
+	r.waitRuns(th, 2)
+	r.say(th, alice, "!compact", false)
+	r.waitText(th, "compacted")
+	r.say(th, alice, "after the compaction", false)
+	r.waitRuns(th, 3)
+	reqs := r.requests()
+	last := reqs[len(reqs)-1]
+	var told []string
+	for _, m := range last.Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "[Requested by") {
+			told = append(told, m.Content)
+		}
+	}
+	if len(told) != 1 || told[0] != "[Requested by Alice · "+r.b.cfg.Now().UTC().Format("2006-01-02")+"]" {
+		t.Errorf("after a compaction, the request headers in the context are %q; want Alice's, once", told)
+	}
+}

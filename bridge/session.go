@@ -134,6 +134,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	for _, m := range append([]ModelInfo{cfg.Model}, cfg.Models...) {
 		models = append(models, agent.ModelSpec{Name: m.Name, Provider: m.Provider, ContextWindow: m.ContextWindow, MaxTokens: m.MaxOutputTokens})
 	}
+	var sess *agent.Session // set before any prompt, when the hook reads its context
 	sess, err := agent.New(agent.Config{
 		ID:            id,
 		Model:         b.cfg.Model,
@@ -145,7 +146,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		ContextWindow: cfg.Model.ContextWindow,
 		Store:         b.cfg.Store,
 		Entries:       entries,
-		Extensions:    []agent.Extension{t.extension(lastRequestHeader(entries))},
+		Extensions:    []agent.Extension{t.extension(func() []llm.Message { return sess.Messages() })},
 		Resources:     res,
 		SteerMode:     cfg.SteerMode,
 		FollowUpMode:  cfg.FollowUpMode,
@@ -189,9 +190,9 @@ func instructions(s string) string {
 }
 
 // extension is the chat's part of every session: commands, the markup input
-// hook and the thread context added before each prompt. told is the request
-// header the session's transcript last carried ("" for none).
-func (t *thread) extension(told string) agent.Extension {
+// hook and the thread context added before each prompt. messages returns the
+// session's context (what the model will see before the prompt).
+func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 	x := agent.Extension{
 		Name:     "chat",
 		Commands: t.commands(),
@@ -207,8 +208,9 @@ func (t *thread) extension(told string) agent.Extension {
 				}
 			}
 			res := agent.BeforeAgentStartResult{SystemPrompt: prompt}
-			if h := t.requestHeader(); h != told {
-				told = h // runs of a session are one after another
+			// Told when the context does not carry it last: it changed, or
+			// a compaction summarised it away.
+			if h := t.requestHeader(); h != lastRequestHeader(messages()) {
 				res.Preface = []llm.Message{{Role: llm.RoleCustom, CustomType: requestHeaderType, Content: []llm.Content{llm.Text(h)}}}
 			}
 			return res
@@ -263,11 +265,11 @@ func (t *thread) requestHeader() string {
 	return "[" + date + "]"
 }
 
-// lastRequestHeader is the request header a loaded transcript told last, so
-// that a resumed session does not repeat it.
-func lastRequestHeader(entries []transcript.Entry) string {
-	for i := len(entries) - 1; i >= 0; i-- {
-		if m := entries[i].Message; m != nil && m.Role == llm.RoleCustom && m.CustomType == requestHeaderType {
+// lastRequestHeader is the request header a context told last ("" for
+// none), so that it is not repeated while the model still has it.
+func lastRequestHeader(messages []llm.Message) string {
+	for i := len(messages) - 1; i >= 0; i-- {
+		if m := messages[i]; m.Role == llm.RoleCustom && m.CustomType == requestHeaderType {
 			return m.TextContent()
 		}
 	}
