@@ -197,24 +197,26 @@ func (r *reader) scanString(utf8Check bool) (raw []byte, esc bool) {
 	i := start
 	var hi uint64 // the OR of the plain bytes: its high bits say non-ASCII
 	for {
-		for i+8 <= len(d) {
-			w := binary.LittleEndian.Uint64(d[i:])
+		src := d[i:] // shrinks from the front: no bounds checks in the loop
+		for len(src) >= 8 {
+			w := binary.LittleEndian.Uint64(src)
 			m := special(w)
 			if m == 0 {
 				hi |= w
-				i += 8
+				src = src[8:]
 				continue
 			}
-			j := bits.TrailingZeros64(m) / 8
-			hi |= w & (1<<(8*j) - 1) // the plain bytes before it
-			i += j
-			if d[i] == '\\' && i+1 < len(d) && unescaped[d[i+1]] != 0 {
+			j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
+			hi |= w & (1<<(8*j) - 1)             // the plain bytes before it
+			src = src[j:]
+			if len(src) >= 2 && src[0] == '\\' && unescaped[src[1]] != 0 {
 				esc = true
-				i += 2
+				src = src[2:]
 				continue
 			}
 			break
 		}
+		i = len(d) - len(src)
 		if i >= len(d) {
 			r.bad()
 			return nil, false
@@ -324,17 +326,19 @@ func (r *reader) str() string {
 	i := start
 	var hi uint64 // the OR of the plain bytes: its high bits say non-ASCII
 	for {
-		for i+8 <= len(d) {
-			w := binary.LittleEndian.Uint64(d[i:])
+		src := d[i:] // shrinks from the front: no bounds checks in the loop
+		for len(src) >= 8 {
+			w := binary.LittleEndian.Uint64(src)
 			if m := special(w); m != 0 {
-				j := bits.TrailingZeros64(m) / 8
+				j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
 				hi |= w & (1<<(8*j) - 1)
-				i += j
+				src = src[j:]
 				break
 			}
 			hi |= w
-			i += 8
+			src = src[8:]
 		}
+		i = len(d) - len(src)
 		if i >= len(d) {
 			r.bad()
 			return ""
