@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -14,6 +15,16 @@ import (
 type RunUsage struct {
 	Usage
 	Models []string // in the order they first replied
+}
+
+// AddReply adds one reply's usage to u, and its model the first time it
+// replies (the backends sum a run's replies with it).
+func (u *RunUsage) AddReply(model string, input, output, cacheRead, cacheWrite int64, cost float64) {
+	u.Replies++
+	u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost = u.Input+input, u.Output+output, u.CacheRead+cacheRead, u.CacheWrite+cacheWrite, u.Cost+cost
+	if model != "" && !slices.Contains(u.Models, model) {
+		u.Models = append(u.Models, model)
+	}
 }
 
 // recordRunUsage sums the replies of the run's session written since the
@@ -58,7 +69,6 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 	}
 	defer rows.Close()
 	var u RunUsage
-	seen := map[string]bool{}
 	for rows.Next() {
 		var seq, in, out, cr, cw int64
 		var model string
@@ -66,12 +76,7 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 		if err := rows.Scan(&seq, &model, &in, &out, &cr, &cw, &cost); err != nil {
 			return err
 		}
-		u.Replies++
-		u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost = u.Input+in, u.Output+out, u.CacheRead+cr, u.CacheWrite+cw, u.Cost+cost
-		if model != "" && !seen[model] {
-			seen[model] = true
-			u.Models = append(u.Models, model)
-		}
+		u.AddReply(model, in, out, cr, cw, cost)
 	}
 	if err := rows.Err(); err != nil {
 		return err

@@ -47,7 +47,6 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 		return err
 	}
 	var u storage.RunUsage
-	seen := map[string]bool{}
 	for rows.Next() {
 		var in, out, cr, cw int64
 		var model string
@@ -56,12 +55,7 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 			rows.Close()
 			return err
 		}
-		u.Replies++
-		u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost = u.Input+in, u.Output+out, u.CacheRead+cr, u.CacheWrite+cw, u.Cost+cost
-		if model != "" && !seen[model] {
-			seen[model] = true
-			u.Models = append(u.Models, model)
-		}
+		u.AddReply(model, in, out, cr, cw, cost)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
