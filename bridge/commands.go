@@ -383,22 +383,9 @@ func (t *thread) cancelQueued(msgs []llm.Message, reason string) {
 // reactCancelled marks input that was queued and will never be delivered.
 const reactCancelled = "x"
 
-// usageLine is the thread's totals for !status: every reply of every session
-// the thread had, how much of the prompts the provider's cache served, and the
-// cost where the models' prices are known.
-// runUsageStore is the part of a store that keeps each run's usage as its
-// own record (storage.DB does).
-type runUsageStore interface {
-	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
-}
-
 // lastRunUsage is the usage record of the thread's last ended run.
 func (t *thread) lastRunUsage(ctx context.Context) (storage.RunUsage, bool) {
-	st, ok := t.b.cfg.Store.(runUsageStore)
-	if !ok {
-		return storage.RunUsage{}, false
-	}
-	all, err := st.ThreadRunUsage(ctx, t.rec.ID)
+	all, err := t.b.cfg.Store.ThreadRunUsage(ctx, t.rec.ID)
 	if err != nil || len(all) == 0 {
 		return storage.RunUsage{}, false
 	}
@@ -409,6 +396,9 @@ func (t *thread) lastRunUsage(ctx context.Context) (storage.RunUsage, bool) {
 	return all[last], true
 }
 
+// usageLine is the thread's totals for !status: every reply of every session
+// the thread had, how much of the prompts the provider's cache served, and the
+// cost where the models' prices are known.
 func usageLine(u storage.Usage) string {
 	replies := "replies"
 	if u.Replies == 1 {
