@@ -25,9 +25,9 @@ import (
 //
 // The cache is a fixed table of slots, each an atomically replaced pointer to
 // an immutable entry, so that reading it takes no lock and a length is never
-// read torn. Two slots can hold a key; a new entry replaces the older of
-// them, and what is replaced is collected: the cache holds at most
-// cacheSlots entries and cacheBytes of measured text. (A string that points
+// read torn. Four slots can hold a key; a new entry takes an empty one or
+// replaces one of them, and what is replaced is collected: the cache holds at
+// most cacheSlots entries and cacheBytes of measured text. (A string that points
 // into a larger buffer, as decoded sessions' strings do, keeps that buffer.)
 var lengths lengthCache
 
@@ -41,6 +41,7 @@ const (
 const (
 	slotBits   = 16
 	cacheSlots = 1 << slotBits
+	ways       = 4 // the slots a key may be in: a set of 32 bytes
 	cacheBytes = 64 << 20
 )
 
@@ -80,9 +81,9 @@ func (c *lengthCache) text(s string) int {
 	c.init()
 	p := unsafe.StringData(s)
 	h := uint64(uintptr(unsafe.Pointer(p))) * 0x9E3779B97F4A7C15
-	i := h >> (64 - slotBits) &^ 1
-	for _, e := range [2]*lengthEntry{c.slots[i].Load(), c.slots[i+1].Load()} {
-		if e != nil && e.p == p && e.n == len(s) {
+	i := h >> (64 - slotBits) &^ (ways - 1)
+	for k := range uint64(ways) {
+		if e := c.slots[i+k].Load(); e != nil && e.p == p && e.n == len(s) {
 			return e.units
 		}
 	}
@@ -94,9 +95,9 @@ func (c *lengthCache) text(s string) int {
 func (c *lengthCache) arguments(raw []byte) int {
 	c.init()
 	h := maphash.Bytes(c.seed, raw)
-	i := h >> (64 - slotBits) &^ 1
-	for _, e := range [2]*lengthEntry{c.slots[i].Load(), c.slots[i+1].Load()} {
-		if e != nil && e.p == nil && e.h == h && e.n == len(raw) {
+	i := h >> (64 - slotBits) &^ (ways - 1)
+	for k := range uint64(ways) {
+		if e := c.slots[i+k].Load(); e != nil && e.p == nil && e.h == h && e.n == len(raw) {
 			return e.units
 		}
 	}
@@ -105,19 +106,19 @@ func (c *lengthCache) arguments(raw []byte) int {
 	return units
 }
 
-// store puts e in slot i or i+1: an empty one, else it replaces the one
-// stored first (entries alternate: i+1 takes the newer).
+// store puts e in one of the ways slots from i: an empty one, else one
+// chosen in turn by the count of measurements.
 func (c *lengthCache) store(i uint64, e *lengthEntry) {
-	c.misses.Add(1)
+	n := uint64(c.misses.Add(1))
 	if int64(e.n) > cacheBytes/64 || c.bytes.Load()+int64(e.n) > cacheBytes {
 		return // too large to keep, or the cache is full of long texts
 	}
-	j := i + 1
-	if c.slots[i].Load() == nil {
-		j = i
-	} else if c.slots[j].Load() != nil {
-		// Both taken: the newer one moves to i, e takes i+1.
-		c.swapIn(i, c.slots[j].Load())
+	j := i + n%ways
+	for k := range uint64(ways) {
+		if c.slots[i+k].Load() == nil {
+			j = i + k
+			break
+		}
 	}
 	c.swapIn(j, e)
 }
