@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -61,7 +62,9 @@ func encodeEntry(e transcript.Entry) (entryRow, error) {
 	if err != nil {
 		return r, fmt.Errorf("entry seq %d: %w", e.Seq, err)
 	}
-	r.payload = string(b)
+	// Marshal's result is a fresh slice nobody else holds or writes: the
+	// payload can be its bytes instead of a copy of them.
+	r.payload = unsafe.String(unsafe.SliceData(b), len(b))
 	return r, nil
 }
 
