@@ -42,7 +42,7 @@ const (
 	slotBits   = 16
 	cacheSlots = 1 << slotBits
 	ways       = 4 // the slots a key may be in: a set of 32 bytes
-	cacheBytes = 64 << 20
+	cacheBytes = 32 << 20
 )
 
 type lengthCache struct {
