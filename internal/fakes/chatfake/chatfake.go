@@ -42,10 +42,12 @@ type Adapter struct {
 	platform string
 	limit    int
 
-	mu        sync.Mutex
-	handler   chat.Handler
+	mu      sync.Mutex
+	handler chat.Handler
+	// ready is closed while a Run has its handler in place; a Run that
+	// ended puts a fresh one there, so that after a restart of the bot
+	// messages wait for the new bot's handler instead of reaching the old.
 	ready     chan struct{}
-	readyOnce sync.Once
 	msgs      []*Msg
 	byID      map[string]*Msg
 	reactions map[string][]string
@@ -85,22 +87,38 @@ func (a *Adapter) Limits() chat.Limits { return chat.Limits{MaxMessageChars: a.l
 func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	a.mu.Lock()
 	a.handler = h
+	ready := a.ready
 	a.mu.Unlock()
-	a.readyOnce.Do(func() { close(a.ready) })
+	close(ready)
 	<-ctx.Done()
+	a.mu.Lock()
+	if a.ready == ready {
+		a.handler = nil
+		a.ready = make(chan struct{})
+	}
+	a.mu.Unlock()
 	return nil
 }
 
-// Handler waits until Run was called and returns its handler.
+// Handler waits until a Run is under way and returns its handler.
 func (a *Adapter) Handler(ctx context.Context) (chat.Handler, error) {
-	select {
-	case <-a.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		a.mu.Lock()
+		ready := a.ready
+		a.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		a.mu.Lock()
+		h := a.handler
+		a.mu.Unlock()
+		if h != nil {
+			return h, nil
+		}
+		// That Run has ended meanwhile: wait for the next one.
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.handler, nil
 }
 
 // Person is who speaks in Say.
