@@ -126,6 +126,7 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (Run, error) {
 func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 	var runs []Run
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		runs = runs[:0] // fn may run twice (inTx)
 		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.ended_at IS NULL ORDER BY r.id`)
 		if err != nil {
 			return err

@@ -38,7 +38,9 @@ const (
 // the ctx it is given: once the writer has taken a write, the write is finished
 // even if the caller's context ends meanwhile (an interrupted statement would
 // roll back the writes batched with it). A caller whose context ends while the
-// write still waits gets ctx.Err() and the write is skipped.
+// write still waits gets ctx.Err() and the write is skipped. fn may run twice
+// (a batch in which another write failed runs again, write by write:
+// commitBatch), so it must set what it returns afresh, not add to it.
 func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	return db.write(ctx, db.writes, fn)
 }

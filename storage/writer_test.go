@@ -16,10 +16,10 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 )
 
-// batched runs the writes concurrently so that they land in one group commit:
-// the writer is held busy until every write is queued behind it (synctest.Wait
-// returns once all of them are blocked handing their write over), then released.
-// It returns each write's error, in order.
+// batched runs the writes concurrently so that they land in one group commit,
+// in the order given: the writer is held busy until every write is queued
+// behind it (synctest.Wait returns once each is blocked handing its write
+// over), then released. It returns each write's error, in order.
 func batched(t *testing.T, db *DB, writes []func() error) []error {
 	t.Helper()
 	hold, held := make(chan struct{}), make(chan struct{})
@@ -36,8 +36,8 @@ func batched(t *testing.T, db *DB, writes []func() error) []error {
 			errs[i] = w()
 			done <- struct{}{}
 		}()
+		synctest.Wait() // queued behind the previous one: the batch keeps the order of writes
 	}
-	synctest.Wait()
 	close(hold)
 	for range writes {
 		<-done
@@ -117,6 +117,52 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			if e.Seq != int64(i) || e.Message.TextContent() != fmt.Sprint("m", i) {
 				t.Errorf("entry %d = seq %d %q, want seq %d %q", i, e.Seq, e.Message.TextContent(), i, fmt.Sprint("m", i))
 			}
+		}
+	})
+}
+
+// A batch in which a write fails runs each of its writes again on its own
+// (commitBatch): what a write returns is its last run's, not both runs'.
+// InterruptRuns, batched ahead of a failing append, reports each run once.
+func TestGroupCommitRerunReportsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openBubbled(t, filepath.Join(t.TempDir(), FileName))
+		defer db.Close()
+		th, _, err := db.EnsureThread(ctx, ThreadKey{Platform: "slack", Channel: "C", Thread: "1"}, ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := db.CreateSession(ctx, th.ID, SessionInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := []transcript.Entry{transcript.MessageEntry(0, llm.UserText("hi"))}
+		if err := db.AppendEntries(ctx, s.ID, first); err != nil {
+			t.Fatal(err)
+		}
+		r1, err := db.StartRun(ctx, th.ID, s.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := db.StartRun(ctx, th.ID, s.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs []Run
+		errs := batched(t, db, []func() error{
+			func() (err error) { runs, err = db.InterruptRuns(ctx); return err },
+			func() error { return db.AppendEntries(ctx, s.ID, first) }, // seq 0 again: fails
+		})
+		if errs[0] != nil || !errors.Is(errs[1], ErrDuplicateEntry) {
+			t.Fatalf("errors %v, want nil and ErrDuplicateEntry", errs)
+		}
+		var ids []int64
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint([]int64{r1, r2}) {
+			t.Errorf("InterruptRuns reported runs %v, want %v once each", ids, []int64{r1, r2})
 		}
 	})
 }
