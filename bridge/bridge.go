@@ -356,7 +356,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if p == nil {
 			continue
 		}
-		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), mode: in.Mode, replayed: true, queue: in.Queue})
+		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), replayed: true, queue: in.Queue})
 	}
 	if len(pending) > 0 {
 		b.log.Info("replaying queued input", "count", len(pending))
@@ -498,12 +498,11 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	case err != nil:
 		return 0, err
 	}
-	mode := modeOf(in.Text)
 	attachments, _ := marshalAttachments(in.Attachments)
 	id, dup, err := b.cfg.Store.AcceptInbound(ctx, storage.Inbound{
 		Platform: p.name, EventID: in.EventID, Channel: in.Thread.Channel, MessageID: in.MessageID,
 		ThreadID: rec.ID, AuthorID: in.Author.ID, AuthorName: in.Author.Name, AuthorEmail: in.Author.Email,
-		Text: in.Text, Attachments: attachments, Mode: mode,
+		Text: in.Text, Attachments: attachments, Mode: classify(in.Text).mode(),
 	})
 	if err != nil {
 		return 0, err
@@ -516,7 +515,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	if dup {
 		return chat.Duplicate, nil
 	}
-	b.dispatch(p, rec, pendingInput{id: id, in: in, mode: mode})
+	b.dispatch(p, rec, pendingInput{id: id, in: in})
 	return chat.Accepted, nil
 }
 
@@ -708,23 +707,6 @@ func (b *Bridge) pickRepo(p *platform, explicit, word, channel string) (string, 
 		return "", fmt.Errorf("unknown repository %q; known repositories: %s", name, strings.Join(known, ", "))
 	}
 	return name, nil
-}
-
-// modeOf classifies input by its leading command word.
-func modeOf(text string) storage.InboundMode {
-	name, _ := commandWord(text)
-	switch name {
-	case "":
-		return storage.ModePrompt
-	case "steer":
-		return storage.ModeSteer
-	case "followup":
-		return storage.ModeFollowUp
-	}
-	if _, ok := commandHelp[name]; ok {
-		return storage.ModeCommand
-	}
-	return storage.ModePrompt
 }
 
 // commandWord returns the name of a leading !command (or /command) and its arguments.

@@ -50,27 +50,25 @@ func helpText(prefix string) string {
 	return b.String()
 }
 
-// unknownCommand answers `!word` when word is no command: a typo of one
-// should not become a request to the model. `!review` is a request (see
-// reviewHelp) and anything that is not a plain word is text.
-func unknownCommand(text string) (string, bool) {
-	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "!") {
-		return "", false
-	}
-	name, _ := commandWord(t)
-	if name == "" || name == "review" {
-		return "", false
-	}
-	if _, ok := commandHelp[name]; ok {
-		return "", false
+// mistypedCommand says whether text, which starts with the command word
+// name that is no command, is `!word` all the same: a typo of one should not
+// become a request to the model. `!review` is a request (see reviewHelp) and
+// anything that is not a plain word is text.
+func mistypedCommand(text, name string) bool {
+	if !strings.HasPrefix(strings.TrimSpace(text), "!") || name == "" || name == "review" {
+		return false
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return "", false
+			return false
 		}
 	}
-	return fmt.Sprintf("Unknown command `!%s`: `!help` lists the commands. To ask me something, write it without the `!`.", name), true
+	return true
+}
+
+// unknownCommandReply answers a mistyped command.
+func unknownCommandReply(name string) string {
+	return fmt.Sprintf("Unknown command `!%s`: `!help` lists the commands. To ask me something, write it without the `!`.", name)
 }
 
 // noSessionReply answers a command in a thread that has no session yet.

@@ -326,8 +326,8 @@ func TestUnknownCommand(t *testing.T) {
 		"!stauts": true, "!frob x y": true, "!status": false, "!review": false, "!steer now": false,
 		"hello": false, "/skill:x": false, "!!!": false, "! wow": false, "!Ünicode": false,
 	} {
-		if _, got := unknownCommand(in); got != want {
-			t.Errorf("unknownCommand(%q) = %v, want %v", in, got, want)
+		if got := classify(in).unknown; got != want {
+			t.Errorf("classify(%q).unknown = %v, want %v", in, got, want)
 		}
 	}
 }

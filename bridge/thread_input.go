@@ -42,7 +42,6 @@ type routing struct {
 type pendingInput struct {
 	id       int64 // storage inbound id
 	in       chat.Inbound
-	mode     storage.InboundMode
 	replayed bool          // recovered from storage at start
 	queue    storage.Queue // the queue it waited in before a restart, if any
 	parked   bool          // waited for a run slot (it passed the guard already)
@@ -59,19 +58,40 @@ type queuedAck struct {
 type inputClass struct {
 	name      string // the command word, if the text starts with one
 	command   bool   // name is a known !command
+	unknown   bool   // `!name` is a mistyped command: answered, not given to the model
 	startsRun bool   // it goes to the model: a message, !steer or !followup
 }
 
+// classify is the one reading of an input's command word: routing
+// (handleInput) and the mode stored with the input (mode) both come from it.
 func classify(text string) inputClass {
 	name, _ := commandWord(text)
 	_, known := commandHelp[name]
-	return inputClass{name: name, command: known, startsRun: !known || name == "steer" || name == "followup"}
+	return inputClass{
+		name:      name,
+		command:   known,
+		unknown:   !known && mistypedCommand(text, name),
+		startsRun: !known || name == "steer" || name == "followup",
+	}
+}
+
+// mode is how the input is stored (storage.Inbound.Mode).
+func (c inputClass) mode() storage.InboundMode {
+	switch {
+	case c.name == "steer":
+		return storage.ModeSteer
+	case c.name == "followup":
+		return storage.ModeFollowUp
+	case c.command:
+		return storage.ModeCommand
+	}
+	return storage.ModePrompt
 }
 
 // handleInput takes one accepted message to the session.
 func (t *thread) handleInput(pi *pendingInput) {
 	c := classify(pi.in.Text)
-	if !t.admit(pi) || t.park(pi, c) {
+	if !t.admit(pi, c) || t.park(pi, c) {
 		return
 	}
 	slot, ok := t.ensureSession(pi, c)
@@ -90,13 +110,13 @@ func (t *thread) handleInput(pi *pendingInput) {
 
 // admit applies the loop guard and answers a mistyped !command; it reports
 // whether the input goes on.
-func (t *thread) admit(pi *pendingInput) bool {
+func (t *thread) admit(pi *pendingInput, c inputClass) bool {
 	if !pi.parked && !t.guard() {
 		t.markInbound(pi.id, storage.InboundDropped, "too many messages in a minute")
 		return false
 	}
-	if reply, ok := unknownCommand(pi.in.Text); ok {
-		t.say(reply)
+	if c.unknown {
+		t.say(unknownCommandReply(c.name))
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		return false
 	}
