@@ -70,8 +70,15 @@ func (p *player) pause(d time.Duration) bool {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	return until(p, t.C)
+}
+
+// until waits for c to deliver or close (a nil c: never). It reports false
+// when the client went away first (recorded as a disconnect) or the server
+// is closing.
+func until[T any](p *player, c <-chan T) bool {
 	select {
-	case <-t.C:
+	case <-c:
 		return true
 	case <-p.ctx.Done():
 		p.gone()
@@ -82,13 +89,7 @@ func (p *player) pause(d time.Duration) bool {
 }
 
 // hang waits until the client or the server goes away.
-func (p *player) hang() {
-	select {
-	case <-p.ctx.Done():
-		p.gone()
-	case <-p.s.done:
-	}
-}
+func (p *player) hang() { until[struct{}](p, nil) }
 
 func (p *player) alive() bool {
 	if p.ctx.Err() != nil {
@@ -185,15 +186,7 @@ func (p *player) streamAct(a act) bool {
 		return false
 	case actAwait:
 		_ = p.rc.Flush()
-		select {
-		case <-a.gate:
-			return true
-		case <-p.ctx.Done():
-			p.gone()
-			return false
-		case <-p.s.done:
-			return false
-		}
+		return until(p, a.gate)
 	case actEndless:
 		for p.event(p.choiceChunk(chunkDelta{Content: &a.text}, nil)) && p.pause(a.delay) {
 		}

@@ -307,3 +307,31 @@ func TestSplitToolCallsInterleave(t *testing.T) {
 		t.Errorf("calls = %+v, want the multibyte arguments intact", calls)
 	}
 }
+
+// Await holds the stream after flushing what came before it: the client sees
+// that text while the gate is shut, and the rest once it opens; a client that
+// goes away while held is counted as a disconnect.
+func TestAwaitHoldsTheStreamUntilTheGateOpens(t *testing.T) {
+	srv := llmfake.New(t)
+	gate := make(chan struct{})
+	srv.Push(llmfake.Stream(llmfake.Content("held "), llmfake.Await(gate), llmfake.Content("released"), llmfake.Finish("stop"), llmfake.Done()))
+	seen := ""
+	msg, err := client(t, srv).Stream(testCtx(t), ask("x"), func(d llm.Delta, _ *llm.Message) {
+		if seen += d.Text; seen == "held " {
+			close(gate) // the text before the gate arrived while the stream was held
+		}
+	})
+	if err != nil || msg.TextContent() != "held released" {
+		t.Fatalf("Stream = %q, %v; want all of it once the gate opened", msg.TextContent(), err)
+	}
+
+	srv.Push(llmfake.Stream(llmfake.Content("held "), llmfake.Await(make(chan struct{}))))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	if _, err := client(t, srv).Stream(ctx, ask("y"), func(llm.Delta, *llm.Message) { cancel() }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stream = %v, want context.Canceled", err)
+	}
+	if err := srv.WaitDisconnects(testCtx(t), 1); err != nil {
+		t.Errorf("the held stream never saw the disconnect: %v", err)
+	}
+}
