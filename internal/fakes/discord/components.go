@@ -159,38 +159,8 @@ func (s *Server) Click(channelID, messageID, userID, customID string) string {
 		DispatchedAt: now,
 	}}
 	in.originalID = m.ID // for a component, @original is the message clicked
-	s.interactions[in.ID] = in
-	s.interOrder = append(s.interOrder, in.ID)
-	s.byToken[in.Token] = in
-	d := obj{
-		"id":                    in.ID,
-		"application_id":        s.cfg.appID,
-		"type":                  3,
-		"data":                  obj{"custom_id": customID, "component_type": componentButton},
-		"message":               s.messageObjLocked(m, true, false),
-		"channel_id":            ch.ID,
-		"channel":               s.channelObjLocked(ch),
-		"token":                 in.Token,
-		"version":               1,
-		"locale":                "en-US",
-		"entitlements":          []any{},
-		"attachment_size_limit": maxBody - 1<<20,
-	}
-	if g := s.guilds[ch.GuildID]; g != nil {
-		d["guild_id"] = g.ID
-		d["guild_locale"] = "en-US"
-		d["guild"] = obj{"id": g.ID, "locale": "en-US", "features": []any{}}
-		d["member"] = s.memberObjLocked(g, g.members[userID], true, true)
-		d["app_permissions"] = strconv.FormatInt(g.permissions(g.members[s.cfg.botID]), 10)
-		d["authorizing_integration_owners"] = obj{"0": g.ID}
-		d["context"] = 0
-	} else {
-		d["user"] = s.userObjLocked(userID)
-		d["app_permissions"] = strconv.FormatInt(DefaultPermissions, 10)
-		d["authorizing_integration_owners"] = obj{"0": "0"}
-		d["context"] = 1
-	}
-	s.dispatchLocked("INTERACTION_CREATE", 0, ch.GuildID, func(*gwSession) any { return d })
-	s.notifyLocked()
-	return in.ID
+	return s.dispatchInteractionLocked(in, ch, 3, obj{
+		"data":    obj{"custom_id": customID, "component_type": componentButton},
+		"message": s.messageObjLocked(m, true, false),
+	})
 }

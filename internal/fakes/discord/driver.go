@@ -149,15 +149,21 @@ func (s *Server) SlashCommand(channelID, userID, name string, options map[string
 	if len(resolved) > 0 {
 		data["resolved"] = resolved
 	}
+	return s.dispatchInteractionLocked(in, ch, 2, obj{"data": data})
+}
+
+// dispatchInteractionLocked registers in, an interaction of type typ by
+// in.UserID in ch, and dispatches its INTERACTION_CREATE: the fields every
+// interaction has, with those of fields (data, and a component's message),
+// and the guild's or the direct conversation's. It returns in's id.
+func (s *Server) dispatchInteractionLocked(in *interactionState, ch *channelState, typ int, fields obj) string {
 	s.interactions[in.ID] = in
 	s.interOrder = append(s.interOrder, in.ID)
 	s.byToken[in.Token] = in
-
 	d := obj{
 		"id":                    in.ID,
 		"application_id":        s.cfg.appID,
-		"type":                  2,
-		"data":                  data,
+		"type":                  typ,
 		"channel_id":            ch.ID,
 		"channel":               s.channelObjLocked(ch),
 		"token":                 in.Token,
@@ -166,6 +172,8 @@ func (s *Server) SlashCommand(channelID, userID, name string, options map[string
 		"entitlements":          []any{},
 		"attachment_size_limit": maxBody - 1<<20,
 	}
+	maps.Copy(d, fields)
+	userID := in.UserID
 	if g := s.guilds[ch.GuildID]; g != nil {
 		d["guild_id"] = g.ID
 		d["guild_locale"] = "en-US"
