@@ -89,6 +89,9 @@ type glMR struct {
 	WebURL       string `json:"web_url"`
 	Draft        bool   `json:"draft"`
 	SourceBranch string `json:"source_branch"`
+	// A request from a fork has its source in another project.
+	SourceProjectID int64 `json:"source_project_id"`
+	TargetProjectID int64 `json:"target_project_id"`
 }
 
 func (gitlab) project(c *Client) string { return "/projects/" + url.PathEscape(c.cfg.Project) }
@@ -100,7 +103,7 @@ func (g gitlab) find(ctx context.Context, c *Client, head, base string) (PR, boo
 		return PR{}, false, err
 	}
 	for _, m := range mrs {
-		if m.SourceBranch == head {
+		if m.SourceBranch == head && m.SourceProjectID == m.TargetProjectID {
 			return PR{Number: m.IID, URL: m.WebURL, Draft: m.Draft}, true, nil
 		}
 	}
@@ -166,7 +169,10 @@ type gtPull struct {
 	HTMLURL string `json:"html_url"`
 	Title   string `json:"title"`
 	Head    struct {
-		Ref string `json:"ref"`
+		Ref  string `json:"ref"`
+		Repo struct {
+			FullName string `json:"full_name"`
+		} `json:"repo"`
 	} `json:"head"`
 	Base struct {
 		Ref string `json:"ref"`
@@ -183,7 +189,8 @@ func (g gitea) find(ctx context.Context, c *Client, head, base string) (PR, bool
 			return PR{}, false, err
 		}
 		for _, p := range pulls {
-			if p.Head.Ref == head && p.Base.Ref == base {
+			// A fork's branch of the same name is someone else's request.
+			if p.Head.Ref == head && p.Base.Ref == base && strings.EqualFold(p.Head.Repo.FullName, c.cfg.Project) {
 				return PR{Number: p.Number, URL: p.HTMLURL, Draft: strings.HasPrefix(p.Title, "WIP:")}, true, nil
 			}
 		}

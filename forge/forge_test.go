@@ -137,3 +137,35 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// Anyone who can fork the project can open a request from a branch named
+// like the thread's: Ensure and Find never take it for the thread's own
+// (whose body the bot would overwrite and whose comments it would read as
+// the thread's review).
+func TestAForkWithTheThreadsBranchNameIsNotItsRequest(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok")
+			fork := fake.AddFork("mallory/app", "bot/x", "main", "innocent")
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			if _, ok, err := c.Find(t.Context(), "bot/x", "main"); err != nil || ok {
+				t.Fatalf("Find before the thread's request: ok=%v err=%v, want none", ok, err)
+			}
+			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "the thread's body"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pr.Created || pr.Number == fork {
+				t.Fatalf("Ensure gave %+v: the fork's request #%d", pr, fork)
+			}
+			if got, ok, err := c.Find(t.Context(), "bot/x", "main"); err != nil || !ok || got.Number != pr.Number {
+				t.Fatalf("Find: %+v %v %v, want #%d", got, ok, err, pr.Number)
+			}
+			for _, p := range fake.PRs() {
+				if p.Number == fork && (p.Body != "" || p.Updates != 0) {
+					t.Fatalf("the fork's request was changed: %+v", p)
+				}
+			}
+		})
+	}
+}

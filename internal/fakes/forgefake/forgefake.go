@@ -26,6 +26,9 @@ type PR struct {
 	Draft       bool
 	Open        bool
 	Updates     int // PATCH/PUT calls after it was opened
+	// Fork is the owner/repo the head branch lives in when it is not the
+	// project itself (a request from someone's fork); "" for the project.
+	Fork string
 }
 
 // Comment is a comment to serve on a request.
@@ -36,6 +39,24 @@ type Comment struct {
 	Path   string
 	Line   int
 	Review bool // a review (diff) comment, else a general one
+}
+
+// AddFork opens a request from the branch head of the fork (owner/repo)
+// into base, as anyone who can fork the project may, and returns its number.
+func (s *Server) AddFork(fork, head, base, title string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &PR{Number: len(s.prs) + 1, Head: head, Base: base, Title: title, Open: true, Fork: fork}
+	s.prs = append(s.prs, p)
+	return p.Number
+}
+
+// headRepo is the owner/repo p's head branch lives in.
+func (s *Server) headRepo(p *PR) string {
+	if p.Fork != "" {
+		return p.Fork
+	}
+	return s.Project
 }
 
 // Server is one fake forge of one kind for one project.
@@ -187,10 +208,12 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	owner, _, _ := strings.Cut(s.Project, "/")
+	headOwner := func(p *PR) string { o, _, _ := strings.Cut(s.headRepo(p), "/"); return o }
 	view := func(p *PR) map[string]any {
 		v := map[string]any{"number": p.Number, "html_url": fmt.Sprintf("https://forge.test/%s/pull/%d", s.Project, p.Number),
 			"title": p.Title, "body": p.Body, "state": map[bool]string{true: "open", false: "closed"}[p.Open],
-			"head": map[string]any{"ref": p.Head, "label": owner + ":" + p.Head}, "base": map[string]any{"ref": p.Base}}
+			"head": map[string]any{"ref": p.Head, "label": headOwner(p) + ":" + p.Head, "repo": map[string]any{"full_name": s.headRepo(p)}},
+			"base": map[string]any{"ref": p.Base, "repo": map[string]any{"full_name": s.Project}}}
 		if s.Kind == "github" {
 			v["draft"] = p.Draft
 		}
@@ -207,7 +230,7 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			if !p.Open {
 				continue
 			}
-			if s.Kind == "github" && (q.Get("head") != "" && q.Get("head") != owner+":"+p.Head || q.Get("base") != "" && q.Get("base") != p.Base) {
+			if s.Kind == "github" && (q.Get("head") != "" && q.Get("head") != headOwner(p)+":"+p.Head || q.Get("base") != "" && q.Get("base") != p.Base) {
 				continue
 			}
 			out = append(out, view(p))
@@ -224,7 +247,7 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			return
 		}
 		for _, p := range s.prs {
-			if p.Open && p.Head == head && p.Base == base {
+			if p.Open && p.Fork == "" && p.Head == head && p.Base == base {
 				if s.Kind == "gitea" {
 					writeJSON(w, http.StatusConflict, map[string]any{"message": "pull request already exists for these targets"})
 				} else {
@@ -298,7 +321,8 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	view := func(p *PR) map[string]any {
 		return map[string]any{"iid": p.Number, "web_url": fmt.Sprintf("https://forge.test/%s/-/merge_requests/%d", s.Project, p.Number),
-			"title": p.Title, "description": p.Body, "draft": p.Draft, "state": "opened", "source_branch": p.Head, "target_branch": p.Base}
+			"title": p.Title, "description": p.Body, "draft": p.Draft, "state": "opened", "source_branch": p.Head, "target_branch": p.Base,
+			"source_project_id": map[bool]int{false: 1, true: 2}[p.Fork != ""], "target_project_id": 1}
 	}
 	switch {
 	case len(parts) == 1 && parts[0] == "merge_requests" && r.Method == "GET":
@@ -321,7 +345,7 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 			return
 		}
 		for _, p := range s.prs {
-			if p.Open && p.Head == head {
+			if p.Open && p.Fork == "" && p.Head == head {
 				writeJSON(w, http.StatusConflict, map[string]any{"message": []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", p.Number)}})
 				return
 			}
