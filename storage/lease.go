@@ -13,7 +13,7 @@ import (
 // (every third of the TTL, say); once it lapses, another replica may acquire
 // the thread. Every new acquisition gets a larger fencing number (Fence), and
 // a write made under a lease (WithLease) — a session entry, a run's start or
-// end, an outbound record — is refused with ErrFenced once the thread was
+// end, an outbound record, a pending post — is refused with ErrFenced once the thread was
 // acquired anew: a replica that paused past its lease cannot overwrite the
 // new owner's work, whatever the clocks say.
 //
@@ -67,8 +67,8 @@ type LeaseStore interface {
 type leaseKey struct{}
 
 // WithLease returns a context whose writes to l.ThreadID's session entries,
-// runs (StartRun, FinishRun) and outbound records (RecordOutbound,
-// UpdateOutbound) are refused with ErrFenced unless l is still the thread's
+// runs (StartRun, FinishRun), outbound records (RecordOutbound,
+// UpdateOutbound) and pending posts (RecordPendingPosts) are refused with ErrFenced unless l is still the thread's
 // lease, checked in the write's own transaction. Such a write to another
 // thread is refused too. Writes without a lease in their context are not
 // checked.

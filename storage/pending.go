@@ -26,7 +26,10 @@ type PendingPost struct {
 // PendingPostStore keeps posts that must survive a crash (pending.go).
 type PendingPostStore interface {
 	// RecordPendingPosts stores posts, in order, in one transaction and
-	// returns their ids.
+	// returns their ids. Under a lease (WithLease) it is fenced like the
+	// other writes of a thread: a stale owner's answer is neither stored
+	// nor posted at the next start. MarkPosted is not: a post the platform
+	// took is marked whoever sent it, so that it is not posted again.
 	RecordPendingPosts(ctx context.Context, posts []PendingPost) ([]int64, error)
 	// MarkPosted records that the platform took the post as messageID, or,
 	// with messageID "", that it refused it for good: either way it is not
@@ -49,6 +52,11 @@ func (db *DB) RecordPendingPosts(ctx context.Context, posts []PendingPost) ([]in
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		now := db.nowMS()
 		for i, p := range posts {
+			if i == 0 || p.ThreadID != posts[i-1].ThreadID {
+				if err := checkFence(ctx, tx, p.ThreadID); err != nil {
+					return err
+				}
+			}
 			var run any
 			if p.RunID != 0 {
 				run = p.RunID

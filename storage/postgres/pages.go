@@ -129,6 +129,11 @@ func (db *DB) RecordPendingPosts(ctx context.Context, posts []storage.PendingPos
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		now := db.nowMS()
 		for i, p := range posts {
+			if i == 0 || p.ThreadID != posts[i-1].ThreadID {
+				if err := checkFence(ctx, tx, p.ThreadID); err != nil {
+					return err
+				}
+			}
 			var run *int64
 			if p.RunID != 0 {
 				run = &p.RunID

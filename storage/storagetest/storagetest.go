@@ -1409,6 +1409,10 @@ func testFencedWrites(t *testing.T, s *suite) {
 			return err
 		}()},
 		{"UpdateOutbound", s.db.UpdateOutbound(actx, out, "stale text")},
+		{"RecordPendingPosts", func() error {
+			_, err := s.db.RecordPendingPosts(actx, []storage.PendingPost{{ThreadID: th.ID, RunID: run, Key: "stale-key", Text: "the stale answer"}})
+			return err
+		}()},
 	}
 	for _, w := range stale {
 		wantErr(t, "the stale owner's "+w.what, w.err, storage.ErrFenced)
@@ -1426,6 +1430,9 @@ func testFencedWrites(t *testing.T, s *suite) {
 	if o, _ := s.db.OutboundForRun(s.ctx, run); len(o) != 1 || o[0].Text != "" {
 		t.Errorf("outbound after the stale writes = %+v", o)
 	}
+	if p, err := s.db.UnpostedPosts(s.ctx); err != nil || len(p) != 0 {
+		t.Errorf("the stale owner's answer is pending: %+v, %v (it would be posted at the next start)", p, err)
+	}
 	// The new owner writes.
 	bctx := storage.WithLease(s.ctx, b)
 	if err := s.db.AppendEntries(bctx, ss.ID, []transcript.Entry{transcript.MessageEntry(1, user("fresh", strconv.FormatInt(in, 10)))}); err != nil {
@@ -1436,6 +1443,9 @@ func testFencedWrites(t *testing.T, s *suite) {
 	}
 	if err := s.db.UpdateOutbound(bctx, out, "taken over"); err != nil {
 		t.Errorf("the new owner's UpdateOutbound: %v", err)
+	}
+	if _, err := s.db.RecordPendingPosts(bctx, []storage.PendingPost{{ThreadID: th.ID, Key: "fresh-key", Text: "the answer"}}); err != nil {
+		t.Errorf("the new owner's RecordPendingPosts: %v", err)
 	}
 	// A lease is for its own thread only.
 	other := s.thread("slack", "2.0")
