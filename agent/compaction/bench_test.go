@@ -72,28 +72,6 @@ func BenchmarkEstimateTokens(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/msg")
 }
 
-// BenchmarkEstimateTokensFirstPass is BenchmarkEstimateTokens with the
-// remembered lengths forgotten before each pass (the clearing included):
-// what the first estimate of a freshly loaded session costs.
-func BenchmarkEstimateTokensFirstPass(b *testing.B) {
-	var msgs []llm.Message
-	for _, e := range loadFixture(b) {
-		if e.Message != nil {
-			msgs = append(msgs, *e.Message)
-		}
-	}
-	lengths.init()
-	for b.Loop() {
-		for i := range lengths.slots {
-			lengths.slots[i].Store(nil)
-		}
-		lengths.bytes.Store(0)
-		for i := range msgs {
-			EstimateTokens(msgs[i])
-		}
-	}
-}
-
 // BenchmarkEstimateTokensByRole measures one typical message of each kind.
 func BenchmarkEstimateTokensByRole(b *testing.B) {
 	cases := map[string]llm.Message{

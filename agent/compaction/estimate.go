@@ -47,18 +47,13 @@ const imageChars = 4800
 //
 // Tool-call arguments that are not valid JSON (a reply cut mid-stream) are counted
 // by their raw length; missing arguments count as "{}".
-//
-// The lengths of long texts and of tool-call arguments are measured once and
-// remembered (see lengths.go), so estimating the same messages again — the
-// context size every turn, cut points, compaction plans — costs a lookup per
-// block instead of a pass over its text.
 func EstimateTokens(m llm.Message) int {
 	chars := 0
 	switch m.Role {
 	case llm.RoleUser:
 		for i := range m.Content {
 			if m.Content[i].Type == llm.ContentText {
-				chars += textLen(m.Content[i].Text)
+				chars += utf16Len(m.Content[i].Text)
 			}
 		}
 	case llm.RoleAssistant:
@@ -66,9 +61,9 @@ func EstimateTokens(m llm.Message) int {
 			c := &m.Content[i]
 			switch c.Type {
 			case llm.ContentText:
-				chars += textLen(c.Text)
+				chars += utf16Len(c.Text)
 			case llm.ContentThinking:
-				chars += textLen(c.Thinking)
+				chars += utf16Len(c.Thinking)
 			case llm.ContentToolCall:
 				chars += utf16Len(c.Name) + argumentsLen(c.Arguments)
 			}
@@ -77,17 +72,17 @@ func EstimateTokens(m llm.Message) int {
 		for i := range m.Content {
 			switch m.Content[i].Type {
 			case llm.ContentText:
-				chars += textLen(m.Content[i].Text)
+				chars += utf16Len(m.Content[i].Text)
 			case llm.ContentImage:
 				chars += imageChars
 			}
 		}
 	case llm.RoleBashExecution:
 		if m.Bash != nil {
-			chars = textLen(m.Bash.Command) + textLen(m.Bash.Output)
+			chars = utf16Len(m.Bash.Command) + utf16Len(m.Bash.Output)
 		}
 	case llm.RoleCompactionSummary:
-		chars = textLen(m.Summary)
+		chars = utf16Len(m.Summary)
 	}
 	return (chars + 3) / 4
 }
@@ -97,13 +92,6 @@ func argumentsLen(raw []byte) int {
 	if len(raw) == 0 {
 		return 2 // "{}": pi's tool calls always carry an object
 	}
-	if len(raw) < minCachedArgs {
-		return measureArguments(raw)
-	}
-	return lengths.arguments(raw)
-}
-
-func measureArguments(raw []byte) int {
 	n, err := jsLen(raw)
 	if err != nil {
 		return utf16Len(string(raw))
