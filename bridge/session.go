@@ -259,10 +259,28 @@ const requestHeaderType = "request_header"
 // for the current prompt and today's date (UTC).
 func (t *thread) requestHeader() string {
 	date := t.b.cfg.Now().UTC().Format("2006-01-02")
-	if a := t.requester.Load(); a != nil && a.Name != "" {
-		return "[Requested by " + a.Name + " · " + date + "]"
+	if a := t.requester.Load(); a != nil {
+		if name := headerName(a.Name); name != "" {
+			return "[Requested by " + name + " · " + date + "]"
+		}
 	}
 	return "[" + date + "]"
+}
+
+// headerName is a display name as the request header tells it. The name is
+// the person's to choose: brackets and line breaks in it could close the
+// header and open another one naming someone else, so they do not reach it.
+func headerName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch r {
+		case '[':
+			return '('
+		case ']':
+			return ')'
+		}
+		return r
+	}, name)
+	return oneLine(strings.Join(strings.Fields(name), " "), 80)
 }
 
 // lastRequestHeader is the request header a context told last ("" for
