@@ -306,6 +306,12 @@ func currentBranch(entries []Entry, ids []string, parents []*string) ([]Entry, i
 	if len(entries) == 0 || linear(ids, parents) {
 		return entries, 0
 	}
+	return walkBranch(entries, ids, parents)
+}
+
+// walkBranch is currentBranch without its shortcut for linear sessions: it
+// follows the parents from the last entry.
+func walkBranch(entries []Entry, ids []string, parents []*string) ([]Entry, int) {
 	pos := make(map[string]int, len(ids))
 	for i, id := range ids {
 		if id == "" {

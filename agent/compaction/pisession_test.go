@@ -223,38 +223,6 @@ func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
 	}
 }
 
-// branchWalk is currentBranch without its shortcut for linear sessions.
-func branchWalk(entries []Entry, ids []string, parents []*string) ([]Entry, int) {
-	pos := map[string]int{}
-	for i, id := range ids {
-		if id == "" {
-			return entries, 0
-		}
-		pos[id] = i
-	}
-	on := make([]bool, len(entries))
-	i := len(entries) - 1
-	for steps := 0; steps <= len(entries); steps++ {
-		on[i] = true
-		p := parents[i]
-		if p == nil || *p == "" {
-			kept := entries[:0:0]
-			for j, e := range entries {
-				if on[j] {
-					kept = append(kept, e)
-				}
-			}
-			return kept, len(entries) - len(kept)
-		}
-		next, ok := pos[*p]
-		if !ok || on[next] {
-			return entries, 0
-		}
-		i = next
-	}
-	return entries, 0
-}
-
 // The shortcut for linear sessions gives what the walk gives, with repeated
 // ids, a first entry whose parent is missing or present, and branches.
 func TestCurrentBranchShortcut(t *testing.T) {
@@ -277,7 +245,7 @@ func TestCurrentBranchShortcut(t *testing.T) {
 			}
 		}
 		got, gotOff := currentBranch(entries, ids, parents)
-		want, wantOff := branchWalk(entries, ids, parents)
+		want, wantOff := walkBranch(entries, ids, parents)
 		if gotOff != wantOff || !reflect.DeepEqual(got, want) {
 			t.Fatalf("ids %q parents %v: currentBranch = %v (%d off), the walk %v (%d off)", ids, parents, got, gotOff, want, wantOff)
 		}
