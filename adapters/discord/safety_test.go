@@ -3,6 +3,7 @@ package discord_test
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -161,5 +162,30 @@ func TestWhisperWithoutDMsReacts(t *testing.T) {
 		if x.AuthorBot {
 			t.Errorf("the bot wrote in the channel: %q", x.Content)
 		}
+	}
+}
+
+// The requester, the one person the model's text may ping, is whoever the
+// handler last accepted input from in the conversation: someone refused (or
+// ignored) there cannot make themselves the requester by writing in the
+// thread, and @everyone, roles and other people stay unpinged whatever the
+// model writes.
+func TestRefusedInputDoesNotMakeARequester(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	e.h.set(func(h *recorder) { h.refuse = func(in chat.Inbound) bool { return in.Author.ID == bob } })
+	id := fake.SlashCommand(general, alice, "code", map[string]any{"prompt": "fix it"})
+	ref := e.h.inbound(t, id).Thread
+	fake.UserMessage(ref.Channel, bob, "me too")
+	// Bob's second message is handled after the first's Receive returned.
+	e.h.inbound(t, fake.UserMessage(ref.Channel, bob, "and again").ID)
+
+	before := len(fake.Notices())
+	if _, err := e.a.Post(ctxT(t), ref, "<@"+alice+"> <@"+bob+"> <@&"+discordfake.DevRoleID+"> @everyone @here"); err != nil {
+		t.Fatal(err)
+	}
+	notices := fake.Notices()[before:]
+	if len(notices) != 1 || notices[0].Everyone || len(notices[0].Roles) != 0 || !slices.Equal(notices[0].Users, []string{alice}) {
+		t.Errorf("the answer pings %+v, want alice only", notices)
 	}
 }
