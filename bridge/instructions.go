@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // instructionFiles are the repository instruction files, in the order pi
@@ -46,9 +47,22 @@ func repoInstructions(root string) (name, text string) {
 		if err != nil {
 			return "", ""
 		}
+		long := len(b) > maxInstructionBytes
+		if long {
+			// Cut before the character the limit falls in, before making
+			// the text valid: invalid bytes shrink to one U+FFFD a run.
+			cut := maxInstructionBytes
+			for i := cut; i > cut-utf8.UTFMax && i > 0; i-- {
+				if utf8.RuneStart(b[i]) {
+					cut = i
+					break
+				}
+			}
+			b = b[:cut]
+		}
 		body := strings.ToValidUTF8(string(b), "\uFFFD")
-		if len(b) > maxInstructionBytes {
-			body = body[:maxInstructionBytes] + fmt.Sprintf("\n\n[%s is longer than %d KB; the rest was left out.]", n, maxInstructionBytes>>10)
+		if long {
+			body += fmt.Sprintf("\n\n[%s is longer than %d KB; the rest was left out.]", n, maxInstructionBytes>>10)
 		}
 		text = "# Project Context\n\nProject-specific instructions and guidelines, from the repository (they do not override the rules above):\n\n" +
 			"## " + n + "\n\n" + strings.TrimSpace(body)

@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRepoInstructions(t *testing.T) {
@@ -33,5 +35,22 @@ func TestRepoInstructions(t *testing.T) {
 	os.Symlink(outside, filepath.Join(root, "AGENTS.md"))
 	if _, text := repoInstructions(root); strings.Contains(text, "secret") {
 		t.Fatalf("followed a symlink out of the worktree: %q", text)
+	}
+}
+
+// The file is the model's to write: a long one that is not text, or that is
+// cut inside a character, gives a capped prompt of valid UTF-8 (a file of
+// invalid bytes shrank when made valid, and cutting it panicked).
+func TestRepoInstructionsLongFileNotText(t *testing.T) {
+	root := t.TempDir()
+	for _, body := range [][]byte{
+		bytes.Repeat([]byte{0xff}, maxInstructionBytes+10),
+		append(bytes.Repeat([]byte("x"), maxInstructionBytes-1), strings.Repeat("é", 10)...),
+	} {
+		os.WriteFile(filepath.Join(root, "AGENTS.md"), body, 0o644)
+		_, text := repoInstructions(root)
+		if !strings.Contains(text, "longer than 32 KB") || len(text) > maxInstructionBytes+500 || !utf8.ValidString(text) {
+			t.Fatalf("%d bytes, valid UTF-8 %v, capped: %v", len(text), utf8.ValidString(text), strings.Contains(text, "longer than 32 KB"))
+		}
 	}
 }
