@@ -67,7 +67,7 @@ type LeaseStore interface {
 type leaseKey struct{}
 
 // WithLease returns a context whose writes to l.ThreadID's session entries,
-// runs (StartRun, FinishRun), outbound records (RecordOutbound,
+// runs (StartRun, FinishRun, InterruptRuns: that thread's only), outbound records (RecordOutbound,
 // UpdateOutbound) and pending posts (RecordPendingPosts) are refused with ErrFenced unless l is still the thread's
 // lease, checked in the write's own transaction. Such a write to another
 // thread is refused too. Writes without a lease in their context are not

@@ -122,12 +122,21 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (Run, error) {
 // InterruptRuns marks every run still in progress as interrupted and returns
 // them (oldest first) with their threads, so the bridge can say so in each
 // thread. Called once at start, when no run of this process has begun: a run
-// found in progress then was cut off by the previous process's death.
+// found in progress then was cut off by the previous process's death. Under
+// a lease (WithLease) it is the new owner's of a thread taken over: only that
+// thread's runs, and ErrFenced once the lease is stale.
 func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 	var runs []Run
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		runs = runs[:0] // fn may run twice (inTx)
-		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.ended_at IS NULL ORDER BY r.id`)
+		var thread any  // nil: every thread
+		if l, ok := LeaseFrom(ctx); ok {
+			if err := checkFence(ctx, tx, l.ThreadID); err != nil {
+				return err
+			}
+			thread = l.ThreadID
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.ended_at IS NULL AND (?1 IS NULL OR r.thread_id = ?1) ORDER BY r.id`, thread)
 		if err != nil {
 			return err
 		}
@@ -146,7 +155,8 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 			return nil
 		}
 		now := db.nowMS()
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ?, outcome = ? WHERE ended_at IS NULL`, now, RunInterrupted); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET ended_at = ?1, outcome = ?2 WHERE ended_at IS NULL AND (?3 IS NULL OR thread_id = ?3)`,
+			now, RunInterrupted, thread); err != nil {
 			return err
 		}
 		for i := range runs {

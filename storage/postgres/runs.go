@@ -105,16 +105,25 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (storage.Run, error) {
 	return run, lookupError("get run", err)
 }
 
-// InterruptRuns implements storage.RunStore: every run still in progress is
-// marked interrupted, in one statement, and returned oldest first.
+// InterruptRuns implements storage.RunStore: every run still in progress (of
+// the lease's thread only, under a lease) is marked interrupted, in one
+// statement, and returned oldest first.
 func (db *DB) InterruptRuns(ctx context.Context) ([]storage.Run, error) {
 	var runs []storage.Run
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		runs = runs[:0]
+		var thread *int64 // nil: every thread
+		if l, ok := storage.LeaseFrom(ctx); ok {
+			if err := checkFence(ctx, tx, l.ThreadID); err != nil {
+				return err
+			}
+			thread = &l.ThreadID
+		}
 		rows, err := tx.Query(ctx, `WITH r AS (
-				UPDATE runs SET ended_at = $1, outcome = $2 WHERE ended_at IS NULL RETURNING *)
+				UPDATE runs SET ended_at = $1, outcome = $2 WHERE ended_at IS NULL AND ($3::bigint IS NULL OR thread_id = $3)
+				RETURNING *)
 			SELECT `+runColumns+` FROM r JOIN threads t ON t.id = r.thread_id JOIN sessions s ON s.id = r.session_id ORDER BY r.id`,
-			db.nowMS(), string(storage.RunInterrupted))
+			db.nowMS(), string(storage.RunInterrupted), thread)
 		if err != nil {
 			return err
 		}

@@ -81,6 +81,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Leases", testLeases},
 		{"LeaseRace", testLeaseRace},
 		{"FencedWrites", testFencedWrites},
+		{"FencedInterruptRuns", testFencedInterruptRuns},
 		{"TakeoverAfterWrites", testTakeoverAfterWrites},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
@@ -724,6 +725,39 @@ func testInterruptRuns(t *testing.T, s *suite) {
 		t.Errorf("InterruptRuns again = %+v, %v; want none", runs, err)
 	}
 	wantErr(t, "FinishRun of an interrupted run", s.db.FinishRun(s.ctx, r1, storage.RunDone), storage.ErrRunEnded)
+}
+
+// Under a lease, InterruptRuns is the new owner's: it ends the runs of the
+// lease's thread only (another thread's run may be another replica's, alive),
+// and a stale owner's call ends nothing.
+func testFencedInterruptRuns(t *testing.T, s *suite) {
+	const ttl = 30 * time.Second
+	a, b := s.thread("slack", "1.0"), s.thread("slack", "2.0")
+	sa, sb := s.session(a), s.session(b)
+	ra, _ := s.db.StartRun(s.ctx, a.ID, sa.ID, 0)
+	rb, _ := s.db.StartRun(s.ctx, b.ID, sb.ID, 0)
+	old, _ := s.acquire(a.ID, "replica-a", ttl)
+	s.clock.Advance(ttl + time.Second) // replica-a died holding thread a
+	cur, ok := s.acquire(a.ID, "replica-b", ttl)
+	if !ok {
+		t.Fatal("the takeover failed")
+	}
+	_, err := s.db.InterruptRuns(storage.WithLease(s.ctx, old))
+	wantErr(t, "the stale owner's InterruptRuns", err, storage.ErrFenced)
+	if r, _ := s.db.GetRun(s.ctx, ra); r.Outcome != "" {
+		t.Errorf("the stale owner's InterruptRuns ended run %d: %s", ra, r.Outcome)
+	}
+	runs, err := s.db.InterruptRuns(storage.WithLease(s.ctx, cur))
+	if err != nil || len(runs) != 1 || runs[0].ID != ra || runs[0].Outcome != storage.RunInterrupted {
+		t.Fatalf("the owner's InterruptRuns = %+v, %v; want run %d interrupted", runs, err, ra)
+	}
+	if r, _ := s.db.GetRun(s.ctx, rb); r.Outcome != "" {
+		t.Errorf("InterruptRuns under thread %d's lease ended thread %d's run: %s", a.ID, b.ID, r.Outcome)
+	}
+	// Without a lease (a lone process's start), every run in progress.
+	if runs, err := s.db.InterruptRuns(s.ctx); err != nil || len(runs) != 1 || runs[0].ID != rb {
+		t.Errorf("InterruptRuns without a lease = %+v, %v; want run %d", runs, err, rb)
+	}
 }
 
 func testOutbound(t *testing.T, s *suite) {
