@@ -267,12 +267,7 @@ func (o *Outbox) edit(m *Message, text string, p Priority, final bool) {
 	case o.closed || m.state == msgFailed || o.editor == nil:
 		o.stats.EditsDropped++
 	default:
-		th := o.threadLocked(m.ref, m.key)
-		op := o.newOpLocked(opEdit, p, th)
-		op.msg, op.text, op.final = m, text, final
-		op.withActions, op.actions = m.withActions, m.actions
-		m.edit = op
-		th.edits = append(th.edits, op)
+		o.queueEditLocked(m, text, p, final)
 		wake = true
 	}
 	o.mu.Unlock()
@@ -309,17 +304,23 @@ func (o *Outbox) SetActions(m *Message, actions []chat.Action, p Priority) {
 		wake = merge(m.edit, m.edit.text, p, m.edit.final)
 	case m.state == msgPosted && m.want != "":
 		o.stats.EditsRequested++
-		th := o.threadLocked(m.ref, m.key)
-		op := o.newOpLocked(opEdit, p, th)
-		op.msg, op.text, op.withActions, op.actions = m, m.want, true, actions
-		m.edit = op
-		th.edits = append(th.edits, op)
+		o.queueEditLocked(m, m.want, p, false)
 		wake = true
 	}
 	o.mu.Unlock()
 	if wake {
 		o.poke()
 	}
+}
+
+// queueEditLocked queues an edit of m to text, carrying m's buttons.
+func (o *Outbox) queueEditLocked(m *Message, text string, p Priority, final bool) {
+	th := o.threadLocked(m.ref, m.key)
+	op := o.newOpLocked(opEdit, p, th)
+	op.msg, op.text, op.final = m, text, final
+	op.withActions, op.actions = m.withActions, m.actions
+	m.edit = op
+	th.edits = append(th.edits, op)
 }
 
 // merge folds a later request into a waiting op and says whether its
