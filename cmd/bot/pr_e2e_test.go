@@ -235,17 +235,17 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 	var body string
 	switch kind {
 	case "gitlab":
-		body = `{"object_kind":"note","object_attributes":{"id":77,"noteable_type":"MergeRequest"},"merge_request":{"source_branch":"` + branch + `"}}`
+		body = `{"object_kind":"note","object_attributes":{"id":77,"noteable_type":"MergeRequest"},"merge_request":{"source_branch":"` + branch + `","source_project_id":5,"target_project_id":5}}`
 		h.Set("X-Gitlab-Event", "Note Hook")
 		h.Set("X-Gitlab-Event-UUID", "uuid-77")
 		h.Set("X-Gitlab-Token", secret)
 		return body, h
 	case "gitea":
-		body = `{"action":"reviewed","pull_request":{"head":{"ref":"` + branch + `"}}}`
+		body = `{"action":"reviewed","pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-Gitea-Event", "pull_request_review_comment")
 		h.Set("X-Gitea-Delivery", "delivery-77")
 	default:
-		body = `{"action":"created","pull_request":{"head":{"ref":"` + branch + `"}}}`
+		body = `{"action":"created","pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-GitHub-Event", "pull_request_review_comment")
 		h.Set("X-GitHub-Delivery", "delivery-77")
 	}
@@ -276,6 +276,22 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 	}
 	if !verifyWebhook("gitlab", "s", glh, []byte(gl)) || verifyWebhook("gitlab", "other", glh, []byte(gl)) {
 		t.Error("gitlab token check")
+	}
+	// A request from a fork, its branch named like a thread's, is not the
+	// thread's review.
+	for _, kind := range []string{"github", "gitlab", "gitea"} {
+		b, h := reviewHook(kind, "bot/x", "s")
+		fork := strings.Replace(b, `"head":{"ref":"bot/x","repo":{"full_name":"acme/app"}}`, `"head":{"ref":"bot/x","repo":{"full_name":"mallory/app"}}`, 1)
+		fork = strings.Replace(fork, `"source_project_id":5`, `"source_project_id":9`, 1)
+		if fork == b {
+			t.Fatalf("%s: no fork made of %s", kind, b)
+		}
+		if branch, _ := reviewEvent(kind, h, []byte(fork)); branch != "" {
+			t.Errorf("%s: a fork's request was taken for the thread's branch %q", kind, branch)
+		}
+		if branch, _ := reviewEvent(kind, h, []byte(b)); branch != "bot/x" {
+			t.Errorf("%s: the project's own request: %q", kind, branch)
+		}
 	}
 	gt, gth := reviewHook("gitea", "bot/z", "s")
 	if !verifyWebhook("gitea", "s", gth, []byte(gt)) || verifyWebhook("gitea", "s", gth, []byte(gt+" ")) {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,12 +107,19 @@ func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
 // reviewEvent returns the head branch of a review-comment event and the
 // delivery's id, or "" for every other event.
 func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery string) {
+	type repo struct {
+		FullName string `json:"full_name"`
+	}
 	var p struct {
 		Action      string `json:"action"`
 		PullRequest struct {
 			Head struct {
-				Ref string `json:"ref"`
+				Ref  string `json:"ref"`
+				Repo repo   `json:"repo"`
 			} `json:"head"`
+			Base struct {
+				Repo repo `json:"repo"`
+			} `json:"base"`
 		} `json:"pull_request"`
 		ObjectKind       string `json:"object_kind"`
 		ObjectAttributes struct {
@@ -119,18 +127,27 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 			NoteableType string `json:"noteable_type"`
 		} `json:"object_attributes"`
 		MergeRequest struct {
-			SourceBranch string `json:"source_branch"`
+			SourceBranch    string `json:"source_branch"`
+			SourceProjectID int64  `json:"source_project_id"`
+			TargetProjectID int64  `json:"target_project_id"`
 		} `json:"merge_request"`
 	}
 	if json.Unmarshal(body, &p) != nil {
 		return "", ""
 	}
+	// A request from a fork is anyone's, whatever its branch is named: its
+	// review is not the thread's (the forge signs it all the same).
+	head, base := p.PullRequest.Head.Repo.FullName, p.PullRequest.Base.Repo.FullName
+	if kind != forge.GitLab && (head == "" || !strings.EqualFold(head, base)) {
+		return "", ""
+	}
 	switch kind {
 	case forge.GitLab:
-		if p.ObjectKind != "note" || p.ObjectAttributes.NoteableType != "MergeRequest" {
+		if p.ObjectKind != "note" || p.ObjectAttributes.NoteableType != "MergeRequest" ||
+			p.MergeRequest.SourceProjectID != p.MergeRequest.TargetProjectID {
 			return "", ""
 		}
-		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + itoa64(p.ObjectAttributes.ID)
+		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + strconv.FormatInt(p.ObjectAttributes.ID, 10)
 	case forge.Gitea:
 		switch h.Get("X-Gitea-Event") {
 		case "pull_request_review_comment", "pull_request_review_rejected", "pull_request_review_approved", "pull_request_comment":
@@ -145,9 +162,4 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 		}
 	}
 	return "", ""
-}
-
-func itoa64(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
