@@ -3,6 +3,7 @@ package discordfake
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -58,8 +59,9 @@ func buttonsOf(raw json.RawMessage) []Button {
 
 // validateComponents checks a message's components as Discord does for
 // action rows of buttons: at most 5 rows of 1 to 5 buttons; a style 1–5; a
-// label of at most 80 characters; a link button (style 5) with a url and no
-// custom_id, any other with a custom_id of 1–100 characters and no url;
+// label of at most 80 characters (or, without one, an emoji); a link button
+// (style 5) with an http, https or discord url of at most 512 characters and
+// no custom_id, any other with a custom_id of 1–100 characters and no url;
 // custom_ids unique in the message.
 func validateComponents(raw json.RawMessage) (response, bool) {
 	if emptyJSON(raw) {
@@ -90,7 +92,8 @@ func validateComponents(raw json.RawMessage) (response, bool) {
 		for j, c := range r.Components {
 			at := at + ".components." + strconv.Itoa(j)
 			var b struct {
-				Type int `json:"type"`
+				Type  int             `json:"type"`
+				Emoji json.RawMessage `json:"emoji"`
 				Button
 			}
 			if json.Unmarshal(c, &b) != nil || b.Type != componentButton {
@@ -101,8 +104,14 @@ func validateComponents(raw json.RawMessage) (response, bool) {
 				return bad(at+".style", "BASE_TYPE_CHOICES: Value must be one of {1, 2, 3, 4, 5, 6}.")
 			case utf8.RuneCountInString(b.Label) > 80:
 				return bad(at+".label", "BASE_TYPE_MAX_LENGTH: Must be 80 or fewer in length.")
+			case b.Label == "" && emptyJSON(b.Emoji):
+				return bad(at+".label", "COMPONENT_LABEL_OR_EMOJI_REQUIRED: A button needs a label or an emoji.")
 			case b.Style == buttonStyleLink && (b.URL == "" || b.CustomID != ""):
 				return bad(at+".url", "COMPONENT_LINK_BUTTON_URL_REQUIRED: A link button needs a url and no custom_id.")
+			case utf8.RuneCountInString(b.URL) > 512:
+				return bad(at+".url", "BASE_TYPE_MAX_LENGTH: Must be 512 or fewer in length.")
+			case b.URL != "" && !linkScheme(b.URL):
+				return bad(at+".url", "URL_TYPE_INVALID_SCHEME: Scheme must be one of ('http', 'https', 'discord').")
 			case b.Style != buttonStyleLink && (b.CustomID == "" || b.URL != ""):
 				return bad(at+".custom_id", "COMPONENT_CUSTOM_ID_REQUIRED: A custom id is required.")
 			case len(b.CustomID) > 100:
@@ -163,4 +172,15 @@ func (s *Server) Click(channelID, messageID, userID, customID string) string {
 		"data":    obj{"custom_id": customID, "component_type": componentButton},
 		"message": s.messageObjLocked(m, true, false),
 	})
+}
+
+// linkScheme says whether Discord takes url for a link button: only http,
+// https and discord URLs.
+func linkScheme(url string) bool {
+	scheme, _, ok := strings.Cut(url, "://")
+	switch strings.ToLower(scheme) {
+	case "http", "https", "discord":
+		return ok
+	}
+	return false
 }

@@ -101,3 +101,53 @@ func TestEnforcedNonceCreatesOnce(t *testing.T) {
 		t.Error("no request recorded as lost")
 	}
 }
+
+// Components Discord refuses are refused: what a message's buttons may be.
+func TestComponentsChecks(t *testing.T) {
+	fake := discordfake.New(t)
+	api := newAPI(t, fake)
+	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
+	row := func(buttons ...map[string]any) []any {
+		return []any{map[string]any{"type": 1, "components": buttons}}
+	}
+	button := func(style int, label, id, url string) map[string]any {
+		b := map[string]any{"type": 2, "style": style, "label": label}
+		if id != "" {
+			b["custom_id"] = id
+		}
+		if url != "" {
+			b["url"] = url
+		}
+		return b
+	}
+	six := make([]map[string]any, 6)
+	for i := range six {
+		six[i] = button(2, "b", strings.Repeat("x", i+1), "")
+	}
+	for _, tc := range []struct {
+		name       string
+		components []any
+		ok         bool
+	}{
+		{"a command button and a link", row(button(4, "Stop", "stop", ""), button(5, "Open PR", "", "https://forge.example/pr/1")), true},
+		{"a discord: link", row(button(5, "Open", "", "discord://-/channels/1/2")), true},
+		{"an emoji instead of a label", row(map[string]any{"type": 2, "style": 2, "custom_id": "e", "emoji": map[string]any{"name": "🛑"}}), true},
+		{"no label nor emoji", row(button(2, "", "stop", "")), false},
+		{"a label over 80", row(button(2, strings.Repeat("l", 81), "stop", "")), false},
+		{"a link without url", row(button(5, "Open", "", "")), false},
+		{"a link with a custom_id", row(button(5, "Open", "pr", "https://a.io")), false},
+		{"a link over 512", row(button(5, "Open", "", "https://a.io/"+strings.Repeat("p", 500))), false},
+		{"a javascript: link", row(button(5, "Open", "", "javascript:alert(1)")), false},
+		{"a command with a url", row(button(2, "Stop", "stop", "https://a.io")), false},
+		{"a repeated custom_id", row(button(2, "a", "stop", ""), button(2, "b", "stop", "")), false},
+		{"six buttons in a row", row(six...), false},
+		{"an empty row", row(), false},
+	} {
+		r := api.do("POST", path, map[string]any{"content": "x", "components": tc.components})
+		if got := r.status == http.StatusOK; got != tc.ok {
+			t.Errorf("%s: %d %s, want ok %v", tc.name, r.status, r.body, tc.ok)
+		} else if !tc.ok && r.code(t) != 50035 {
+			t.Errorf("%s: code %d, want 50035", tc.name, r.code(t))
+		}
+	}
+}
