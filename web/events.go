@@ -49,14 +49,8 @@ func digest(h template.HTML) uint64 {
 // "item" event is a JSON rendered piece to put in place of the element with
 // its id, or to append to the timeline.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	id, ok := threadParam(r)
+	id, token, ok := s.thread(w, r)
 	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	token, err := s.authorize(w, r, id)
-	if err != nil {
-		s.unauthorized(w, err)
 		return
 	}
 	flusher, ok := w.(http.Flusher)

@@ -216,20 +216,25 @@ func (s *Server) unauthorized(w http.ResponseWriter, err error) {
 	_, _ = w.Write([]byte(msg + "\n"))
 }
 
-func threadParam(r *http.Request) (int64, bool) {
+// thread reads the path's thread id and checks r's access to it (see
+// authorize); when it reports false it has answered (404 or 401).
+func (s *Server) thread(w http.ResponseWriter, r *http.Request) (id int64, token string, ok bool) {
 	id, err := strconv.ParseInt(r.PathValue("thread"), 10, 64)
-	return id, err == nil && id > 0
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return 0, "", false
+	}
+	token, err = s.authorize(w, r, id)
+	if err != nil {
+		s.unauthorized(w, err)
+		return 0, "", false
+	}
+	return id, token, true
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	id, ok := threadParam(r)
+	id, token, ok := s.thread(w, r)
 	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	token, err := s.authorize(w, r, id)
-	if err != nil {
-		s.unauthorized(w, err)
 		return
 	}
 	p, err := s.build(r.Context(), id, token)
@@ -291,13 +296,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 // output serves one tool result's whole output as plain text: never HTML,
 // whatever it contains.
 func (s *Server) output(w http.ResponseWriter, r *http.Request) {
-	id, ok := threadParam(r)
+	id, _, ok := s.thread(w, r)
 	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	if _, err := s.authorize(w, r, id); err != nil {
-		s.unauthorized(w, err)
 		return
 	}
 	var si int
@@ -352,13 +352,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // diff serves one push's whole patch as plain text.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
-	id, ok := threadParam(r)
+	id, _, ok := s.thread(w, r)
 	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	if _, err := s.authorize(w, r, id); err != nil {
-		s.unauthorized(w, err)
 		return
 	}
 	pushID, err := strconv.ParseInt(r.PathValue("push"), 10, 64)

@@ -267,6 +267,11 @@ func TestLinkTokens(t *testing.T) {
 		{"valid, the events", page + "/events?t=" + url.QueryEscape(valid) + "&v=x", 200},
 		{"none, the events", page + "/events", 401},
 		{"none, the list", srv.URL + "/", 401},
+		// A token opens its own thread's pages only, every one of them.
+		{"another thread's, the events", page + "/events?t=" + url.QueryEscape(wrongThread), 401},
+		{"another thread's, an output", page + "/output/s0-e1?t=" + url.QueryEscape(wrongThread), 401},
+		{"another thread's, a diff", page + "/diff/1?t=" + url.QueryEscape(wrongThread), 401},
+		{"not a thread", srv.URL + "/s/0?t=" + url.QueryEscape(valid), 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
