@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -147,15 +146,7 @@ func (a *assembler) message() llm.Message {
 }
 
 func (a *assembler) failed(err error) (llm.Message, error) {
-	m := a.message()
-	m.ErrorMessage = err.Error()
-	var e *llm.Error
-	if errors.As(err, &e) {
-		m.StopReason, m.ErrorInfo = llm.StopReasonError, e
-	} else {
-		m.StopReason = llm.StopReasonAborted
-	}
-	return m, err
+	return llm.Failed(a.message(), err)
 }
 
 // stopReason maps Anthropic's stop_reason.

@@ -29,7 +29,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -152,11 +151,11 @@ func (c *Client) classify(err error) *llm.Error {
 			e.Message = strings.TrimSpace(apiErr.RawJSON())
 		}
 	case errors.As(err, &netErr) && netErr.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		e = &llm.Error{Kind: llm.ErrorTimeout, Message: transportMessage(err)}
+		e = &llm.Error{Kind: llm.ErrorTimeout, Message: llm.TransportMessage(err)}
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		e = &llm.Error{Kind: llm.ErrorNetwork, Message: "the connection closed in the middle of the response"}
-	case isTransportError(err):
-		e = &llm.Error{Kind: llm.ErrorNetwork, Message: transportMessage(err)}
+	case llm.IsTransportError(err):
+		e = &llm.Error{Kind: llm.ErrorNetwork, Message: llm.TransportMessage(err)}
 	case strings.Contains(err.Error(), "received error while streaming"):
 		// An error event the SDK could not decode.
 		e = &llm.Error{Kind: llm.ErrorProvider, Message: err.Error()}
@@ -166,40 +165,13 @@ func (c *Client) classify(err error) *llm.Error {
 	return c.finish(e)
 }
 
+// finish is llm.FinishError with Anthropic's other overflow: request_too_large
+// (413) for a body past its size limit ("prompt is too long: N tokens > M
+// maximum", a 400, is llm.IsContextOverflow's).
 func (c *Client) finish(e *llm.Error) *llm.Error {
-	if len(c.apiKey) >= 6 {
-		e.Message = strings.ReplaceAll(e.Message, c.apiKey, "[redacted]")
-	}
-	// Anthropic says "prompt is too long: N tokens > M maximum" (400), or
-	// request_too_large (413) for a body past its size limit.
-	e.ContextOverflow = e.ContextOverflow || llm.IsContextOverflow(e.StatusCode, e.Code, e.Message) ||
-		e.Code == "request_too_large"
-	if strings.TrimSpace(e.Message) == "" {
-		e.Message = "(no body)"
-		if t := http.StatusText(e.StatusCode); t != "" {
-			e.Message = t + " (no body)"
-		}
-	}
+	e = llm.FinishError(e, c.apiKey)
+	e.ContextOverflow = e.ContextOverflow || e.Code == "request_too_large"
 	return e
-}
-
-func isTransportError(err error) bool {
-	var urlErr *url.Error
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
-	return errors.As(err, &urlErr) || errors.As(err, &opErr) || errors.As(err, &dnsErr) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-}
-
-// transportMessage leaves out the URL: it names the endpoint, never useful in
-// a thread.
-func transportMessage(err error) string {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return urlErr.Err.Error()
-	}
-	return err.Error()
 }
 
 // ListModels returns the model ids the key may use (GET /v1/models, every

@@ -298,3 +298,30 @@ func TestListModels(t *testing.T) {
 		t.Errorf("ListModels with a wrong key = %v, want a 401", err)
 	}
 }
+
+// A server that echoes the key it was sent — in an error's message, in its
+// type, before or inside a stream — never gets it into the error, the
+// message kept in the transcript or its JSON.
+func TestAPIKeyEchoedByTheServerIsRedacted(t *testing.T) {
+	c, fake := newClient(t)
+	fake.Push(
+		anthropicfake.HTTPError(401, "authentication_error", "invalid x-api-key: "+testKey),
+		anthropicfake.HTTPError(400, testKey, "bad key"),
+		anthropicfake.Reply(anthropicfake.Text("partial")).ThenError(testKey, "failed for "+testKey),
+	)
+	for i := range 3 {
+		m, _, err := stream(t, c, llm.Request{Model: "m", Messages: []llm.Message{llm.UserText("hi")}})
+		if err == nil {
+			t.Fatalf("call %d: no error", i)
+		}
+		b, _ := json.Marshal(m)
+		for _, s := range []string{err.Error(), m.ErrorMessage, string(b)} {
+			if strings.Contains(s, testKey) {
+				t.Errorf("call %d: the API key leaked: %s", i, s)
+			}
+		}
+		if !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("call %d: error %q, want the key replaced by [redacted]", i, err)
+		}
+	}
+}

@@ -156,13 +156,7 @@ func convertMessages(msgs []llm.Message, provider string) []anthropic.MessagePar
 }
 
 func userBlocks(m llm.Message) []anthropic.ContentBlockParamUnion {
-	content := m.Content
-	switch {
-	case m.Role == llm.RoleCompactionSummary && m.Summary != "":
-		content = []llm.Content{llm.Text(m.Summary)}
-	case m.Role == llm.RoleBashExecution && m.Bash != nil:
-		content = []llm.Content{llm.Text("$ " + m.Bash.Command + "\n" + m.Bash.Output)}
-	}
+	content := llm.UserContent(m)
 	var blocks []anthropic.ContentBlockParamUnion
 	for _, c := range content {
 		switch c.Type {

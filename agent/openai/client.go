@@ -174,15 +174,7 @@ func (l *lineReader) Read(p []byte) (int, error) {
 
 // failed returns the partial message marked as failed, and err.
 func (a *assembler) failed(err error) (llm.Message, error) {
-	m := a.message()
-	m.ErrorMessage = err.Error()
-	var e *llm.Error
-	if errors.As(err, &e) {
-		m.StopReason, m.ErrorInfo = llm.StopReasonError, e
-	} else {
-		m.StopReason = llm.StopReasonAborted
-	}
-	return m, err
+	return llm.Failed(a.message(), err)
 }
 
 // ListModels returns the model ids the endpoint offers (GET /models). Its errors

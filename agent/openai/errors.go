@@ -7,9 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -36,32 +34,8 @@ func (c *Client) classify(ctx context.Context, err error, meta *responseMeta) er
 	return c.finish(e)
 }
 
-// finish redacts the API key and decides ContextOverflow.
-func (c *Client) finish(e *llm.Error) *llm.Error {
-	e.Message = c.redact(e.Message)
-	e.Code = c.redact(e.Code)
-	e.ContextOverflow = e.ContextOverflow || llm.IsContextOverflow(e.StatusCode, e.Code, e.Message)
-	if strings.TrimSpace(e.Message) == "" {
-		e.Message = "(no body)"
-		if t := http.StatusText(e.StatusCode); t != "" {
-			e.Message = t + " (no body)"
-		}
-	}
-	return e
-}
-
-// redact removes the API key from text that came from the server or the
-// transport: some servers echo the key they rejected.
-func (c *Client) redact(s string) string {
-	if len(c.apiKey) < minRedactLen || !strings.Contains(s, c.apiKey) {
-		return s
-	}
-	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
-}
-
-// minRedactLen avoids mangling messages for toy keys such as "x" that local
-// servers accept; such keys are no secret.
-const minRedactLen = 6
+// finish is llm.FinishError with the client's key.
+func (c *Client) finish(e *llm.Error) *llm.Error { return llm.FinishError(e, c.apiKey) }
 
 func classifyError(err error) *llm.Error {
 	var apiErr *goopenai.APIError
@@ -86,34 +60,15 @@ func classifyError(err error) *llm.Error {
 	case errors.As(err, &netErr) && netErr.Timeout(), errors.Is(err, context.DeadlineExceeded):
 		// Not the caller's context (classify checked it): a transport phase
 		// timeout, or a deadline the caller built into its own HTTP client.
-		return &llm.Error{Kind: llm.ErrorTimeout, Message: transportMessage(err)}
+		return &llm.Error{Kind: llm.ErrorTimeout, Message: llm.TransportMessage(err)}
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return &llm.Error{Kind: llm.ErrorNetwork, Message: "the connection closed in the middle of the response"}
-	case isTransportError(err):
-		return &llm.Error{Kind: llm.ErrorNetwork, Message: transportMessage(err)}
+	case llm.IsTransportError(err):
+		return &llm.Error{Kind: llm.ErrorNetwork, Message: llm.TransportMessage(err)}
 	default:
 		// Not a transport failure: go-openai refused the request itself.
 		return &llm.Error{Kind: llm.ErrorProvider, Message: err.Error()}
 	}
-}
-
-func isTransportError(err error) bool {
-	var urlErr *url.Error
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
-	return errors.As(err, &urlErr) || errors.As(err, &opErr) || errors.As(err, &dnsErr) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-}
-
-// transportMessage drops the url.Error wrapper, whose text repeats the method
-// and the full URL, and keeps what went wrong.
-func transportMessage(err error) string {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return urlErr.Err.Error()
-	}
-	return err.Error()
 }
 
 // codeOf picks the error's code: OpenAI's string code, else its type. A numeric

@@ -109,13 +109,7 @@ func convertMessages(system string, msgs []llm.Message) []goopenai.ChatCompletio
 }
 
 func userMessage(m llm.Message) goopenai.ChatCompletionMessage {
-	content := m.Content
-	switch {
-	case m.Role == llm.RoleCompactionSummary && m.Summary != "":
-		content = []llm.Content{llm.Text(m.Summary)}
-	case m.Role == llm.RoleBashExecution && m.Bash != nil:
-		content = []llm.Content{llm.Text("$ " + m.Bash.Command + "\n" + m.Bash.Output)}
-	}
+	content := llm.UserContent(m)
 	msg := goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser}
 	if len(content) == 1 && content[0].Type == llm.ContentText {
 		msg.Content = content[0].Text
