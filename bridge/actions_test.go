@@ -64,7 +64,7 @@ func TestStatusButtonsFollowTheRun(t *testing.T) {
 	}
 	r.reply(textReply("done", nil))
 	r.play(agent.AgentEnd{})
-	r.end("", 100, 1000, false)
+	r.end(100, 1000, false)
 	r.messages()
 	if got := bc.buttons(first); len(got) != 0 {
 		t.Errorf("buttons after the run: %v, want none", got)
@@ -87,7 +87,7 @@ func TestStatusButtonsFollowTheRun(t *testing.T) {
 	}
 	r.reply(textReply("again", nil))
 	r.play(agent.AgentEnd{})
-	r.end("", 100, 1000, false)
+	r.end(100, 1000, false)
 	r.messages()
 	if got := bc.buttons(second); len(got) != 2 || got[0] != "diff" {
 		t.Errorf("second run's buttons after it: %v, want Diff and the pull request", got)

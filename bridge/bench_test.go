@@ -257,7 +257,7 @@ func BenchmarkStreamEdits(b *testing.B) {
 		}
 		// The reply ends: the answer is posted whole.
 		r.play(agent.MessageEnd{Message: textReply(text.String(), usage(10, deltas))})
-		r.end("", 10+deltas, 128000, false)
+		r.end(10+deltas, 128000, false)
 		var answer []string
 		for _, m := range r.messages()[len(msgs):] {
 			answer = append(answer, strings.Fields(m.Text)...)

@@ -29,15 +29,10 @@ import (
 // minutes of the first attempt. Only a Discord restart slower than that can
 // show an answer twice.
 
-// postFinalLocked posts the run's closing texts (the answer, which may be
-// "", and the last message with the footer), split at the platform's limit.
-func (v *view) postFinalLocked(answer, last string) {
-	var chunks []string
-	for _, text := range []string{answer, last} {
-		if text != "" {
-			chunks = append(chunks, Split(text, v.limit, v.measure)...)
-		}
-	}
+// postFinalLocked posts the run's closing text (its answer, ending with the
+// footer), split at the platform's limit.
+func (v *view) postFinalLocked(text string) {
+	chunks := Split(text, v.limit, v.measure)
 	if v.final != nil {
 		v.final(chunks)
 		return

@@ -129,7 +129,7 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := withPageLink(footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero()), t.pageLink())
 	t.view.setFinal(func(chunks []string) { t.postAnswer(r.id, chunks) })
-	t.view.endRun(foot, "")
+	t.view.endRun(foot)
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash
 	// before that leaves it interrupted, and the next start pushes it.

@@ -139,10 +139,9 @@ func (v *view) disarm() *outbox.Message {
 	return r.seg.msgs[0]
 }
 
-// endRun closes the run: the status message loses its "working" line, the
-// answer is posted, then trailer (the push notice) if any; footer ends the
-// last of them.
-func (v *view) endRun(footerLine, trailer string) runStats {
+// endRun closes the run: the status message loses its "working" line and
+// the answer is posted; footer ends the last of them.
+func (v *view) endRun(footerLine string) runStats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r := v.run
@@ -157,12 +156,7 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 	}
 	answer := strings.Join(r.answer, "\n\n")
 	r.answer = nil
-	last := trailer
-	if last == "" {
-		last = answer
-		answer = ""
-	}
-	if last == "" {
+	if answer == "" {
 		// Nothing to post: the footer ends the status message.
 		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
 		v.finalizeLocked(r)
@@ -171,7 +165,7 @@ func (v *view) endRun(footerLine, trailer string) runStats {
 	}
 	v.finalizeLocked(r)
 	v.endActionsLocked(r)
-	v.postFinalLocked(answer, last+"\n\n"+footerLine)
+	v.postFinalLocked(answer + "\n\n" + footerLine)
 	return r.stats
 }
 

@@ -79,10 +79,10 @@ func (r *viewRig) play(evs ...agent.Event) {
 }
 
 // end closes the run as finishRunWith does: footer from the run's stats, then
-// endRun with the trailer (the push notice).
-func (r *viewRig) end(trailer string, contextTokens, window int, priced bool) {
+// endRun.
+func (r *viewRig) end(contextTokens, window int, priced bool) {
 	st := r.v.stats()
-	r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced), trailer)
+	r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced))
 }
 
 // messages waits for the outbox and returns the thread's messages.
@@ -193,7 +193,7 @@ func TestViewGoldenToolCallsAndAnswer(t *testing.T) {
 		"The test fails because ", "`Parse` drops the last token.\n\n", "I fixed the loop bound in `parser.go`.")
 	r.play(agent.AgentEnd{})
 	r.clock.Advance(time.Second)
-	r.end("", 1860, 128000, false)
+	r.end(1860, 128000, false)
 	msgs := r.golden("tool_calls_and_answer")
 	if len(msgs) != 2 {
 		t.Fatalf("got %d messages, want 2 (status, answer)", len(msgs))
@@ -215,7 +215,7 @@ func TestViewGoldenNarrationBetweenToolCalls(t *testing.T) {
 	r.tool(edit, 3*time.Millisecond, false)
 	r.reply(textReply("Added `GET /healthz` returning 200.", usage(1300, 15)), "Added `GET /healthz` returning 200.")
 	r.clock.Advance(500 * time.Millisecond)
-	r.end("⬆️ pushed `bot/test-C1-100.1` @ `1a2b3c4` · 1 file changed (+4 −0)\n• `internal/http/routes.go` +4 −0", 1315, 128000, true)
+	r.end(1315, 128000, true)
 	msgs := r.golden("narration_between_tool_calls")
 	// 3,300 tokens in at $2/M and 65 out at $8/M.
 	if !strings.HasSuffix(msgs[len(msgs)-1].Text, "$0.0071_") {
@@ -239,7 +239,7 @@ func TestViewGoldenRetrySucceeds(t *testing.T) {
 	// TestViewNoStalePreviewBelowANotice's case.
 	r.reply(textReply("Hi! What can I do for you?", usage(30, 8)))
 	r.play(agent.AutoRetryEnd{Success: true, Attempt: 1}, agent.AgentEnd{})
-	r.end("", 38, 128000, false)
+	r.end(38, 128000, false)
 	msgs := r.golden("retry_succeeds")
 	tr := render(msgs)
 	if !strings.Contains(tr, "retrying in 2s (attempt 1/3)") || !strings.Contains(tr, "retry succeeded") {
@@ -259,7 +259,7 @@ func TestViewGoldenRetryGivesUp(t *testing.T) {
 	r.play(agent.AgentStart{})
 	r.reply(errorReply(unavailable))
 	r.play(agent.AgentEnd{}, agent.AutoRetryEnd{Success: false, Attempt: 2, FinalError: unavailable.Error()})
-	r.end("", 0, 128000, false)
+	r.end(0, 128000, false)
 	msgs := r.golden("retry_gives_up")
 	tr := render(msgs)
 	if !strings.Contains(tr, "gave up after 2 retries: 503: Service Unavailable") {
@@ -276,7 +276,7 @@ func TestViewGoldenCompactionThreshold(t *testing.T) {
 	r.reply(textReply("The module parses config files.", usage(3500, 12)), "The module parses config files.")
 	r.play(agent.AgentEnd{}, agent.AutoCompactionStart{Reason: agent.CompactionThreshold})
 	r.play(agent.AutoCompactionEnd{Reason: agent.CompactionThreshold, TokensBefore: 3512, TokensAfter: 840, Summary: "## Goal"})
-	r.end("", 840, 4000, false)
+	r.end(840, 4000, false)
 	tr := render(r.golden("compaction_threshold"))
 	if !strings.Contains(tr, "compacted context: 3.5k → 840 tokens (threshold)") {
 		t.Errorf("compaction notice lacks the token counts or the reason:\n%s", tr)
@@ -298,7 +298,7 @@ func TestViewGoldenCompactionOverflow(t *testing.T) {
 	r.play(agent.AgentStart{})
 	r.reply(textReply("Here is the answer.", usage(1300, 5)))
 	r.play(agent.AgentEnd{})
-	r.end("", 1305, 8192, false)
+	r.end(1305, 8192, false)
 	tr := render(r.golden("compaction_overflow"))
 	if strings.Contains(tr, "request failed") {
 		t.Errorf("a recovered overflow is shown as a failure:\n%s", tr)
@@ -314,7 +314,7 @@ func TestViewGoldenCompactionFails(t *testing.T) {
 	r.reply(textReply("Done.", usage(3500, 2)), "Done.")
 	r.play(agent.AgentEnd{}, agent.AutoCompactionStart{Reason: agent.CompactionThreshold})
 	r.play(agent.AutoCompactionEnd{Reason: agent.CompactionThreshold, ErrorMessage: "summarize: 500 server_error: The server had an error"})
-	r.end("", 3502, 4000, false)
+	r.end(3502, 4000, false)
 	tr := render(r.golden("compaction_fails"))
 	if !strings.Contains(tr, "compacting context failed (threshold): summarize: 500") {
 		t.Errorf("failed compaction notice:\n%s", tr)
@@ -346,7 +346,7 @@ func TestViewGoldenAbortedStream(t *testing.T) {
 		StopReason: llm.StopReasonAborted, ErrorMessage: "context canceled"}
 	r.reply(partial, "Once upon ", "a time, ", "there was a")
 	r.play(agent.AgentEnd{})
-	r.end("", 20, 128000, false)
+	r.end(20, 128000, false)
 	msgs := r.golden("aborted_stream")
 	last := msgs[len(msgs)-1].Text
 	if !strings.Contains(last, "there was a") || !strings.Contains(last, "stopped") {
@@ -371,7 +371,7 @@ func TestViewGoldenLongAnswerWithCodeBlock(t *testing.T) {
 		t.Fatalf("answer has %d characters, want about 5,000", n)
 	}
 	r.reply(textReply(answer, usage(400, 1500)), answer[:100], answer[100:])
-	r.end("", 1900, 128000, false)
+	r.end(1900, 128000, false)
 	msgs := r.golden("long_answer_code_block")
 	answers := msgs[1:]
 	if len(answers) < 3 {
@@ -407,7 +407,7 @@ func TestViewGoldenFollowUpDeliveredMidRun(t *testing.T) {
 	r.tool(edit, 8*time.Millisecond, false)
 	r.reply(textReply("Docs updated too.", usage(900, 5)), "Docs updated too.")
 	r.play(agent.AgentEnd{})
-	r.end("", 905, 128000, false)
+	r.end(905, 128000, false)
 	msgs := r.golden("followup_mid_run")
 	if len(r.delivered) != 1 || r.delivered[0] != "42" {
 		t.Errorf("delivered = %v, want [42] (the follow-up's acknowledgement must change)", r.delivered)
@@ -439,7 +439,7 @@ func TestViewStatusStreamsThePreview(t *testing.T) {
 		t.Fatalf("status while streaming = %q, want the working line and the preview", render(msgs))
 	}
 	r.play(agent.MessageEnd{Message: textReply("The parser reads tokens one by one.", usage(10, 10))})
-	r.end("", 20, 1000, false)
+	r.end(20, 1000, false)
 	msgs = r.messages()
 	if strings.Contains(msgs[0].Text, "tokens one by one") {
 		t.Errorf("the finished answer is still in the status message: %q", msgs[0].Text)
@@ -523,7 +523,7 @@ func TestViewNoStalePreviewBelowANotice(t *testing.T) {
 			tc.interrupt(r)
 			r.reply(textReply("Hi! What can I do for you?", usage(30, 8)), "Hi! ", "What can I ", "do for you?")
 			r.play(agent.AgentEnd{})
-			r.end("", 38, 128000, false)
+			r.end(38, 128000, false)
 			for i, m := range r.messages() {
 				if strings.Contains(m.Text, "Hi! ") && !strings.Contains(m.Text, "Hi! What can I do for you?") {
 					t.Errorf("message %d is a stale preview of the answer: %q", i+1, m.Text)
@@ -552,7 +552,7 @@ func TestViewStatusSaysWorkingWhileARetryWaits(t *testing.T) {
 	r.play(agent.AgentStart{})
 	r.reply(textReply("done", usage(3, 1)))
 	r.play(agent.AutoRetryEnd{Success: true, Attempt: 1}, agent.AgentEnd{})
-	r.end("", 4, 128000, false)
+	r.end(4, 128000, false)
 	msgs = r.messages()
 	if strings.Contains(msgs[0].Text, "working") || !strings.HasPrefix(msgs[0].Text, "✓ ") {
 		t.Fatalf("after the run, the status is:\n%s", render(msgs))
@@ -565,7 +565,7 @@ func TestViewOverflowThatStaysSaysWhatToDo(t *testing.T) {
 	r.start("hello")
 	r.reply(errorReply(&llm.Error{Kind: llm.ErrorHTTP, StatusCode: 400, Code: "context_length_exceeded", Message: "This model's maximum context length is 8192 tokens"}))
 	r.play(agent.AgentEnd{})
-	r.end("", 9000, 8192, false)
+	r.end(9000, 8192, false)
 	tr := render(r.messages())
 	if !strings.Contains(tr, "no longer fits the model's context window") || !strings.Contains(tr, "`!reset`") || !strings.Contains(tr, "maximum context length") {
 		t.Fatalf("the thread shows:\n%s", tr)
