@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
@@ -159,7 +160,7 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]tr
 	var d storage.EntryDecoder
 	var seq, ts int64
 	var typ string
-	var payload []byte
+	var payload pgtype.DriverBytes // the row's own bytes: Add copies them
 	for rows.Next() {
 		if err := rows.Scan(&seq, &typ, &ts, &payload); err != nil {
 			d.Abort()

@@ -113,3 +113,36 @@ func benchAppend(b *testing.B, db storage.Store, sessions int) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(all[len(all)-1])/float64(time.Millisecond), "max-ms")
 }
+
+// BenchmarkLoadSession5000Postgres is storage's BenchmarkLoadSession5000 (a
+// realistic 5,000-entry session with a compaction every 1,000 entries, loaded
+// whole) on PostgreSQL. It needs THREADSMITH_TEST_POSTGRES or
+// THREADSMITH_REQUIRE_POSTGRES=1.
+func BenchmarkLoadSession5000Postgres(b *testing.B) {
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, storagetest.FreshSchema(b, storagetest.PostgresDSN(b)), postgres.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	entries := sessiongen.Entries(7, 5000)
+	for i := 0; i < len(entries); i += 500 {
+		if err := db.AppendEntries(ctx, s.ID, entries[i:i+500]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if es, err := db.LoadEntries(ctx, s.ID); err != nil || len(es) != 5000 {
+			b.Fatalf("LoadEntries = %d entries, %v", len(es), err)
+		}
+	}
+}
