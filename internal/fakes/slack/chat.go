@@ -3,6 +3,7 @@ package slackfake
 import (
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -170,18 +171,49 @@ func (s *Server) chatPostMessage(p url.Values) (map[string]any, string) {
 		},
 		appID: s.cfg.appID,
 	}
+	warning := ""
 	if md := p.Get("metadata"); md != "" {
-		if !json.Valid([]byte(md)) {
+		valid, ok := metadataOf(md)
+		if !ok {
 			return nil, "invalid_metadata_format"
 		}
-		m.Metadata = json.RawMessage(md)
+		if valid {
+			m.Metadata = json.RawMessage(md)
+		} else {
+			warning = "invalid_metadata_schema"
+		}
 	}
 	s.addLocked(ch, m)
 	parse, linkNames := parseMode("chat.postMessage", p)
 	s.noticeLocked("chat.postMessage", m, parse, linkNames)
 	obj := s.messageObject(ch, m)
 	s.echoLocked(ch, m, s.messageEvent(ch, m))
-	return map[string]any{"channel": ch.info.ID, "ts": m.TS, "message": obj}, ""
+	res := map[string]any{"channel": ch.info.ID, "ts": m.TS, "message": obj}
+	if warning != "" {
+		res["warning"] = warning
+	}
+	return res, ""
+}
+
+// eventType is what Slack takes for a metadata event_type: letters, digits,
+// underscores and hyphens.
+var eventType = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// metadataOf checks a post's metadata as Slack does: ok is false when it is
+// no JSON object (invalid_metadata_format); valid is false when its
+// event_type or event_payload is wrong, which Slack answers with an
+// invalid_metadata_schema warning, posting the message without the metadata.
+func metadataOf(md string) (valid, ok bool) {
+	var v struct {
+		EventType    *string         `json:"event_type"`
+		EventPayload json.RawMessage `json:"event_payload"`
+	}
+	if json.Unmarshal([]byte(md), &v) != nil {
+		return false, false
+	}
+	var payload map[string]any
+	return v.EventType != nil && eventType.MatchString(*v.EventType) &&
+		json.Unmarshal(v.EventPayload, &payload) == nil && payload != nil, true
 }
 
 func (s *Server) chatUpdate(p url.Values) (map[string]any, string) {

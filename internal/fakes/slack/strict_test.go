@@ -178,4 +178,18 @@ func TestLoseResponseNext(t *testing.T) {
 	if m := got[len(got)-1]; m.Metadata.EventType != "k" || m.Metadata.EventPayload["key"] != "v" {
 		t.Errorf("metadata read back %+v, want event k with key v", m.Metadata)
 	}
+	// An event_type with a dot: Slack posts the message with a warning and
+	// drops the metadata.
+	_, _, err = api.PostMessage("C0DEV", slack.MsgOptionText("mis-tagged", false), slack.MsgOptionTS(root),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "thread.post", EventPayload: map[string]any{"key": "v"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _, err = api.GetConversationReplies(&slack.GetConversationRepliesParameters{ChannelID: "C0DEV", Timestamp: root, IncludeAllMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got[len(got)-1]; m.Text != "mis-tagged" || m.Metadata.EventType != "" {
+		t.Errorf("message read back %q with metadata %+v, want it posted without metadata", m.Text, m.Metadata)
+	}
 }
