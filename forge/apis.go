@@ -111,12 +111,8 @@ func (g gitlab) find(ctx context.Context, c *Client, head, base string) (PR, boo
 }
 
 func (g gitlab) create(ctx context.Context, c *Client, r Request) (PR, error) {
-	title := r.Title
-	if r.Draft && !strings.HasPrefix(title, "Draft: ") {
-		title = "Draft: " + title
-	}
 	var m glMR
-	body := map[string]any{"source_branch": r.Head, "target_branch": r.Base, "title": title, "description": r.Body, "remove_source_branch": true}
+	body := map[string]any{"source_branch": r.Head, "target_branch": r.Base, "title": draftTitle(r, "Draft: "), "description": r.Body, "remove_source_branch": true}
 	if err := c.do(ctx, "POST", g.project(c)+"/merge_requests", nil, body, &m); err != nil {
 		return PR{}, err
 	}
@@ -202,12 +198,8 @@ func (g gitea) find(ctx context.Context, c *Client, head, base string) (PR, bool
 }
 
 func (g gitea) create(ctx context.Context, c *Client, r Request) (PR, error) {
-	title := r.Title
-	if r.Draft && !strings.HasPrefix(title, "WIP: ") {
-		title = "WIP: " + title
-	}
 	var p gtPull
-	body := map[string]any{"head": r.Head, "base": r.Base, "title": title, "body": r.Body}
+	body := map[string]any{"head": r.Head, "base": r.Base, "title": draftTitle(r, "WIP: "), "body": r.Body}
 	if err := c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p); err != nil {
 		return PR{}, err
 	}
@@ -273,6 +265,15 @@ func issueComments(ctx context.Context, c *Client, repo string, number int, q ur
 		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
 	}
 	return out, nil
+}
+
+// draftTitle is r's title, marked as a draft by prefix when r asks for one
+// (on the forges whose drafts are a title prefix).
+func draftTitle(r Request, prefix string) string {
+	if r.Draft && !strings.HasPrefix(r.Title, prefix) {
+		return prefix + r.Title
+	}
+	return r.Title
 }
 
 func sortByID(cs []Comment) {
