@@ -14,10 +14,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
 // serve runs h on a real listener on 127.0.0.1 until the test ends.
@@ -37,35 +36,6 @@ func serve(t *testing.T, h http.Handler) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
-
-// scrape fetches /metrics and parses it as Prometheus does.
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
-	t.Helper()
-	code, body := get(t, base+"/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics = %d:\n%s", code, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v\n%s", err, body)
-	}
-	return fams
 }
 
 // value is the value of the series of family name whose labels include want.
@@ -150,7 +120,7 @@ func TestMetricsAreScrapedAndParse(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	fams := scrape(t, serve(t, Handler(m, nil, nil)))
+	fams := opstest.Scrape(t, serve(t, Handler(m, nil, nil)))
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
@@ -193,7 +163,7 @@ func TestAFailedQueueReadLeavesTheRestOfTheScrape(t *testing.T) {
 	m := NewMetrics(BuildInfo{})
 	m.PendingInput(func(context.Context) (map[string]int, error) { return nil, errors.New("database is closed") })
 	m.Pushed("ok")
-	fams := scrape(t, serve(t, Handler(m, nil, nil)))
+	fams := opstest.Scrape(t, serve(t, Handler(m, nil, nil)))
 	if got := value(t, fams, "threadsmith_pushes_total", map[string]string{"result": "ok"}); got != 1 {
 		t.Fatalf("pushes ok = %v, want 1", got)
 	}
@@ -214,17 +184,17 @@ func TestReadinessFollowsItsChecks(t *testing.T) {
 		}},
 	}
 	base := serve(t, Handler(NewMetrics(BuildInfo{}), checks, nil))
-	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+	if code, body := opstest.Get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("GET /healthz = %d %q, want 200 ok", code, body)
 	}
-	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || body != "storage: ok\nslack: not connected\n" {
+	if code, body := opstest.Get(t, base+"/readyz"); code != http.StatusServiceUnavailable || body != "storage: ok\nslack: not connected\n" {
 		t.Fatalf("GET /readyz before connecting = %d %q, want 503 naming slack", code, body)
 	}
 	connected.Store(true)
-	if code, body := get(t, base+"/readyz"); code != http.StatusOK || body != "storage: ok\nslack: ok\n" {
+	if code, body := opstest.Get(t, base+"/readyz"); code != http.StatusOK || body != "storage: ok\nslack: ok\n" {
 		t.Fatalf("GET /readyz once connected = %d %q, want 200", code, body)
 	}
-	if code, _ := get(t, base+"/nothing"); code != http.StatusNotFound {
+	if code, _ := opstest.Get(t, base+"/nothing"); code != http.StatusNotFound {
 		t.Fatalf("GET /nothing = %d, want 404", code)
 	}
 }
@@ -235,7 +205,7 @@ func TestAHangingCheckFailsReadinessInTime(t *testing.T) {
 		return ctx.Err()
 	}}}
 	base := serve(t, Handler(NewMetrics(BuildInfo{}), checks, nil))
-	code, body := get(t, base+"/readyz")
+	code, body := opstest.Get(t, base+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "storage: context deadline exceeded") {
 		t.Fatalf("GET /readyz = %d %q, want 503 after the check's deadline", code, body)
 	}
@@ -273,7 +243,7 @@ func TestPipeSharesOnePortWithAnotherServer(t *testing.T) {
 	if g, want := got.Load(), `POST /slack/events v0=abc {"type":"event_callback"}`; g != want {
 		t.Fatalf("the events server got %q, want %q", g, want)
 	}
-	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+	if code, body := opstest.Get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("GET /healthz on the shared port = %d %q", code, body)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,13 +10,12 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
 // linkedChat is the in-process platform with a connection the test controls.
@@ -27,34 +25,6 @@ type linkedChat struct {
 }
 
 func (c *linkedChat) Connected() bool { return c.up.Load() }
-
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
-
-func scrapeMetrics(t *testing.T, base string) map[string]*dto.MetricFamily {
-	t.Helper()
-	code, body := httpGet(t, base+"/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics = %d\n%s", code, body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	return fams
-}
 
 // metricValue sums the series of a family whose labels include want.
 func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
@@ -102,14 +72,14 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close() })
 	url := "http://" + m.HTTPAddr()
 
-	if code, body := httpGet(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
+	if code, body := opstest.Get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("/healthz = %d %q, want 200 ok", code, body)
 	}
-	if code, body := httpGet(t, url+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "test: not connected") || !strings.Contains(body, "storage: ok") {
+	if code, body := opstest.Get(t, url+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "test: not connected") || !strings.Contains(body, "storage: ok") {
 		t.Fatalf("/readyz before the platform connects = %d %q, want 503 saying so", code, body)
 	}
 	link.up.Store(true)
-	if code, body := httpGet(t, url+"/readyz"); code != http.StatusOK {
+	if code, body := opstest.Get(t, url+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz once connected = %d %q, want 200", code, body)
 	}
 
@@ -139,7 +109,7 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	// the metrics have it (as Prometheus would, a little later).
 	var fams map[string]*dto.MetricFamily
 	for ok := false; !ok; {
-		fams = scrapeMetrics(t, url)
+		fams = opstest.Scrape(t, url)
 		ok = true
 		for _, w := range want {
 			if v, found := metricValue(fams, w.name, w.labels); !found || v != w.value {
@@ -175,7 +145,7 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 func waitReady(t *testing.T, ctx context.Context, url string, want int, line string) {
 	t.Helper()
 	for {
-		code, body := httpGet(t, url+"/readyz")
+		code, body := opstest.Get(t, url+"/readyz")
 		if code == want && strings.Contains(body, line) {
 			return
 		}
@@ -195,12 +165,12 @@ func TestReadinessFollowsTheSlackConnection(t *testing.T) {
 	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
 	end := e.slack.Outage()
 	waitReady(t, e.ctx, url, http.StatusServiceUnavailable, "slack: not connected")
-	if code, _ := httpGet(t, url+"/healthz"); code != http.StatusOK {
+	if code, _ := opstest.Get(t, url+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz during the outage = %d, want 200: the process is alive", code)
 	}
 	end()
 	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
-	fams := scrapeMetrics(t, url)
+	fams := opstest.Scrape(t, url)
 	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "apps.connections.open"}); v < 2 {
 		t.Errorf("apps.connections.open counted %v times, want at least 2 (connect, reconnect)", v)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/config"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
 // pageLinkRe finds a session page link in Slack text (<url|label>).
@@ -51,7 +52,7 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 
 	base := "http://" + e.m.HTTPAddr()
 	for _, link := range []string{footer[1], status[1]} {
-		code, body := httpGet(t, base+link)
+		code, body := opstest.Get(t, base+link)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s = %d\n%s", link, code, body)
 		}
@@ -66,11 +67,11 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 		}
 	}
 	page, _, _ := strings.Cut(footer[1], "?")
-	if code, _ := httpGet(t, base+page); code != http.StatusUnauthorized {
+	if code, _ := opstest.Get(t, base+page); code != http.StatusUnauthorized {
 		t.Errorf("GET %s without the token = %d, want 401", page, code)
 	}
 	// The operator's endpoints still answer beside the pages.
-	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+	if code, _ := opstest.Get(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
 	}
 }
