@@ -83,13 +83,20 @@ var (
 func (a *Adapter) Platform() string    { return a.platform }
 func (a *Adapter) Limits() chat.Limits { return chat.Limits{MaxMessageChars: a.limit} }
 
-// Run makes the adapter deliver what Say sends until ctx ends.
+// Run makes the adapter deliver what Say sends until ctx ends. A Run that
+// starts before the previous one ended (a restarted bot whose old Run has
+// not returned yet) takes over from it.
 func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	a.mu.Lock()
 	a.handler = h
+	select {
+	case <-a.ready: // the previous Run is still in place: this one replaces it
+		a.ready = make(chan struct{})
+	default:
+	}
 	ready := a.ready
-	a.mu.Unlock()
 	close(ready)
+	a.mu.Unlock()
 	<-ctx.Done()
 	a.mu.Lock()
 	if a.ready == ready {
