@@ -55,6 +55,10 @@ func ValidThreadKey(k ThreadKey) error { return k.validate() }
 // way this package's methods report theirs.
 func OpError(op string, err error) error { return opError(op, err) }
 
+// SentinelError returns err, which then also matches sentinel (ErrFull,
+// ErrReadOnly) with errors.Is; its text stays err's.
+func SentinelError(sentinel, err error) error { return codeError{sentinel, err} }
+
 // ValidInboundTransition returns the states an inbound message may leave for
 // state, or ErrInvalidTransition.
 func ValidInboundTransition(state InboundState) ([2]InboundState, error) {

@@ -236,24 +236,14 @@ func wrap(err error) error {
 	case err == nil:
 		return nil
 	case isCode(err, "53100") || isCode(err, "53200"): // disk_full, out_of_memory
-		return codeError{storage.ErrFull, err}
+		return storage.SentinelError(storage.ErrFull, err)
 	case isCode(err, "25006"): // read_only_sql_transaction (a standby, default_transaction_read_only)
-		return codeError{storage.ErrReadOnly, err}
+		return storage.SentinelError(storage.ErrReadOnly, err)
 	}
 	return err
 }
 
-type codeError struct{ sentinel, err error }
-
-func (e codeError) Error() string   { return e.err.Error() }
-func (e codeError) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-func opError(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("storage: %s: %w", op, wrap(err))
-}
+func opError(op string, err error) error { return storage.OpError(op, wrap(err)) }
 
 // lookupError turns pgx.ErrNoRows into storage.ErrNotFound.
 func lookupError(op string, err error) error {

@@ -196,3 +196,18 @@ func TestCommittedWritesSurviveAServerCrash(t *testing.T) {
 		t.Errorf("entries after the crash and a reopen: %d, %v; want 50", len(es), err)
 	}
 }
+
+// A server that refuses writes (a standby, default_transaction_read_only) is
+// storage.ErrReadOnly, as a read-only SQLite file is: Open, which migrates,
+// says so instead of a bare driver error.
+func TestReadOnlyServerIsErrReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dsn := storagetest.FreshSchema(t, storagetest.PostgresDSN(t))
+	db, err := postgres.Open(ctx, dsn+"&default_transaction_read_only=on")
+	if err == nil {
+		db.Close()
+	}
+	if !errors.Is(err, storage.ErrReadOnly) {
+		t.Errorf("Open on a read-only server = %v, want ErrReadOnly", err)
+	}
+}
