@@ -136,18 +136,8 @@ func (db *DB) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		expires := db.nowMS() + ttl.Milliseconds()
-		res, err := tx.ExecContext(ctx, `UPDATE thread_leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND fence = ?`,
-			expires, l.ThreadID, l.Owner, l.Fence)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fenced(ctx, tx, l)
-		}
 		l.Expires = fromMS(expires)
-		return nil
+		return setLeaseExpiry(ctx, tx, l, expires)
 	})
 	if err != nil {
 		return Lease{}, opError("renew lease", err)
@@ -158,24 +148,23 @@ func (db *DB) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease
 // ReleaseLease implements LeaseStore.
 func (db *DB) ReleaseLease(ctx context.Context, l Lease) error {
 	return opError("release lease", db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE thread_leases SET expires_at = 0 WHERE thread_id = ? AND owner = ? AND fence = ?`,
-			l.ThreadID, l.Owner, l.Fence)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fenced(ctx, tx, l)
-		}
-		return nil
+		return setLeaseExpiry(ctx, tx, l, 0)
 	}))
 }
 
-// fenced is the error of a lease the thread no longer has.
-func fenced(ctx context.Context, tx *sql.Tx, l Lease) error {
+// setLeaseExpiry moves the expiry of l, if it is still the thread's lease;
+// otherwise it is a *FencedError.
+func setLeaseExpiry(ctx context.Context, tx *sql.Tx, l Lease, expires int64) error {
+	res, err := tx.ExecContext(ctx, `UPDATE thread_leases SET expires_at = ? WHERE thread_id = ? AND owner = ? AND fence = ?`,
+		expires, l.ThreadID, l.Owner, l.Fence)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
 	var cur int64
-	err := tx.QueryRowContext(ctx, `SELECT fence FROM thread_leases WHERE thread_id = ?`, l.ThreadID).Scan(&cur)
+	err = tx.QueryRowContext(ctx, `SELECT fence FROM thread_leases WHERE thread_id = ?`, l.ThreadID).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}

@@ -57,16 +57,8 @@ func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		expires := db.nowMS() + ttl.Milliseconds()
-		tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = $1 WHERE thread_id = $2 AND owner = $3 AND fence = $4`,
-			expires, l.ThreadID, l.Owner, l.Fence)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fenced(ctx, tx, l)
-		}
 		l.Expires = fromMS(expires)
-		return nil
+		return setLeaseExpiry(ctx, tx, l, expires)
 	})
 	if err != nil {
 		return storage.Lease{}, opError("renew lease", err)
@@ -77,21 +69,20 @@ func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration
 // ReleaseLease implements storage.LeaseStore.
 func (db *DB) ReleaseLease(ctx context.Context, l storage.Lease) error {
 	return opError("release lease", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = 0 WHERE thread_id = $1 AND owner = $2 AND fence = $3`,
-			l.ThreadID, l.Owner, l.Fence)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fenced(ctx, tx, l)
-		}
-		return nil
+		return setLeaseExpiry(ctx, tx, l, 0)
 	}))
 }
 
-func fenced(ctx context.Context, tx pgx.Tx, l storage.Lease) error {
+// setLeaseExpiry moves the expiry of l, if it is still the thread's lease;
+// otherwise it is a *storage.FencedError.
+func setLeaseExpiry(ctx context.Context, tx pgx.Tx, l storage.Lease, expires int64) error {
+	tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = $1 WHERE thread_id = $2 AND owner = $3 AND fence = $4`,
+		expires, l.ThreadID, l.Owner, l.Fence)
+	if err != nil || tag.RowsAffected() > 0 {
+		return err
+	}
 	var cur int64
-	err := tx.QueryRow(ctx, `SELECT fence FROM thread_leases WHERE thread_id = $1`, l.ThreadID).Scan(&cur)
+	err = tx.QueryRow(ctx, `SELECT fence FROM thread_leases WHERE thread_id = $1`, l.ThreadID).Scan(&cur)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
