@@ -24,12 +24,7 @@ func (c Config) Redacted() Config {
 			r.LLM.Models[i] = m
 		}
 	}
-	if c.Agent.BashEnv != nil {
-		r.Agent.BashEnv = make(map[string]string, len(c.Agent.BashEnv))
-		for k, v := range c.Agent.BashEnv {
-			r.Agent.BashEnv[k] = redact(v)
-		}
-	}
+	r.Agent.BashEnv = redactValues(c.Agent.BashEnv)
 	if c.Workspace.Repos != nil {
 		r.Workspace.Repos = make([]Repo, len(c.Workspace.Repos))
 		for i, repo := range c.Workspace.Repos {
