@@ -29,10 +29,18 @@ type reviewer interface {
 // verified is 401 and does nothing; events that are not review comments are
 // acknowledged and ignored (forges retry failures).
 func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handler {
-	repos := map[string]config.Repo{}
+	type hooked struct {
+		config.Repo
+		kind string // the forge, whose way of signing the hook is checked
+	}
+	repos := map[string]hooked{}
 	for _, r := range cfg.Workspace.Repos {
 		if r.WebhookSecret != "" {
-			repos[r.Name] = r
+			kind := r.Forge
+			if fc, err := forge.Resolve(r.URL, r.Forge, r.APIURL, ""); err == nil {
+				kind = fc.Kind
+			}
+			repos[r.Name] = hooked{r, kind}
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,10 +54,7 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}
-		kind := repo.Forge
-		if fc, err := forge.Resolve(repo.URL, repo.Forge, repo.APIURL, ""); err == nil {
-			kind = fc.Kind
-		}
+		kind := repo.kind
 		if !verifyWebhook(kind, repo.WebhookSecret, r.Header, body) {
 			log.Warn("webhook refused: bad signature", "repo", repo.Name)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
