@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +107,61 @@ func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "the answer the crash held back" || !strings.HasPrefix(got[1], "THE-ANSWER of this run") || !strings.Contains(got[1], "⏱") {
 		t.Errorf("stored posts %q: want the recovered one, then this run's answer with its footer", got)
+	}
+}
+
+// An answer posted while its run goes on — input queued during the run joined
+// it, so the answer to the first request goes out before the run ends — is
+// stored before it is posted too, with the run's id, as the closing one is:
+// a crash right after the model wrote it must not lose it.
+func TestAnswerPostedMidRunIsStoredFirst(t *testing.T) {
+	r := newRig(t)
+	g := newGate(t)
+	var n atomic.Int32
+	r.llm.Handle(func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+			return llmfake.TextReply("FIRST-ANSWER to the long job")
+		}
+		return llmfake.TextReply("SECOND-ANSWER after the rename")
+	})
+	th := testThread("67.1")
+	r.say(th, alice, "long job", true)
+	r.waitArrived(g)
+	r.say(th, bob, "then rename the package", false)
+	r.say(th, alice, "!status", false)
+	r.waitText(th, "• Queue: 0 steer, 1 follow-up")
+	g.release()
+	r.waitRuns(th, 1)
+	r.waitUntil("every answer is marked posted", func() bool {
+		posts, err := r.db.UnpostedPosts(r.ctx)
+		return err == nil && len(posts) == 0
+	})
+	r.stop(10 * time.Second)
+
+	raw, err := sql.Open("sqlite", "file:"+r.db.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	rows, err := raw.Query(`SELECT text, run_id, coalesce(message_id, '') FROM pending_posts ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var text, msg string
+		var run sql.NullInt64
+		if err := rows.Scan(&text, &run, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if msg == "" || run.Int64 == 0 {
+			t.Errorf("stored post %q: platform id %q, run %d", text, msg, run.Int64)
+		}
+		got = append(got, text)
+	}
+	if len(got) != 2 || got[0] != "FIRST-ANSWER to the long job" || !strings.HasPrefix(got[1], "SECOND-ANSWER") || !strings.Contains(got[1], "⏱") {
+		t.Errorf("stored posts %q: want the answer posted mid-run, then the closing one with its footer", got)
 	}
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/threadsmith/threadsmith/storage"
 )
 
-// A run's closing messages — its answer and the footer that ends it — must
+// A run's answers — the one posted while it goes on, when input joined it or
+// a notice came, and the closing one with the footer that ends it — must
 // reach the thread even if the process dies right after the model finished.
 // The outbox holds them in memory only, so the thread stores them first
 // (storage.PendingPostStore), in one write, with an idempotency key each;
@@ -29,12 +30,12 @@ import (
 // minutes of the first attempt. Only a Discord restart slower than that can
 // show an answer twice.
 
-// postFinalLocked posts the run's closing text (its answer, ending with the
-// footer), split at the platform's limit.
-func (v *view) postFinalLocked(text string) {
+// postFinalLocked posts an answer of run runID, split at the platform's
+// limit.
+func (v *view) postFinalLocked(runID int64, text string) {
 	chunks := Split(text, v.limit, v.measure)
 	if v.final != nil {
-		v.final(chunks)
+		v.final(runID, chunks)
 		return
 	}
 	for _, c := range chunks {
@@ -42,16 +43,24 @@ func (v *view) postFinalLocked(text string) {
 	}
 }
 
-// setFinal sets the hook that posts a run's closing messages.
-func (v *view) setFinal(f func(chunks []string)) {
+// setRunID tells the view the storage id of the run it shows (or is about
+// to show), for the answers it posts.
+func (v *view) setRunID(id int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.final = f
+	switch {
+	case v.run != nil:
+		v.run.id = id
+	case v.armed != nil:
+		v.armed.id = id
+	}
 }
 
-// postAnswer stores a run's closing messages, then posts them (the view's
-// final hook, on the owner goroutine while the run ends).
-func (t *thread) postAnswer(runID int64, chunks []string) {
+// postAnswer stores a run's answer messages, then posts them (the view's
+// final hook: on the owner goroutine while the run ends, on the session's
+// event queue for an answer posted while it goes on). threadID is t.rec.ID,
+// which only the owner may read.
+func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 	// The status message's final text goes to storage first, so that a
 	// crash from here on shows it (marked interrupted), not "working…".
 	t.saver.flush()
@@ -62,7 +71,7 @@ func (t *thread) postAnswer(runID int64, chunks []string) {
 	}
 	posts := make([]storage.PendingPost, len(chunks))
 	for i, c := range chunks {
-		posts[i] = storage.PendingPost{ThreadID: t.rec.ID, RunID: runID, Key: newPostKey(), Text: c}
+		posts[i] = storage.PendingPost{ThreadID: threadID, RunID: runID, Key: newPostKey(), Text: c}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	ids, err := store.RecordPendingPosts(ctx, posts)

@@ -71,6 +71,7 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	}
 	r.id = id
 	t.run = r
+	t.view.setRunID(id)
 	if status != nil {
 		t.saver.track(status, t.rec.ID, r.id, t.ref.Channel, text)
 	}
@@ -128,7 +129,6 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	// crash while pushing must not lose it.
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := withPageLink(footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero()), t.pageLink())
-	t.view.setFinal(func(chunks []string) { t.postAnswer(r.id, chunks) })
 	t.view.endRun(foot)
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash

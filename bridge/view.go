@@ -44,9 +44,10 @@ type view struct {
 	// start itself (input queued during a compaction, delivered afterwards).
 	onRunStart func()
 	price      func() Price
-	// final posts a run's closing messages (answer, footer) when set:
-	// the thread stores them first, so a crash cannot lose them (thread_answer.go).
-	final func(chunks []string)
+	// final posts a run's answers (the last one ends with the footer) when
+	// set: the thread stores them first, so a crash cannot lose them
+	// (thread_answer.go). runID is the run's storage id, 0 if not known yet.
+	final func(runID int64, chunks []string)
 
 	mu      sync.Mutex
 	run     *runState
@@ -65,6 +66,7 @@ type notice struct {
 }
 
 type runState struct {
+	id         int64  // the run's storage id (setRunID), 0 until the thread knows it
 	context    string // "`repo` · `branch`"
 	seg        *segment
 	stats      runStats
@@ -165,7 +167,7 @@ func (v *view) endRun(footerLine string) runStats {
 	}
 	v.finalizeLocked(r)
 	v.endActionsLocked(r)
-	v.postFinalLocked(answer + "\n\n" + footerLine)
+	v.postFinalLocked(r.id, answer+"\n\n"+footerLine)
 	return r.stats
 }
 
@@ -244,7 +246,9 @@ func (v *view) flushAnswerLocked(r *runState) {
 	text := strings.Join(r.answer, "\n\n")
 	r.answer = nil
 	v.sealLocked(r)
-	v.postChunks(text)
+	// An answer posted while the run goes on (input joined it, a notice
+	// came) is stored first as the closing one is.
+	v.postFinalLocked(r.id, text)
 }
 
 // sealLocked renders the current status segment for good (no "working" line, no
