@@ -141,9 +141,14 @@ func (db *DB) writeLoop() {
 				break
 			}
 		}
-		recent = max(db.commitBatch(batch), recent-recent/8)
+		recent = nextRecent(recent, db.commitBatch(batch))
 	}
 }
+
+// nextRecent is recent after a commit of n writes: n, or recent less an
+// eighth (rounded up, so that it comes down to a lone writer's 1 instead of
+// staying at 7 and below after a burst).
+func nextRecent(recent, n int) int { return max(n, recent-(recent+7)/8) }
 
 // maxYields bounds the yields before a commit: each brings the writers that
 // became runnable meanwhile, and a few cover a burst's stragglers. (A

@@ -61,6 +61,25 @@ func TestGroupCommitWaitsForReleasedWriters(t *testing.T) {
 	})
 }
 
+// After a burst, the writer's memory of it fades: a lone writer's commits
+// bring it back to 1, where the writer no longer yields before committing.
+func TestRecentCommitsFadeAfterABurst(t *testing.T) {
+	recent := nextRecent(0, 40)
+	if recent != 40 {
+		t.Fatalf("after a commit of 40: %d", recent)
+	}
+	lone := 0
+	for ; recent > 1 && lone < 100; lone++ {
+		recent = nextRecent(recent, 1)
+	}
+	if recent != 1 {
+		t.Errorf("after %d commits of one write: recent %d, want 1 (the writer yields before each commit above it)", lone, recent)
+	}
+	if got := nextRecent(9, 3); got != 7 {
+		t.Errorf("nextRecent(9, 3) = %d, want 7 (an eighth less, rounded up)", got)
+	}
+}
+
 // SetCommitYields sets how often the writer yields before a commit (0: the
 // code path before it did) for the benchmarks; it returns the restore. Call it
 // before Open: the writer reads it without synchronization.
