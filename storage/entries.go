@@ -16,8 +16,8 @@ import (
 var _ agent.Store = (*DB)(nil)
 
 // AppendEntries stores entries of a session atomically: all of them or, on
-// error, none (one transaction, or one savepoint of a commit shared with other
-// writes arriving at the same moment). Each entry's Seq is its place in the
+// error, none (one transaction, possibly a commit shared with other writes
+// arriving at the same moment: see commitBatch). Each entry's Seq is its place in the
 // record; a seq the session already has is refused with a *DuplicateEntryError.
 // A user message carrying an InputID marks that inbound message delivered in
 // the same transaction (see Inbound: delivery is derived from the entry).

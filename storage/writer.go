@@ -182,7 +182,7 @@ func (db *DB) commitBatch(batch []*writeReq) int {
 	switch len(taken) {
 	case 0:
 		return 0
-	case 1: // nothing to share: no savepoint needed
+	case 1: // nothing to share
 		r := taken[0]
 		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
 		return 1
