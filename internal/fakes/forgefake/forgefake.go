@@ -3,7 +3,9 @@
 // requests, on 127.0.0.1, as strictly as the real ones: the forge's own
 // authentication header, required fields, its answer to a duplicate request
 // (GitHub 422 "A pull request already exists", GitLab and Gitea 409), 403 for
-// a token without rights, and rate-limit answers on demand.
+// a token without rights, the limits on a title and description (GitHub 256
+// and 65,536 characters, GitLab 255 and 1,048,576, Gitea 255), and
+// rate-limit answers on demand.
 package forgefake
 
 import (
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // PR is a pull request the fake holds.
@@ -246,6 +249,9 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"message": "head, base and title are required"}}})
 			return
 		}
+		if s.refuseTooLong(w, body, "title", "body") {
+			return
+		}
 		for _, p := range s.prs {
 			if p.Open && p.Fork == "" && p.Head == head && p.Base == base {
 				if s.Kind == "gitea" {
@@ -268,6 +274,9 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 		p := s.pull(n)
 		if p == nil {
 			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+			return
+		}
+		if s.refuseTooLong(w, body, "title", "body") {
 			return
 		}
 		if t := str(body, "title"); t != "" {
@@ -344,6 +353,9 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "source_branch, target_branch and title are required"})
 			return
 		}
+		if s.refuseTooLong(w, body, "title", "description") {
+			return
+		}
 		for _, p := range s.prs {
 			if p.Open && p.Fork == "" && p.Head == head {
 				writeJSON(w, http.StatusConflict, map[string]any{"message": []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", p.Number)}})
@@ -358,6 +370,9 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 		p := s.pull(n)
 		if p == nil {
 			writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
+			return
+		}
+		if s.refuseTooLong(w, body, "title", "description") {
 			return
 		}
 		if d, ok := body["description"].(string); ok {
@@ -379,4 +394,39 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
 	}
+}
+
+// Length limits of a request's title and description, in characters, per
+// forge: GitHub's 256 and 65,536, GitLab's 255 and 1,048,576, Gitea's 255
+// (its description has none).
+var (
+	maxTitle = map[string]int{"github": 256, "gitlab": 255, "gitea": 255}
+	maxBody  = map[string]int{"github": 65536, "gitlab": 1 << 20}
+)
+
+// refuseTooLong answers the forge's validation error, and reports true, when
+// body's title or description field (named titleKey and bodyKey) is longer
+// than the forge takes.
+func (s *Server) refuseTooLong(w http.ResponseWriter, body map[string]any, titleKey, bodyKey string) bool {
+	field, limit := "", 0
+	switch {
+	case utf8.RuneCountInString(str(body, titleKey)) > maxTitle[s.Kind]:
+		field, limit = titleKey, maxTitle[s.Kind]
+	case maxBody[s.Kind] > 0 && utf8.RuneCountInString(str(body, bodyKey)) > maxBody[s.Kind]:
+		field, limit = bodyKey, maxBody[s.Kind]
+	default:
+		return false
+	}
+	msg := fmt.Sprintf("is too long (maximum is %d characters)", limit)
+	switch s.Kind {
+	case "gitlab":
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{field: []string{msg}}})
+	case "gitea":
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "[" + strings.ToUpper(field[:1]) + field[1:] + "]: MaxSize"})
+	default:
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{
+			{"resource": "PullRequest", "code": "custom", "field": field, "message": field + " " + msg},
+		}})
+	}
+	return true
 }
