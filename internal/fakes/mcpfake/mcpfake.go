@@ -17,6 +17,7 @@ package mcpfake
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,7 +52,7 @@ func jsonProps(names string) map[string]any {
 
 func arg(req *mcp.CallToolRequest, name string) string {
 	var m map[string]any
-	_ = jsonUnmarshal(req.Params.Arguments, &m)
+	_ = json.Unmarshal(req.Params.Arguments, &m) // no arguments: m stays nil
 	s, _ := m[name].(string)
 	return s
 }
