@@ -346,7 +346,7 @@ func everyType() []transcript.Entry {
 		transcript.MessageEntry(0, llm.Message{Role: llm.RoleUser, Timestamp: 1, InputID: "17",
 			Content: []llm.Content{llm.Text("look at this ✓ \"quoted\" \\ <tag>"), llm.Image("image/png", "iVBORw0KGgo=")}}),
 		transcript.MessageEntry(1, llm.Message{Role: llm.RoleAssistant, Timestamp: 2, StopReason: llm.StopReasonError,
-			ErrorMessage: "429", ErrorInfo: &llm.Error{Kind: llm.ErrorHTTP, StatusCode: 429, Message: "slow down"}}),
+			ErrorMessage: "429", ErrorInfo: &llm.Error{Kind: llm.ErrorHTTP, StatusCode: 429, Code: "rate_limit_exceeded", Message: "slow down", RetryAfter: 2e9}}),
 		transcript.MessageEntry(2, llm.Message{Role: llm.RoleAssistant, Timestamp: 3, Provider: "openai", Model: "gpt-4.1",
 			Usage:      &llm.Usage{Input: 10, Output: 5, CacheRead: 2, CacheWrite: 1, TotalTokens: 18},
 			StopReason: llm.StopReasonToolUse,
@@ -354,14 +354,16 @@ func everyType() []transcript.Entry {
 				llm.ToolCall("c1", "read", json.RawMessage(`{"path":"a.go"}`))}}),
 		transcript.MessageEntry(3, llm.Message{Role: llm.RoleToolResult, Timestamp: 4, ToolCallID: "c1", ToolName: "read",
 			IsError: true, Details: json.RawMessage(`{"truncated":true}`), Content: []llm.Content{llm.Text("no such file")}}),
-		transcript.MessageEntry(4, llm.Message{Role: llm.RoleBashExecution, Bash: &llm.BashExecution{Command: "ls", Output: "a.go", ExitCode: &exit}}),
-		{Seq: 5, Type: transcript.EntryCompaction, Timestamp: 7, Compaction: &transcript.Compaction{Summary: "## Goal\nfix it",
+		transcript.MessageEntry(4, llm.Message{Role: llm.RoleCustom, CustomType: "thread_context", Display: true,
+			Content: []llm.Content{llm.Text("earlier: alice said hi")}}),
+		transcript.MessageEntry(5, llm.Message{Role: llm.RoleBashExecution, Bash: &llm.BashExecution{Command: "ls", Output: "a.go", ExitCode: &exit}}),
+		{Seq: 6, Type: transcript.EntryCompaction, Timestamp: 7, Compaction: &transcript.Compaction{Summary: "## Goal\nfix it",
 			FirstKeptSeq: 3, TokensBefore: 123456, ReadFiles: []string{"a.go"}, ModifiedFiles: []string{"b.go"}, Reason: "overflow"}},
-		{Seq: 6, Type: transcript.EntryModelChange, Timestamp: 8, ModelChange: &transcript.ModelChange{Provider: "openai", Model: "o3"}},
-		{Seq: 7, Type: transcript.EntryThinkingLevel, Timestamp: 9, ThinkingLevel: "high"},
-		{Seq: 8, Type: transcript.EntryCustom, Timestamp: 10, Custom: &transcript.Custom{Kind: "label", Data: json.RawMessage(`{"x":[1,2]}`)}},
+		{Seq: 7, Type: transcript.EntryModelChange, Timestamp: 8, ModelChange: &transcript.ModelChange{Provider: "openai", Model: "o3"}},
+		{Seq: 8, Type: transcript.EntryThinkingLevel, Timestamp: 9, ThinkingLevel: "high"},
+		{Seq: 9, Type: transcript.EntryCustom, Timestamp: 10, Custom: &transcript.Custom{Kind: "label", Data: json.RawMessage(`{"x":[1,2]}`)}},
 		// A type from a newer version: carried along byte for byte.
-		{Seq: 9, Type: "branch_summary", Timestamp: 11, Raw: json.RawMessage(`{"type":"branch_summary",  "summary":"s","fromId":"x"}`)},
+		{Seq: 10, Type: "branch_summary", Timestamp: 11, Raw: json.RawMessage(`{"type":"branch_summary",  "summary":"s","fromId":"x"}`)},
 	}
 }
 
