@@ -26,7 +26,7 @@ type linkedChat struct {
 
 func (c *linkedChat) Connected() bool { return c.up.Load() }
 
-// metricValue sums the series of a family whose labels include want.
+// metricValue sums the series of a family whose labels include all of want.
 func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
 	f := fams[name]
 	if f == nil {
@@ -35,10 +35,19 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string
 	sum, found := 0.0, false
 next:
 	for _, m := range f.Metric {
+		// Every wanted label must be there with its value: a series without
+		// the label is not a match.
+		matched := 0
 		for _, l := range m.Label {
-			if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-				continue next
+			if v, ok := want[l.GetName()]; ok {
+				if v != l.GetValue() {
+					continue next
+				}
+				matched++
 			}
+		}
+		if matched != len(want) {
+			continue
 		}
 		found = true
 		switch {
