@@ -164,6 +164,44 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 			t.Errorf("statuses %+v, want %+v", got, want)
 		}
 	})
+	// Where the workspace has agent sessions, the thread's session is
+	// processing while the bot works and active after; the assistant status
+	// is not used.
+	t.Run("agent sessions", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAgentSessions(), slackfake.WithAssistantThreads())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		for _, s := range []string{"is working…", ""} {
+			if err := a.SetStatus(ctx, th, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []slackfake.AgentStatus{{Channel: "C0DEV", ThreadTS: th.Thread, Status: "processing"}, {Channel: "C0DEV", ThreadTS: th.Thread, Status: "active"}}
+		if got := srv.AgentStatuses(); !slices.Equal(got, want) {
+			t.Errorf("agent statuses %+v, want %+v", got, want)
+		}
+		if got := srv.CallsTo("assistant.threads.setStatus"); len(got) != 0 {
+			t.Errorf("assistant status calls %+v, want none", got)
+		}
+	})
+	// Without them, the first refusal sends the adapter to the assistant
+	// status in that channel for good: one probe, not one per status.
+	t.Run("no agent sessions", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAssistantThreads())
+		a := newAdapter(t, srv)
+		th := thread(srv, "C0DEV")
+		for _, s := range []string{"is working…", "", "is working…"} {
+			if err := a.SetStatus(ctx, th, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := srv.CallsTo("agents.sessions.setStatus"); len(got) != 1 || got[0].Error != "unknown_method" {
+			t.Errorf("agents.sessions.setStatus calls %+v, want one, answered unknown_method", got)
+		}
+		if got := len(srv.Statuses()); got != 3 {
+			t.Errorf("assistant statuses = %d, want 3", got)
+		}
+	})
 }
 
 // A whisper goes where its reader sees it: Slack hides an ephemeral message
