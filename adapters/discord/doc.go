@@ -93,7 +93,10 @@
 // edit and upload carries allowed_mentions with no parse types and, as its
 // only user, the last person whose input the handler accepted in that
 // conversation. Posts carry a nonce with enforce_nonce (PostOnce), so a post
-// retried after a timeout is created once.
+// retried after a timeout is created once. Discord holds a nonce for a few
+// minutes only: an answer posted again at the next start, longer after a
+// crash that cut off its first attempt, may show twice (Slack's PostOnce
+// looks for its key in the thread instead).
 //
 // # Rate limits and errors
 //
