@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/forge"
@@ -94,22 +95,36 @@ func (t *thread) prNoteOnce(why string) string {
 // prBody is the pull request's description: where it comes from and what
 // the branch did so far.
 func (t *thread) prBody(ctx context.Context, subjects []string) string {
+	name := ""
+	if a := t.requester.Load(); a != nil {
+		name = a.Name
+	}
+	return prDescription(platformTitle(t.ref.Platform), strings.TrimPrefix(t.link(ctx), "Thread: "), name, subjects)
+}
+
+// prDescription writes prBody. The commit subjects are the model's words and
+// the name is the person's choice: an @ in them does not mention anyone on
+// the forge (a zero-width space follows it), or a commit subject could ping
+// any user or team there.
+func prDescription(platform, link, requester string, subjects []string) string {
 	var b strings.Builder
-	link := strings.TrimPrefix(t.link(ctx), "Thread: ")
-	fmt.Fprintf(&b, "Opened by threadsmith from a %s thread: %s\n\n", platformTitle(t.ref.Platform), link)
-	if a := t.requester.Load(); a != nil && a.Name != "" {
-		fmt.Fprintf(&b, "Requested by %s.\n\n", a.Name)
+	fmt.Fprintf(&b, "Opened by threadsmith from a %s thread: %s\n\n", platform, link)
+	if requester != "" {
+		fmt.Fprintf(&b, "Requested by %s.\n\n", noMentions(requester))
 	}
 	if len(subjects) > 0 {
 		b.WriteString("## What was asked and done\n\n")
 		for _, s := range subjects {
-			fmt.Fprintf(&b, "- %s\n", s)
+			fmt.Fprintf(&b, "- %s\n", noMentions(s))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("Every commit is the agent's work in that thread; reply there (or review here and say `!review` in the thread) to change it.\n")
 	return b.String()
 }
+
+// noMentions keeps the forge from reading @name in s as a mention.
+func noMentions(s string) string { return strings.ReplaceAll(s, "@", "@\u200b") }
 
 // prText answers !pr: the thread's pull request, opened if needed.
 func (t *thread) prText(ctx context.Context) string {
@@ -209,7 +224,11 @@ func (t *thread) reviewInput(ctx context.Context, in agent.Input) (agent.InputRe
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if len(s) > 72 {
-		s = s[:72]
+		cut := 72
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
 	}
 	return s
 }

@@ -1,0 +1,32 @@
+package bridge
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The pull request's description carries commit subjects (the model writes
+// them) and the requester's display name (the person's choice): neither can
+// mention a user or a team on the forge.
+func TestPullRequestDescriptionMentionsNobody(t *testing.T) {
+	body := prDescription("Slack", "https://chat.example/t/1", "@admin", []string{"Fix the build, cc @acme/security @bob", "Add docs"})
+	if m := regexp.MustCompile(`@[A-Za-z0-9]`).FindAllString(body, -1); len(m) > 0 {
+		t.Errorf("the description mentions %q:\n%s", m, body)
+	}
+	for _, want := range []string{"https://chat.example/t/1", "Fix the build", "acme/security", "- Add docs", "admin"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the description lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// A request's first line becomes a title of at most 72 bytes, cut between
+// characters.
+func TestFirstLineCutsBetweenCharacters(t *testing.T) {
+	got := firstLine(strings.Repeat("a", 71) + "ééé\nmore")
+	if !utf8.ValidString(got) || len(got) > 72 || !strings.HasPrefix(got, strings.Repeat("a", 71)) {
+		t.Errorf("firstLine = %q (%d bytes)", got, len(got))
+	}
+}
