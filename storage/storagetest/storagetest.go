@@ -989,34 +989,52 @@ func testOps(t *testing.T, s *suite) {
 }
 
 func testPendingPosts(t *testing.T, s *suite) {
-	pp, ok := s.db.(storage.PendingPostStore)
-	if !ok {
-		t.Skip("the backend keeps no pending posts")
-	}
 	th := s.thread("slack", "1.0")
 	run, _ := s.db.StartRun(s.ctx, th.ID, s.session(th).ID, 0)
-	ids, err := pp.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: th.ID, RunID: run, Key: "k1", Text: "answer"}, {ThreadID: th.ID, Key: "k2", Text: "footer"}})
-	if err != nil || len(ids) != 2 {
+	before := s.clock.Now().Truncate(time.Millisecond)
+	ids, err := s.db.RecordPendingPosts(s.ctx, []storage.PendingPost{
+		{ThreadID: th.ID, RunID: run, Key: "k1", Text: "answer"},
+		{ThreadID: th.ID, RunID: run, Key: "k2", Text: "footer"},
+		{ThreadID: th.ID, Key: "k3", Text: "refused"},
+	})
+	after := s.clock.Now()
+	if err != nil || len(ids) != 3 {
 		t.Fatalf("RecordPendingPosts = %v, %v", ids, err)
 	}
-	if _, err := pp.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: th.ID, Key: "", Text: "x"}}); err == nil {
+	if _, err := s.db.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: th.ID, Key: "", Text: "x"}}); err == nil {
 		t.Error("a post without a key was recorded")
 	}
-	_, err = pp.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: 99999, Key: "k3", Text: "x"}})
+	if _, err := s.db.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: th.ID, Key: "k1", Text: "again"}}); err == nil {
+		t.Error("a key was recorded twice")
+	}
+	_, err = s.db.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: 99999, Key: "k4", Text: "x"}})
 	wantErr(t, "a post of an unknown thread", err, storage.ErrNotFound)
-	if err := pp.MarkPosted(s.ctx, ids[0], "9.9"); err != nil {
+	if err := s.db.MarkPosted(s.ctx, ids[0], "9.9"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pp.MarkPosted(s.ctx, ids[0], "other"); err != nil {
+	if err := s.db.MarkPosted(s.ctx, ids[0], "other"); err != nil {
 		t.Errorf("marking twice: %v", err)
 	}
-	wantErr(t, "MarkPosted of an unknown post", pp.MarkPosted(s.ctx, 99999, ""), storage.ErrNotFound)
+	if err := s.db.MarkPosted(s.ctx, ids[2], ""); err != nil { // the platform refused it for good
+		t.Fatal(err)
+	}
+	wantErr(t, "MarkPosted of an unknown post", s.db.MarkPosted(s.ctx, 99999, ""), storage.ErrNotFound)
+	// The process dies before the footer was accepted.
 	s.db.Close()
 	s.db = s.reopen()
-	left, err := s.db.(storage.PendingPostStore).UnpostedPosts(s.ctx)
-	if err != nil || len(left) != 1 || left[0].ID != ids[1] || left[0].Key != "k2" || left[0].Text != "footer" || left[0].Thread != th.Key ||
-		left[0].RunID != 0 || left[0].CreatedAt.IsZero() {
-		t.Errorf("UnpostedPosts after a restart = %+v, %v", left, err)
+	left, err := s.db.UnpostedPosts(s.ctx)
+	if err != nil || len(left) != 1 {
+		t.Fatalf("UnpostedPosts after a restart = %+v, %v; want the footer", left, err)
+	}
+	want := storage.PendingPost{ID: ids[1], ThreadID: th.ID, Thread: th.Key, RunID: run, Key: "k2", Text: "footer", CreatedAt: left[0].CreatedAt}
+	if left[0] != want || left[0].CreatedAt.Before(before) || left[0].CreatedAt.After(after) {
+		t.Errorf("UnpostedPosts after a restart = %+v, want %+v created in [%s, %s]", left[0], want, before, after)
+	}
+	if err := s.db.MarkPosted(s.ctx, ids[1], "9.10"); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.db.UnpostedPosts(s.ctx); err != nil || len(left) != 0 {
+		t.Errorf("UnpostedPosts after marking = %+v, %v; want none", left, err)
 	}
 }
 
