@@ -106,21 +106,31 @@ func isHandleByte(c byte) bool {
 	return c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
+// blockText is a mrkdwn or markdown text of a message's blocks.
+type blockText struct {
+	text string
+	// parsed says Slack parses the text as a client would: a mrkdwn text
+	// object that is not verbatim ("certain mentions will be automatically
+	// parsed"), or a markdown block, read as strictly.
+	parsed bool
+}
+
 // blockTexts returns the text of every mrkdwn or markdown text in blocks
 // (plain_text never notifies).
-func blockTexts(raw json.RawMessage) []string {
+func blockTexts(raw json.RawMessage) []blockText {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return nil
 	}
-	var out []string
+	var out []blockText
 	var walk func(any)
 	walk = func(x any) {
 		switch x := x.(type) {
 		case map[string]any:
 			if t, _ := x["type"].(string); t == "mrkdwn" || t == "markdown" {
 				if s, ok := x["text"].(string); ok {
-					out = append(out, s)
+					verbatim, _ := x["verbatim"].(bool)
+					out = append(out, blockText{text: s, parsed: t == "markdown" || !verbatim})
 				}
 			}
 			for _, v := range x {
@@ -138,10 +148,14 @@ func blockTexts(raw json.RawMessage) []string {
 
 // noticeLocked records who a post or update of m would notify, if anyone.
 func (s *Server) noticeLocked(method string, m *message, parse string, linkNames bool) {
-	texts := append([]string{m.Text}, blockTexts(m.Blocks)...)
+	texts := append([]blockText{{text: m.Text}}, blockTexts(m.Blocks)...)
 	var all Mentioned
 	for _, t := range texts {
-		got := Mentions(t, parse, linkNames, s.groupHandles)
+		p := parse
+		if t.parsed {
+			p = "full"
+		}
+		got := Mentions(t.text, p, linkNames, s.groupHandles)
 		for _, v := range got.Special {
 			all.add(&all.Special, v)
 		}

@@ -95,6 +95,18 @@ func TestNoticesRecordWhoWouldBeNotified(t *testing.T) {
 	check(0, "chat.postMessage", []string{"here", "everyone"}, []string{"S0DEVS"}, []string{"U0BOB"})
 	check(1, "chat.postMessage", []string{"channel"}, []string{"S0DEVS"}, nil)
 	check(2, "chat.update", []string{"here"}, nil, nil)
+
+	// A mrkdwn section that is not verbatim parses "@channel" on its own,
+	// whatever parse the message says; a verbatim one does not.
+	section := func(verbatim bool) slack.MsgOption {
+		return slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "@channel look", false, verbatim), nil, nil))
+	}
+	before := len(srv.Notices())
+	post("x", section(true), slack.MsgOptionParse(false))
+	post("x", section(false), slack.MsgOptionParse(false))
+	if got := srv.Notices()[before:]; len(got) != 1 || !slices.Equal(got[0].Special, []string{"channel"}) {
+		t.Errorf("notices for the sections %+v, want one, @channel, for the one not verbatim", got)
+	}
 }
 
 func TestMissingScope(t *testing.T) {
