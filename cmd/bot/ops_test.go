@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/ops"
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
@@ -185,5 +188,36 @@ func TestReadinessFollowsTheSlackConnection(t *testing.T) {
 	}
 	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "auth.test", "code": "2xx"}); v < 1 {
 		t.Errorf("auth.test counted %v times, want at least 1", v)
+	}
+}
+
+type pingFunc func(context.Context) error
+
+func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// /readyz can be as public as the session pages: a storage that does not
+// answer is said so there, and why (the database's address, user, file)
+// only in the log.
+func TestReadinessKeepsTheStorageErrorInTheLog(t *testing.T) {
+	detail := errors.New("failed to connect to `user=threadsmith database=prod`: db.internal:5432: dial error")
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	var draining atomic.Bool
+	check := storageCheck(pingFunc(func(context.Context) error { return detail }), &draining, log)
+	srv := httptest.NewServer(ops.Handler(ops.NewMetrics(ops.BuildInfo{}), []ops.Check{check}, nil))
+	defer srv.Close()
+	code, body := opstest.Get(t, srv.URL+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "storage: not answering") {
+		t.Errorf("/readyz = %d %q, want 503 saying storage is not answering", code, body)
+	}
+	if strings.Contains(body, "db.internal") || strings.Contains(body, "threadsmith") {
+		t.Errorf("/readyz shows the storage's error: %q", body)
+	}
+	if !strings.Contains(logged.String(), "db.internal") {
+		t.Errorf("the log lacks the storage's error:\n%s", logged.String())
+	}
+	draining.Store(true)
+	if _, body := opstest.Get(t, srv.URL+"/readyz"); !strings.Contains(body, "storage: shutting down") {
+		t.Errorf("/readyz while draining = %q", body)
 	}
 }

@@ -125,18 +125,30 @@ func (m *Main) HTTPAddr() string {
 	return m.httpLn.Addr().String()
 }
 
+// storageCheck is readiness's storage line. /readyz may be as public as the
+// session pages (they can share a port), so a failed ping says only that
+// storage does not answer; its error (the database's host, user, file) goes
+// to the log.
+func storageCheck(db interface{ Ping(context.Context) error }, draining *atomic.Bool, log *slog.Logger) ops.Check {
+	return ops.Check{Name: "storage", Ready: func(ctx context.Context) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		if err := db.Ping(ctx); err != nil {
+			log.Warn("readiness: storage does not answer", "err", err)
+			return errors.New("not answering")
+		}
+		return nil
+	}}
+}
+
 // serveOps serves the operator's endpoints until Close ends them (not ctx:
 // /healthz answers through a graceful shutdown, /readyz says it drains).
 func (m *Main) serveOps(log *slog.Logger, adapters []chat.Adapter) {
 	if m.httpLn == nil {
 		return
 	}
-	checks := []ops.Check{{Name: "storage", Ready: func(ctx context.Context) error {
-		if m.draining.Load() {
-			return errors.New("shutting down")
-		}
-		return m.DB.Ping(ctx)
-	}}}
+	checks := []ops.Check{storageCheck(m.DB, &m.draining, log)}
 	for _, a := range adapters {
 		checks = append(checks, ops.Check{Name: a.Platform(), Ready: func(context.Context) error {
 			switch c, ok := a.(connector); {
