@@ -277,13 +277,15 @@ func TestKillEndsEverything(t *testing.T) {
 	p.Kill() // after Wait: harmless
 }
 
-func TestNetworkIsOffByDefault(t *testing.T) {
+// hostListener listens on the host's 127.0.0.1 until the test ends and
+// closes every connection it accepts; accepted holds a value once one came.
+func hostListener(t *testing.T) (port int, accepted <-chan struct{}) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	accepted := make(chan struct{}, 1)
+	t.Cleanup(func() { ln.Close() })
+	ch := make(chan struct{}, 1)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -291,10 +293,17 @@ func TestNetworkIsOffByDefault(t *testing.T) {
 				return
 			}
 			c.Close()
-			accepted <- struct{}{}
+			select {
+			case ch <- struct{}{}:
+			default: // one is enough, and the loop must not block
+			}
 		}
 	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, ch
+}
+
+func TestNetworkIsOffByDefault(t *testing.T) {
+	port, accepted := hostListener(t)
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -466,21 +475,8 @@ func TestTmpfsIsCappedLikeMemory(t *testing.T) {
 }
 
 func TestWithNetworkPerCommand(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	script := fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%d && echo connected) 2>&1", ln.Addr().(*net.TCPAddr).Port)
+	port, _ := hostListener(t)
+	script := fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%d && echo connected) 2>&1", port)
 	r := newRig(t, sandbox.Config{})
 	off := r.sb
 	r.sb = off.WithNetwork(true)
