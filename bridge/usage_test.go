@@ -10,7 +10,9 @@ import (
 )
 
 // !status shows the thread's totals: prompt tokens and the share the cache
-// served, output tokens, replies, and the cost the router priced them at.
+// served, output tokens, replies, and the cost the router priced them at. A
+// run's usage is stored with the run when it ends, and !status shows the last
+// run's next to the totals: tokens, cache share, cost, models.
 func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
 	r := newRig(t)
 	// The router needs the rig's fake server, which exists only now; no
@@ -20,7 +22,8 @@ func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.b.cfg.Model = llm.NewRouter(map[string]llm.Route{
-		mainModel: {Model: client, Price: llm.Price{Input: 2, Output: 8, CacheRead: 0.5}},
+		mainModel:  {Model: client, Price: llm.Price{Input: 2, Output: 8, CacheRead: 0.5}},
+		otherModel: {Model: client},
 	})
 	r.llm.Push(
 		llmfake.Stream(llmfake.Content("one"), llmfake.Usage(1000, 100, 400), llmfake.Finish("stop")),
@@ -31,6 +34,28 @@ func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
 	r.waitRuns(th, 1)
 	r.say(th, alice, "second", false)
 	r.waitRuns(th, 2)
+
+	rec, err := r.thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The footer is posted before the run's end is stored.
+	r.waitUntil("both runs' usage is stored", func() bool {
+		runs, err := r.db.ThreadRunUsage(r.ctx, rec.ID)
+		return err == nil && len(runs) == 2
+	})
+	runs, _ := r.db.ThreadRunUsage(r.ctx, rec.ID)
+	var inputs []int64
+	for _, u := range runs {
+		inputs = append(inputs, u.Input+u.CacheRead)
+		if len(u.Models) != 1 || u.Models[0] != mainModel || u.Replies != 1 {
+			t.Errorf("run usage %+v, want one reply by %s", u, mainModel)
+		}
+	}
+	if inputs[0]+inputs[1] != 2500 {
+		t.Errorf("prompt tokens of the runs = %v, want 1000 and 1500", inputs)
+	}
+
 	r.say(th, alice, "!status", false)
 	r.waitText(th, "📊 *Status*")
 	var status string
@@ -45,6 +70,11 @@ func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
 		t.Errorf("!status lacks %q:\n%s", want, status)
 	}
 	if want := "• Your usage, all threads: 2.5k in"; !strings.Contains(status, want) {
+		t.Errorf("!status lacks %q:\n%s", want, status)
+	}
+	// The second run alone: 1,500 prompt tokens, 1,000 from the cache;
+	// (500·2 + 100·8 + 1000·0.5) per million = $0.0023.
+	if want := "• Last run: 1.5k in (67% from cache), 100 out over 1 reply, $0.0023 · `" + mainModel + "`"; !strings.Contains(status, want) {
 		t.Errorf("!status lacks %q:\n%s", want, status)
 	}
 	// The second run's footer: (500·2 + 100·8 + 1000·0.5) per million.
