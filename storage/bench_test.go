@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -205,4 +206,47 @@ func jsonSize(e transcript.Entry) int {
 		panic(err)
 	}
 	return len(b)
+}
+
+// BenchmarkFinishRunLongSession is a run's end on a 5,000-entry session: the
+// outcome and the run's usage (recordRunUsage), in the writer's transaction,
+// where every other write waits. Each round is a run of one input and 10 new
+// entries after the previous run's end; only FinishRun is timed.
+func BenchmarkFinishRunLongSession(b *testing.B) {
+	ctx := context.Background()
+	db := openDB(b)
+	id := sessionWith5000(b, db)
+	s, err := db.GetSession(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	more := genEntries(11, 5000)
+	seq := int64(5000)
+	for b.Loop() {
+		b.StopTimer()
+		in, _, err := db.AcceptInbound(ctx, storage.Inbound{Platform: "slack", Channel: "C1", ThreadID: s.ThreadID,
+			EventID: fmt.Sprint("Ev", seq), Text: "go on", Mode: storage.ModePrompt})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run, err := db.StartRun(ctx, s.ThreadID, id, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]transcript.Entry, 10)
+		for i := range batch {
+			e := more[(int(seq)+i)%len(more)]
+			e.Seq = seq + int64(i)
+			batch[i] = e
+		}
+		batch[0] = transcript.MessageEntry(seq, llm.Message{Role: llm.RoleUser, InputID: fmt.Sprint(in), Content: []llm.Content{llm.Text("go on")}})
+		if err := db.AppendEntries(ctx, id, batch); err != nil {
+			b.Fatal(err)
+		}
+		seq += 10
+		b.StartTimer()
+		if err := db.FinishRun(ctx, run, storage.RunDone); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

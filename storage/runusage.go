@@ -46,10 +46,12 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 	if inbound != 0 {
 		// Runs ended before run_usage existed left no last_seq: the run's
 		// own input bounds it.
+		// Only a message after the bound can move it: the entries before it
+		// (a long session's whole history) are not read.
 		var first sql.NullInt64
-		err = tx.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND type = 'message'
+		err = tx.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
 			AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') = ?`,
-			sid, strconv.FormatInt(inbound, 10)).Scan(&first)
+			sid, after, strconv.FormatInt(inbound, 10)).Scan(&first)
 		if err != nil {
 			return err
 		}

@@ -29,8 +29,8 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 	}
 	if inbound != 0 {
 		var first *int64
-		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND type = 'message'
-			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sid, strconv.FormatInt(inbound, 10)).Scan(&first); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $3 AND type = 'message'
+			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sid, strconv.FormatInt(inbound, 10), after).Scan(&first); err != nil {
 			return err
 		}
 		if first != nil && *first-1 > after {
