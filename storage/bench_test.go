@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
 // BenchmarkAppendConcurrent measures the latency of AppendEntries (one entry per
@@ -105,17 +105,7 @@ func benchAppendConcurrent(b *testing.B, sessions int, interval time.Duration, o
 		b.Errorf("session %v: %v", k, v)
 		return true
 	})
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	if len(all) == 0 {
-		return
-	}
-	pct := func(p float64) float64 {
-		return float64(all[min(int(p*float64(len(all))), len(all)-1)]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(all[len(all)-1])/float64(time.Millisecond), "max-ms")
+	storagetest.ReportLatencies(b, lat)
 }
 
 // sessionWith5000 stores a realistic 5,000-entry session (with compactions) and

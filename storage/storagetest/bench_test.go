@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -101,17 +100,7 @@ func benchAppend(b *testing.B, db storage.Store, sessions int) {
 			b.Errorf("session %d: %v", i, err)
 		}
 	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	if len(all) == 0 {
-		return
-	}
-	pct := func(p float64) float64 {
-		return float64(all[min(int(p*float64(len(all))), len(all)-1)]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(all[len(all)-1])/float64(time.Millisecond), "max-ms")
+	storagetest.ReportLatencies(b, lat)
 }
 
 // BenchmarkLoadSession5000Postgres is storage's BenchmarkLoadSession5000 (a
