@@ -630,6 +630,10 @@ func testDeliveredWithAppend(t *testing.T, s *suite) {
 	if err := s.db.MarkInbound(s.ctx, dropped, storage.InboundDropped, "reset"); err != nil {
 		t.Fatal(err)
 	}
+	// Stored, not yet appended: still pending, so a restart replays it.
+	if got, err := s.db.GetInbound(s.ctx, mine); err != nil || got.State != storage.InboundReceived {
+		t.Fatalf("inbound before its append = %+v, %v; want received", got, err)
+	}
 	id := func(v int64) string { return strconv.FormatInt(v, 10) }
 	s.append(ss.ID, transcript.MessageEntry(0, user("a", id(mine))), transcript.MessageEntry(1, user("b", id(queued))),
 		transcript.MessageEntry(2, user("c", id(dropped))), transcript.MessageEntry(3, user("d", id(theirs))),
@@ -648,6 +652,12 @@ func testDeliveredWithAppend(t *testing.T, s *suite) {
 		if got.State != c.want {
 			t.Errorf("inbound %d: %s, want %s", c.id, got.State, c.want)
 		}
+	}
+	// What the refused append would have delivered is delivered by the
+	// append that stores it; then nothing of the thread is pending.
+	s.append(ss.ID, transcript.MessageEntry(5, user("e", id(refused))))
+	if pending, err := s.db.PendingInbound(s.ctx, th.ID); err != nil || len(pending) != 0 {
+		t.Errorf("pending input of the thread = %+v, %v; want none", pending, err)
 	}
 }
 
