@@ -85,10 +85,9 @@ func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, u
 
 // prNoteOnce tells the thread, once, why it gets no pull request.
 func (t *thread) prNoteOnce(why string) string {
-	if why == "" || t.prNoted {
+	if why == "" || !t.prNoted.CompareAndSwap(false, true) {
 		return ""
 	}
-	t.prNoted = true
 	return "ℹ️ No pull request: " + why + ". The branch is pushed; open one from the compare link."
 }
 
@@ -138,7 +137,7 @@ func (t *thread) prText(ctx context.Context) string {
 	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err != nil || lp.Result != storage.PushOK {
 		return "🔀 Nothing is pushed yet: the pull request opens with the first push of a run that changes files."
 	}
-	t.prNoted = false
+	t.prNoted.Store(false)
 	line := t.syncPullRequest(ctx, "")
 	if line == "" {
 		return "🔀 No pull request."

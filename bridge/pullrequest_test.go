@@ -3,6 +3,8 @@ package bridge
 import (
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 )
@@ -28,5 +30,28 @@ func TestFirstLineCutsBetweenCharacters(t *testing.T) {
 	got := firstLine(strings.Repeat("a", 71) + "ééé\nmore")
 	if !utf8.ValidString(got) || len(got) > 72 || !strings.HasPrefix(got, strings.Repeat("a", 71)) {
 		t.Errorf("firstLine = %q (%d bytes)", got, len(got))
+	}
+}
+
+// Why a thread gets no pull request is said once, though the owner (after a
+// push) and !pr's goroutine may both come to say it at the same time.
+func TestNoPullRequestNoteIsSaidOnceAcrossGoroutines(t *testing.T) {
+	for range 50 {
+		th := &thread{}
+		var said atomic.Int32
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if th.prNoteOnce("pull requests are off") != "" {
+					said.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := said.Load(); n != 1 {
+			t.Fatalf("the note was said %d times, want once", n)
+		}
 	}
 }

@@ -51,7 +51,7 @@ type thread struct {
 	ws          *workspace.Workspace
 	tws         *tools.Workspace
 	mcp         *mcptool.Set // the session's MCP servers, or nil
-	prNoted     bool         // the thread was told why it gets no pull request
+	prNoted     atomic.Bool  // the thread was told why it gets no pull request (owner and !pr's goroutine)
 	bg          bgGroup      // command goroutines (diff, compact, pr)
 }
 
