@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -875,6 +876,9 @@ func testUsage(t *testing.T, s *suite) {
 	}
 	if want := (storage.Usage{Replies: 5, Input: 164, Output: 17, CacheRead: 800, CacheWrite: 100, Cost: 0.75}); got != want {
 		t.Errorf("ThreadUsage = %+v, want %+v", got, want)
+	}
+	if r, want := got.CacheHitRate(), 800.0/1064; math.Abs(r-want) > 1e-9 {
+		t.Errorf("CacheHitRate = %v, want %v (cache reads of all prompt tokens)", r, want)
 	}
 	got, err = s.db.UserUsage(s.ctx, "slack", "U1")
 	if err != nil {
