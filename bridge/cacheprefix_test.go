@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -52,25 +51,11 @@ func TestRequestsExtendEachOtherAcrossRequestersAndMidnight(t *testing.T) {
 		total += len(cur)
 		if i > 0 {
 			prev := messagesOf(t, reqs[i-1].Body)
-			n := 0
-			for n < len(prev)-1 && n < len(cur) && prev[n] == cur[n] {
-				n++
-			}
-			shared += n
+			shared += commonPrefix(prev[:len(prev)-1], cur)
 		}
 	}
 	t.Logf("cacheable prefix: %d of %d bytes (%.1f%%) over %d requests", shared, total, 100*float64(shared)/float64(total), len(reqs))
-	for i := 1; i < len(reqs); i++ {
-		prev, cur := messagesOf(t, reqs[i-1].Body), messagesOf(t, reqs[i].Body)
-		head := bytes.TrimSuffix(prev, []byte("]"))
-		if !bytes.HasPrefix(cur, head) {
-			n := 0
-			for n < len(head) && n < len(cur) && head[n] == cur[n] {
-				n++
-			}
-			t.Errorf("request %d does not extend request %d; they differ from byte %d:\nnow: %.120s\nwas: %.120s", i+1, i, n, cur[n:], head[n:])
-		}
-	}
+	requestsExtendEachOther(t, reqs)
 	// The model is still told who asks and when, once each time it changes.
 	var told []string
 	for _, m := range reqs[len(reqs)-1].Messages {

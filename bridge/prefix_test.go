@@ -38,17 +38,30 @@ func TestThreadRequestsExtendEachOtherAcrossAnEviction(t *testing.T) {
 	if len(reqs) != 6 {
 		t.Fatalf("%d requests, want 6", len(reqs))
 	}
+	requestsExtendEachOther(t, reqs)
+}
+
+// requestsExtendEachOther checks that each request's messages begin with all
+// of the previous request's.
+func requestsExtendEachOther(t *testing.T, reqs []llmfake.Request) {
+	t.Helper()
 	for i := 1; i < len(reqs); i++ {
 		prev, cur := messagesOf(t, reqs[i-1].Body), messagesOf(t, reqs[i].Body)
 		head := bytes.TrimSuffix(prev, []byte("]"))
 		if !bytes.HasPrefix(cur, head) {
-			n := 0
-			for n < len(head) && n < len(cur) && head[n] == cur[n] {
-				n++
-			}
+			n := commonPrefix(head, cur)
 			t.Errorf("request %d does not extend request %d; they differ from byte %d:\nnow: %.120s\nwas: %.120s", i+1, i, n, cur[n:], head[n:])
 		}
 	}
+}
+
+// commonPrefix is the length of the prefix a and b share.
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 func messagesOf(t *testing.T, body []byte) []byte {
