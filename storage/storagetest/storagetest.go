@@ -994,8 +994,10 @@ func testOps(t *testing.T, s *suite) {
 	a, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "1"})
 	s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "2"})
 	b, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "3"})
+	c, _ := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: "4"})
 	s.db.MarkInbound(s.ctx, a, storage.InboundQueued, "steer")
 	s.db.MarkInbound(s.ctx, b, storage.InboundDelivered, "")
+	s.db.MarkInbound(s.ctx, c, storage.InboundDropped, "too many")
 	got, err := s.db.PendingInboundCounts(s.ctx)
 	if err != nil || !reflect.DeepEqual(got, map[string]int{"received": 1, "queued": 1}) {
 		t.Errorf("PendingInboundCounts = %v, %v", got, err)
