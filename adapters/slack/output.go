@@ -57,7 +57,10 @@ func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text stri
 }
 
 func (a *Adapter) post(ctx context.Context, thread chat.ThreadRef, text, key string) (string, error) {
-	opts := textOptions(text)
+	// No previews: Slack would fetch the links the model wrote (media ones
+	// by default) the moment the message is posted, with no one clicking, so
+	// a URL could carry the workspace's code to any server.
+	opts := append(textOptions(text), slackapi.MsgOptionDisableLinkUnfurl(), slackapi.MsgOptionDisableMediaUnfurl())
 	if thread.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread.Thread))
 	}

