@@ -21,7 +21,7 @@ func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, tex
 	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
 		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
 			ID: id, Channel: thread.Channel, Content: &text, Components: &components,
-			AllowedMentions: a.mentionsIn(thread.Channel),
+			AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds,
 		}, opts...)
 		return err
 	})

@@ -46,6 +46,7 @@ func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) 
 type messageCreate struct {
 	Content         string                            `json:"content"`
 	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Flags           discordgo.MessageFlags            `json:"flags,omitempty"`
 	Nonce           string                            `json:"nonce,omitempty"`
 	EnforceNonce    bool                              `json:"enforce_nonce,omitempty"`
 }
@@ -55,7 +56,7 @@ type messageCreate struct {
 // few minutes is not created, and the first one is returned instead. So a
 // post retried after a timeout shows once.
 func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
-	body := messageCreate{Content: text, AllowedMentions: a.mentionsIn(thread.Channel)}
+	body := messageCreate{Content: text, AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds}
 	if key.ID != "" {
 		body.Nonce, body.EnforceNonce = truncateRunes(key.ID, maxNonce), true
 	}
@@ -74,6 +75,12 @@ func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text stri
 	return m.ID, nil
 }
 
+// noEmbeds are the flags of the bot's messages: no link previews, which
+// Discord would make by fetching every URL the model wrote as soon as the
+// message shows, with no one clicking (a URL could carry the workspace's
+// code to any server).
+const noEmbeds = discordgo.MessageFlagsSuppressEmbeds
+
 // maxNonce is the longest nonce Discord takes.
 const maxNonce = 25
 
@@ -85,7 +92,7 @@ func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text stri
 		// message adopted after a restart loses those of the run cut off).
 		none := []discordgo.MessageComponent{}
 		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-			ID: id, Channel: thread.Channel, Content: &text, Components: &none, AllowedMentions: a.mentionsIn(thread.Channel),
+			ID: id, Channel: thread.Channel, Content: &text, Components: &none, AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds,
 		}, opts...)
 		return err
 	})

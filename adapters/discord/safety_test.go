@@ -189,3 +189,44 @@ func TestRefusedInputDoesNotMakeARequester(t *testing.T) {
 		t.Errorf("the answer pings %+v, want alice only", notices)
 	}
 }
+
+// A link the model wrote is not previewed: Discord would fetch it as soon as
+// the message shows, with nobody clicking, and the URL can carry anything the
+// model read. Posts, edits and the edits that set buttons all suppress embeds.
+func TestMessagesEmbedNothing(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	leak := "done https://collector.example/t?d=c2VjcmV0"
+	id, err := e.a.Post(ctx, ref, leak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once, err := e.a.PostOnce(ctx, ref, leak, chat.PostKey{ID: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := func(what, id string) {
+		t.Helper()
+		for _, m := range fake.Messages(general) {
+			if m.ID == id && m.Flags&suppressEmbeds == 0 {
+				t.Errorf("%s: flags %b, want SUPPRESS_EMBEDS", what, m.Flags)
+			}
+		}
+	}
+	flags("post", id)
+	flags("post once", once)
+	// Edits and buttons keep it.
+	if err := e.a.Edit(ctx, ref, id, leak+" again"); err != nil {
+		t.Fatal(err)
+	}
+	flags("edit", id)
+	if err := e.a.SetActions(ctx, ref, once, leak, []chat.Action{{ID: "stop", Label: "Stop"}}); err != nil {
+		t.Fatal(err)
+	}
+	flags("buttons", once)
+}
+
+// suppressEmbeds is Discord's SUPPRESS_EMBEDS message flag.
+const suppressEmbeds = 1 << 2
