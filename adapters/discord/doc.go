@@ -92,7 +92,9 @@
 // Nothing the bot writes can ping anyone but the requester: every message,
 // edit and upload carries allowed_mentions with no parse types and, as its
 // only user, the last person whose input the handler accepted in that
-// conversation. Posts carry a nonce with enforce_nonce (PostOnce), so a post
+// conversation. Posts and edits carry SUPPRESS_EMBEDS: Discord would fetch
+// the model's URLs unasked to preview them. Posts carry a nonce with
+// enforce_nonce (PostOnce), so a post
 // retried after a timeout is created once. Discord holds a nonce for a few
 // minutes only: an answer posted again at the next start, longer after a
 // crash that cut off its first attempt, may show twice (Slack's PostOnce

@@ -32,7 +32,9 @@
 //
 // Post and Edit take Markdown and send Slack mrkdwn (see Mrkdwn) into the
 // thread, never broadcast to the channel, with parse=none and link_names off:
-// nothing the model writes mentions anyone, however it is spelled. The
+// nothing the model writes mentions anyone, however it is spelled. Posts
+// unfurl no links (unfurl_links and unfurl_media false): Slack would fetch
+// the model's URLs unasked. The
 // bridge splits text at 3,500 characters measured on the mrkdwn (Measure);
 // the adapter truncates, with a notice, anything over chat.update's 4,000. A
 // Markdown block (12,000 characters) would save the conversion, but Slack
