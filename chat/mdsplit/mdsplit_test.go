@@ -187,6 +187,25 @@ func TestChunksMeasuresTheSentText(t *testing.T) {
 	}
 }
 
+// A construct the platform renders across lines (a Slack table becomes a
+// code block) measures more as a whole than its lines one by one: the chunk
+// is split again until the whole fits.
+func TestChunksRefitsWhatMeasuresMoreAsAWhole(t *testing.T) {
+	// Every line break costs 4 more in the sent text than the splitter's
+	// per-line estimate counts.
+	measure := func(s string) int { return utf8.RuneCountInString(s) + 4*strings.Count(s, "\n") }
+	text := strings.Repeat("| a row of a table |\n", 60)
+	chunks := Chunks(text, 200, measure)
+	for i, c := range chunks {
+		if n := measure(c); n > 200 {
+			t.Errorf("chunk %d measures %d, over 200", i, n)
+		}
+	}
+	if got := strings.Count(strings.Join(chunks, "\n"), "a row"); got != 60 {
+		t.Errorf("the chunks hold %d rows, want 60", got)
+	}
+}
+
 // FuzzChunks: for any text and limit, chunks fit, no block is left open, and
 // the words come out in order (fence lines aside).
 func FuzzChunks(f *testing.F) {
