@@ -2,9 +2,13 @@ package slack
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
 
 	"github.com/threadsmith/threadsmith/chat"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
@@ -153,5 +157,56 @@ func TestSplitSections(t *testing.T) {
 	}
 	if got := splitSections("", maxSectionChars); len(got) != 1 || got[0] == "" {
 		t.Errorf("empty text gives %q, want one non-empty section", got)
+	}
+}
+
+// Only a click on one of the bot's command buttons becomes input, and only as
+// that command: whatever else a block_actions payload holds is dropped.
+func TestClickInboundTakesOnlyTheBotsCommandButtons(t *testing.T) {
+	click := func(edit func(*slackapi.InteractionCallback)) slackapi.InteractionCallback {
+		cb := slackapi.InteractionCallback{Type: slackapi.InteractionTypeBlockActions}
+		cb.User.ID = "U0ALICE"
+		cb.Container.ChannelID = "C0DEV"
+		cb.Message.ThreadTimestamp = "1700000000.000100"
+		cb.ActionCallback.BlockActions = []*slackapi.BlockAction{{
+			ActionID: "stop", Value: "stop", BlockID: actionsBlockID, ActionTs: "1700000001.000200",
+		}}
+		if edit != nil {
+			edit(&cb)
+		}
+		return cb
+	}
+	in, ok := clickInbound(click(nil), "T0TEAM")
+	want := chat.Inbound{
+		Thread:  chat.ThreadRef{Platform: Platform, Team: "T0TEAM", Channel: "C0DEV", Thread: "1700000000.000100"},
+		EventID: "click/U0ALICE/1700000001.000200", Author: chat.Author{ID: "U0ALICE"}, Text: "!stop",
+	}
+	if in.Time = (time.Time{}); !ok || !reflect.DeepEqual(in, want) {
+		t.Fatalf("clickInbound = %+v, %v; want %+v", in, ok, want)
+	}
+	for name, edit := range map[string]func(*slackapi.InteractionCallback){
+		"another app's block":  func(cb *slackapi.InteractionCallback) { cb.ActionCallback.BlockActions[0].BlockID = "their_block" },
+		"value not the action": func(cb *slackapi.InteractionCallback) { cb.ActionCallback.BlockActions[0].Value = "reset" },
+		"a link button":        func(cb *slackapi.InteractionCallback) { cb.ActionCallback.BlockActions[0].Value = "" },
+		"not a command id": func(cb *slackapi.InteractionCallback) {
+			a := cb.ActionCallback.BlockActions[0]
+			a.ActionID, a.Value = "stop now", "stop now"
+		},
+		"a command with text": func(cb *slackapi.InteractionCallback) {
+			a := cb.ActionCallback.BlockActions[0]
+			a.ActionID, a.Value = "model\n!reset", "model\n!reset"
+		},
+		"two actions": func(cb *slackapi.InteractionCallback) {
+			cb.ActionCallback.BlockActions = append(cb.ActionCallback.BlockActions, cb.ActionCallback.BlockActions[0])
+		},
+		"an ephemeral message": func(cb *slackapi.InteractionCallback) { cb.Container.IsEphemeral = true },
+		"no action_ts":         func(cb *slackapi.InteractionCallback) { cb.ActionCallback.BlockActions[0].ActionTs = "" },
+		"not in a thread":      func(cb *slackapi.InteractionCallback) { cb.Message.ThreadTimestamp = "" },
+		"not a block action":   func(cb *slackapi.InteractionCallback) { cb.Type = slackapi.InteractionTypeViewSubmission },
+		"nobody clicked":       func(cb *slackapi.InteractionCallback) { cb.User.ID = "" },
+	} {
+		if in, ok := clickInbound(click(edit), "T0TEAM"); ok {
+			t.Errorf("%s: clickInbound = %+v, want it dropped", name, in)
+		}
 	}
 }
