@@ -128,7 +128,7 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (Run, error) {
 func (db *DB) InterruptRuns(ctx context.Context) ([]Run, error) {
 	var runs []Run
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		runs = runs[:0] // fn may run twice (inTx)
+		runs = runs[:0] // fn may run more than once (inTx)
 		var thread any  // nil: every thread
 		if l, ok := LeaseFrom(ctx); ok {
 			if err := checkFence(ctx, tx, l.ThreadID); err != nil {

@@ -14,7 +14,7 @@ import (
 // all-or-nothing and durable when its method returns, but the commit's cost
 // (WAL frames, locking) is paid once per batch instead of once per write,
 // which keeps tail latency flat under load. Should a write of a batch fail,
-// the batch is rolled back and each write runs again on its own (commitBatch).
+// the batch is rolled back and run again around it (commitTaken).
 
 // maxBatch bounds a batch so that one commit stays short.
 const maxBatch = 64
@@ -38,9 +38,9 @@ const (
 // the ctx it is given: once the writer has taken a write, the write is finished
 // even if the caller's context ends meanwhile (an interrupted statement would
 // roll back the writes batched with it). A caller whose context ends while the
-// write still waits gets ctx.Err() and the write is skipped. fn may run twice
-// (a batch in which another write failed runs again, write by write:
-// commitBatch), so it must set what it returns afresh, not add to it.
+// write still waits gets ctx.Err() and the write is skipped. fn may run more
+// than once (a batch in which another write failed runs again: commitTaken),
+// so it must set what it returns afresh, not add to it.
 func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	return db.write(ctx, db.writes, fn)
 }
@@ -179,45 +179,52 @@ func (db *DB) commitBatch(batch []*writeReq) int {
 			taken = append(taken, r)
 		}
 	}
-	switch len(taken) {
-	case 0:
-		return 0
-	case 1: // nothing to share
-		r := taken[0]
-		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
-		return 1
-	}
-	// Optimistically, all of them in one transaction with no savepoints: a
-	// savepoint and its release cost two statements per write, as much as
-	// the write itself, and writes nearly never fail. If one does, the batch
-	// is rolled back and every write runs again in its own transaction, so
-	// that only the failing one fails, as if they had never been batched.
-	tx, err := db.w.BeginTx(context.Background(), nil)
-	if err != nil {
-		for _, r := range taken {
-			r.done <- err
-		}
-		return len(taken)
-	}
-	failed := false
-	for _, r := range taken {
-		if err := r.fn(context.WithoutCancel(r.ctx), tx); err != nil {
-			failed = true
-			break
-		}
-	}
-	if !failed {
-		err := tx.Commit()
-		for _, r := range taken {
-			r.done <- err
-		}
-		return len(taken)
-	}
-	tx.Rollback()
-	for _, r := range taken {
-		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
-	}
+	db.commitTaken(taken)
 	return len(taken)
+}
+
+// commitTaken commits writes the writer took, in order. Optimistically, all
+// of them in one transaction with no savepoints: a savepoint and its release
+// cost two statements per write, as much as the write itself, and writes
+// seldom fail. If one does, the transaction is rolled back; the writes before
+// it, which succeeded from that same state, commit together again, the
+// failing one runs alone, and the writes after it go on as a batch of their
+// own: only the failing one fails, as if they had never been batched, and a
+// failure costs two commits more instead of one per write.
+func (db *DB) commitTaken(taken []*writeReq) {
+	for len(taken) > 0 {
+		if len(taken) == 1 { // nothing to share
+			r := taken[0]
+			r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
+			return
+		}
+		tx, err := db.w.BeginTx(context.Background(), nil)
+		if err != nil {
+			for _, r := range taken {
+				r.done <- err
+			}
+			return
+		}
+		failed := len(taken)
+		for i, r := range taken {
+			if err := r.fn(context.WithoutCancel(r.ctx), tx); err != nil {
+				failed = i
+				break
+			}
+		}
+		if failed == len(taken) {
+			err := tx.Commit()
+			for _, r := range taken {
+				r.done <- err
+			}
+			return
+		}
+		tx.Rollback()
+		db.commitTaken(taken[:failed])
+		r := taken[failed]
+		r.done <- db.runTx(context.WithoutCancel(r.ctx), r.fn)
+		taken = taken[failed+1:]
+	}
 }
 
 // execOne runs a statement that must change exactly one row; none is

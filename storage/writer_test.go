@@ -167,6 +167,45 @@ func TestGroupCommitRerunReportsOnce(t *testing.T) {
 	})
 }
 
+// A write that fails does not end its batch's group commit: the writes
+// before it commit together, it runs alone, and the writes after it commit
+// together (instead of each in its own commit, which is what every write of a
+// batch paid for one refused MarkInbound, say).
+func TestGroupCommitKeepsBatchingPastAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openBubbled(t, filepath.Join(t.TempDir(), FileName))
+		defer db.Close()
+		const n, failing = 10, 5
+		refused := errors.New("refused")
+		txs := make([]*sql.Tx, n)
+		var writes []func() error
+		for i := range n {
+			writes = append(writes, func() error {
+				return db.inTx(context.Background(), func(_ context.Context, tx *sql.Tx) error {
+					txs[i] = tx
+					if i == failing {
+						return refused
+					}
+					return nil
+				})
+			})
+		}
+		errs := batched(t, db, writes)
+		commits := map[*sql.Tx]bool{}
+		for i, err := range errs {
+			if (i == failing) != errors.Is(err, refused) || (i != failing && err != nil) {
+				t.Errorf("write %d: %v", i, err)
+			}
+			if i != failing {
+				commits[txs[i]] = true
+			}
+		}
+		if txs[0] != txs[failing-1] || txs[failing+1] != txs[n-1] || len(commits) != 2 {
+			t.Errorf("the %d writes around the failing one took %d commits, want 2 (those before it, those after it)", n-1, len(commits))
+		}
+	})
+}
+
 // On a full disk, what a batched write reported is what is stored: every
 // success is there after a reopen, every failure is absent.
 func TestGroupCommitOnFullDisk(t *testing.T) {
