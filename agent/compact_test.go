@@ -304,3 +304,43 @@ func TestNothingToCompact(t *testing.T) {
 		t.Fatalf("nothing to compact emitted %d compaction events; it is an answer, not a compaction", n)
 	}
 }
+
+// A session resumed over the threshold compacts before it sends the next
+// prompt (AGENT.md §3 stage 6): the run that grew the context ended without
+// a check (the process stopped), and the first request must not carry it.
+func TestThresholdCompactionBeforeThePrompt(t *testing.T) {
+	first := newHarness(t, func(c *agent.Config) { c.ContextWindow = 4000 })
+	first.llm.Push(bigReply(3500)) // over 4000 − 1000, compaction off
+	first.prompt("first request " + strings.Repeat("x", 400))
+	if n := count[agent.AutoCompactionStart](first.recorded()); n != 0 {
+		t.Fatalf("compacted with compaction off")
+	}
+
+	h := newHarness(t, withCompaction, func(c *agent.Config) { c.Entries = first.store.all() })
+	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if isSummaryRequest(req) {
+			return llmfake.TextReply("## Goal\nthe summary text")
+		}
+		return bigReply(500)
+	})
+	h.prompt("second request")
+
+	starts := find[agent.AutoCompactionStart](h.recorded())
+	if len(starts) != 1 || starts[0].Reason != agent.CompactionThreshold {
+		t.Fatalf("compaction starts = %+v, want one threshold compaction", starts)
+	}
+	reqs := h.llm.Requests()
+	last := reqs[len(reqs)-1]
+	if isSummaryRequest(last) {
+		t.Fatal("the last request is the summary's: compacted after the prompt, not before")
+	}
+	users := userTexts(last)
+	if len(users) == 0 || !strings.Contains(users[0], "the summary text") {
+		t.Fatalf("the prompt's request opens with %q, want the summary", users)
+	}
+	for _, u := range users {
+		if strings.HasPrefix(u, "first request") {
+			t.Fatal("the compacted history was sent with the prompt")
+		}
+	}
+}
