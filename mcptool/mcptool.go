@@ -136,15 +136,37 @@ func Open(ctx context.Context, servers []Server, opts Options) *Set {
 	return s
 }
 
-// Tools returns the tools of every working server, in server order.
+// Tools returns the tools of every working server, in server order, each
+// name once: tools whose names become the same once made safe ("a.b" and
+// "a_b", or server "x" tool "y__z" and server "x__y" tool "z") would make
+// every request fail, as providers refuse a tool name given twice. A tool
+// whose name needed no change wins, else the first.
 func (s *Set) Tools() []agent.Tool {
 	var out []agent.Tool
+	at := map[string]int{}
 	for _, c := range s.conns {
 		c.mu.Lock()
-		out = append(out, c.tools...)
+		for _, t := range c.tools {
+			name := t.Spec().Name
+			i, taken := at[name]
+			switch {
+			case !taken:
+				at[name] = len(out)
+				out = append(out, t)
+			case exactName(t) && !exactName(out[i]):
+				out[i] = t
+			}
+		}
 		c.mu.Unlock()
 	}
 	return out
+}
+
+// exactName reports whether t's name is its server's name and its own,
+// unchanged.
+func exactName(t agent.Tool) bool {
+	tl, ok := t.(*tool)
+	return ok && tl.spec.Name == tl.c.srv.Name+"__"+tl.remote
 }
 
 // Status reports every server.

@@ -247,3 +247,32 @@ func TestToolNames(t *testing.T) {
 		}
 	}
 }
+
+// Two of a server's tools whose names become the same once made safe
+// ("add.tool" and "add_tool") are not both offered: a request with a tool
+// name twice is refused by the providers, so every turn of the thread would
+// fail. The first keeps the name; the other is left out.
+func TestToolNamesThatCollideAreOfferedOnce(t *testing.T) {
+	changes := make(chan struct{}, 4)
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", URL: mcpfake.ServeHTTP(t, "", "")}},
+		mcptool.Options{Launch: launcher(sandbox.None(), t.TempDir()), OnChange: func() { changes <- struct{}{} }})
+	defer set.Close()
+	if r := call(t, t.Context(), set.Tools(), "fake__add_tool", `{"name":"add.tool"}`); r.IsError {
+		t.Fatalf("add_tool: %+v", r)
+	}
+	select {
+	case <-changes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnChange after the tool list changed")
+	}
+	seen := map[string]bool{}
+	for _, n := range names(set.Tools()) {
+		if seen[n] {
+			t.Errorf("tool %s offered twice: %v", n, names(set.Tools()))
+		}
+		seen[n] = true
+	}
+	if r := call(t, t.Context(), set.Tools(), "fake__add_tool", `{"name":"x"}`); r.IsError || text(r) != "added x" {
+		t.Errorf("fake__add_tool after the collision: %+v, want the original tool", r)
+	}
+}
