@@ -182,6 +182,12 @@ var edgeCases = []string{
 	`{"role":"user","content":[{"type":"text","text":"ctl ` + "\x01" + `"}]}`,
 	`{"role":"user","content":[{"type":"text","text":"invalid ` + "\xff\xfe" + ` utf8"}]}`,
 	`{"role":"user","role":"assistant"}`,
+	// A repeated object or array key: encoding/json merges the second value
+	// into the first (usage's output stays 2, the second block keeps its id).
+	`{"role":"assistant","usage":{"input":1,"output":2},"usage":{"input":3}}`,
+	`{"role":"assistant","usage":{"cost":{"input":1,"total":2},"cost":{"input":3}}}`,
+	`{"role":"assistant","content":[{"type":"text","text":"a","type":"toolCall"}]}`,
+	`{"role":"assistant","content":[{"type":"text"},{"type":"toolCall","id":"c1"}],"content":[{"type":"text"},{"name":"read"}]}`,
 	`{"Role":"user"}`,
 	`{"ROLE":"user","content":null}`,
 	`{"role":null,"content":null,"usage":null,"details":null,"timestamp":null}`,
