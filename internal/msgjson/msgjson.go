@@ -221,6 +221,24 @@ func keyIndex(r *reader, k []byte, keys []string) int {
 	return -1
 }
 
+// field reads the next key of an object whose Go type has keys and returns
+// its name; "" when the key is one to skip (its value is skipped too) or the
+// reader failed, which ends the caller's loop. seen holds the keys read so far:
+// a repeated key fails the reader (encoding/json merges it into the first value).
+func (r *reader) field(keys []string, seen *uint64) string {
+	i := keyIndex(r, r.key(), keys)
+	if i < 0 {
+		r.raw()
+		return ""
+	}
+	if *seen&(1<<i) != 0 {
+		r.bad()
+		return ""
+	}
+	*seen |= 1 << i
+	return keys[i]
+}
+
 // decodeMessage reads a message object into m; pi, when not nil, selects
 // pi's form and receives its extra fields. It reports whether the fast path
 // decided.
@@ -234,17 +252,10 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 	}
 	var seen uint64
 	for first := true; r.more('}', &first); {
-		i := keyIndex(r, r.key(), keys)
-		if i < 0 {
-			r.raw()
+		name := r.field(keys, &seen)
+		if name == "" {
 			continue
 		}
-		if seen&(1<<i) != 0 {
-			r.bad() // encoding/json merges a repeated key into the first value
-			return false
-		}
-		seen |= 1 << i
-		name := keys[i]
 		if r.null() {
 			// null leaves a value as it was (zero) and sets pointers and
 			// slices to nil, except a RawMessage, which keeps "null".
@@ -351,17 +362,10 @@ func decodeContent(r *reader) []llm.Content {
 		var c llm.Content
 		var seen uint64
 		for first := true; r.more('}', &first); {
-			i := keyIndex(r, r.key(), contentKeys)
-			if i < 0 {
-				r.raw()
+			name := r.field(contentKeys, &seen)
+			if name == "" {
 				continue
 			}
-			if seen&(1<<i) != 0 {
-				r.bad()
-				return nil
-			}
-			seen |= 1 << i
-			name := contentKeys[i]
 			if r.null() {
 				if name == "arguments" {
 					c.Arguments = json.RawMessage("null")
@@ -408,17 +412,10 @@ func decodeUsage(r *reader) *llm.Usage {
 	u := new(llm.Usage)
 	var seen uint64
 	for first := true; r.more('}', &first); {
-		i := keyIndex(r, r.key(), usageKeys)
-		if i < 0 {
-			r.raw()
+		name := r.field(usageKeys, &seen)
+		if name == "" {
 			continue
 		}
-		if seen&(1<<i) != 0 {
-			r.bad()
-			return nil
-		}
-		seen |= 1 << i
-		name := usageKeys[i]
 		if r.null() {
 			if name == "cost" {
 				u.Cost = nil
@@ -452,17 +449,10 @@ func decodeCost(r *reader) *llm.Cost {
 	c := new(llm.Cost)
 	var seen uint64
 	for first := true; r.more('}', &first); {
-		i := keyIndex(r, r.key(), costKeys)
-		if i < 0 {
-			r.raw()
+		name := r.field(costKeys, &seen)
+		if name == "" {
 			continue
 		}
-		if seen&(1<<i) != 0 {
-			r.bad()
-			return nil
-		}
-		seen |= 1 << i
-		name := costKeys[i]
 		if r.null() {
 			continue
 		}
