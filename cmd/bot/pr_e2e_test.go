@@ -245,7 +245,7 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 		h.Set("X-Gitea-Event", "pull_request_review_comment")
 		h.Set("X-Gitea-Delivery", "delivery-77")
 	default:
-		body = `{"action":"created","pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
+		body = `{"action":"created","comment":{"author_association":"MEMBER"},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-GitHub-Event", "pull_request_review_comment")
 		h.Set("X-GitHub-Delivery", "delivery-77")
 	}
@@ -269,6 +269,21 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 	h.Set("X-GitHub-Event", "push")
 	if branch, _ := reviewEvent("github", h, []byte(body)); branch != "" {
 		t.Errorf("a push event was taken for a review: %q", branch)
+	}
+	// A stranger's comment on GitHub (anyone may comment on a public
+	// repository) starts nothing; a collaborator's review does.
+	h.Set("X-GitHub-Event", "pull_request_review_comment")
+	for assoc, want := range map[string]string{"NONE": "", "CONTRIBUTOR": "", "FIRST_TIME_CONTRIBUTOR": "", "COLLABORATOR": "bot/x", "OWNER": "bot/x"} {
+		b := strings.Replace(body, `"author_association":"MEMBER"`, `"author_association":"`+assoc+`"`, 1)
+		if branch, _ := reviewEvent("github", h, []byte(b)); branch != want {
+			t.Errorf("github comment by %s: branch %q, want %q", assoc, branch, want)
+		}
+	}
+	review := strings.Replace(body, `"comment":`, `"review":`, 1)
+	review = strings.Replace(review, `"action":"created"`, `"action":"submitted"`, 1)
+	h.Set("X-GitHub-Event", "pull_request_review")
+	if branch, _ := reviewEvent("github", h, []byte(review)); branch != "bot/x" {
+		t.Errorf("github review by a member: branch %q, want bot/x", branch)
 	}
 	gl, glh := reviewHook("gitlab", "bot/y", "s")
 	if branch, id := reviewEvent("gitlab", glh, []byte(gl)); branch != "bot/y" || id != "uuid-77/77" {

@@ -109,6 +109,10 @@ func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
 	}
 }
 
+// repoPeople are GitHub's author associations of people with write access
+// to the repository (or its organisation's members).
+var repoPeople = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
+
 // reviewEvent returns the head branch of a review-comment event and the
 // delivery's id, or "" for every other event.
 func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery string) {
@@ -126,6 +130,14 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 				Repo repo `json:"repo"`
 			} `json:"base"`
 		} `json:"pull_request"`
+		// GitHub says how the comment's (review's) author relates to the
+		// repository.
+		Comment struct {
+			AuthorAssociation string `json:"author_association"`
+		} `json:"comment"`
+		Review struct {
+			AuthorAssociation string `json:"author_association"`
+		} `json:"review"`
 		ObjectKind       string `json:"object_kind"`
 		ObjectAttributes struct {
 			ID           int64  `json:"id"`
@@ -161,7 +173,12 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 	default:
 		switch h.Get("X-GitHub-Event") {
 		case "pull_request_review_comment", "pull_request_review":
-			if p.Action == "created" || p.Action == "submitted" {
+			// Anyone may comment on a public repository's pull request; only
+			// the repository's own people start a run by doing so (a
+			// stranger's comment still reaches the model when someone in the
+			// thread asks for it with !review).
+			if (p.Action == "created" || p.Action == "submitted") &&
+				(repoPeople[p.Comment.AuthorAssociation] || repoPeople[p.Review.AuthorAssociation]) {
 				return p.PullRequest.Head.Ref, h.Get("X-GitHub-Delivery")
 			}
 		}
