@@ -64,9 +64,7 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 	// The status message's final text goes to storage first, so that a
 	// crash from here on shows it (marked interrupted), not "working…".
 	t.saver.flush()
-	store, ok := any(t.b.cfg.Store).(storage.PendingPostStore)
-	if !ok || len(chunks) == 0 {
-		t.postChunksPlain(chunks)
+	if len(chunks) == 0 {
 		return
 	}
 	posts := make([]storage.PendingPost, len(chunks))
@@ -74,7 +72,7 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 		posts[i] = storage.PendingPost{ThreadID: threadID, RunID: runID, Key: newPostKey(), Text: c}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ids, err := store.RecordPendingPosts(ctx, posts)
+	ids, err := t.b.cfg.Store.RecordPendingPosts(ctx, posts)
 	cancel()
 	if err != nil {
 		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)
@@ -84,7 +82,7 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 	crashpoint.Hit(crashpoint.Answered)
 	for i := range posts {
 		posts[i].ID = ids[i]
-		sendStored(t.p.Outbox, store, t.ref, posts[i], false, t.log)
+		sendStored(t.p.Outbox, t.b.cfg.Store, t.ref, posts[i], false, t.log)
 	}
 }
 
@@ -121,11 +119,7 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 // recoverAnswers posts again, at start, the closing messages the previous
 // process stored and never saw accepted, in the order they were stored.
 func (b *Bridge) recoverAnswers(ctx context.Context) {
-	store, ok := any(b.cfg.Store).(storage.PendingPostStore)
-	if !ok {
-		return
-	}
-	posts, err := store.UnpostedPosts(ctx)
+	posts, err := b.cfg.Store.UnpostedPosts(ctx)
 	if err != nil {
 		b.log.Error("loading answers not yet posted", "err", err)
 		return
@@ -135,7 +129,7 @@ func (b *Bridge) recoverAnswers(ctx context.Context) {
 		if p == nil {
 			continue
 		}
-		sendStored(p.Outbox, store, refOf(pp.Thread), pp, true, b.log)
+		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, true, b.log)
 	}
 	if len(posts) > 0 {
 		b.log.Info("posting answers the previous process did not see accepted", "count", len(posts))
