@@ -250,7 +250,11 @@ func TestInputQueuedDuringCompactionIsDeliveredAfterwards(t *testing.T) {
 		_, err := h.sess.Compact(context.Background(), "")
 		done <- err
 	}()
-	<-summarizing
+	select {
+	case <-summarizing:
+	case err := <-done:
+		t.Fatalf("Compact returned before asking for a summary: %v", err)
+	}
 	if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
 		t.Fatalf("input during compaction: %v, want queued", out)
 	}
