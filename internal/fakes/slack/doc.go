@@ -41,7 +41,10 @@
 // go over Socket Mode unless UseHTTPEvents switched the server to the HTTP Events API.
 // Over Socket Mode, events are sent in order to the newest connection that has not
 // been asked to disconnect; with no such connection they wait, in order, for the next
-// one. Every delivery and every acknowledgement is recorded (Deliveries, Acks,
+// one. With SpreadEvents they go to the open connections in turn, as Slack spreads
+// an app's events over its connections, and an event a connection took and did not
+// acknowledge before closing is delivered again (retry_attempt+1) to another;
+// Delivery.Conn says which connection got each envelope. Every delivery and every acknowledgement is recorded (Deliveries, Acks,
 // WaitAck, WaitAllAcked). Unacknowledged envelopes are delivered again only when
 // WithRedelivery is set, as Slack does after 3 s, at most three times. Disconnect
 // sends a disconnect frame, DropSocket cuts the connection, and Outage also refuses

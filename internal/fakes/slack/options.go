@@ -23,6 +23,7 @@ type config struct {
 	assistant    bool
 	botEcho      bool
 	messageFirst bool
+	spread       bool
 
 	scopes []string // nil: every scope
 }
@@ -134,3 +135,13 @@ type ManualClock = clock.Manual
 
 // NewManualClock returns a clock that reads start until advanced.
 func NewManualClock(start time.Time) *ManualClock { return clock.NewManual(start) }
+
+// SpreadEvents makes the fake spread Socket Mode events over its open
+// connections, as Slack does for an app with several (up to 10): each event goes
+// to the next open connection in turn (round robin), and an event sent on a
+// connection that closes before acknowledging it is delivered again at once, with
+// retry_attempt+1 and retry_reason "timeout", to another open connection (or the
+// next one opened). Without it every event goes to the newest connection.
+func SpreadEvents() Option {
+	return func(c *config) { c.spread = true }
+}

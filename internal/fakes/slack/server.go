@@ -68,6 +68,7 @@ type Server struct {
 	conns   []*wsConn // every connection ever opened, oldest first
 	hellos  int
 	pending []*delivery // Socket Mode deliveries waiting for a connection
+	rr      int         // SpreadEvents: the count of events routed, for round robin
 
 	http      *HTTPEvents
 	httpQueue []*delivery

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,9 +22,12 @@ var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return
 // frames, in queue order; pings go through WriteControl, which gorilla allows
 // concurrently.
 type wsConn struct {
-	ws        *websocket.Conn
-	info      Connection // guarded by Server.mu
-	queue     []outFrame // guarded by Server.mu
+	ws    *websocket.Conn
+	info  Connection // guarded by Server.mu
+	queue []outFrame // guarded by Server.mu
+	// inflight are the deliveries written to this connection and not yet
+	// acknowledged (SpreadEvents only; guarded by Server.mu).
+	inflight  []*delivery
 	wake      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -190,9 +194,23 @@ func (s *Server) enqueueLocked(c *wsConn, f outFrame) {
 	}
 }
 
-// routeLocked sends d on the newest connection that is not draining, or keeps it
-// for the next connection.
+// routeLocked sends d on the newest connection that is not draining (with
+// SpreadEvents, on the next one in turn), or keeps it for the next connection.
 func (s *Server) routeLocked(d *delivery) {
+	if s.cfg.spread {
+		var open []*wsConn
+		for _, c := range s.conns {
+			if !c.info.Closed && !c.info.Draining {
+				open = append(open, c)
+			}
+		}
+		if len(open) > 0 {
+			c := open[s.rr%len(open)]
+			s.rr++
+			s.enqueueLocked(c, outFrame{data: d.frame, d: d})
+			return
+		}
+	}
 	for i := len(s.conns) - 1; i >= 0; i-- {
 		if c := s.conns[i]; !c.info.Closed && !c.info.Draining {
 			s.enqueueLocked(c, outFrame{data: d.frame, d: d})
@@ -220,10 +238,16 @@ func (s *Server) writeLoop(c *wsConn) {
 				// not when its batch was taken from the queue.
 				s.mu.Lock()
 				f.d.Sent = time.Now()
+				f.d.Conn = c.info.ID
 				s.mu.Unlock()
 			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+				if f.d != nil {
+					s.mu.Lock()
+					f.d.Conn = 0
+					s.mu.Unlock()
+				}
 				s.requeue(c, frames[i:])
 				s.closeConn(c)
 				return
@@ -235,6 +259,12 @@ func (s *Server) writeLoop(c *wsConn) {
 			}
 			if f.d != nil {
 				s.armRedeliveryLocked(f.d, "timeout")
+				if s.cfg.spread && !f.d.rec.acked {
+					if len(c.inflight) >= 64 {
+						c.inflight = slices.DeleteFunc(c.inflight, func(d *delivery) bool { return d.rec.acked })
+					}
+					c.inflight = append(c.inflight, f.d)
+				}
 			}
 			s.mu.Unlock()
 		}
@@ -327,6 +357,15 @@ func (s *Server) closeConn(c *wsConn) {
 		close(c.done)
 		leftover := c.queue
 		c.queue = nil
+		// SpreadEvents: what this connection was sent and did not acknowledge
+		// goes to another one, as a retry, in the order it was sent.
+		inflight := c.inflight
+		c.inflight = nil
+		for _, d := range inflight {
+			if !d.rec.acked && d.rec.latest == d && !s.closed {
+				s.deliverLocked(d.rec, "timeout")
+			}
+		}
 		s.rerouteLocked(leftover)
 		s.notifyLocked()
 		s.mu.Unlock()

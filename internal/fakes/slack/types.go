@@ -120,6 +120,9 @@ type Delivery struct {
 	RetryReason  string
 	// HTTP is set for deliveries over the HTTP Events API.
 	HTTP bool
+	// Conn is the ID of the Socket Mode connection the envelope was written
+	// to (Connections); 0 while queued, and over HTTP.
+	Conn int
 	// Sent is when the frame was written or the request sent; zero while queued.
 	Sent  time.Time
 	Acked bool
