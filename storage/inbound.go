@@ -119,6 +119,9 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 	if err != nil {
 		return 0, false, opError("accept inbound", err)
 	}
+	if !duplicate {
+		db.inbound.Notify(in.ThreadID)
+	}
 	return id, duplicate, nil
 }
 

@@ -62,7 +62,23 @@ type LeaseStore interface {
 	// ReleaseLease gives the thread up at once (its fence stays); a lease
 	// already lost is ErrFenced.
 	ReleaseLease(ctx context.Context, l Lease) error
+	// UnownedThreads returns, by id, the threads that have work left — input
+	// accepted and not delivered, a run not ended, a post not made — and no
+	// live lease: the replica that owned them died, or gave them up, or
+	// nobody claimed them yet. A replica claims them (AcquireLease) and
+	// recovers each.
+	UnownedThreads(ctx context.Context) ([]int64, error)
 }
+
+// UnownedThreadsQuery is UnownedThreads' SQL, for both backends ($1: now in
+// Unix ms).
+const UnownedThreadsQuery = `SELECT w.thread_id FROM (
+		SELECT thread_id FROM inbound WHERE state IN ('received', 'queued')
+		UNION SELECT thread_id FROM runs WHERE ended_at IS NULL
+		UNION SELECT thread_id FROM pending_posts WHERE done_at IS NULL
+	) w LEFT JOIN thread_leases l ON l.thread_id = w.thread_id
+	WHERE l.thread_id IS NULL OR l.expires_at <= $1
+	ORDER BY w.thread_id`
 
 type leaseKey struct{}
 
@@ -205,6 +221,24 @@ func checkFenceOf(ctx context.Context, tx *sql.Tx, table string, id any) error {
 		return err
 	}
 	return checkFence(ctx, tx, threadID)
+}
+
+// UnownedThreads implements LeaseStore.
+func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
+	rows, err := db.r.QueryContext(ctx, UnownedThreadsQuery, db.nowMS())
+	if err != nil {
+		return nil, opError("unowned threads", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, opError("unowned threads", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, opError("unowned threads", rows.Err())
 }
 
 var _ LeaseStore = (*DB)(nil)

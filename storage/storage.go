@@ -86,6 +86,8 @@ type DB struct {
 	hooks          Hooks
 	lastPrune      atomic.Int64 // Unix ms of the last processed_events prune
 
+	inbound Listeners // who hears of accepted input (notify.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -122,6 +122,7 @@ type Store interface {
 	PendingPostStore
 	RunUsageStore
 	LeaseStore
+	InboundNotifier
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -49,6 +50,10 @@ func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, 
 			if isCode(err, codeForeignKey) {
 				return fmt.Errorf("thread %d: %w", in.ThreadID, storage.ErrNotFound)
 			}
+			return err
+		}
+		// The replicas hear of it when this commits (ListenInbound).
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, inboundChannel, strconv.FormatInt(in.ThreadID, 10)); err != nil {
 			return err
 		}
 		// Input is activity, and shows the thread exists: a closed one is active again.

@@ -125,3 +125,11 @@ func checkFenceOf(ctx context.Context, tx pgx.Tx, table string, id int64) error 
 	}
 	return checkFence(ctx, tx, threadID)
 }
+
+// UnownedThreads implements storage.LeaseStore.
+func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
+	return queryAll(ctx, db, "unowned threads", func(r pgx.Row) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	}, storage.UnownedThreadsQuery, db.nowMS())
+}

@@ -84,6 +84,8 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"FencedWrites", testFencedWrites},
 		{"FencedInterruptRuns", testFencedInterruptRuns},
 		{"TakeoverAfterWrites", testTakeoverAfterWrites},
+		{"UnownedThreads", testUnownedThreads},
+		{"ListenInbound", testListenInbound},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
 		{"ConcurrentEnsureThread", testConcurrentEnsureThread},
@@ -1601,5 +1603,124 @@ func testTakeoverAfterWrites(t *testing.T, s *suite) {
 			t.Fatalf("round %d: %d entries when the takeover returned, %d once the old owner stopped: its writes landed after the takeover", round, atTakeover, n)
 		}
 		l = next
+	}
+}
+
+// UnownedThreads lists the threads with work left and no live lease: input
+// not delivered, a run not ended, a post not made.
+func testUnownedThreads(t *testing.T, s *suite) {
+	unowned := func() []int64 {
+		t.Helper()
+		ids, err := s.db.UnownedThreads(s.ctx)
+		if err != nil {
+			t.Fatalf("UnownedThreads: %v", err)
+		}
+		return ids
+	}
+	idle := s.thread("slack", "1.0")
+	s.session(idle)
+	if ids := unowned(); len(ids) != 0 {
+		t.Fatalf("UnownedThreads with no work = %v", ids)
+	}
+	queued := s.thread("slack", "2.0")
+	in, _ := s.accept(storage.Inbound{ThreadID: queued.ID, MessageID: "2.1", Text: "hi"})
+	running := s.thread("slack", "3.0")
+	if _, err := s.db.StartRun(s.ctx, running.ID, s.session(running).ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	posting := s.thread("slack", "4.0")
+	posts, err := s.db.RecordPendingPosts(s.ctx, []storage.PendingPost{{ThreadID: posting.ID, Key: "k", Text: "answer"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := unowned(), []int64{queued.ID, running.ID, posting.ID}; !slices.Equal(got, want) {
+		t.Fatalf("UnownedThreads = %v, want %v", got, want)
+	}
+	// A live lease hides a thread; an expired or released one does not.
+	const ttl = 10 * time.Second
+	lq, _ := s.acquire(queued.ID, "replica-a", ttl)
+	s.acquire(running.ID, "replica-b", ttl)
+	if got, want := unowned(), []int64{posting.ID}; !slices.Equal(got, want) {
+		t.Errorf("UnownedThreads with two leased = %v, want %v", got, want)
+	}
+	if err := s.db.ReleaseLease(s.ctx, lq); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(ttl)
+	if got, want := unowned(), []int64{queued.ID, running.ID, posting.ID}; !slices.Equal(got, want) {
+		t.Errorf("UnownedThreads after a release and an expiry = %v, want %v", got, want)
+	}
+	// Work done: nothing left.
+	if err := s.db.MarkInbound(s.ctx, in, storage.InboundDropped, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.InterruptRuns(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.MarkPosted(s.ctx, posts[0], "4.1"); err != nil {
+		t.Fatal(err)
+	}
+	if ids := unowned(); len(ids) != 0 {
+		t.Errorf("UnownedThreads with the work done = %v", ids)
+	}
+}
+
+// ListenInbound hears of every accepted message, once, and not of duplicates.
+func testListenInbound(t *testing.T, s *suite) {
+	th := s.thread("slack", "1.0")
+	ctx, cancel := context.WithCancel(s.ctx)
+	heard := make(chan int64, 16)
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		close(ready)
+		done <- s.db.ListenInbound(ctx, func(id int64) { heard <- id })
+	}()
+	<-ready
+	// The listener may take a moment to start: accept until it hears.
+	var n int
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		n++
+		s.accept(storage.Inbound{ThreadID: th.ID, MessageID: fmt.Sprintf("1.%d", n), Text: "hi"})
+		select {
+		case id := <-heard:
+			if id != th.ID {
+				t.Fatalf("heard thread %d, want %d", id, th.ID)
+			}
+			got = true
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("ListenInbound heard nothing in 10 s")
+		}
+	}
+	// A duplicate is not news; the next message is.
+	if _, dup := s.accept(storage.Inbound{ThreadID: th.ID, MessageID: fmt.Sprintf("1.%d", n), Text: "hi"}); !dup {
+		t.Fatal("the redelivery was not a duplicate")
+	}
+	other := s.thread("slack", "2.0")
+	s.accept(storage.Inbound{ThreadID: other.ID, MessageID: "2.1", Text: "hi"})
+	for {
+		select {
+		case id := <-heard:
+			if id == th.ID {
+				continue // a late notification of the warm-up messages
+			}
+			if id != other.ID {
+				t.Fatalf("heard thread %d, want %d", id, other.ID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the next message was not heard")
+		}
+		break
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ListenInbound returned %v when its context ended", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenInbound did not return when its context ended")
 	}
 }
