@@ -87,8 +87,11 @@ type Config struct {
 	// storage id), or "" when there is none; nil: no links. Run footers,
 	// !status and !link carry it.
 	PageLink func(threadID int64) string
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Lease makes the bridge one of several replicas sharing Store (see
+	// lease.go); zero: the only one.
+	Lease  LeaseConfig
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // AgentConfig is how sessions are set up.
@@ -141,10 +144,15 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	threads map[string]*thread // live thread owners by thread key
-	known   map[string]bool    // keys of threads that have a session
-	seen    recentSet          // recently accepted deliveries, to answer duplicates without storage
-	closing bool
-	wg      sync.WaitGroup // thread owners
+	byID    map[int64]*thread  // the same, by storage id
+	// released is the fence of this replica's last release of a thread's
+	// lease (replicas only): taking it back after that needs no recovery.
+	released map[int64]int64
+	known    map[string]bool // keys of threads that have a session
+	seen     recentSet       // recently accepted deliveries, to answer duplicates without storage
+	closing  bool
+	wg       sync.WaitGroup // thread owners
+	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
 }
 
 type platform struct {
@@ -192,7 +200,12 @@ func New(cfg Config) (*Bridge, error) {
 		platforms: map[string]*platform{},
 		slots:     newRunSlots(cfg.MaxConcurrentRuns),
 		threads:   map[string]*thread{},
+		byID:      map[int64]*thread{},
+		released:  map[int64]int64{},
 		known:     map[string]bool{},
+	}
+	if b.leasing() {
+		b.cfg.Lease.setDefaults()
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	for _, p := range cfg.Platforms {
@@ -221,6 +234,15 @@ func (b *Bridge) Handler(platformName string) chat.Handler {
 func (b *Bridge) Run(ctx context.Context) error {
 	if err := b.recover(ctx); err != nil {
 		return err
+	}
+	if b.leasing() {
+		// They live until Shutdown is done: runs finishing meanwhile keep
+		// their threads.
+		b.log.Info("sharing the store with other replicas: threads are owned by lease", "owner", b.cfg.Lease.Owner,
+			"lease_ttl", b.cfg.Lease.TTL, "renew", b.cfg.Lease.Renew)
+		b.bg.Add(2)
+		go func() { defer b.bg.Done(); b.keepLeases(b.ctx) }()
+		go func() { defer b.bg.Done(); b.watchInput(b.ctx) }()
 	}
 	actx, stopAdapters := context.WithCancel(ctx)
 	defer stopAdapters()
@@ -287,6 +309,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 		err = fmt.Errorf("bridge: shutdown: %w", ctx.Err())
 	}
 	b.cancel()
+	b.bg.Wait()
 	for _, p := range b.platforms {
 		if ferr := p.Outbox.Flush(ctx); ferr != nil {
 			// The grace is over: what the platform's rate limits kept in
@@ -313,6 +336,11 @@ func (b *Bridge) recover(ctx context.Context) error {
 		}
 	}
 	b.mu.Unlock()
+	if b.leasing() {
+		// Other replicas share the store: only the threads this one takes
+		// (watchInput's first takeOver, and every claim) are recovered.
+		return nil
+	}
 
 	b.recoverAnswers(ctx) // before the notices below: the answer came first
 	runs, err := b.cfg.Store.InterruptRuns(ctx)
@@ -324,17 +352,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if p == nil {
 			continue
 		}
-		ref := refOf(r.Thread)
-		if msgs, err := b.cfg.Store.OutboundForRun(ctx, r.ID); err == nil {
-			for _, m := range msgs {
-				if m.Kind == storage.OutboundStatus && m.MessageID != "" {
-					p.Outbox.EditFinal(p.Outbox.Adopt(ref, m.MessageID), interruptedStatus(m.Text), outbox.High)
-				}
-			}
-		}
-		p.Outbox.Post(ref, "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. "+
-			"The conversation is kept; send a message to continue.", outbox.High, nil)
-		b.log.Info("reported interrupted run", "thread", ref.Key(), "run", r.ID)
+		b.reportInterrupted(p, r)
 		// Its work (a commit not pushed yet, changes not committed) goes to
 		// the remote now, ahead of any input replayed below.
 		if rec, err := b.cfg.Store.ThreadByID(ctx, r.ThreadID); err == nil && rec.Repo != "" {
@@ -362,6 +380,24 @@ func (b *Bridge) recover(ctx context.Context) error {
 		b.log.Info("replaying queued input", "count", len(pending))
 	}
 	return nil
+}
+
+// reportInterrupted tells a thread that its run r was cut off: its status
+// message says so, and a notice follows.
+func (b *Bridge) reportInterrupted(p *platform, r storage.Run) {
+	ref := refOf(r.Thread)
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if msgs, err := b.cfg.Store.OutboundForRun(ctx, r.ID); err == nil {
+		for _, m := range msgs {
+			if m.Kind == storage.OutboundStatus && m.MessageID != "" {
+				p.Outbox.EditFinal(p.Outbox.Adopt(ref, m.MessageID), interruptedStatus(m.Text), outbox.High)
+			}
+		}
+	}
+	p.Outbox.Post(ref, "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. "+
+		"The conversation is kept; send a message to continue.", outbox.High, nil)
+	b.log.Info("reported interrupted run", "thread", ref.Key(), "run", r.ID)
 }
 
 // interruptedStatus is a status message's last saved text with its working
@@ -392,6 +428,7 @@ func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) 
 	if t == nil {
 		t = newThread(b, p, ref, rec)
 		b.threads[ref.Key()] = t
+		b.byID[rec.ID] = t
 		b.wg.Add(1)
 		go t.loop()
 	}
@@ -405,10 +442,25 @@ func (b *Bridge) evict(t *thread) bool {
 	if t.queued() > 0 {
 		return false
 	}
+	b.forgetLocked(t)
+	return true
+}
+
+// forget removes a thread owner that ends whatever its inbox holds (it lost
+// or could not take the thread's lease: the holder takes that input).
+func (b *Bridge) forget(t *thread) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forgetLocked(t)
+}
+
+func (b *Bridge) forgetLocked(t *thread) {
 	if b.threads[t.ref.Key()] == t {
 		delete(b.threads, t.ref.Key())
 	}
-	return true
+	if b.byID[t.rec.ID] == t {
+		delete(b.byID, t.rec.ID)
+	}
 }
 
 // handler is the chat.Handler of one platform.
@@ -432,6 +484,14 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	b.mu.Lock()
 	known := b.known[key]
 	b.mu.Unlock()
+	if !known && !in.Mention && b.leasing() && in.MessageID != in.Thread.Thread {
+		// A reply in a thread another replica started.
+		if _, err := b.cfg.Store.GetThread(ctx, storeKey(in.Thread)); err == nil {
+			known = true
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return 0, err
+		}
+	}
 	if !known && !in.Mention {
 		return chat.Ignored, nil
 	}

@@ -15,6 +15,8 @@ type Metrics interface {
 	Retried()
 	// Compacted: a compaction ended, by reason, with result ok, failed or aborted.
 	Compacted(reason, result string)
+	// Lease: a thread lease was acquired, lost (taken over) or released.
+	Lease(event string)
 }
 
 type noMetrics struct{}
@@ -23,6 +25,7 @@ func (noMetrics) ThreadLoaded()            {}
 func (noMetrics) ThreadUnloaded(bool)      {}
 func (noMetrics) Retried()                 {}
 func (noMetrics) Compacted(string, string) {}
+func (noMetrics) Lease(string)             {}
 
 // countEvent counts the session events the operator watches.
 func countEvent(m Metrics, ev agent.Event) {

@@ -146,7 +146,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		Tools:         t.sessionTools(),
 		MaxTokens:     cfg.Model.MaxOutputTokens,
 		ContextWindow: cfg.Model.ContextWindow,
-		Store:         b.cfg.Store,
+		Store:         t.store,
 		Entries:       entries,
 		Extensions:    []agent.Extension{t.extension(func() []llm.Message { return sess.Messages() })},
 		Resources:     res,

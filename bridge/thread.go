@@ -44,6 +44,18 @@ type thread struct {
 	lifecycle
 	rendering
 
+	// Replicas (lease.go): the lease while held (the lease keeper renews
+	// it), whether a write was fenced, and on the owner: whether the thread
+	// was lost, and the input ids it took.
+	lease       atomic.Pointer[storage.Lease]
+	leaseFenced atomic.Bool
+	gone        bool
+	taken       map[int64]*pendingInput
+
+	// store is the store as this thread writes to it: under its lease when
+	// the bridge is a replica (leasedStore).
+	store storage.Store
+
 	// The session and its resources (owner goroutine).
 	rec         storage.Thread
 	sess        *agent.Session
@@ -68,6 +80,8 @@ func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *
 		lifecycle: lifecycle{pushDone: make(chan *pushJob, 1)},
 		rendering: rendering{saver: newStatusSaver(b.cfg.Store, log)},
 		rec:       rec,
+		taken:     map[int64]*pendingInput{},
+		store:     b.cfg.Store,
 	}
 }
 
@@ -86,6 +100,11 @@ func (t *thread) loop() {
 	t.b.cfg.Metrics.ThreadLoaded()
 	evicted := false
 	defer func() { t.b.cfg.Metrics.ThreadUnloaded(evicted) }()
+	if t.b.leasing() && !t.claim() {
+		t.b.forget(t)
+		t.dropItems()
+		return
+	}
 	idle := time.NewTimer(t.b.cfg.IdleEvict)
 	defer idle.Stop()
 	for {
@@ -101,15 +120,23 @@ func (t *thread) loop() {
 					break
 				}
 				t.handle(it)
+				if t.gone {
+					t.b.forget(t)
+					t.dropItems()
+					return
+				}
 			}
 		case <-tick:
 			t.p.Outbox.SetStatus(t.ref, "is working…")
 		case job := <-t.pushDone:
 			t.pushFinished(job)
 		case <-idle.C:
-			if t.idle() && t.b.evict(t) {
+			if t.idle() && t.tryEvict() {
 				t.log.Debug("evicted idle thread")
 				evicted = true
+				return
+			}
+			if t.gone {
 				return
 			}
 		case <-t.stop:
@@ -126,6 +153,40 @@ func (t *thread) loop() {
 // second writer on them (sequence numbers collided and entries were lost).
 func (t *thread) idle() bool {
 	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && !t.bg.busy() && (t.sess == nil || !t.sess.IsRunning())
+}
+
+// tryEvict evicts an idle thread, and reports whether it did. A replica
+// gives up the thread's lease first, so that another may take it at once;
+// if input came meanwhile, the thread stays and takes the lease again.
+func (t *thread) tryEvict() bool {
+	leased := t.lease.Load() != nil
+	if leased {
+		t.releaseLease()
+	}
+	if t.b.evict(t) {
+		return true
+	}
+	if leased && !t.claim() {
+		t.gone = true
+		t.b.forget(t)
+		t.dropItems()
+	}
+	return false
+}
+
+// dropItems empties the inbox of an owner that ends without its thread:
+// input is in storage for the thread's holder; a run slot handed over is
+// given back.
+func (t *thread) dropItems() {
+	for {
+		it, ok := t.next()
+		if !ok {
+			return
+		}
+		if it.slotGranted {
+			t.releaseSlot()
+		}
+	}
 }
 
 // bgGroup is a WaitGroup that can also say whether anything is running.
@@ -211,4 +272,6 @@ func (t *thread) close() {
 	if t.statusTick != nil {
 		t.statusTick.Stop()
 	}
+	// Last: the session wrote what it had under the lease.
+	t.releaseLease()
 }

@@ -72,7 +72,7 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 		posts[i] = storage.PendingPost{ThreadID: threadID, RunID: runID, Key: newPostKey(), Text: c}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ids, err := t.b.cfg.Store.RecordPendingPosts(ctx, posts)
+	ids, err := t.store.RecordPendingPosts(ctx, posts)
 	cancel()
 	if err != nil {
 		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)

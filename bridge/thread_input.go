@@ -90,6 +90,9 @@ func (c inputClass) mode() storage.InboundMode {
 
 // handleInput takes one accepted message to the session.
 func (t *thread) handleInput(pi *pendingInput) {
+	if !t.take(pi) {
+		return // another copy of it came first
+	}
 	c := classify(pi.in.Text)
 	if !t.admit(pi, c) || t.park(pi, c) {
 		return

@@ -65,7 +65,7 @@ func (t *thread) adoptRun() {
 
 func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	ctx := t.b.ctx
-	id, err := t.b.cfg.Store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+	id, err := t.store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
 	if err != nil {
 		t.log.Error("recording run start", "err", err)
 	}
@@ -147,7 +147,7 @@ func (t *thread) endRunRecord(ctx context.Context, id int64, outcome storage.Run
 	if id == 0 {
 		return
 	}
-	if err := t.b.cfg.Store.FinishRun(ctx, id, outcome); err != nil {
+	if err := t.store.FinishRun(ctx, id, outcome); err != nil {
 		t.log.Warn("recording run end", "err", err)
 	}
 }

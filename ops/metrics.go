@@ -51,6 +51,7 @@ type Metrics struct {
 	sandboxFails prometheus.Counter
 	threadsLive  prometheus.Gauge
 	evicted      prometheus.Counter
+	leases       *prometheus.CounterVec
 }
 
 // NewMetrics returns the bot's metrics, with the Go runtime's and the
@@ -97,6 +98,8 @@ func NewMetrics(info BuildInfo) *Metrics {
 			Help: "Threads whose session is loaded in memory now."}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "threads_evicted_total",
 			Help: "Idle threads unloaded from memory (reloaded from storage on their next message)."}),
+		leases: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "thread_leases_total",
+			Help: "Thread leases between replicas sharing a database, by event: acquired (this replica took a thread), lost (another replica took it over), released (given up when idle or at shutdown)."}, []string{"event"}),
 	}
 	f(m.runs)
 	f(m.runDuration)
@@ -111,6 +114,7 @@ func NewMetrics(info BuildInfo) *Metrics {
 	f(m.sandboxFails)
 	f(m.threadsLive)
 	f(m.evicted)
+	f(m.leases)
 	// Series that exist from the start read as 0 rather than missing, so
 	// that rate() and alerts work before the first event.
 	for _, o := range []string{"done", "error", "stopped", "interrupted"} {
@@ -153,6 +157,9 @@ func (m *Metrics) ThreadUnloaded(evicted bool) {
 		m.evicted.Inc()
 	}
 }
+
+// Lease counts a thread lease event: acquired, lost or released.
+func (m *Metrics) Lease(event string) { m.leases.WithLabelValues(event).Inc() }
 
 // StartFailed counts a sandbox that could not be started.
 func (m *Metrics) StartFailed() { m.sandboxFails.Inc() }

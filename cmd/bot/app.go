@@ -217,6 +217,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
 		PageLink:          m.pageLink,
+		Lease:             leaseConfig(cfg),
 		Logger:            log,
 	})
 	if err != nil {
@@ -492,4 +493,14 @@ func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.P
 		p.Channels, p.AllowedUsers, p.AllowedRoles = cfg.Discord.Channels, cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles
 	}
 	return p
+}
+
+// leaseConfig makes the bot a replica when its database is shared
+// (PostgreSQL): it owns the threads whose lease it holds. With SQLite it is
+// the only bot on its data_dir and takes no leases.
+func leaseConfig(cfg *config.Config) bridge.LeaseConfig {
+	if cfg.Storage.Driver != config.StoragePostgres {
+		return bridge.LeaseConfig{}
+	}
+	return bridge.LeaseConfig{Owner: bridge.NewOwner(), TTL: cfg.Storage.Lease.TTL, Renew: cfg.Storage.Lease.Renew}
 }

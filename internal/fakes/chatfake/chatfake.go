@@ -177,6 +177,15 @@ func (a *Adapter) FailPosts(err error) {
 	a.mu.Unlock()
 }
 
+// StartIDsAt makes the platform number the messages it makes from n on:
+// two fakes standing for two connections to one platform (replicas of the
+// bot) must not give two messages one id.
+func (a *Adapter) StartIDsAt(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nextID = n - 1000
+}
+
 func (a *Adapter) newIDLocked() string {
 	a.nextID++
 	return strconv.Itoa(1000 + a.nextID)

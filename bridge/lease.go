@@ -1,0 +1,394 @@
+package bridge
+
+// Replicas. Several bridges may share one Store (PostgreSQL), each with its
+// own Lease.Owner. A bridge runs a thread only while it holds the thread's
+// lease (storage.LeaseStore); every write its owner goroutine makes of the
+// thread's session entries, runs, status messages and answers carries the
+// lease (leasedStore), and the store refuses it once another replica took the
+// thread over. Input reaches the owner whichever replica received it: the
+// receiver stores it and claims the thread if nobody holds it; otherwise the
+// owner hears of it (storage.InboundNotifier) or finds it when it polls. A
+// replica also polls for threads with work and no live lease (a replica died,
+// or gave them up) and takes them over, recovering each as a restart would:
+// its cut-off run reported, its answers posted, its queued input replayed,
+// its workspace rebuilt from the pushed branch.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// LeaseConfig makes a bridge one of several replicas sharing its Store.
+type LeaseConfig struct {
+	// Owner names this replica in the leases it takes; it must differ from
+	// every other replica's, and from this replica's previous runs (NewOwner
+	// makes one). Empty: the bridge is the only one on its store (SQLite),
+	// takes no leases and recovers every thread at start.
+	Owner string
+	// TTL is how long a lease lasts without renewal (default 30s); Renew how
+	// often this replica renews its leases (default TTL/3); Poll how often it
+	// looks for unowned threads and input it was not told of (default Renew).
+	TTL, Renew, Poll time.Duration
+}
+
+// NewOwner returns a lease owner name unique to this process: host, pid and
+// a random suffix.
+func NewOwner() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+}
+
+func (c *LeaseConfig) setDefaults() {
+	if c.TTL <= 0 {
+		c.TTL = 30 * time.Second
+	}
+	if c.Renew <= 0 || c.Renew >= c.TTL {
+		c.Renew = c.TTL / 3
+	}
+	if c.Poll <= 0 {
+		c.Poll = c.Renew
+	}
+}
+
+func (b *Bridge) leasing() bool { return b.cfg.Lease.Owner != "" }
+
+// leasedStore is the store as a thread's owner writes to it: its writes
+// carry the thread's lease and are refused (storage.ErrFenced) once another
+// replica holds the thread.
+type leasedStore struct {
+	storage.Store
+	lease storage.Lease
+	lost  func() // called when a write was fenced
+}
+
+func (s leasedStore) with(ctx context.Context) context.Context {
+	return storage.WithLease(ctx, s.lease)
+}
+
+func (s leasedStore) check(err error) error {
+	if errors.Is(err, storage.ErrFenced) {
+		s.lost()
+	}
+	return err
+}
+
+func (s leasedStore) AppendEntries(ctx context.Context, sessionID string, es []transcript.Entry) error {
+	return s.check(s.Store.AppendEntries(s.with(ctx), sessionID, es))
+}
+
+func (s leasedStore) StartRun(ctx context.Context, threadID int64, sessionID string, inboundID int64) (int64, error) {
+	id, err := s.Store.StartRun(s.with(ctx), threadID, sessionID, inboundID)
+	return id, s.check(err)
+}
+
+func (s leasedStore) FinishRun(ctx context.Context, runID int64, outcome storage.RunOutcome) error {
+	return s.check(s.Store.FinishRun(s.with(ctx), runID, outcome))
+}
+
+func (s leasedStore) InterruptRuns(ctx context.Context) ([]storage.Run, error) {
+	runs, err := s.Store.InterruptRuns(s.with(ctx))
+	return runs, s.check(err)
+}
+
+func (s leasedStore) RecordOutbound(ctx context.Context, o storage.Outbound) (int64, error) {
+	id, err := s.Store.RecordOutbound(s.with(ctx), o)
+	return id, s.check(err)
+}
+
+func (s leasedStore) UpdateOutbound(ctx context.Context, id int64, text string) error {
+	return s.check(s.Store.UpdateOutbound(s.with(ctx), id, text))
+}
+
+func (s leasedStore) RecordPendingPosts(ctx context.Context, posts []storage.PendingPost) ([]int64, error) {
+	ids, err := s.Store.RecordPendingPosts(s.with(ctx), posts)
+	return ids, s.check(err)
+}
+
+// claim takes the thread's lease for its new owner goroutine, and recovers
+// what a previous owner left. It reports whether the thread is this
+// replica's; if not, its holder gets the input (the receiver stored it).
+func (t *thread) claim() bool {
+	b := t.b
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.Lease.TTL)
+	defer cancel()
+	l, ok, err := b.cfg.Store.AcquireLease(ctx, t.rec.ID, b.cfg.Lease.Owner, b.cfg.Lease.TTL)
+	if err != nil {
+		t.log.Warn("taking the thread's lease", "err", err)
+		return false
+	}
+	if !ok {
+		t.log.Debug("thread is owned by another replica", "owner", l.Owner)
+		return false
+	}
+	t.lease.Store(&l)
+	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.leaseFenced.Store(true) }}
+	t.saver.store = t.store
+	b.cfg.Metrics.Lease("acquired")
+	prev := b.releasedFence(t.rec.ID)
+	t.log.Debug("took the thread's lease", "fence", l.Fence)
+	if prev != l.Fence-1 {
+		// Another replica held it last (or this one, before a restart):
+		// recover as a start would.
+		t.recoverOwned(ctx)
+	}
+	t.takePending(ctx)
+	return true
+}
+
+// recoverOwned reports the run the previous owner left cut off (and pushes
+// its work from the pushed branch), and posts the answers it stored and
+// never saw accepted.
+func (t *thread) recoverOwned(ctx context.Context) {
+	b := t.b
+	runs, err := t.store.InterruptRuns(ctx)
+	if err != nil {
+		t.log.Error("marking the previous owner's runs interrupted", "err", err)
+	}
+	if posts, err := b.cfg.Store.UnpostedPosts(ctx); err == nil {
+		for _, pp := range posts {
+			if pp.ThreadID == t.rec.ID {
+				sendStored(t.p.Outbox, b.cfg.Store, t.ref, pp, true, t.log)
+			}
+		}
+	} else {
+		t.log.Error("loading answers not yet posted", "err", err)
+	}
+	for _, r := range runs {
+		r.Thread = t.rec.Key
+		b.reportInterrupted(t.p, r)
+		if t.rec.Repo != "" {
+			t.resumeInterrupted(r)
+		}
+	}
+}
+
+// takePending hands the owner the thread's stored input it has not taken
+// yet, in order, ahead of what its inbox holds (which it takes once).
+func (t *thread) takePending(ctx context.Context) {
+	ins, err := t.b.cfg.Store.PendingInbound(ctx, t.rec.ID)
+	if err != nil {
+		t.log.Warn("loading the thread's queued input", "err", err)
+		return
+	}
+	var fresh []*pendingInput
+	for _, in := range ins {
+		if t.taken[in.ID] == nil {
+			fresh = append(fresh, &pendingInput{id: in.ID, in: inboundFromStore(t.rec, in), replayed: true, queue: in.Queue})
+		}
+	}
+	t.requeueFront(fresh)
+}
+
+// take reports whether the owner may handle pi: one copy of each stored
+// input (the receiver's, or one read from storage), as often as routing
+// hands that copy back (parked, held).
+func (t *thread) take(pi *pendingInput) bool {
+	if !t.b.leasing() || pi.id == 0 {
+		return true
+	}
+	if first := t.taken[pi.id]; first != nil && first != pi {
+		return false
+	}
+	t.taken[pi.id] = pi
+	return true
+}
+
+// leaseLost ends a thread whose lease went to another replica: its run is
+// stopped without a word (the new owner reports it), and it writes nothing
+// more (its writes would be refused anyway).
+func (t *thread) leaseLost() {
+	if t.gone {
+		return
+	}
+	t.gone = true
+	t.log.Warn("lost the thread to another replica; stopping here")
+	t.b.cfg.Metrics.Lease("lost")
+	if t.unsubscribe != nil {
+		t.unsubscribe() // nothing more is rendered
+		t.unsubscribe = func() {}
+	}
+	t.b.slots.cancel(t)
+	t.waiting = nil
+	if r := t.run; r != nil {
+		t.run = nil
+		r.timer.Stop()
+		r.sess.Abort()
+		if r.slot {
+			t.releaseSlot()
+		}
+		if t.statusTick != nil {
+			t.statusTick.Stop()
+			t.statusTick = nil
+		}
+	}
+}
+
+// releaseLease gives the thread up (shutdown, eviction): another replica
+// may take it at once.
+func (t *thread) releaseLease() {
+	l := t.lease.Swap(nil)
+	if l == nil || t.gone || t.leaseFenced.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.b.cfg.Store.ReleaseLease(ctx, *l); err != nil {
+		t.log.Warn("giving up the thread's lease", "err", err)
+		return
+	}
+	t.b.noteReleased(l.ThreadID, l.Fence)
+	t.b.cfg.Metrics.Lease("released")
+}
+
+// releasedFence is the fence of this replica's last release of the thread
+// (0: none).
+func (b *Bridge) releasedFence(threadID int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.released[threadID]
+}
+
+func (b *Bridge) noteReleased(threadID, fence int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.released[threadID] = fence
+}
+
+// keepLeases renews this replica's leases every Renew, and ends the threads
+// whose lease is lost: taken over, or expired while the store could not be
+// reached (another replica may hold it by now).
+func (b *Bridge) keepLeases(ctx context.Context) {
+	tick := time.NewTicker(b.cfg.Lease.Renew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, t := range b.liveThreads() {
+			l := t.lease.Load()
+			if l == nil {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, b.cfg.Lease.Renew)
+			nl, err := b.cfg.Store.RenewLease(rctx, *l, b.cfg.Lease.TTL)
+			cancel()
+			switch {
+			case err == nil:
+				t.lease.CompareAndSwap(l, &nl)
+			case errors.Is(err, storage.ErrFenced) || b.cfg.Now().After(l.Expires):
+				if t.lease.CompareAndSwap(l, nil) {
+					t.leaseFenced.Store(true)
+					t.enqueue(item{fn: t.leaseLost})
+				}
+			case ctx.Err() == nil:
+				t.log.Warn("renewing the thread's lease", "err", err, "expires", l.Expires)
+			}
+		}
+	}
+}
+
+// liveThreads returns the thread owners of this replica.
+func (b *Bridge) liveThreads() []*thread {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*thread, 0, len(b.threads))
+	for _, t := range b.threads {
+		out = append(out, t)
+	}
+	return out
+}
+
+// watchInput has the owner of a thread take input another replica received:
+// at once when the store says so (InboundNotifier), and every Poll for what
+// a lost notification missed; on the same poll it claims the threads with
+// work that nobody owns.
+func (b *Bridge) watchInput(ctx context.Context) {
+	go func() {
+		_ = b.cfg.Store.ListenInbound(ctx, func(threadID int64) {
+			b.mu.Lock()
+			t := b.byID[threadID]
+			b.mu.Unlock()
+			if t != nil && t.lease.Load() != nil {
+				t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
+			}
+		})
+	}()
+	b.takeOver(ctx)
+	tick := time.NewTicker(b.cfg.Lease.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		b.pollInput(ctx)
+		b.takeOver(ctx)
+	}
+}
+
+// pollInput hands each owned thread with stored input its input.
+func (b *Bridge) pollInput(ctx context.Context) {
+	pending, err := b.cfg.Store.AllPendingInbound(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("polling for queued input", "err", err)
+		}
+		return
+	}
+	seen := map[int64]bool{}
+	for _, in := range pending {
+		if seen[in.ThreadID] {
+			continue
+		}
+		seen[in.ThreadID] = true
+		b.mu.Lock()
+		t := b.byID[in.ThreadID]
+		b.mu.Unlock()
+		if t != nil && t.lease.Load() != nil {
+			t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
+		}
+	}
+}
+
+// takeOver claims the threads that have work and no live lease.
+func (b *Bridge) takeOver(ctx context.Context) {
+	ids, err := b.cfg.Store.UnownedThreads(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("looking for threads without an owner", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		b.mu.Lock()
+		live := b.byID[id] != nil || b.closing
+		b.mu.Unlock()
+		if live {
+			continue
+		}
+		rec, err := b.cfg.Store.ThreadByID(ctx, id)
+		if err != nil {
+			b.log.Warn("loading a thread to take over", "thread_id", id, "err", err)
+			continue
+		}
+		p := b.platforms[rec.Key.Platform]
+		if p == nil {
+			continue
+		}
+		b.log.Info("taking over a thread without an owner", "thread", refOf(rec.Key).Key())
+		b.dispatchItem(p, rec, func(*thread) item { return item{} })
+	}
+}

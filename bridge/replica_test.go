@@ -1,0 +1,220 @@
+package bridge
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// Replicas in one process: bridges sharing one store (SQLite's in-process
+// notifier stands in for PostgreSQL's NOTIFY; the lease logic is the same),
+// each with its own chat connection, workspaces and outbox, and one LLM.
+
+const testTTL = time.Second
+
+// leased makes a rig's bridge a replica named owner.
+func leased(owner string) rigOption {
+	return func(c *Config, _ *Platform) {
+		c.Lease = LeaseConfig{Owner: owner, TTL: testTTL, Renew: testTTL / 4, Poll: 50 * time.Millisecond}
+	}
+}
+
+// replicaOf makes a rig's bridge a replica of first's: the same store and
+// model.
+func replicaOf(first *rig, owner string) rigOption {
+	return func(c *Config, p *Platform) {
+		leased(owner)(c, p)
+		p.Adapter.(*chatfake.Adapter).StartIDsAt(500000)
+		c.Store = first.db
+		c.Model = first.cfg.Model
+	}
+}
+
+// userMessages counts the user messages of a thread's session that contain s.
+func userMessages(r *rig, sessionID, s string) int {
+	r.tb.Helper()
+	es, err := r.db.LoadEntries(r.ctx, sessionID)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	n := 0
+	for _, e := range es {
+		if e.Type == transcript.EntryMessage && e.Message.Role == "user" {
+			for _, c := range e.Message.Content {
+				if strings.Contains(c.Text, s) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// A reply that reaches a replica which does not own the thread is stored
+// there and taken by the owner: the model gets it once, the owner answers,
+// and the receiver says nothing.
+func TestReplicaInputReachesTheOwner(t *testing.T) {
+	a := newRig(t, leased("replica-a"))
+	b := newRig(t, replicaOf(a, "replica-b"))
+	var n atomic.Int32
+	a.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		return llmfake.TextReply("ANSWER-" + string(rune('0'+n.Add(1))))
+	})
+	th := testThread("501.1")
+	a.say(th, alice, "first request", true)
+	a.waitRuns(th, 1)
+	if !a.live(th) {
+		t.Fatal("the receiving replica does not own the thread it started")
+	}
+
+	// The reply comes in on replica B's connection (Slack spreads events
+	// over an app's connections): B knows the thread from the store.
+	b.say(th, bob, "SECOND-REQUEST from b", false)
+	a.waitRuns(th, 2)
+	a.waitText(th, "ANSWER-2")
+	b.flush()
+	if got := b.chat.BotTexts(th); len(got) != 0 {
+		t.Errorf("the replica without the thread posted %q", got)
+	}
+	if b.live(th) {
+		t.Error("the replica without the thread kept an owner for it")
+	}
+	rec, err := a.thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := userMessages(a, rec.SessionID, "SECOND-REQUEST from b"); got != 1 {
+		t.Errorf("the reply reached the model %d times, want once", got)
+	}
+	if pending, _ := a.db.PendingInbound(a.ctx, rec.ID); len(pending) != 0 {
+		t.Errorf("input left pending: %+v", pending)
+	}
+}
+
+// A replica that died with a thread (its lease live, a run going, input
+// queued) loses it when the lease runs out: another replica takes it over,
+// reports the cut-off run, and answers the queued input.
+func TestReplicaTakesOverADeadReplicasThread(t *testing.T) {
+	a := newRig(t, leased("replica-a"))
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("TAKEN-OVER answer") })
+	th := testThread("502.1")
+	// What a replica that was killed left behind: its lease, a run it
+	// started, and input accepted and not yet delivered.
+	rec, _, err := a.db.EnsureThread(a.ctx, storeKey(th), storage.ThreadInit{Repo: "app", Branch: a.wsm.BranchFor(wsKey(th))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := a.db.CreateSession(a.ctx, rec.ID, storage.SessionInit{Model: mainModel, SystemPrompt: baseSystemPrompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-dead", testTTL)
+	if err != nil || !ok {
+		t.Fatalf("AcquireLease: %v, %v", ok, err)
+	}
+	if _, err := a.db.StartRun(storage.WithLease(a.ctx, dead), rec.ID, sess.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.db.AcceptInbound(a.ctx, storage.Inbound{Platform: "test", Channel: th.Channel, MessageID: "502.2", ThreadID: rec.ID,
+		AuthorID: bob.ID, AuthorName: bob.Name, Text: "QUEUED-BEFORE-THE-CRASH", Mode: storage.ModePrompt}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a.waitText(th, "The previous run in this thread was interrupted")
+	a.waitText(th, "TAKEN-OVER answer")
+	if took := time.Since(start); took > testTTL+2*time.Second {
+		t.Errorf("takeover took %s, want within the lease (%s) and a poll", took, testTTL)
+	}
+	if got := userMessages(a, sess.ID, "QUEUED-BEFORE-THE-CRASH"); got != 1 {
+		t.Errorf("the queued input reached the model %d times, want once", got)
+	}
+	l, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-dead", testTTL)
+	if err != nil || ok || l.Owner != "replica-a" || l.Fence <= dead.Fence {
+		t.Errorf("lease after the takeover = %+v, %v, %v; want replica-a's with a larger fence", l, ok, err)
+	}
+}
+
+// A replica whose thread was taken over (it paused past its lease, or the
+// store was out of reach) stops there: its run ends without a word from it,
+// its writes are refused, and it gives up the thread.
+func TestReplicaThatLostItsLeaseStops(t *testing.T) {
+	a := newRig(t, leased("replica-a"))
+	g := newGate(t)
+	var n atomic.Int32
+	a.llm.Handle(func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+		}
+		return llmfake.TextReply("STALE-ANSWER from the old owner")
+	})
+	th := testThread("503.1")
+	a.say(th, alice, "long job", true)
+	a.waitArrived(g)
+	rec, _ := a.thread(th)
+	a.b.mu.Lock()
+	owner := a.b.byID[rec.ID]
+	a.b.mu.Unlock()
+	l := owner.lease.Load()
+	if l == nil {
+		t.Fatal("the owner has no lease")
+	}
+	// Another replica takes the thread: its lease lapsed while A paused.
+	if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
+		t.Fatal(err)
+	}
+	nl, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour)
+	if err != nil || !ok {
+		t.Fatalf("the takeover: %v, %v", ok, err)
+	}
+	a.waitUntil("the old owner lets the thread go", func() bool { return !a.live(th) })
+	g.release()
+	a.flush()
+	if strings.Contains(a.chat.Transcript(th), "STALE-ANSWER") {
+		t.Errorf("the old owner posted its answer after losing the thread:\n%s", a.chat.Transcript(th))
+	}
+	runs, err := a.db.ThreadRuns(a.ctx, rec.ID)
+	if err != nil || len(runs) != 1 || runs[0].Outcome != "" {
+		t.Errorf("runs = %+v, %v; want the one run left for the new owner to end", runs, err)
+	}
+	if cur, _, _ := a.db.AcquireLease(a.ctx, rec.ID, "replica-c", time.Hour); cur.Owner != "replica-b" || cur.Fence != nl.Fence {
+		t.Errorf("lease = %+v, want replica-b's still", cur)
+	}
+}
+
+// A replica gives its threads up when it stops (after its runs ended and
+// their work was pushed), and when a thread goes idle: another replica may
+// take them at once, without waiting for the lease to run out.
+func TestReplicaReleasesItsLeases(t *testing.T) {
+	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) { c.IdleEvict = 200 * time.Millisecond })
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("done") })
+	th := testThread("504.1")
+	a.say(th, alice, "a request", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	a.waitUntil("the idle thread is evicted", func() bool { return !a.live(th) })
+	if l, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok {
+		t.Errorf("another replica could not take the idle thread: %+v, %v, %v", l, ok, err)
+	}
+
+	th2 := testThread("504.2")
+	a.say(th2, alice, "another request", true)
+	a.waitRuns(th2, 1)
+	rec2, _ := a.thread(th2)
+	if err := a.stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(a.ctx, a.db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if l, ok, err := db.AcquireLease(a.ctx, rec2.ID, "replica-b", time.Hour); err != nil || !ok {
+		t.Errorf("another replica could not take the thread after a shutdown: %+v, %v, %v", l, ok, err)
+	}
+}
