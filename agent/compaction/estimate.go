@@ -102,15 +102,49 @@ func argumentsLen(raw []byte) int {
 // utf16Len is the length of s in UTF-16 code units, JavaScript's String#length.
 // Bytes that are not valid UTF-8 count one unit each, as the U+FFFD a JavaScript
 // decoder would put in their place (a decoder may merge a run into one; close enough).
+func utf16Len(s string) int {
+	adjust, nonASCII := utf8Units(s)
+	if !nonASCII || utf8.ValidString(s) {
+		return len(s) + adjust
+	}
+	n := 0
+	for _, r := range s {
+		n += runeUnits(r)
+	}
+	return n
+}
+
+// utf16LenBytes is utf16Len of b.
+func utf16LenBytes(b []byte) int {
+	adjust, nonASCII := utf8Units(b)
+	if !nonASCII || utf8.Valid(b) {
+		return len(b) + adjust
+	}
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		n += runeUnits(r)
+		b = b[size:]
+	}
+	return n
+}
+
+func runeUnits(r rune) int {
+	if r >= 0x10000 {
+		return 2
+	}
+	return 1
+}
+
+// utf8Units returns what the UTF-16 length of s differs from its byte length
+// by, if s is valid UTF-8, and whether s has bytes ≥ 0x80 at all.
 //
-// For valid UTF-8 the count is bytes − continuation bytes + 4-byte leads
-// (which become surrogate pairs), and both are counted eight bytes at a time;
+// For valid UTF-8 the difference is 4-byte leads (which become surrogate
+// pairs) − continuation bytes, and both are counted eight bytes at a time;
 // most text is ASCII, which skips 64 bytes a step. The words are read with
 // constant offsets after one length check, so the loop has no bounds checks.
-func utf16Len(s string) int {
+func utf8Units[T ~string | ~[]byte](s T) (adjust int, nonASCII bool) {
 	const highs = 0x8080808080808080
-	all := s
-	adjust, nonASCII := 0, false
 	for len(s) >= 64 {
 		w0, w1, w2, w3 := le64(s[0:8]), le64(s[8:16]), le64(s[16:24]), le64(s[24:32])
 		w4, w5, w6, w7 := le64(s[32:40]), le64(s[40:48]), le64(s[48:56]), le64(s[56:64])
@@ -138,23 +172,12 @@ func utf16Len(s string) int {
 			}
 		}
 	}
-	if !nonASCII || utf8.ValidString(all) {
-		return len(all) + adjust
-	}
-	n := 0
-	for _, r := range all {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
+	return adjust, nonASCII
 }
 
 // le64 reads eight bytes of s as a little-endian word (the compiler makes it
 // one load).
-func le64(s string) uint64 {
+func le64[T ~string | ~[]byte](s T) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56

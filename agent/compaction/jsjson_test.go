@@ -72,10 +72,12 @@ func TestJSNumber(t *testing.T) {
 
 // TestJSLenLongRuns puts each kind of special byte at every position of a long
 // string, around the eight-byte steps of the scanner.
+// TestJSLenLongRuns puts each kind of special text at every position of a
+// string spanning two of jsonscan's 64-byte blocks.
 func TestJSLenLongRuns(t *testing.T) {
-	for _, special := range []string{`\"`, `\\`, `\n`, `\u0001`, "é", "😀", "\x7f", "\xff", `\ud800`} {
-		for pos := 0; pos <= 24; pos++ {
-			raw := `"` + strings.Repeat("a", pos) + special + strings.Repeat("b", 24-pos) + `"`
+	for _, special := range []string{`\"`, `\\`, `\n`, `\/`, `\u0001`, `\u003c`, `\\\"`, "é", "😀", "\x7f", "\xff", `\ud800`, `\ud83d\ude00`} {
+		for pos := 0; pos <= 140; pos++ {
+			raw := `"` + strings.Repeat("a", pos) + special + strings.Repeat("b", 140-pos) + `"`
 			out, err := jsStringify([]byte(raw))
 			if err != nil {
 				t.Fatalf("jsStringify(%q): %v", raw, err)

@@ -3,6 +3,8 @@ package compaction
 import (
 	"encoding/binary"
 	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/internal/jsonscan"
 )
 
 // jsLen returns the UTF-16 length of jsStringify(raw) without building it: the
@@ -182,13 +184,37 @@ func plainKey(tok []byte) bool {
 	return true
 }
 
-// stringLen measures a string token's output form, quotes included. Bytes
-// are counted as utf16Len counts them (UTF-16 units of valid UTF-8, eight
-// bytes at a time between escapes); a string that turns out not to be valid
-// UTF-8 is measured again rune by rune.
+// stringLen measures a string token's output form, quotes included.
+// jsonscan finds its end 64 bytes at a time; the escapes it counts are all
+// that the output form changes but \uXXXX: one-letter escapes are written
+// back as they are (two units), \/ becomes one. A string with \u escapes is
+// measured by stringLenEscapes.
 func (s *jsLenScanner) stringLen() (int, error) {
+	start := s.pos + 1
+	end, st := jsonscan.String(s.src, start)
+	if end < 0 {
+		return 0, errBadJSON
+	}
+	if st.U {
+		s.pos++
+		return s.stringLenEscapes()
+	}
+	s.pos = end + 1
+	raw := s.src[start:end]
+	if !st.NonASCII {
+		return 2 + len(raw) - st.Slashes, nil
+	}
+	// Escapes are ASCII: the units of the rest are utf16Len's (which
+	// counts an invalid byte as one, as a JavaScript decoder's U+FFFD).
+	return 2 + utf16LenBytes(raw) - st.Slashes, nil
+}
+
+// stringLenEscapes is stringLen for a string with \u escapes, s.pos after
+// its opening quote. Bytes are counted as utf16Len counts them (UTF-16
+// units of valid UTF-8, eight bytes at a time between escapes); a string
+// that turns out not to be valid UTF-8 is measured again rune by rune.
+func (s *jsLenScanner) stringLenEscapes() (int, error) {
 	const highs = 0x8080808080808080
-	s.pos++ // opening quote
 	start := s.pos
 	n := 2
 	src := s.src
