@@ -35,7 +35,8 @@ type LeaseConfig struct {
 	Owner string
 	// TTL is how long a lease lasts without renewal (default 30s); Renew how
 	// often this replica renews its leases (default TTL/3); Poll how often it
-	// looks for unowned threads and input it was not told of (default Renew).
+	// looks for unowned threads and input it was not told of (default 2s, or
+	// Renew if shorter: two indexed queries).
 	TTL, Renew, Poll time.Duration
 }
 
@@ -56,7 +57,7 @@ func (c *LeaseConfig) setDefaults() {
 		c.Renew = c.TTL / 3
 	}
 	if c.Poll <= 0 {
-		c.Poll = c.Renew
+		c.Poll = min(c.Renew, 2*time.Second)
 	}
 }
 
@@ -230,6 +231,16 @@ func (t *thread) leaseLost() {
 			t.statusTick.Stop()
 			t.statusTick = nil
 		}
+	}
+	if t.pushing != nil {
+		// Its result is not this replica's to report; the workspace stays
+		// open until the push is done with it.
+		select {
+		case <-t.pushDone:
+		case <-time.After(time.Minute):
+			t.log.Warn("a push of the lost thread did not finish in a minute")
+		}
+		t.pushing, t.nextPush = nil, nil
 	}
 }
 
