@@ -425,6 +425,12 @@ func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.threads[ref.Key()]
+	if t == nil && b.closing {
+		// Shutdown stops the owners it found; a new one would keep it
+		// waiting. The input is stored: the next start (or another
+		// replica) takes it.
+		return
+	}
 	if t == nil {
 		t = newThread(b, p, ref, rec)
 		b.threads[ref.Key()] = t

@@ -218,3 +218,26 @@ func TestReplicaReleasesItsLeases(t *testing.T) {
 		t.Errorf("another replica could not take the thread after a shutdown: %+v, %v, %v", l, ok, err)
 	}
 }
+
+// Once shutdown began, no thread owner starts (a takeover poll or a message
+// racing it would otherwise leave one that shutdown never stops, and the
+// shutdown would wait out its grace): the input is stored for the next start.
+func TestNoThreadOwnerStartsDuringShutdown(t *testing.T) {
+	r := newRig(t, leased("replica-a"))
+	th := testThread("505.1")
+	rec, _, err := r.db.EnsureThread(r.ctx, storeKey(th), storage.ThreadInit{Repo: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.b.mu.Lock()
+	r.b.closing = true
+	r.b.mu.Unlock()
+	r.b.dispatchItem(r.b.platforms["test"], rec, func(*thread) item { return item{} })
+	if r.live(th) {
+		t.Fatal("a thread owner started during shutdown")
+	}
+	start := time.Now()
+	if err := r.stop(5 * time.Second); err != nil || time.Since(start) > 3*time.Second {
+		t.Errorf("shutdown took %s: %v", time.Since(start), err)
+	}
+}
