@@ -626,6 +626,12 @@ func (s *Session) persist(entries ...transcript.Entry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := s.cfg.Store.AppendEntries(ctx, s.id, entries)
+	if err != nil {
+		// Once more as it was: the store may have committed it and lost
+		// the answer (a dropped connection), and an append of what it holds
+		// already succeeds without storing it twice (Store's contract).
+		err = s.cfg.Store.AppendEntries(ctx, s.id, entries)
+	}
 	if err != nil && s.renumber(ctx, entries) {
 		err = s.cfg.Store.AppendEntries(ctx, s.id, entries)
 	}

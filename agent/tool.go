@@ -55,6 +55,10 @@ func TextResult(text string) ToolResult {
 // serial event queue, one call per event, in Seq order; it must be durable when it
 // returns. A failing store is logged and reported, and never stops the session.
 type Store interface {
+	// AppendEntries stores entries, all or none. Appending entries the
+	// store holds already, identical at their sequence numbers, succeeds
+	// without storing them again: a session repeats an append whose answer
+	// it did not get (the store may have committed it).
 	AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error
 }
 

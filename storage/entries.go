@@ -54,9 +54,12 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
+		for i, r := range rows {
 			if _, err := st.ExecContext(ctx, sid, r.seq, r.typ, r.ts, r.payload); err != nil {
 				if isExtCode(err, codePrimaryKey) {
+					if i == 0 && storedAlready(ctx, tx, sid, rows) {
+						return nil // a retry of an append that was committed
+					}
 					return &DuplicateEntryError{SessionID: sessionID, Seq: r.seq}
 				}
 				return fmt.Errorf("seq %d: %w", r.seq, err)
@@ -182,4 +185,20 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]tr
 		return nil, err
 	}
 	return d.result()
+}
+
+// storedAlready reports whether the session holds exactly these entries at
+// their sequence numbers: the append is a retry of one that was committed
+// (its caller saw an error, a connection lost in the commit), and succeeds
+// without writing, as AppendEntries' contract says.
+func storedAlready(ctx context.Context, tx *sql.Tx, sid int64, rows []entryRow) bool {
+	for _, r := range rows {
+		var typ, payload string
+		var ts int64
+		err := tx.QueryRowContext(ctx, `SELECT type, ts, payload FROM entries WHERE session_id = ? AND seq = ?`, sid, r.seq).Scan(&typ, &ts, &payload)
+		if err != nil || typ != r.typ || ts != r.ts || payload != r.payload {
+			return false
+		}
+	}
+	return true
 }

@@ -89,3 +89,53 @@ func TestFailedAppendIsAnEvent(t *testing.T) {
 		t.Fatalf("persist_failed events = %+v, want one for the model change with the error", failed)
 	}
 }
+
+// lostAnswerStore commits the first append and then reports an error, as a
+// database connection that drops during the commit does.
+type lostAnswerStore struct {
+	*storage.DB
+	once sync.Once
+}
+
+func (s *lostAnswerStore) AppendEntries(ctx context.Context, id string, es []transcript.Entry) error {
+	err := s.DB.AppendEntries(ctx, id, es)
+	s.once.Do(func() {
+		if err == nil {
+			err = errors.New("unexpected EOF")
+		}
+	})
+	return err
+}
+
+// An append the store committed but whose answer was lost is not stored
+// twice: the session repeats it as it was (the store takes an identical
+// append as done) instead of moving it to new sequence numbers.
+func TestAppendWhoseCommitWasNotSeenIsStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	th := newThread(t, db, "slack", "1700000000.000200")
+	rec, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sessionOn(t, &lostAnswerStore{DB: db}, rec.ID)
+	var failed []agent.PersistFailed
+	s.Subscribe(func(ev agent.Event) {
+		if pf, ok := ev.(agent.PersistFailed); ok {
+			failed = append(failed, pf)
+		}
+	})
+	if err := s.SetModel("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := db.LoadEntries(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || len(failed) != 0 {
+		t.Fatalf("stored %d entries (%+v), %d persist failures; want the model change once, no failure", len(entries), entries, len(failed))
+	}
+}

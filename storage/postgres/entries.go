@@ -69,7 +69,7 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 		err = db.exec(ctx, appendSQL, args...)
 	}
 	if isCode(err, codeUnique) && constraintOf(err) == "entries_pkey" {
-		err = db.duplicateOf(ctx, sessionID, sid, seqs)
+		err = db.duplicateOf(ctx, sessionID, sid, seqs, types, ts, payloads)
 	}
 	if err != nil {
 		return opError("append entries", err)
@@ -84,10 +84,19 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 }
 
 // duplicateOf names the first seq of an append refused as a duplicate: one the
-// session already had, or one the append carried twice.
-func (db *DB) duplicateOf(ctx context.Context, sessionID string, sid int64, seqs []int64) error {
+// session already had, or one the append carried twice. An append of entries
+// the session holds already, identical, is a retry of one that was committed
+// (its caller saw the connection drop in the commit): it succeeds.
+func (db *DB) duplicateOf(ctx context.Context, sessionID string, sid int64, seqs []int64, types []string, ts []int64, payloads []string) error {
+	var same int
+	err := db.pool.QueryRow(ctx, `SELECT count(DISTINCT x.seq) FROM entries x
+		JOIN unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload) ON x.seq = e.seq
+		WHERE x.session_id = $1 AND x.type = e.type AND x.ts = e.ts AND x.payload::text = e.payload`, sid, seqs, types, ts, payloads).Scan(&same)
+	if err == nil && same == len(seqs) {
+		return nil
+	}
 	var seq *int64
-	err := db.pool.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq = ANY($2)`, sid, seqs).Scan(&seq)
+	err = db.pool.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq = ANY($2)`, sid, seqs).Scan(&seq)
 	if err == nil && seq != nil {
 		return &storage.DuplicateEntryError{SessionID: sessionID, Seq: *seq}
 	}

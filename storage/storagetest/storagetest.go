@@ -442,6 +442,30 @@ func testEntriesDuplicate(t *testing.T, s *suite) {
 	if n, _ := s.db.NextSeq(s.ctx, ss.ID); n != 2 {
 		t.Errorf("NextSeq = %d, want 2", n)
 	}
+	// Appending what is stored already, identical, succeeds without writing:
+	// the caller retries an append whose commit it did not see (the
+	// connection dropped), and must neither fail nor store it twice.
+	th2 := s.thread("slack", "2.0")
+	ss2 := s.session(th2)
+	in, _ := s.accept(storage.Inbound{ThreadID: th2.ID, MessageID: "2.1", Text: "hi"})
+	batch := []transcript.Entry{transcript.MessageEntry(0, user("hi", strconv.FormatInt(in, 10))), transcript.MessageEntry(1, llm.UserText("b"))}
+	batch[0].Timestamp, batch[1].Timestamp = 1700000000000, 1700000000001
+	s.append(ss2.ID, batch...)
+	if err := s.db.AppendEntries(s.ctx, ss2.ID, batch); err != nil {
+		t.Errorf("appending the same entries again = %v, want nil", err)
+	}
+	if got := s.load(ss2.ID); len(got) != 2 {
+		t.Errorf("after the repeated append: %d entries, want 2", len(got))
+	}
+	changed := slices.Clone(batch)
+	changed[1] = transcript.MessageEntry(1, llm.UserText("B"))
+	changed[1].Timestamp = batch[1].Timestamp
+	if err := s.db.AppendEntries(s.ctx, ss2.ID, changed); !errors.As(err, &de) || de.Seq != 0 {
+		t.Errorf("an append over stored seqs with other content = %v, want a DuplicateEntryError", err)
+	}
+	if err := s.db.AppendEntries(s.ctx, ss2.ID, batch[1:]); err != nil {
+		t.Errorf("repeating the tail of an append = %v, want nil", err)
+	}
 }
 
 func testEntriesUnknownSession(t *testing.T, s *suite) {
