@@ -153,6 +153,9 @@ type Bridge struct {
 	closing  bool
 	wg       sync.WaitGroup // thread owners
 	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
+
+	catchUpBucket int64           // the minute of catchUps
+	catchUps      map[string]bool // catch-ups this replica claimed in it
 }
 
 type platform struct {
@@ -712,10 +715,27 @@ func (h *handler) ActiveThreads(ctx context.Context) ([]chat.ThreadCursor, error
 		return nil, err
 	}
 	var out []chat.ThreadCursor
+	// Replicas each reconnect and would each read every thread; the first
+	// to ask in a minute reads it, and the others leave it (what reaches the
+	// platform after that is delivered to a connection that is up). The
+	// first one reads it again at its own next reconnect.
+	bucket := b.cfg.Now().Truncate(time.Minute).Unix()
 	for _, t := range threads {
-		if t.SessionID != "" {
-			out = append(out, chat.ThreadCursor{Thread: refOf(t.Key), LastSeen: t.LastSeenMessage})
+		if t.SessionID == "" {
+			continue
 		}
+		if b.leasing() {
+			key := fmt.Sprintf("catch-up/%d/%d", t.ID, bucket)
+			first, err := b.cfg.Store.MarkEventProcessed(ctx, h.p.name, key)
+			if err != nil {
+				return nil, err
+			}
+			if !first && !b.caughtUp(key, bucket, false) {
+				continue
+			}
+			b.caughtUp(key, bucket, true)
+		}
+		out = append(out, chat.ThreadCursor{Thread: refOf(t.Key), LastSeen: t.LastSeenMessage})
 	}
 	return out, nil
 }
@@ -739,6 +759,20 @@ func (h *handler) CloseThread(ctx context.Context, thread chat.ThreadRef) error 
 	b.mu.Unlock()
 	b.log.Info("closed a thread the platform no longer has", "thread", thread.Key())
 	return nil
+}
+
+// caughtUp reports whether this replica claimed the catch-up key (of the
+// minute bucket), and records it with add. Only the current minute is kept.
+func (b *Bridge) caughtUp(key string, bucket int64, add bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.catchUpBucket != bucket {
+		b.catchUpBucket, b.catchUps = bucket, map[string]bool{}
+	}
+	if add {
+		b.catchUps[key] = true
+	}
+	return b.catchUps[key]
 }
 
 var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)
