@@ -1,0 +1,346 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// chatThread is one Slack thread the traffic started.
+type chatThread struct {
+	n       int
+	channel string
+	root    string // the mention's ts; "" until sent
+	tokens  []string
+}
+
+// audit is what the database, the fake Slack and the fake LLM say at one
+// moment, checked against the product's promises.
+type audit struct {
+	problems []string // broken promises; empty when all hold
+	waiting  []string // not settled yet (work in flight)
+
+	tokens, userEntries, requests     int
+	runs, done, interrupted, answered int
+	notices                           int
+}
+
+func (a *audit) problem(format string, args ...any) {
+	a.problems = append(a.problems, fmt.Sprintf(format, args...))
+}
+
+func (a *audit) wait(format string, args ...any) {
+	a.waiting = append(a.waiting, fmt.Sprintf(format, args...))
+}
+
+// ok: settled and every promise kept.
+func (a *audit) ok() bool { return len(a.problems) == 0 && len(a.waiting) == 0 }
+
+func (a *audit) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d tokens, %d user entries, %d LLM requests; %d runs (%d done, %d interrupted), %d answers, %d interrupted notices",
+		a.tokens, a.userEntries, a.requests, a.runs, a.done, a.interrupted, a.answered, a.notices)
+	list := func(title string, xs []string) {
+		if len(xs) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s (%d):", title, len(xs))
+		for i, x := range xs {
+			if i == 40 {
+				fmt.Fprintf(&b, "\n  … %d more", len(xs)-i)
+				break
+			}
+			b.WriteString("\n  " + x)
+		}
+	}
+	list("problems", a.problems)
+	list("not settled", a.waiting)
+	return b.String()
+}
+
+var (
+	ansRE = regexp.MustCompile(`ANS-\d+`)
+	// noticeRE matches the notice a run cut off by its replica's death gets
+	// (the interrupted status line of its status message is not a notice).
+	noticeRE = regexp.MustCompile(`(?i)run in this thread was interrupted`)
+)
+
+// audit checks, for the threads the traffic started:
+//
+//   - every accepted message (each carries a unique token) is a user message
+//     of its session exactly once, and reached the model (an LLM request);
+//   - every event was acknowledged (accepted), nothing is pending or running;
+//   - every run that finished is answered by one message in the thread, each
+//     answer posted once; every interrupted run got one notice;
+//   - no two runs of a thread overlap in time (two live owners would run the
+//     thread at once).
+func (e *env) audit(threads []*chatThread) *audit {
+	a := &audit{}
+	ctx := e.ctx
+	byRoot := map[string]*chatThread{}
+	want := map[string]bool{}
+	for _, th := range threads {
+		if th.root == "" {
+			continue
+		}
+		byRoot[th.channel+"/"+th.root] = th
+		for _, tk := range th.tokens {
+			want[tk] = true
+		}
+	}
+	a.tokens = len(want)
+
+	// Accepted: every event has an acknowledged delivery.
+	acked := map[string]bool{}
+	for _, d := range e.slack.Deliveries() {
+		if d.Acked {
+			acked[d.EventID] = true
+		}
+	}
+	unacked := map[string]bool{}
+	for _, d := range e.slack.Deliveries() {
+		if !acked[d.EventID] {
+			unacked[d.EventID] = true
+		}
+	}
+	if len(unacked) > 0 {
+		a.wait("%d events not acknowledged", len(unacked))
+	}
+
+	// Sessions: the user messages.
+	seen := map[string]int{}
+	type kept struct {
+		ans          string
+		session, seq int64
+	}
+	keptOf := map[int64][]kept{} // thread id -> the model's answers its sessions kept
+	rows, err := e.db.Query(ctx, `SELECT s.thread_id, e.session_id, e.seq, e.payload::text FROM entries e JOIN sessions s ON s.id = e.session_id
+		WHERE e.type = 'message' ORDER BY s.thread_id, e.session_id, e.seq`)
+	if err != nil {
+		a.wait("reading entries: %v", err)
+		return a
+	}
+	for rows.Next() {
+		var p string
+		var thread, session, seq int64
+		if err := rows.Scan(&thread, &session, &seq, &p); err != nil {
+			a.wait("reading entries: %v", err)
+			break
+		}
+		var m struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal([]byte(p), &m) != nil {
+			continue
+		}
+		if m.Role == "assistant" {
+			for _, c := range m.Content {
+				for _, ans := range ansRE.FindAllString(c.Text, -1) {
+					keptOf[thread] = append(keptOf[thread], kept{ans, session, seq})
+				}
+			}
+		}
+		if m.Role != "user" {
+			continue
+		}
+		a.userEntries++
+		for _, c := range m.Content {
+			for _, tk := range tokenRE.FindAllString(c.Text, -1) {
+				seen[tk]++
+			}
+		}
+	}
+	rows.Close()
+	for tk := range want {
+		switch n := seen[tk]; {
+		case n == 0:
+			a.wait("token %s not in any session yet", tk)
+		case n > 1:
+			a.problem("token %s is a user message %d times", tk, n)
+		}
+	}
+
+	// The model saw every token.
+	inRequest := map[string]bool{}
+	reqs := e.llm.Requests()
+	a.requests = len(reqs)
+	for _, r := range reqs {
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				for _, tk := range tokenRE.FindAllString(m.Content, -1) {
+					inRequest[tk] = true
+				}
+			}
+		}
+	}
+	for tk := range want {
+		if seen[tk] > 0 && !inRequest[tk] {
+			a.wait("token %s never reached the model", tk)
+		}
+	}
+
+	var pending, running, posts int
+	if err := e.db.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM inbound WHERE state IN ('received', 'queued')),
+		(SELECT count(*) FROM runs WHERE ended_at IS NULL),
+		(SELECT count(*) FROM pending_posts WHERE done_at IS NULL)`).Scan(&pending, &running, &posts); err != nil {
+		a.wait("counting: %v", err)
+		return a
+	}
+	if pending+running+posts > 0 {
+		a.wait("%d inputs pending, %d runs running, %d answers not posted", pending, running, posts)
+	}
+	rows, err = e.db.Query(ctx, `SELECT reason, count(*) FROM inbound WHERE state = 'dropped' GROUP BY reason`)
+	if err == nil {
+		for rows.Next() {
+			var reason string
+			var n int
+			if rows.Scan(&reason, &n) == nil {
+				a.problem("%d inputs dropped: %s", n, reason)
+			}
+		}
+		rows.Close()
+	}
+
+	// Runs, per thread.
+	type run struct {
+		id, thread    int64
+		session       int64
+		lastSeq       int64 // the run's last entry (run_usage, written when it ends); -1 while it runs
+		start, end    int64
+		outcome       string
+		channel, root string
+	}
+	runsOf := map[string][]run{}
+	rows, err = e.db.Query(ctx, `SELECT r.id, r.thread_id, r.session_id, coalesce(u.last_seq, -1), t.channel, t.thread,
+		r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, '')
+		FROM runs r JOIN threads t ON t.id = r.thread_id LEFT JOIN run_usage u ON u.run_id = r.id ORDER BY r.id`)
+	if err != nil {
+		a.wait("reading runs: %v", err)
+		return a
+	}
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.id, &r.thread, &r.session, &r.lastSeq, &r.channel, &r.root, &r.start, &r.end, &r.outcome); err != nil {
+			a.wait("reading runs: %v", err)
+			break
+		}
+		runsOf[r.channel+"/"+r.root] = append(runsOf[r.channel+"/"+r.root], r)
+	}
+	rows.Close()
+
+	bot := e.slack.BotUserID()
+	postedIn := map[string]string{} // ANS-n -> where it was posted
+	keys := make([]string, 0, len(byRoot))
+	for k := range byRoot {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		th := byRoot[key]
+		rs := runsOf[key]
+		var interrupted int
+		for _, r := range rs {
+			a.runs++
+			switch r.outcome {
+			case "done":
+				a.done++
+			case "interrupted":
+				interrupted++
+			case "":
+			default:
+				a.problem("thread %d run %d ended %q", th.n, r.id, r.outcome)
+			}
+		}
+		a.interrupted += interrupted
+		// Two live owners would run the thread at once.
+		for i := 1; i < len(rs); i++ {
+			prev, cur := rs[i-1], rs[i]
+			if prev.end == 0 || cur.start < prev.end {
+				a.problem("thread %d: run %d started at %d while run %d ran (%d–%d)", th.n, cur.id, cur.start, prev.id, prev.start, prev.end)
+			}
+		}
+
+		// What the thread shows: answers (each posted once) and notices.
+		posted := map[string]int{}
+		var notices int
+		for _, m := range e.slack.Messages(th.channel, th.root) {
+			if m.User != bot {
+				continue
+			}
+			if noticeRE.MatchString(m.Text) {
+				notices++
+			}
+			if strings.Contains(m.Text, "_interrupted") {
+				continue // a cut-off run's status message, which may show its text
+			}
+			for _, ans := range ansRE.FindAllString(m.Text, -1) {
+				posted[ans]++
+				a.answered++
+				if where, dup := postedIn[ans]; dup {
+					a.problem("thread %d: answer %s posted twice (also %s)", th.n, ans, where)
+				}
+				postedIn[ans] = fmt.Sprintf("thread %d message %s", th.n, m.TS)
+			}
+		}
+		a.notices += notices
+
+		// Every answer a session kept belongs to the run it came in; a
+		// finished run's answers are all posted, an interrupted run's may
+		// be (posted once all the same); nothing is posted that no session
+		// kept.
+		var thread int64
+		if len(rs) > 0 {
+			thread = rs[0].thread
+		}
+		keptAns := map[string]bool{}
+		answersOf := map[int64]int{}
+		for _, k := range keptOf[thread] {
+			keptAns[k.ans] = true
+			// The run is the first of its session to end at or after
+			// the entry, or the one still running.
+			var in *run
+			for i := range rs {
+				r := &rs[i]
+				if r.session == k.session && (r.lastSeq >= k.seq || r.lastSeq < 0) {
+					in = r
+					break
+				}
+			}
+			if in == nil {
+				a.problem("thread %d: answer %s (session %d entry %d) in no run", th.n, k.ans, k.session, k.seq)
+				continue
+			}
+			answersOf[in.id]++
+			if posted[k.ans] == 0 {
+				switch in.outcome {
+				case "done":
+					a.wait("thread %d: answer %s of finished run %d not posted", th.n, k.ans, in.id)
+				case "":
+					a.wait("thread %d: run %d still running", th.n, in.id)
+				}
+			}
+		}
+		for ans := range posted {
+			if !keptAns[ans] {
+				a.problem("thread %d: answer %s posted but in no session", th.n, ans)
+			}
+		}
+		for _, r := range rs {
+			if r.outcome == "done" && answersOf[r.id] == 0 {
+				a.problem("thread %d: run %d finished without an answer", th.n, r.id)
+			}
+		}
+		if notices > interrupted {
+			a.problem("thread %d: %d interrupted notices for %d interrupted runs", th.n, notices, interrupted)
+		} else if notices < interrupted {
+			a.wait("thread %d: %d interrupted notices for %d interrupted runs", th.n, notices, interrupted)
+		}
+	}
+	return a
+}

@@ -1,0 +1,19 @@
+// Package chaos holds the multi-replica tests of issue 15 (PRODUCT.md §9,
+// storage): several processes of the real bot (cmd/bot, built once per test
+// binary) share one PostgreSQL database, the fake Slack spreads Socket Mode
+// events over their connections, and replicas are killed with SIGKILL and
+// restarted while mentions and follow-ups arrive. The tests check what the
+// product promises: every accepted message reaches the model exactly once,
+// every run is answered once, a thread never runs under two owners at once,
+// and a dead replica's threads move to another within the lease time. The
+// benchmarks measure throughput with 1–3 replicas against one on SQLite, and
+// the takeover time after kill -9.
+//
+// Everything is in _test.go files: the package has no code of its own.
+//
+// PostgreSQL comes from storagetest: THREADSMITH_TEST_POSTGRES names a
+// database, or THREADSMITH_REQUIRE_POSTGRES=1 starts a throwaway cluster
+// (Debian's PostgreSQL 15); without either the tests skip and say so.
+// THREADSMITH_CHAOS_DURATION (e.g. 5m) runs the long form of TestChaos: 200
+// threads for that long instead of the short CI form.
+package chaos
