@@ -59,7 +59,7 @@ func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, u
 	}
 	title := firstLine(request)
 	if len(subjects) > 0 {
-		title = subjects[0]
+		title = firstLine(subjects[0])
 	}
 	res, err := pr.Client.Ensure(ctx, forge.Request{
 		Head: t.ws.Branch(), Base: t.ws.DefaultBranch(),
@@ -106,21 +106,32 @@ func (t *thread) prBody(ctx context.Context, subjects []string) string {
 // the forge (a zero-width space follows it), or a commit subject could ping
 // any user or team there.
 func prDescription(platform, link, requester string, subjects []string) string {
+	const tail = "Every commit is the agent's work in that thread; reply there (or review here and say `!review` in the thread) to change it.\n"
 	var b strings.Builder
 	fmt.Fprintf(&b, "Opened by threadsmith from a %s thread: %s\n\n", platform, link)
 	if requester != "" {
-		fmt.Fprintf(&b, "Requested by %s.\n\n", noMentions(requester))
+		fmt.Fprintf(&b, "Requested by %s.\n\n", noMentions(firstLine(requester)))
 	}
 	if len(subjects) > 0 {
 		b.WriteString("## What was asked and done\n\n")
-		for _, s := range subjects {
-			fmt.Fprintf(&b, "- %s\n", noMentions(s))
+		for i, s := range subjects {
+			line := "- " + noMentions(firstLine(s)) + "\n"
+			if b.Len()+len(line)+len(tail)+64 > maxPRBody {
+				fmt.Fprintf(&b, "- … and %d more commit%s\n", len(subjects)-i, plural(len(subjects)-i))
+				break
+			}
+			b.WriteString(line)
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Every commit is the agent's work in that thread; reply there (or review here and say `!review` in the thread) to change it.\n")
+	b.WriteString(tail)
 	return b.String()
 }
+
+// maxPRBody caps a pull request's description in bytes: GitHub refuses one
+// over 65,536 characters (GitLab and Gitea allow more), and a long-lived
+// thread's branch can have thousands of commits.
+const maxPRBody = 60000
 
 // noMentions keeps the forge from reading @name in s as a mention.
 func noMentions(s string) string { return strings.ReplaceAll(s, "@", "@\u200b") }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -53,5 +54,21 @@ func TestNoPullRequestNoteIsSaidOnceAcrossGoroutines(t *testing.T) {
 		if n := said.Load(); n != 1 {
 			t.Fatalf("the note was said %d times, want once", n)
 		}
+	}
+}
+
+// A branch with thousands of commits still gets a description the forge
+// takes: GitHub refuses one over 65,536 characters.
+func TestPullRequestDescriptionFitsTheForge(t *testing.T) {
+	subjects := make([]string, 5000)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("commit %d: %s", i, strings.Repeat("é", 200))
+	}
+	body := prDescription("Slack", "https://example.slack.com/archives/C1/p1", strings.Repeat("n", 1000), subjects)
+	if n := utf8.RuneCountInString(body); n > 65536 || len(body) > maxPRBody {
+		t.Fatalf("description has %d characters, %d bytes; GitHub takes 65,536 characters", n, len(body))
+	}
+	if !strings.Contains(body, "more commits") || !strings.Contains(body, "- commit 0: ") || !strings.HasSuffix(body, "to change it.\n") {
+		t.Errorf("description does not list the first commits, say how many more there are, and end with its note:\n%.300s…%s", body, body[len(body)-300:])
 	}
 }
