@@ -39,18 +39,24 @@ type Str struct {
 	Slashes int
 }
 
-// Escape kinds, by the byte after the backslash.
+// Escape kinds, by the byte after the backslash, as bits.
 const (
-	escBad   = 0
 	escOne   = 1 // \" \\ \b \f \n \r \t: one character, written as two bytes
 	escSlash = 2 // \/
-	escU     = 3 // \uXXXX
+	escU     = 4 // \uXXXX
+	escBad   = 8 // not an escape
 )
 
-var escKind = [256]uint8{
-	'"': escOne, '\\': escOne, 'b': escOne, 'f': escOne, 'n': escOne, 'r': escOne, 't': escOne,
-	'/': escSlash, 'u': escU,
-}
+var escKind = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = escBad
+	}
+	for _, c := range `"\\bfnrt` {
+		t[c] = escOne
+	}
+	t['/'], t['u'] = escSlash, escU
+	return t
+}()
 
 // String returns the index in src of the closing quote of the JSON string
 // whose content starts at src[i] (just after its opening quote), and what
@@ -114,18 +120,27 @@ func String(src []byte, i int) (int, Str) {
 		hi |= or
 		if e := escaped & inside; e != 0 {
 			s.Escapes = true
+			// What the escaped characters are: one table look-up each,
+			// the rare kinds looked at again after the loop.
+			var kinds uint8
 			for ; e != 0; e &= e - 1 {
-				k := i + bits.TrailingZeros64(e)
-				switch escKind[src[k]] {
-				case escBad:
+				k := escKind[src[i+bits.TrailingZeros64(e)]]
+				kinds |= k
+				s.Slashes += int(k >> 1 & 1)
+			}
+			if kinds&^escOne != 0 {
+				if kinds&escBad != 0 {
 					return -1, s
-				case escSlash:
-					s.Slashes++
-				case escU:
-					if !hex4(src[k+1:]) {
-						return -1, s
+				}
+				if kinds&escU != 0 {
+					for e := escaped & inside; e != 0; e &= e - 1 {
+						if k := i + bits.TrailingZeros64(e); src[k] == 'u' {
+							if !hex4(src[k+1:]) {
+								return -1, s
+							}
+							s.U = true
+						}
 					}
-					s.U = true
 				}
 			}
 		}
