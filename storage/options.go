@@ -5,6 +5,22 @@ import (
 	"time"
 )
 
+// readPragmas are run on the read pool's connections only, after the
+// pragmas of every connection. Loading a session reads every page of its
+// entries (payloads of a few KB span overflow pages): SQLite's own page
+// cache of 2 MB per connection held a tenth of a 5,000-entry session, so
+// each load read it again with a pread per page. Pages of the database file
+// are read through a memory map instead (pages still in the WAL keep being
+// read), and the cache holds a large session between loads. A memory-mapped
+// read that fails with an I/O error ends the process (SIGBUS) where pread
+// would return an error; the read pool never writes, so no write can be
+// torn by it.
+var readPragmas = []string{
+	"query_only(1)",
+	"mmap_size(268435456)", // 256 MiB of address space, pages shared with the OS's cache
+	"cache_size(-16384)",   // 16 MiB per read connection
+}
+
 // Option configures Open.
 type Option func(*options)
 

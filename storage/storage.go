@@ -153,7 +153,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if db.r, err = openPool(ctx, abs, max(o.readConns, 1), slices.Concat(base, []string{"query_only(1)"})); err != nil {
+	if db.r, err = openPool(ctx, abs, max(o.readConns, 1), slices.Concat(base, readPragmas)); err != nil {
 		db.Close()
 		return nil, err
 	}
