@@ -299,7 +299,12 @@ func diffStat(d workspace.DiffResult, branch, base string) string {
 func quoteList(msgs []llm.Message) string {
 	var b strings.Builder
 	for i, m := range msgs {
-		fmt.Fprintf(&b, "\n%d. %s", i+1, oneLine(m.TextContent(), 100))
+		text := m.TextContent()
+		// Who wrote it ([From NAME], see attributed) goes after the text.
+		if head, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(head, "[From ") && strings.HasSuffix(head, "]") {
+			text = rest + " — " + head[len("[From "):len(head)-1]
+		}
+		fmt.Fprintf(&b, "\n%d. %s", i+1, oneLine(text, 100))
 	}
 	return b.String()
 }

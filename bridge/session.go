@@ -223,14 +223,15 @@ func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 		if res, ok := t.reviewInput(ctx, in); ok {
 			return res
 		}
-		if mc == nil {
+		text := in.Text
+		if mc != nil {
+			text = mc.PlainText(ctx, text)
+		}
+		text = t.attributed(text)
+		if text == in.Text {
 			return agent.InputResult{Action: agent.InputContinue}
 		}
-		plain := mc.PlainText(ctx, in.Text)
-		if plain == in.Text {
-			return agent.InputResult{Action: agent.InputContinue}
-		}
-		return agent.InputResult{Action: agent.InputTransform, Text: plain}
+		return agent.InputResult{Action: agent.InputTransform, Text: text}
 	}
 	return x
 }
@@ -250,7 +251,7 @@ func (t *thread) context() string {
 	if t.ws != nil {
 		fmt.Fprintf(&b, "- Repository: %s (default branch %s); you work on branch %s\n", t.ws.Repo(), t.ws.DefaultBranch(), t.ws.Branch())
 	}
-	b.WriteString("- Several people may write in the thread. A line like [Requested by NAME · DATE] before a request says who asked and today's date (UTC); it is repeated when either changes.")
+	b.WriteString("- Several people may write in the thread. A line like [Requested by NAME · DATE] before a request says who asked and today's date (UTC); it is repeated when either changes. A message that joins a request someone else made starts with [From NAME].")
 	return b.String()
 }
 
@@ -267,6 +268,39 @@ func (t *thread) requestHeader() string {
 		}
 	}
 	return "[" + date + "]"
+}
+
+// attributed is the input being handled (t.current; the input hook runs
+// inside Start on the owner) as the model gets it: a message that joins a
+// run someone else asked for starts with [From NAME], so that the model
+// knows who says what; and a line of the person's own that looks like one
+// of these headers (or the request header) is not one: its bracket becomes
+// a parenthesis, so that nobody can speak as someone else.
+func (t *thread) attributed(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		trimmed := strings.TrimLeft(l, " \t")
+		if strings.HasPrefix(trimmed, "[Requested by") || strings.HasPrefix(trimmed, "[From ") || isDateHeader(trimmed) {
+			lines[i] = l[:len(l)-len(trimmed)] + "(" + trimmed[1:]
+		}
+	}
+	text = strings.Join(lines, "\n")
+	if r, pi := t.run, t.current; r != nil && pi != nil && t.sess != nil && t.sess.IsRunning() && r.author.ID != pi.in.Author.ID {
+		if name := headerName(pi.in.Author.Name); name != "" {
+			text = "[From " + name + "]\n" + text
+		}
+	}
+	return text
+}
+
+// isDateHeader reports whether s starts like the request header without a
+// name: [YYYY-MM-DD].
+func isDateHeader(s string) bool {
+	if len(s) < 12 || s[0] != '[' || s[11] != ']' {
+		return false
+	}
+	_, err := time.Parse("2006-01-02", s[1:11])
+	return err == nil
 }
 
 // headerName is a display name as the request header tells it. The name is
