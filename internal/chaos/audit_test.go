@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,8 +20,9 @@ type chatThread struct {
 // audit is what the database, the fake Slack and the fake LLM say at one
 // moment, checked against the product's promises.
 type audit struct {
-	problems []string // broken promises; empty when all hold
-	waiting  []string // not settled yet (work in flight)
+	problems []string      // broken promises; empty when all hold
+	waiting  []string      // not settled yet (work in flight)
+	bad      []*chatThread // threads with problems, for explain
 
 	tokens, userEntries, requests     int
 	runs, done, interrupted, answered int
@@ -29,6 +31,13 @@ type audit struct {
 
 func (a *audit) problem(format string, args ...any) {
 	a.problems = append(a.problems, fmt.Sprintf(format, args...))
+}
+
+func (a *audit) badThread(th *chatThread, format string, args ...any) {
+	a.problem("thread %d: "+format, append([]any{th.n}, args...)...)
+	if !slices.Contains(a.bad, th) {
+		a.bad = append(a.bad, th)
+	}
 }
 
 func (a *audit) wait(format string, args ...any) {
@@ -80,14 +89,14 @@ func (e *env) audit(threads []*chatThread) *audit {
 	a := &audit{}
 	ctx := e.ctx
 	byRoot := map[string]*chatThread{}
-	want := map[string]bool{}
+	want := map[string]*chatThread{}
 	for _, th := range threads {
 		if th.root == "" {
 			continue
 		}
 		byRoot[th.channel+"/"+th.root] = th
 		for _, tk := range th.tokens {
-			want[tk] = true
+			want[tk] = th
 		}
 	}
 	a.tokens = len(want)
@@ -161,7 +170,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		case n == 0:
 			a.wait("token %s not in any session yet", tk)
 		case n > 1:
-			a.problem("token %s is a user message %d times", tk, n)
+			a.badThread(want[tk], "token %s is a user message %d times", tk, n)
 		}
 	}
 
@@ -254,7 +263,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 				interrupted++
 			case "":
 			default:
-				a.problem("thread %d run %d ended %q", th.n, r.id, r.outcome)
+				a.badThread(th, "run %d ended %q", r.id, r.outcome)
 			}
 		}
 		a.interrupted += interrupted
@@ -262,7 +271,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		for i := 1; i < len(rs); i++ {
 			prev, cur := rs[i-1], rs[i]
 			if prev.end == 0 || cur.start < prev.end {
-				a.problem("thread %d: run %d started at %d while run %d ran (%d–%d)", th.n, cur.id, cur.start, prev.id, prev.start, prev.end)
+				a.badThread(th, "run %d started at %d while run %d ran (%d–%d)", cur.id, cur.start, prev.id, prev.start, prev.end)
 			}
 		}
 
@@ -283,7 +292,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 				posted[ans]++
 				a.answered++
 				if where, dup := postedIn[ans]; dup {
-					a.problem("thread %d: answer %s posted twice (also %s)", th.n, ans, where)
+					a.badThread(th, "answer %s posted twice (also %s)", ans, where)
 				}
 				postedIn[ans] = fmt.Sprintf("thread %d message %s", th.n, m.TS)
 			}
@@ -313,7 +322,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 				}
 			}
 			if in == nil {
-				a.problem("thread %d: answer %s (session %d entry %d) in no run", th.n, k.ans, k.session, k.seq)
+				a.badThread(th, "answer %s (session %d entry %d) in no run", k.ans, k.session, k.seq)
 				continue
 			}
 			answersOf[in.id]++
@@ -328,19 +337,71 @@ func (e *env) audit(threads []*chatThread) *audit {
 		}
 		for ans := range posted {
 			if !keptAns[ans] {
-				a.problem("thread %d: answer %s posted but in no session", th.n, ans)
+				a.badThread(th, "answer %s posted but in no session", ans)
 			}
 		}
 		for _, r := range rs {
 			if r.outcome == "done" && answersOf[r.id] == 0 {
-				a.problem("thread %d: run %d finished without an answer", th.n, r.id)
+				a.badThread(th, "run %d finished without an answer", r.id)
 			}
 		}
 		if notices > interrupted {
-			a.problem("thread %d: %d interrupted notices for %d interrupted runs", th.n, notices, interrupted)
+			a.badThread(th, "%d interrupted notices for %d interrupted runs", notices, interrupted)
 		} else if notices < interrupted {
 			a.wait("thread %d: %d interrupted notices for %d interrupted runs", th.n, notices, interrupted)
 		}
 	}
 	return a
+}
+
+// explain describes a thread for a failure: its runs, session entries and
+// inputs as stored, and what Slack shows.
+func (e *env) explain(th *chatThread) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "thread %d (%s/%s), tokens %v\n", th.n, th.channel, th.root, th.tokens)
+	var id int64
+	if err := e.db.QueryRow(e.ctx, `SELECT id FROM threads WHERE channel = $1 AND thread = $2`, th.channel, th.root).Scan(&id); err != nil {
+		fmt.Fprintf(&b, "  no thread record: %v\n", err)
+		return b.String()
+	}
+	rows, err := e.db.Query(e.ctx, `SELECT r.id, r.session_id, coalesce(r.inbound_id, 0), r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, ''), coalesce(u.last_seq, -1)
+		FROM runs r LEFT JOIN run_usage u ON u.run_id = r.id WHERE r.thread_id = $1 ORDER BY r.id`, id)
+	if err == nil {
+		for rows.Next() {
+			var rid, sess, in, st, en, last int64
+			var out string
+			if rows.Scan(&rid, &sess, &in, &st, &en, &out, &last) == nil {
+				fmt.Fprintf(&b, "  run %d session %d input %d %d–%d (%dms) %q last_seq %d\n", rid, sess, in, st, en, max(en-st, 0), out, last)
+			}
+		}
+		rows.Close()
+	}
+	rows, err = e.db.Query(e.ctx, `SELECT id, coalesce(message_id, ''), coalesce(event_id, ''), mode, state, coalesce(queue, ''), reason, received_at, updated_at, left(text, 60)
+		FROM inbound WHERE thread_id = $1 ORDER BY id`, id)
+	if err == nil {
+		for rows.Next() {
+			var iid, rec, upd int64
+			var msg, ev, mode, state, queue, reason, text string
+			if rows.Scan(&iid, &msg, &ev, &mode, &state, &queue, &reason, &rec, &upd, &text) == nil {
+				fmt.Fprintf(&b, "  input %d msg %s ev %s %s %s queue=%s %q at %d–%d %q\n", iid, msg, ev, mode, state, queue, reason, rec, upd, text)
+			}
+		}
+		rows.Close()
+	}
+	rows, err = e.db.Query(e.ctx, `SELECT e.session_id, e.seq, e.type, left(e.payload::text, 160) FROM entries e JOIN sessions s ON s.id = e.session_id
+		WHERE s.thread_id = $1 ORDER BY e.session_id, e.seq`, id)
+	if err == nil {
+		for rows.Next() {
+			var sess, seq int64
+			var typ, p string
+			if rows.Scan(&sess, &seq, &typ, &p) == nil {
+				fmt.Fprintf(&b, "  entry %d/%d %s %s\n", sess, seq, typ, p)
+			}
+		}
+		rows.Close()
+	}
+	for _, m := range e.slack.Messages(th.channel, th.root) {
+		fmt.Fprintf(&b, "  slack %s %s: %q\n", m.TS, m.User, m.Text)
+	}
+	return b.String()
 }

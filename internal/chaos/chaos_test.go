@@ -63,9 +63,17 @@ func planFromEnv(t *testing.T) chaosPlan {
 type kill struct {
 	replica int
 	pid     int
+	paused  bool // SIGSTOP, then SIGCONT, instead of SIGKILL
 	at      time.Time
 	threads map[int64]int64 // thread id -> the dead owner's fence, for threads with work
 	taken   map[int64]time.Duration
+}
+
+func (k *kill) what() string {
+	if k.paused {
+		return "pause"
+	}
+	return "kill"
 }
 
 // TestChaos runs replicas of the real bot on one PostgreSQL database while
@@ -124,7 +132,8 @@ func TestChaos(t *testing.T) {
 	var last *audit
 	err := e.poll("every message answered", p.settle, 250*time.Millisecond, func() (bool, error) {
 		last = e.audit(threads)
-		return last.ok(), nil
+		// Done once settled: a broken promise stays broken.
+		return len(last.waiting) == 0, nil
 	})
 	for _, r := range rs {
 		if err := r.unexpectedExit(); err != nil {
@@ -134,32 +143,44 @@ func TestChaos(t *testing.T) {
 	t.Logf("traffic %s, settled %s later: %s", trafficDone.Sub(start).Round(time.Millisecond), time.Since(trafficDone).Round(time.Millisecond), last)
 	if err != nil {
 		t.Errorf("%v\n%s", err, last)
+	} else if !last.ok() {
+		t.Errorf("%s", last)
+	}
+	for i, th := range last.bad {
+		if i == 5 {
+			break
+		}
+		t.Log(e.explain(th))
 	}
 
 	// Takeovers.
 	limit := e.s.ttl + p.margin
 	var times []time.Duration
+	pauses := 0
 	for _, k := range kills {
+		if k.paused {
+			pauses++
+		}
 		for th, fence := range k.threads {
 			d, ok := k.taken[th]
 			if !ok {
-				t.Errorf("kill of replica %d (pid %d) at %s: thread %d (fence %d) was not taken over",
-					k.replica, k.pid, k.at.Sub(start).Round(time.Millisecond), th, fence)
+				t.Errorf("%s of replica %d (pid %d) at %s: thread %d (fence %d) was not taken over",
+					k.what(), k.replica, k.pid, k.at.Sub(start).Round(time.Millisecond), th, fence)
 				continue
 			}
 			times = append(times, d)
 			if d > limit {
-				t.Errorf("kill of replica %d (pid %d): thread %d taken over after %s, want within ttl %s + %s",
-					k.replica, k.pid, th, d.Round(time.Millisecond), e.s.ttl, p.margin)
+				t.Errorf("%s of replica %d (pid %d): thread %d taken over after %s, want within ttl %s + %s",
+					k.what(), k.replica, k.pid, th, d.Round(time.Millisecond), e.s.ttl, p.margin)
 			}
 		}
 	}
 	if len(times) > 0 {
 		slices.Sort(times)
-		t.Logf("%d kills; %d threads with work taken over: p50 %s, max %s (ttl %s)", len(kills), len(times),
+		t.Logf("%d kills, %d pauses; %d threads with work taken over: p50 %s, max %s (ttl %s)", len(kills)-pauses, pauses, len(times),
 			times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), e.s.ttl)
 	} else {
-		t.Logf("%d kills; no thread had work to take over at a kill", len(kills))
+		t.Logf("%d kills, %d pauses; no thread had work to take over at one", len(kills)-pauses, pauses)
 	}
 }
 
@@ -247,23 +268,42 @@ func (e *env) chaos(rs []*replica, p chaosPlan, rng *rand.Rand, stop <-chan stru
 		}
 		r := live[rng.IntN(len(live))]
 		pid := r.pid()
-		at, err := r.kill()
+		// A third of the time the replica is stopped (SIGSTOP) past its
+		// leases instead, then resumed: a live replica that lost its
+		// threads, whose writes the fences must refuse.
+		pause := rng.IntN(3) == 0
+		var at time.Time
+		var err error
+		if pause {
+			at, err = r.pause()
+		} else {
+			at, err = r.kill()
+		}
 		if err != nil {
 			return kills, err
 		}
-		k := &kill{replica: r.n, pid: pid, at: at, taken: map[int64]time.Duration{}}
+		k := &kill{replica: r.n, pid: pid, at: at, paused: pause, taken: map[int64]time.Duration{}}
 		k.threads, err = e.heldWithWork(pid, at)
 		if err != nil {
 			return kills, err
 		}
 		kills = append(kills, k)
 		watchers.Go(func() { e.watchTakeover(k, e.s.ttl+p.margin+10*time.Second) })
+		down := between(p.downFor)
+		if pause {
+			down = e.s.ttl + p.margin
+		}
 		select {
-		case <-time.After(between(p.downFor)):
+		case <-time.After(down):
 		case <-e.ctx.Done():
 			return kills, e.ctx.Err()
 		}
-		if err := r.start(); err != nil {
+		if pause {
+			err = r.resume()
+		} else {
+			err = r.start()
+		}
+		if err != nil {
 			return kills, err
 		}
 	}

@@ -74,6 +74,9 @@ type setup struct {
 	think    time.Duration // how long the fake model takes before it answers
 	logLevel string
 	timeout  time.Duration // the whole environment's deadline
+	// hang: a request whose new user messages contain HANG never ends (until
+	// the replica dies).
+	hang bool
 }
 
 // env is a fake Slack (spreading events over connections), a fake LLM, a
@@ -144,6 +147,13 @@ func (e *env) answer(r llmfake.Request) llmfake.Response {
 	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
 		if r.Messages[i].Role == "user" {
 			toks = append(toks, tokenRE.FindAllString(r.Messages[i].Content, -1)...)
+		}
+	}
+	if e.s.hang {
+		for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+			if r.Messages[i].Role == "user" && strings.Contains(r.Messages[i].Content, "HANG") {
+				return llmfake.Stream(llmfake.Content("working on it"), llmfake.Hang())
+			}
 		}
 	}
 	resp := llmfake.TextReply(fmt.Sprintf("ANS-%d re %s", r.Seq, strings.Join(toks, " ")))
@@ -323,6 +333,43 @@ func (r *replica) kill() (time.Time, error) {
 		return at, fmt.Errorf("replica %d after SIGKILL: %v, want killed by the signal\n%s", r.n, p.err, tail(p.log, 40))
 	}
 	return at, nil
+}
+
+// pause stops the process (SIGSTOP) and waits until it is stopped.
+func (r *replica) pause() (time.Time, error) {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p == nil || p.done() {
+		return time.Time{}, fmt.Errorf("replica %d is not running", r.n)
+	}
+	at := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return at, err
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	err := r.e.poll("the process to stop", 30*time.Second, 2*time.Millisecond, func() (bool, error) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return false, err
+		}
+		// pid (comm) state …: the state follows the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		return i > 0 && i+2 < len(s) && (s[i+2] == 'T' || s[i+2] == 't'), nil
+	})
+	return at, err
+}
+
+// resume continues a paused process (SIGCONT).
+func (r *replica) resume() error {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p == nil || p.done() {
+		return fmt.Errorf("replica %d is not running", r.n)
+	}
+	return p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // running reports whether the replica's process runs.
