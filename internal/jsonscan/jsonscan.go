@@ -58,6 +58,12 @@ var escKind = func() (t [256]uint8) {
 	return t
 }()
 
+// quotes fill the rest of the last block.
+var quotes = [64]byte{'"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"',
+	'"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"',
+	'"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"',
+	'"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"', '"'}
+
 // String returns the index in src of the closing quote of the JSON string
 // whose content starts at src[i] (just after its opening quote), and what
 // the content holds; or -1 when the string is not valid JSON: it does not
@@ -95,12 +101,10 @@ func String(src []byte, i int) (int, Str) {
 		if len(b) < 64 {
 			// The last block: quotes after the input end the scan, and a
 			// string "ending" there is not closed.
-			n := copy(pad[:], b)
-			for k := n; k < 64; k++ {
-				pad[k] = '"'
-			}
+			copy(pad[copy(pad[:], b):], quotes[:])
 			b = pad[:]
 		}
+		b = b[:64]
 		bs, q, ctl, or := masks(b)
 		escaped := resolve(bs, &carry)
 		ends := q &^ escaped
@@ -120,26 +124,26 @@ func String(src []byte, i int) (int, Str) {
 		hi |= or
 		if e := escaped & inside; e != 0 {
 			s.Escapes = true
-			// What the escaped characters are: one table look-up each,
-			// the rare kinds looked at again after the loop.
+			// What the escaped characters are: one table look-up each
+			// (b[k] is src[i+k]), the rare kinds looked at again after
+			// the loop.
 			var kinds uint8
 			for ; e != 0; e &= e - 1 {
-				k := escKind[src[i+bits.TrailingZeros64(e)]]
-				kinds |= k
-				s.Slashes += int(k >> 1 & 1)
+				kinds |= escKind[b[bits.TrailingZeros64(e)&63]]
 			}
 			if kinds&^escOne != 0 {
 				if kinds&escBad != 0 {
 					return -1, s
 				}
-				if kinds&escU != 0 {
-					for e := escaped & inside; e != 0; e &= e - 1 {
-						if k := i + bits.TrailingZeros64(e); src[k] == 'u' {
-							if !hex4(src[k+1:]) {
-								return -1, s
-							}
-							s.U = true
+				for e := escaped & inside; e != 0; e &= e - 1 {
+					switch k := bits.TrailingZeros64(e); b[k&63] {
+					case '/':
+						s.Slashes++
+					case 'u':
+						if !hex4(src[i+k+1:]) {
+							return -1, s
 						}
+						s.U = true
 					}
 				}
 			}
