@@ -244,6 +244,44 @@ func (t *thread) leaseLost() {
 	}
 }
 
+// owned reports whether the thread is still this replica's, with at least
+// margin left on its lease: always without leases; not once a write was
+// fenced or the lease was lost. A lease that ran out by the local clock (the
+// process was paused, the store out of reach) is renewed first, on the
+// caller's goroutine: a refusal is the news that the thread was taken over.
+// It is called on every session event, so the common case is two atomic
+// loads and a clock read.
+func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
+	if !t.b.leasing() {
+		return true
+	}
+	if t.leaseFenced.Load() {
+		return false
+	}
+	l := t.lease.Load()
+	if l == nil || t.b.cfg.Now().Add(margin).Before(l.Expires) {
+		return true // nil: released as the owner closes
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	nl, err := t.b.cfg.Store.RenewLease(rctx, *l, t.b.cfg.Lease.TTL)
+	switch {
+	case err == nil:
+		t.lease.CompareAndSwap(l, &nl)
+		return true
+	case errors.Is(err, storage.ErrFenced):
+		t.leaseFenced.Store(true)
+		if t.lease.CompareAndSwap(l, nil) {
+			t.enqueue(item{fn: t.leaseLost})
+		}
+		return false
+	}
+	// The store cannot say: its writes will be refused if the thread was
+	// lost, and shown otherwise.
+	t.log.Warn("checking the thread's lease", "err", err)
+	return true
+}
+
 // releaseLease gives the thread up (shutdown, eviction): another replica
 // may take it at once.
 func (t *thread) releaseLease() {
@@ -299,8 +337,8 @@ func (b *Bridge) keepLeases(ctx context.Context) {
 			case err == nil:
 				t.lease.CompareAndSwap(l, &nl)
 			case errors.Is(err, storage.ErrFenced) || b.cfg.Now().After(l.Expires):
+				t.leaseFenced.Store(true) // first: owned must not read the nil lease as released
 				if t.lease.CompareAndSwap(l, nil) {
-					t.leaseFenced.Store(true)
 					t.enqueue(item{fn: t.leaseLost})
 				}
 			case ctx.Err() == nil:

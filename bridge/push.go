@@ -42,7 +42,9 @@ type runEnd struct {
 // ahead of the remote. It reports whether a push was queued (the run's end is
 // then recorded when the push is done); otherwise the caller records it.
 func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.RunOutcome) bool {
-	if t.ws == nil {
+	if t.ws == nil || !t.owned(ctx, t.b.cfg.Lease.TTL/2) {
+		// A replica that lost the thread pushes nothing: its push could
+		// replace the new owner's commits on the branch.
 		return false
 	}
 	changed, err := t.ws.Changed(ctx)

@@ -241,3 +241,48 @@ func TestNoThreadOwnerStartsDuringShutdown(t *testing.T) {
 		t.Errorf("shutdown took %s: %v", time.Since(start), err)
 	}
 }
+
+// A replica paused past its lease (SIGSTOP, a long GC, a frozen VM) wakes up
+// in the middle of a run whose thread another replica took over. Before its
+// lease keeper runs again, the run's events arrive: they must show nothing —
+// no answer, no notice that the conversation could not be saved (its writes
+// are refused) — and its work is not pushed over the new owner's.
+func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
+	var offset atomic.Int64
+	a := newRig(t, func(c *Config, p *Platform) {
+		leased("replica-a")(c, p)
+		c.Lease.TTL, c.Lease.Renew = time.Hour, 0 // the keeper does not run during the test
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	g := newGate(t)
+	var n atomic.Int32
+	a.llm.Handle(func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+		}
+		return llmfake.TextReply("STALE-ANSWER from the paused owner")
+	})
+	th := testThread("507.1")
+	a.say(th, alice, "long job", true)
+	a.waitArrived(g)
+	rec, _ := a.thread(th)
+	a.b.mu.Lock()
+	l := a.b.byID[rec.ID].lease.Load()
+	a.b.mu.Unlock()
+	if err := a.db.ReleaseLease(a.ctx, *l); err != nil { // it lapsed while A slept…
+		t.Fatal(err)
+	}
+	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok { // …and B took it
+		t.Fatalf("the takeover: %v, %v", ok, err)
+	}
+	offset.Store(int64(2 * time.Hour)) // A wakes up: by its clock, its lease ran out
+	g.release()
+	a.waitUntil("the paused owner lets the thread go", func() bool { return !a.live(th) })
+	a.flush()
+	if tr := a.chat.Transcript(th); strings.Contains(tr, "STALE-ANSWER") || strings.Contains(tr, "couldn't save") {
+		t.Errorf("the owner that lost the thread showed its run:\n%s", tr)
+	}
+	if pushes, err := a.db.ThreadPushes(a.ctx, rec.ID); err != nil || len(pushes) != 0 {
+		t.Errorf("pushes by the owner that lost the thread: %+v, %v", pushes, err)
+	}
+}

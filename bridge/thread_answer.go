@@ -74,6 +74,10 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	ids, err := t.store.RecordPendingPosts(ctx, posts)
 	cancel()
+	if errors.Is(err, storage.ErrFenced) {
+		t.log.Warn("not posting an answer: another replica took the thread over", "err", err)
+		return
+	}
 	if err != nil {
 		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)
 		t.postChunksPlain(chunks)
