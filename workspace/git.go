@@ -105,7 +105,11 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	// Lower CPU priority than the bot's goroutines: see startLowPriority.
+	err := startLowPriority(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if g.log != nil {
 		g.log.Debug("git", "args", g.redact.String(strings.Join(c.args, " ")), "dur", time.Since(start), "err", err)
 	}
