@@ -208,6 +208,16 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 			if code := post(header); code != http.StatusAccepted {
 				t.Fatalf("the redelivered webhook got %d, want 202", code)
 			}
+			if kind != "gitlab" {
+				// Replayed by someone who captured it, under a new delivery
+				// id (a header the signature does not cover): the same event.
+				replayed := header.Clone()
+				replayed.Set("X-GitHub-Delivery", "delivery-78")
+				replayed.Set("X-Gitea-Delivery", "delivery-78")
+				if code := post(replayed); code != http.StatusAccepted {
+					t.Fatalf("the replayed webhook got %d, want 202", code)
+				}
+			}
 			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 1 })
 			e.slack.UserMessage(slackChan, aliceID, "!status", root)
 			e.waitText(slackChan, root, "Status")

@@ -65,9 +65,12 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if delivery == "" || strings.HasPrefix(delivery, "/") {
-			// No delivery id from the forge: the event itself identifies
-			// it (a redelivery is byte for byte the same), never "" (which
+		if kind != forge.GitLab || delivery == "" || strings.HasPrefix(delivery, "/") {
+			// What identifies the event is what the forge signed, not the
+			// delivery header beside it: a captured webhook replayed under a
+			// new X-GitHub-Delivery is the same event (a redelivery is byte
+			// for byte the same body). GitLab signs nothing (its token is
+			// the secret itself), so its event id does; never "" (which
 			// would make every later event a duplicate of the first).
 			sum := sha256.Sum256(body)
 			delivery = hex.EncodeToString(sum[:16])
