@@ -23,6 +23,7 @@ type audit struct {
 	problems []string      // broken promises; empty when all hold
 	waiting  []string      // not settled yet (work in flight)
 	bad      []*chatThread // threads with problems, for explain
+	stuck    []*chatThread // threads not settled, for explain
 
 	tokens, userEntries, requests     int
 	runs, done, interrupted, answered int
@@ -37,6 +38,13 @@ func (a *audit) badThread(th *chatThread, format string, args ...any) {
 	a.problem("thread %d: "+format, append([]any{th.n}, args...)...)
 	if !slices.Contains(a.bad, th) {
 		a.bad = append(a.bad, th)
+	}
+}
+
+func (a *audit) waitThread(th *chatThread, format string, args ...any) {
+	a.wait("thread %d: "+format, append([]any{th.n}, args...)...)
+	if !slices.Contains(a.stuck, th) {
+		a.stuck = append(a.stuck, th)
 	}
 }
 
@@ -329,9 +337,9 @@ func (e *env) audit(threads []*chatThread) *audit {
 			if posted[k.ans] == 0 {
 				switch in.outcome {
 				case "done":
-					a.wait("thread %d: answer %s of finished run %d not posted", th.n, k.ans, in.id)
+					a.waitThread(th, "answer %s of finished run %d not posted", k.ans, in.id)
 				case "":
-					a.wait("thread %d: run %d still running", th.n, in.id)
+					a.waitThread(th, "run %d still running", in.id)
 				}
 			}
 		}
@@ -348,7 +356,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		if notices > interrupted {
 			a.badThread(th, "%d interrupted notices for %d interrupted runs", notices, interrupted)
 		} else if notices < interrupted {
-			a.wait("thread %d: %d interrupted notices for %d interrupted runs", th.n, notices, interrupted)
+			a.waitThread(th, "%d interrupted notices for %d interrupted runs", notices, interrupted)
 		}
 	}
 	return a

@@ -92,6 +92,9 @@ type env struct {
 	db     *pgxpool.Pool // the test's own connection to it (postgres)
 	bin    string
 	dir    string
+	// gate, when set before the first request, holds the answer to a
+	// request whose new user messages contain GATE until it is closed.
+	gate chan struct{}
 
 	mu       sync.Mutex
 	replicas []*replica
@@ -156,7 +159,15 @@ func (e *env) answer(r llmfake.Request) llmfake.Response {
 			}
 		}
 	}
-	resp := llmfake.TextReply(fmt.Sprintf("ANS-%d re %s", r.Seq, strings.Join(toks, " ")))
+	text := fmt.Sprintf("ANS-%d re %s", r.Seq, strings.Join(toks, " "))
+	if e.gate != nil {
+		for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+			if r.Messages[i].Role == "user" && strings.Contains(r.Messages[i].Content, "GATE") {
+				return llmfake.Stream(llmfake.Await(e.gate), llmfake.Content(text), llmfake.Finish("stop"), llmfake.Usage(10, 1, 0), llmfake.Done())
+			}
+		}
+	}
+	resp := llmfake.TextReply(text)
 	if e.s.think > 0 {
 		resp.Steps = append([]llmfake.Step{llmfake.Delay(e.s.think)}, resp.Steps...)
 	}
