@@ -7,6 +7,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
 // chatThread is one Slack thread the traffic started.
@@ -109,15 +113,33 @@ func (e *env) audit(threads []*chatThread) *audit {
 	}
 	a.tokens = len(want)
 
+	// What the fakes saw is read first, then the database in one snapshot:
+	// the bot stores before it posts (an answer is a session entry, then a
+	// pending post, then a message), so whatever Slack shows has its
+	// records in the snapshot; what is in the snapshot and not yet in
+	// Slack is "not settled", never a broken promise.
+	deliveries := e.slack.Deliveries()
+	reqs := e.llm.Requests()
+	shown := map[string][]slackfake.Message{}
+	for key, th := range byRoot {
+		shown[key] = e.slack.Messages(th.channel, th.root)
+	}
+	tx, err := e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		a.wait("snapshot: %v", err)
+		return a
+	}
+	defer tx.Rollback(ctx)
+
 	// Accepted: every event has an acknowledged delivery.
 	acked := map[string]bool{}
-	for _, d := range e.slack.Deliveries() {
+	for _, d := range deliveries {
 		if d.Acked {
 			acked[d.EventID] = true
 		}
 	}
 	unacked := map[string]bool{}
-	for _, d := range e.slack.Deliveries() {
+	for _, d := range deliveries {
 		if !acked[d.EventID] {
 			unacked[d.EventID] = true
 		}
@@ -133,7 +155,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		session, seq int64
 	}
 	keptOf := map[int64][]kept{} // thread id -> the model's answers its sessions kept
-	rows, err := e.db.Query(ctx, `SELECT s.thread_id, e.session_id, e.seq, e.payload::text FROM entries e JOIN sessions s ON s.id = e.session_id
+	rows, err := tx.Query(ctx, `SELECT s.thread_id, e.session_id, e.seq, e.payload::text FROM entries e JOIN sessions s ON s.id = e.session_id
 		WHERE e.type = 'message' ORDER BY s.thread_id, e.session_id, e.seq`)
 	if err != nil {
 		a.wait("reading entries: %v", err)
@@ -184,7 +206,6 @@ func (e *env) audit(threads []*chatThread) *audit {
 
 	// The model saw every token.
 	inRequest := map[string]bool{}
-	reqs := e.llm.Requests()
 	a.requests = len(reqs)
 	for _, r := range reqs {
 		for _, m := range r.Messages {
@@ -202,7 +223,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	}
 
 	var pending, running, posts int
-	if err := e.db.QueryRow(ctx, `SELECT
+	if err := tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM inbound WHERE state IN ('received', 'queued')),
 		(SELECT count(*) FROM runs WHERE ended_at IS NULL),
 		(SELECT count(*) FROM pending_posts WHERE done_at IS NULL)`).Scan(&pending, &running, &posts); err != nil {
@@ -212,7 +233,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	if pending+running+posts > 0 {
 		a.wait("%d inputs pending, %d runs running, %d answers not posted", pending, running, posts)
 	}
-	rows, err = e.db.Query(ctx, `SELECT reason, count(*) FROM inbound WHERE state = 'dropped' GROUP BY reason`)
+	rows, err = tx.Query(ctx, `SELECT reason, count(*) FROM inbound WHERE state = 'dropped' GROUP BY reason`)
 	if err == nil {
 		for rows.Next() {
 			var reason string
@@ -234,7 +255,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		channel, root string
 	}
 	runsOf := map[string][]run{}
-	rows, err = e.db.Query(ctx, `SELECT r.id, r.thread_id, r.session_id, coalesce(u.last_seq, -1), t.channel, t.thread,
+	rows, err = tx.Query(ctx, `SELECT r.id, r.thread_id, r.session_id, coalesce(u.last_seq, -1), t.channel, t.thread,
 		r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, '')
 		FROM runs r JOIN threads t ON t.id = r.thread_id LEFT JOIN run_usage u ON u.run_id = r.id ORDER BY r.id`)
 	if err != nil {
@@ -286,7 +307,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		// What the thread shows: answers (each posted once) and notices.
 		posted := map[string]int{}
 		var notices int
-		for _, m := range e.slack.Messages(th.channel, th.root) {
+		for _, m := range shown[key] {
 			if m.User != bot {
 				continue
 			}
