@@ -132,6 +132,9 @@ func (t *thread) claim() bool {
 		return false
 	}
 	t.lease.Store(&l)
+	// What this owner queued is not sent once another replica holds the
+	// thread (it was paused past its lease, say): the new owner shows it.
+	t.unguard = t.p.Outbox.Guard(t.ref, func(ctx context.Context) bool { return t.owned(ctx, 0) })
 	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.leaseFenced.Store(true) }}
 	t.saver.store = t.store
 	b.cfg.Metrics.Lease("acquired")
@@ -294,6 +297,10 @@ func (t *thread) releaseLease() {
 	if err := t.b.cfg.Store.ReleaseLease(ctx, *l); err != nil {
 		t.log.Warn("giving up the thread's lease", "err", err)
 		return
+	}
+	if t.unguard != nil {
+		t.unguard()
+		t.unguard = nil
 	}
 	t.b.noteReleased(l.ThreadID, l.Fence)
 	t.b.cfg.Metrics.Lease("released")

@@ -51,6 +51,7 @@ type thread struct {
 	leaseFenced atomic.Bool
 	gone        bool
 	taken       map[int64]*pendingInput
+	unguard     func() // removes the outbox guard of the thread (lease.go)
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).

@@ -104,8 +104,8 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 		key.Retry, key.First = true, pp.CreatedAt
 	}
 	out.PostKeyed(ref, pp.Text, outbox.High, key, func(id string, err error) {
-		if errors.Is(err, outbox.ErrClosed) {
-			return // not sent: posted at the next start
+		if errors.Is(err, outbox.ErrClosed) || errors.Is(err, outbox.ErrWithdrawn) {
+			return // not sent: posted at the next start, or by the thread's new owner
 		}
 		if err == nil {
 			crashpoint.Hit(crashpoint.Posted)

@@ -17,7 +17,16 @@ import (
 func (o *Outbox) execute(op *op) {
 	defer o.wg.Done()
 	ctx, cancel := context.WithTimeout(o.callCtx, o.cfg.CallTimeout)
-	id, err := o.call(ctx, op)
+	o.mu.Lock()
+	g := o.guards[op.th.ref.Key()]
+	o.mu.Unlock()
+	var id string
+	var err error
+	if g != nil && !g.ok(ctx) {
+		err = ErrWithdrawn
+	} else {
+		id, err = o.call(ctx, op)
+	}
 	cancel()
 	o.mu.Lock()
 	after := o.finishLocked(op, id, err, time.Now())
@@ -137,7 +146,8 @@ func (o *Outbox) succeededLocked(op *op, id string) func() {
 func (o *Outbox) failedLocked(op *op, err error) func() {
 	th := op.th
 	var after func()
-	if err != ErrClosed {
+	withdrawn := err == ErrWithdrawn
+	if err != ErrClosed && !withdrawn {
 		o.stats.Failures++
 		o.log.Warn("outbox: giving up", "op", op.kind, "thread", th.key, "attempts", op.attempts, "err", err)
 	}
@@ -162,7 +172,7 @@ func (o *Outbox) failedLocked(op *op, err error) func() {
 			op.msg.edit = nil
 		}
 		th.edits = removeOp(th.edits, op)
-		if err == ErrClosed {
+		if err == ErrClosed || withdrawn {
 			o.stats.EditsDropped++
 		} else if op.final && op.msg.edit == nil {
 			// The last word of a message the platform will not change: it

@@ -17,6 +17,10 @@ import (
 // Outbox was closed.
 var ErrClosed = errors.New("outbox: closed")
 
+// ErrWithdrawn is the error of an operation its thread's guard refused (see
+// Guard): the call was not made.
+var ErrWithdrawn = errors.New("outbox: withdrawn: the thread's guard refused it")
+
 // Config configures an Outbox. The zero value is usable: no budgets, defaults
 // below.
 type Config struct {
@@ -112,7 +116,10 @@ type Outbox struct {
 	stats       Stats
 	cands       []cand // scratch for scheduleLocked
 	lastSweep   time.Time
+	guards      map[string]*guard // by thread key (Guard)
 }
+
+type guard struct{ ok func(context.Context) bool }
 
 type flushWaiter struct {
 	target    uint64 // ops with seq <= target were queued before the Flush
@@ -573,5 +580,30 @@ func (o *Outbox) doneLocked(op *op) {
 			}
 		}
 		i++
+	}
+}
+
+// Guard makes every call for thread ask ok first; when it says no, the call
+// is not made and its operation fails with ErrWithdrawn. A replica guards
+// the threads it owns: what it queued before it lost one (paused past its
+// lease while another replica took the thread over) is then not sent over
+// the new owner's messages. ok runs on the outbox's worker goroutines. A
+// later Guard of the thread replaces this one; remove drops it if it is
+// still in place.
+func (o *Outbox) Guard(thread chat.ThreadRef, ok func(context.Context) bool) (remove func()) {
+	g := &guard{ok: ok}
+	key := thread.Key()
+	o.mu.Lock()
+	if o.guards == nil {
+		o.guards = map[string]*guard{}
+	}
+	o.guards[key] = g
+	o.mu.Unlock()
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.guards[key] == g {
+			delete(o.guards, key)
+		}
 	}
 }

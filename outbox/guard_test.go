@@ -1,0 +1,59 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/threadsmith/threadsmith/outbox"
+)
+
+// A thread's guard is asked before each call for the thread: once it says
+// no, nothing queued for the thread is sent — not a post, not an edit, not
+// a final edit's fallback post — and the posts fail with ErrWithdrawn. Other
+// threads are not affected, and a removed guard asks nothing.
+func TestGuardWithdrawsWhatAThreadQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		o := start(t, r, outbox.Config{})
+		th, other := ref("C1", "t"), ref("C1", "u")
+		var owned atomic.Bool
+		owned.Store(true)
+		var asked atomic.Int32
+		remove := o.Guard(th, func(context.Context) bool { asked.Add(1); return owned.Load() })
+		status := o.Post(th, "⏳ working…", outbox.High, nil)
+		if _, err := status.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		owned.Store(false) // the thread was taken over
+		var postErr error
+		done := make(chan struct{})
+		o.Post(th, "stale answer", outbox.High, func(_ string, err error) { postErr = err; close(done) })
+		o.Edit(status, "stale preview", outbox.Low)
+		o.EditFinal(status, "stale final", outbox.High)
+		o.Post(other, "another thread", outbox.High, nil)
+		flush(t, o)
+		<-done
+		if !errors.Is(postErr, outbox.ErrWithdrawn) {
+			t.Errorf("the withdrawn post's callback got %v, want ErrWithdrawn", postErr)
+		}
+		got := texts(r.accepted("", nil))
+		for _, c := range got {
+			if c == "post:stale answer" || c == "edit:stale preview" || c == "edit:stale final" || c == "post:stale final" {
+				t.Errorf("sent after the guard said no: %q (all: %q)", c, got)
+			}
+		}
+		if got[len(got)-1] != "post:another thread" {
+			t.Errorf("calls %q: want another thread's post sent", got)
+		}
+		remove()
+		n := asked.Load()
+		o.Post(th, "after the guard", outbox.High, nil)
+		flush(t, o)
+		if asked.Load() != n {
+			t.Error("a removed guard was asked")
+		}
+	})
+}
