@@ -27,7 +27,10 @@ type audit struct {
 	problems []string      // broken promises; empty when all hold
 	waiting  []string      // not settled yet (work in flight)
 	bad      []*chatThread // threads with problems, for explain
-	stuck    []*chatThread // threads not settled, for explain
+	// noticesMissing counts the waiting items that are interrupted runs
+	// without their notice.
+	noticesMissing int
+	stuck          []*chatThread // threads not settled, for explain
 
 	tokens, userEntries, requests     int
 	runs, done, interrupted, answered int
@@ -54,6 +57,12 @@ func (a *audit) waitThread(th *chatThread, format string, args ...any) {
 
 func (a *audit) wait(format string, args ...any) {
 	a.waiting = append(a.waiting, fmt.Sprintf(format, args...))
+}
+
+// onlyNoticesMissing: every promise kept and everything settled but some
+// interrupted runs' notices.
+func (a *audit) onlyNoticesMissing() bool {
+	return len(a.problems) == 0 && a.noticesMissing > 0 && len(a.waiting) == a.noticesMissing
 }
 
 // ok: settled and every promise kept.
@@ -378,6 +387,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 			a.badThread(th, "%d interrupted notices for %d interrupted runs", notices, interrupted)
 		} else if notices < interrupted {
 			a.waitThread(th, "%d interrupted notices for %d interrupted runs", notices, interrupted)
+			a.noticesMissing++
 		}
 	}
 	return a
