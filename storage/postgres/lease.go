@@ -25,6 +25,11 @@ func (db *DB) AcquireLease(ctx context.Context, threadID int64, owner string, tt
 	var l storage.Lease
 	var ok bool
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// A lease row locked by a stuck session (see Open) is not worth
+		// waiting for: the claim fails, and the next poll tries again.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+			return err
+		}
 		now := db.nowMS()
 		var expires int64
 		err := tx.QueryRow(ctx, `INSERT INTO thread_leases AS l (thread_id, owner, fence, expires_at) VALUES ($1, $2, 1, $3)

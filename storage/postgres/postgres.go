@@ -119,6 +119,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		cfg.MaxConns = 16
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "threadsmith"
+	// A replica stopped in the middle of a transaction (SIGSTOP, a frozen
+	// VM) would hold its locks — a thread's lease row among them, keeping
+	// every other replica from taking the thread over — until it woke up.
+	// The server ends such a session instead; the bot's own transactions
+	// never wait between their statements.
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "5s"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, err)

@@ -211,3 +211,65 @@ func TestReadOnlyServerIsErrReadOnly(t *testing.T) {
 		t.Errorf("Open on a read-only server = %v, want ErrReadOnly", err)
 	}
 }
+
+// A replica stopped inside a transaction holds its lease row's lock. The
+// claim of another replica does not wait for it (lock_timeout): it fails
+// at once and the next poll tries again; and the server ends the stuck
+// session (idle_in_transaction_session_timeout), after which the claim
+// succeeds.
+func TestLeaseClaimDoesNotWaitForAStuckTransaction(t *testing.T) {
+	dsn := storagetest.FreshSchema(t, storagetest.PostgresDSN(t))
+	ctx := context.Background()
+	var clock time.Time = time.Now()
+	db, err := postgres.Open(ctx, dsn, postgres.WithClock(func() time.Time { return clock }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{Repo: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.AcquireLease(ctx, th.ID, "replica-a", time.Second); err != nil || !ok {
+		t.Fatalf("AcquireLease: %v, %v", ok, err)
+	}
+	// The stuck replica: a session idle in a transaction that locked the
+	// row, as a write under its lease does. Its timeout stands for the one
+	// Open sets on the bot's connections (5 s), shorter to keep the test
+	// short.
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.RuntimeParams["idle_in_transaction_session_timeout"] = "2s"
+	stuck, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close(ctx)
+	if _, err := stuck.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stuck.Exec(ctx, `SELECT 1 FROM thread_leases WHERE thread_id = $1 FOR SHARE`, th.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute) // replica-a's lease ran out
+	start := time.Now()
+	_, ok, err := db.AcquireLease(ctx, th.ID, "replica-b", time.Second)
+	if took := time.Since(start); err == nil || ok || took > 1500*time.Millisecond {
+		t.Errorf("a claim of a row a stuck session locks = %v, %v after %s; want a lock timeout within ~1 s", ok, err, took)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if l, ok, err := db.AcquireLease(ctx, th.ID, "replica-b", time.Second); err == nil && ok {
+			if l.Owner != "replica-b" {
+				t.Fatalf("lease = %+v", l)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim never succeeded: the stuck session was not ended")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
