@@ -345,11 +345,15 @@ func (b *Bridge) recover(ctx context.Context) error {
 		return nil
 	}
 
-	b.recoverAnswers(ctx) // before the notices below: the answer came first
+	since := b.cfg.Now().Truncate(time.Millisecond)
 	runs, err := b.cfg.Store.InterruptRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("bridge: marking interrupted runs: %w", err)
 	}
+	for _, r := range runs {
+		recordInterrupted(ctx, b.cfg.Store, r, b.log)
+	}
+	b.recoverAnswers(ctx, since) // the answers, then the notices stored after them
 	for _, r := range runs {
 		p := b.platforms[r.Thread.Platform]
 		if p == nil {
@@ -398,9 +402,22 @@ func (b *Bridge) reportInterrupted(p *platform, r storage.Run) {
 			}
 		}
 	}
-	p.Outbox.Post(ref, "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. "+
-		"The conversation is kept; send a message to continue.", outbox.High, nil)
 	b.log.Info("reported interrupted run", "thread", ref.Key(), "run", r.ID)
+}
+
+// interruptedNotice tells a thread that its run was cut off.
+const interruptedNotice = "⚠️ The previous run in this thread was interrupted: the bot restarted while it was working. " +
+	"The conversation is kept; send a message to continue."
+
+// recordInterrupted stores the notice of a cut-off run as an answer is
+// stored (PendingPostStore), under a key of its own, so that a process that
+// dies before its outbox posted it leaves it to the next one. A notice stored
+// already (by a process that died since) is kept as it is.
+func recordInterrupted(ctx context.Context, store storage.Store, r storage.Run, log *slog.Logger) {
+	_, err := store.RecordPendingPosts(ctx, []storage.PendingPost{{ThreadID: r.ThreadID, RunID: r.ID, Key: fmt.Sprintf("interrupted-%d", r.ID), Text: interruptedNotice}})
+	if err != nil && !errors.Is(err, storage.ErrFenced) {
+		log.Debug("storing the interrupted run's notice", "run", r.ID, "err", err)
+	}
 }
 
 // interruptedStatus is a status message's last saved text with its working

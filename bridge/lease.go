@@ -135,7 +135,12 @@ func (t *thread) claim() bool {
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
 	t.unguard = t.p.Outbox.Guard(t.ref, func(ctx context.Context) bool { return t.owned(ctx, 0) })
-	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.leaseFenced.Store(true) }}
+	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() {
+		// A refused write is news of a takeover too: the thread ends.
+		if !t.leaseFenced.Swap(true) {
+			t.enqueue(item{fn: t.leaseLost})
+		}
+	}}
 	t.saver.store = t.store
 	b.cfg.Metrics.Lease("acquired")
 	prev := b.releasedFence(t.rec.ID)
@@ -154,6 +159,16 @@ func (t *thread) claim() bool {
 // never saw accepted.
 func (t *thread) recoverOwned(ctx context.Context) {
 	b := t.b
+	since := b.cfg.Now().Truncate(time.Millisecond)
+	// The notices are stored before the runs are marked: a replica that
+	// dies in between leaves both to the next owner.
+	if all, err := b.cfg.Store.ThreadRuns(ctx, t.rec.ID); err == nil {
+		for _, r := range all {
+			if r.Outcome == "" {
+				recordInterrupted(ctx, t.store, r, t.log)
+			}
+		}
+	}
 	runs, err := t.store.InterruptRuns(ctx)
 	if err != nil {
 		t.log.Error("marking the previous owner's runs interrupted", "err", err)
@@ -161,7 +176,7 @@ func (t *thread) recoverOwned(ctx context.Context) {
 	if posts, err := b.cfg.Store.UnpostedPosts(ctx); err == nil {
 		for _, pp := range posts {
 			if pp.ThreadID == t.rec.ID {
-				sendStored(t.p.Outbox, b.cfg.Store, t.ref, pp, true, t.log)
+				sendStored(t.p.Outbox, b.cfg.Store, t.ref, pp, pp.CreatedAt.Before(since), t.log)
 			}
 		}
 	} else {

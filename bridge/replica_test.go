@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"database/sql"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,6 +134,24 @@ func TestReplicaTakesOverADeadReplicasThread(t *testing.T) {
 	}
 	if got := userMessages(a, sess.ID, "QUEUED-BEFORE-THE-CRASH"); got != 1 {
 		t.Errorf("the queued input reached the model %d times, want once", got)
+	}
+	// The notice was stored before it was posted, as answers are: a new
+	// owner dying before its outbox sent it leaves it to the next.
+	a.waitUntil("the notice is marked posted", func() bool {
+		posts, err := a.db.UnpostedPosts(a.ctx)
+		return err == nil && len(posts) == 0
+	})
+	raw, err := sql.Open("sqlite", "file:"+a.db.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var stored int
+	if err := raw.QueryRow(`SELECT count(*) FROM pending_posts WHERE thread_id = ? AND post_key LIKE 'interrupted-%' AND text LIKE '%was interrupted%'`, rec.ID).Scan(&stored); err != nil || stored != 1 {
+		t.Errorf("stored interrupted notices: %d, %v; want 1", stored, err)
+	}
+	if n := strings.Count(a.chat.Transcript(th), "The previous run in this thread was interrupted"); n != 1 {
+		t.Errorf("the notice shows %d times, want once", n)
 	}
 	l, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-dead", testTTL)
 	if err != nil || ok || l.Owner != "replica-a" || l.Fence <= dead.Fence {

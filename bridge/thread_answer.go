@@ -122,7 +122,9 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 
 // recoverAnswers posts again, at start, the closing messages the previous
 // process stored and never saw accepted, in the order they were stored.
-func (b *Bridge) recoverAnswers(ctx context.Context) {
+// Those stored since then (this start's notices) are posted for the first
+// time: no look for an earlier copy.
+func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time) {
 	posts, err := b.cfg.Store.UnpostedPosts(ctx)
 	if err != nil {
 		b.log.Error("loading answers not yet posted", "err", err)
@@ -133,7 +135,7 @@ func (b *Bridge) recoverAnswers(ctx context.Context) {
 		if p == nil {
 			continue
 		}
-		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, true, b.log)
+		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.CreatedAt.Before(since), b.log)
 	}
 	if len(posts) > 0 {
 		b.log.Info("posting answers the previous process did not see accepted", "count", len(posts))
