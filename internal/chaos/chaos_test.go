@@ -134,6 +134,16 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	trafficDone := time.Now()
+	perConn := map[int]int{}
+	retries := 0
+	for _, d := range e.slack.Deliveries() {
+		perConn[d.Conn]++
+		if d.RetryAttempt > 0 {
+			retries++
+		}
+	}
+	t.Logf("%d events delivered over %d connections, %d of them again after their connection closed unacknowledged",
+		len(e.slack.Deliveries())-retries, len(perConn), retries)
 
 	var last *audit
 	var onlyNotices time.Time // since when only notices are missing
