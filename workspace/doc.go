@@ -33,9 +33,7 @@
 //     token through an environment-provided credential helper.
 //   - Every git process is hermetic (no global/system config, no prompts,
 //     no hooks, the bot's identity, only a short allow-list of the bot's
-//     environment) and every network call has Config.GitTimeout. On Linux
-//     it runs at a lower CPU priority than the bot (nice +10), so that a
-//     burst of checkouts does not delay acknowledging chat events.
+//     environment) and every network call has Config.GitTimeout.
 //   - Nothing the agent writes is executed or trusted by the bot's git; see
 //     below.
 //   - Operations on one thread are serialised; different threads and

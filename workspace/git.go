@@ -105,11 +105,7 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	// Lower CPU priority than the bot's goroutines: see startLowPriority.
-	err := startLowPriority(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
+	err := cmd.Run()
 	if g.log != nil {
 		g.log.Debug("git", "args", g.redact.String(strings.Join(c.args, " ")), "dur", time.Since(start), "err", err)
 	}
