@@ -240,3 +240,23 @@ func BenchmarkFinishRunLongSession(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGetThread is the look-up every delivered message makes before it
+// is acknowledged (the bridge's Receive), prepared on the read pool or
+// parsed on every call.
+func BenchmarkGetThread(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts []storage.Option
+	}{{"prepared", nil}, {"unprepared", []storage.Option{storage.WithoutPreparedStatements()}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			db := openDB(b, bc.opts...)
+			th := newThread(b, db, "slack", "1.0")
+			for b.Loop() {
+				if _, err := db.GetThread(context.Background(), th.Key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

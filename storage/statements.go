@@ -31,10 +31,26 @@ type statements struct {
 	touchThread   hotStmt
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
+
+	// Reads of the ack path, prepared on the read pool (database/sql
+	// prepares them on each connection as it first uses it): every
+	// message a platform delivers looks its thread up.
+	getThread hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
 	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent}
+}
+
+func (s *statements) reads() []*hotStmt { return []*hotStmt{&s.getThread} }
+
+// query runs a read statement on the pool r: prepared, or prepared for the
+// call.
+func (h *hotStmt) queryRow(ctx context.Context, r *sql.DB, args ...any) *sql.Row {
+	if h.stmt != nil {
+		return h.stmt.QueryRowContext(ctx, args...)
+	}
+	return r.QueryRowContext(ctx, h.query, args...)
 }
 
 func newStatements() statements {
@@ -59,12 +75,21 @@ func newStatements() statements {
 			WHERE id = ?2 AND (active_at < ?1 OR state <> 'active')`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
+		getThread: hotStmt{query: `SELECT ` + threadColumns + threadFrom +
+			`WHERE t.platform = ? AND t.team = ? AND t.channel = ? AND t.thread = ?`},
 	}
 }
 
-func (s *statements) prepare(ctx context.Context, w *sql.DB) error {
+func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	for _, h := range s.all() {
 		st, err := w.PrepareContext(ctx, h.query)
+		if err != nil {
+			return err
+		}
+		h.stmt = st
+	}
+	for _, h := range s.reads() {
+		st, err := r.PrepareContext(ctx, h.query)
 		if err != nil {
 			return err
 		}
@@ -75,7 +100,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.DB) error {
 
 func (s *statements) close() error {
 	var errs []error
-	for _, h := range s.all() {
+	for _, h := range append(s.all(), s.reads()...) {
 		if h.stmt != nil {
 			errs = append(errs, h.stmt.Close())
 		}

@@ -158,7 +158,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	if !o.noPrepare {
-		if err := db.stmts.prepare(ctx, db.w); err != nil {
+		if err := db.stmts.prepare(ctx, db.w, db.r); err != nil {
 			db.Close()
 			return nil, openError(abs, err)
 		}

@@ -125,9 +125,7 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 
 // GetThread returns the thread with that key, or ErrNotFound.
 func (db *DB) GetThread(ctx context.Context, key ThreadKey) (Thread, error) {
-	t, err := scanThread(db.r.QueryRowContext(ctx, `SELECT `+threadColumns+threadFrom+
-		`WHERE t.platform = ? AND t.team = ? AND t.channel = ? AND t.thread = ?`,
-		key.Platform, key.Team, key.Channel, key.Thread))
+	t, err := scanThread(db.stmts.getThread.queryRow(ctx, db.r, key.Platform, key.Team, key.Channel, key.Thread))
 	return t, lookupError("get thread", err)
 }
 
