@@ -93,6 +93,9 @@ func TestMetricsAreScrapedAndParse(t *testing.T) {
 	m.ThreadLoaded()
 	m.ThreadUnloaded(true)
 	m.StartFailed()
+	m.Lease("acquired")
+	m.Lease("acquired")
+	m.Lease("lost")
 
 	ok := InstrumentModel(fakeModel{msg: llm.Message{Usage: &llm.Usage{Input: 100, Output: 20, CacheRead: 50}}}, m)
 	limited := InstrumentModel(fakeModel{err: &llm.Error{Kind: llm.ErrorHTTP, StatusCode: 429, Message: "slow down"}}, m)
@@ -149,6 +152,8 @@ func TestMetricsAreScrapedAndParse(t *testing.T) {
 		{"threadsmith_sandbox_start_failures_total", nil, 1},
 		{"threadsmith_threads_live", nil, 1},
 		{"threadsmith_threads_evicted_total", nil, 1},
+		{"threadsmith_thread_leases_total", map[string]string{"event": "acquired"}, 2},
+		{"threadsmith_thread_leases_total", map[string]string{"event": "lost"}, 1},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
