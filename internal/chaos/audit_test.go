@@ -19,6 +19,7 @@ type chatThread struct {
 	channel string
 	root    string // the mention's ts; "" until sent
 	tokens  []string
+	ts      map[string]string // token -> its message's ts
 }
 
 // audit is what the database, the fake Slack and the fake LLM say at one
@@ -30,6 +31,9 @@ type audit struct {
 	// noticesMissing counts the waiting items that are interrupted runs
 	// without their notice.
 	noticesMissing int
+	// repliesDropped counts the waiting items that are messages Slack saw
+	// acknowledged and no session has (TestReplyBeforeItsThreadIsStored).
+	repliesDropped int
 	stuck          []*chatThread // threads not settled, for explain
 
 	tokens, userEntries, requests     int
@@ -59,10 +63,12 @@ func (a *audit) wait(format string, args ...any) {
 	a.waiting = append(a.waiting, fmt.Sprintf(format, args...))
 }
 
-// onlyNoticesMissing: every promise kept and everything settled but some
-// interrupted runs' notices.
-func (a *audit) onlyNoticesMissing() bool {
-	return len(a.problems) == 0 && a.noticesMissing > 0 && len(a.waiting) == a.noticesMissing
+// onlyKnownGaps: every promise kept and everything settled but interrupted
+// runs' notices and acknowledged replies that were dropped, two known bugs
+// (see TestChaos and TestReplyBeforeItsThreadIsStored).
+func (a *audit) onlyKnownGaps() bool {
+	known := a.noticesMissing + a.repliesDropped
+	return len(a.problems) == 0 && known > 0 && len(a.waiting) == known
 }
 
 // ok: settled and every promise kept.
@@ -207,7 +213,17 @@ func (e *env) audit(threads []*chatThread) *audit {
 	for tk := range want {
 		switch n := seen[tk]; {
 		case n == 0:
-			a.waitThread(want[tk], "token %s not in any session yet", tk)
+			th := want[tk]
+			acked := false
+			for _, d := range deliveries {
+				acked = acked || (d.Acked && d.Channel == th.channel && d.TS == th.ts[tk])
+			}
+			if acked {
+				a.repliesDropped++
+				a.waitThread(th, "token %s acknowledged, not in any session", tk)
+			} else {
+				a.waitThread(th, "token %s not in any session yet", tk)
+			}
 		case n > 1:
 			a.badThread(want[tk], "token %s is a user message %d times", tk, n)
 		}
