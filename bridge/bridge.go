@@ -154,6 +154,8 @@ type Bridge struct {
 	wg       sync.WaitGroup // thread owners
 	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
+	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
+
 	catchUpBucket int64           // the minute of catchUps
 	catchUps      map[string]bool // catch-ups this replica claimed in it
 }
@@ -511,10 +513,10 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	known := b.known[key]
 	b.mu.Unlock()
 	if !known && !in.Mention && b.leasing() && in.MessageID != in.Thread.Thread {
-		// A reply in a thread another replica started.
-		if _, err := b.cfg.Store.GetThread(ctx, storeKey(in.Thread)); err == nil {
-			known = true
-		} else if !errors.Is(err, storage.ErrNotFound) {
+		// A reply in a thread another replica started, maybe this very
+		// moment: its mention may be on its way into the store.
+		var err error
+		if known, err = b.threadStored(ctx, in.Thread); err != nil {
 			return 0, err
 		}
 	}

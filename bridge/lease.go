@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -390,6 +391,10 @@ func (b *Bridge) watchInput(ctx context.Context) {
 		_ = b.cfg.Store.ListenInbound(ctx, func(threadID int64) {
 			b.mu.Lock()
 			t := b.byID[threadID]
+			if b.heard != nil {
+				close(b.heard) // threadStored's waiters look again
+				b.heard = nil
+			}
 			b.mu.Unlock()
 			if t != nil && t.lease.Load() != nil {
 				t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
@@ -407,6 +412,45 @@ func (b *Bridge) watchInput(ctx context.Context) {
 		}
 		b.pollInput(ctx)
 		b.takeOver(ctx)
+	}
+}
+
+// replyWait is how long a reply in a thread the store does not know waits
+// for the thread to appear: another replica may be storing the mention that
+// starts it (Slack spreads a thread's events over the replicas). Well within
+// Slack's 3 s to acknowledge.
+const replyWait = 1500 * time.Millisecond
+
+// threadStored reports whether the store has the thread, waiting up to
+// replyWait for it to appear: told by the store's notifier when input is
+// accepted, else looking again every 100 ms.
+func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef) (bool, error) {
+	deadline := time.NewTimer(replyWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b.mu.Lock()
+		if b.heard == nil {
+			b.heard = make(chan struct{})
+		}
+		heard := b.heard
+		b.mu.Unlock()
+		_, err := b.cfg.Store.GetThread(ctx, storeKey(ref))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return false, err
+		}
+		select {
+		case <-heard:
+		case <-tick.C:
+		case <-deadline.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
@@ -304,4 +305,37 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 	if pushes, err := a.db.ThreadPushes(a.ctx, rec.ID); err != nil || len(pushes) != 0 {
 		t.Errorf("pushes by the owner that lost the thread: %+v, %v", pushes, err)
 	}
+}
+
+// A reply without a mention may reach a replica a moment before another
+// replica has stored the mention that starts its thread (Slack spreads a
+// thread's events over the replicas' connections): it waits for the thread
+// to appear instead of being ignored — it is acknowledged, and the platform
+// would not send it again.
+func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
+	a := newRig(t, leased("replica-a"))
+	b := newRig(t, replicaOf(a, "replica-b"))
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
+	th := testThread("508.1")
+	type result struct {
+		rc  chat.Receipt
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		_, rc, err := b.chat.Say(b.ctx, th, bob, "RACING-REPLY from b", false)
+		got <- result{rc, err}
+	}()
+	// The reply is waiting on B (it asked the store, which has no thread);
+	// now A stores the mention.
+	b.waitUntil("the reply to reach replica b", func() bool { return len(b.chat.Messages(th)) == 1 })
+	a.say(th, alice, "start here", true)
+	r := <-got
+	if r.err != nil || r.rc != chat.Accepted {
+		t.Fatalf("the racing reply: receipt %v, %v; want accepted", r.rc, r.err)
+	}
+	a.waitUntil("the reply reaches the model", func() bool {
+		rec, err := a.thread(th)
+		return err == nil && rec.SessionID != "" && userMessages(a, rec.SessionID, "RACING-REPLY from b") == 1
+	})
 }
