@@ -268,7 +268,10 @@ func (r *replica) start() error {
 	}
 	p.cmd = exec.Command(r.e.bin, "-config", r.config)
 	p.cmd.Env = append(os.Environ(), "TEST_SLACK_BOT_TOKEN="+r.e.slack.BotToken(), "TEST_SLACK_APP_TOKEN="+r.e.slack.AppToken(),
-		"TEST_CHAOS_DSN="+r.e.dsn)
+		// A replica stopped inside a transaction loses its session (and
+		// its row locks) after this, not the bot's default 5 s: within the
+		// test's ttl + margin.
+		"TEST_CHAOS_DSN="+r.e.dsn+sep(r.e.dsn)+"idle_in_transaction_session_timeout=1000")
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
@@ -471,4 +474,12 @@ func (e *env) poll(what string, d, interval time.Duration, cond func() (bool, er
 		case <-tick.C:
 		}
 	}
+}
+
+// sep is what joins one more parameter to a postgres:// URL.
+func sep(dsn string) string {
+	if strings.Contains(dsn, "?") {
+		return "&"
+	}
+	return "?"
 }

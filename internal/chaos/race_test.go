@@ -55,6 +55,6 @@ func TestReplyBeforeItsThreadIsStored(t *testing.T) {
 		t.Fatalf("%v\n%s\n%s", err, last, e.explain(th))
 	}
 	if !last.ok() {
-		t.Skipf("blocked by: a reply (no mention) that reaches a replica before another stored its thread is acknowledged and dropped (bridge.Receive: not known, no thread in the store → Ignored)\n%s\n%s", last, e.explain(th))
+		t.Skipf("blocked by: a reply (no mention) that reaches a replica while the replica holding its thread's first mention is stopped for longer than the 1.5 s a reply waits for its thread (bridge.replyWait) is acknowledged and dropped; replies would have to be stored until their thread appears\n%s\n%s", last, e.explain(th))
 	}
 }
