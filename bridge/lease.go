@@ -136,12 +136,9 @@ func (t *thread) claim() bool {
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
 	t.unguard = t.p.Outbox.Guard(t.ref, func(ctx context.Context) bool { return t.owned(ctx, 0) })
-	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() {
-		// A refused write is news of a takeover too: the thread ends.
-		if !t.leaseFenced.Swap(true) {
-			t.enqueue(item{fn: t.leaseLost})
-		}
-	}}
+	lp := t.lease.Load()
+	// A refused write is news of a takeover too: the thread ends.
+	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.loseLease(lp) }}
 	t.saver.store = t.store
 	b.cfg.Metrics.Lease("acquired")
 	prev := b.releasedFence(t.rec.ID)
@@ -223,6 +220,17 @@ func (t *thread) take(pi *pendingInput) bool {
 	return true
 }
 
+// loseLease records that lease l of the thread is lost (a write or a
+// renewal was refused, or it ran out unrenewed), from any goroutine: the
+// thread shows, writes and pushes nothing more, and its owner ends it (once).
+func (t *thread) loseLease(l *storage.Lease) {
+	first := !t.leaseFenced.Swap(true) // before the lease goes: owned must not read nil as released
+	t.lease.CompareAndSwap(l, nil)
+	if first {
+		t.enqueue(item{fn: t.leaseLost})
+	}
+}
+
 // leaseLost ends a thread whose lease went to another replica: its run is
 // stopped without a word (the new owner reports it), and it writes nothing
 // more (its writes would be refused anyway).
@@ -289,10 +297,7 @@ func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
 		t.lease.CompareAndSwap(l, &nl)
 		return true
 	case errors.Is(err, storage.ErrFenced):
-		t.leaseFenced.Store(true)
-		if t.lease.CompareAndSwap(l, nil) {
-			t.enqueue(item{fn: t.leaseLost})
-		}
+		t.loseLease(l)
 		return false
 	}
 	// The store cannot say: its writes will be refused if the thread was
@@ -360,10 +365,7 @@ func (b *Bridge) keepLeases(ctx context.Context) {
 			case err == nil:
 				t.lease.CompareAndSwap(l, &nl)
 			case errors.Is(err, storage.ErrFenced) || b.cfg.Now().After(l.Expires):
-				t.leaseFenced.Store(true) // first: owned must not read the nil lease as released
-				if t.lease.CompareAndSwap(l, nil) {
-					t.enqueue(item{fn: t.leaseLost})
-				}
+				t.loseLease(l)
 			case ctx.Err() == nil:
 				t.log.Warn("renewing the thread's lease", "err", err, "expires", l.Expires)
 			}
