@@ -130,6 +130,11 @@ type Platform struct {
 	// AllowedUsers, AllowedRoles and AllowedChannels restrict who may use the
 	// bot; empty lists allow everyone.
 	AllowedUsers, AllowedRoles, AllowedChannels []string
+	// SpreadsThreads says that, with replicas, one thread's events may
+	// reach different replicas (Slack); a reply the store does not know
+	// then waits a moment for its thread's mention, stored by another
+	// replica. Discord's shards keep a guild's events on one replica.
+	SpreadsThreads bool
 }
 
 // Bridge routes chat input to sessions. Create it with New, run it with Run.
@@ -516,7 +521,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		// A reply in a thread another replica started, maybe this very
 		// moment: its mention may be on its way into the store.
 		var err error
-		if known, err = b.threadStored(ctx, in.Thread); err != nil {
+		if known, err = b.threadStored(ctx, in.Thread, h.p.SpreadsThreads); err != nil {
 			return 0, err
 		}
 	}

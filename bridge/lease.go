@@ -423,10 +423,10 @@ func (b *Bridge) watchInput(ctx context.Context) {
 // Slack's 3 s to acknowledge.
 const replyWait = 1500 * time.Millisecond
 
-// threadStored reports whether the store has the thread, waiting up to
-// replyWait for it to appear: told by the store's notifier when input is
-// accepted, else looking again every 100 ms.
-func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef) (bool, error) {
+// threadStored reports whether the store has the thread; with wait, it
+// waits up to replyWait for it to appear: told by the store's notifier when
+// input is accepted, else looking again every 100 ms.
+func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef, wait bool) (bool, error) {
 	deadline := time.NewTimer(replyWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -442,8 +442,8 @@ func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef) (bool, er
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, storage.ErrNotFound) {
-			return false, err
+		if !errors.Is(err, storage.ErrNotFound) || !wait {
+			return false, notFoundIsNil(err)
 		}
 		select {
 		case <-heard:
@@ -508,4 +508,12 @@ func (b *Bridge) takeOver(ctx context.Context) {
 		b.log.Info("taking over a thread without an owner", "thread", refOf(rec.Key).Key())
 		b.dispatchItem(p, rec, func(*thread) item { return item{} })
 	}
+}
+
+// notFoundIsNil is err, but nil for storage.ErrNotFound.
+func notFoundIsNil(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -313,8 +313,9 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 // to appear instead of being ignored — it is acknowledged, and the platform
 // would not send it again.
 func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
-	a := newRig(t, leased("replica-a"))
-	b := newRig(t, replicaOf(a, "replica-b"))
+	spreads := func(_ *Config, p *Platform) { p.SpreadsThreads = true }
+	a := newRig(t, leased("replica-a"), spreads)
+	b := newRig(t, replicaOf(a, "replica-b"), spreads)
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("508.1")
 	type result struct {

@@ -489,6 +489,9 @@ func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.P
 	switch a.Platform() {
 	case config.PlatformSlack:
 		p.Channels, p.AllowedUsers, p.AllowedChannels = cfg.Slack.Channels, cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels
+		// Socket Mode spreads an app's events over its connections, and
+		// HTTP events go through the operator's balancer.
+		p.SpreadsThreads = true
 	case config.PlatformDiscord:
 		p.Channels, p.AllowedUsers, p.AllowedRoles = cfg.Discord.Channels, cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles
 	}
