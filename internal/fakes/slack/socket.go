@@ -239,6 +239,15 @@ func (s *Server) writeLoop(c *wsConn) {
 				s.mu.Lock()
 				f.d.Sent = time.Now()
 				f.d.Conn = c.info.ID
+				// In flight before it is written: a client that reads it and
+				// closes at once must find it redelivered (closeConn), not
+				// lost between the write and this bookkeeping.
+				if s.cfg.spread && !f.d.rec.acked {
+					if len(c.inflight) >= 64 {
+						c.inflight = slices.DeleteFunc(c.inflight, func(d *delivery) bool { return d.rec.acked })
+					}
+					c.inflight = append(c.inflight, f.d)
+				}
 				s.mu.Unlock()
 			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -246,6 +255,7 @@ func (s *Server) writeLoop(c *wsConn) {
 				if f.d != nil {
 					s.mu.Lock()
 					f.d.Conn = 0
+					c.inflight = slices.DeleteFunc(c.inflight, func(d *delivery) bool { return d == f.d })
 					s.mu.Unlock()
 				}
 				s.requeue(c, frames[i:])
@@ -259,12 +269,6 @@ func (s *Server) writeLoop(c *wsConn) {
 			}
 			if f.d != nil {
 				s.armRedeliveryLocked(f.d, "timeout")
-				if s.cfg.spread && !f.d.rec.acked {
-					if len(c.inflight) >= 64 {
-						c.inflight = slices.DeleteFunc(c.inflight, func(d *delivery) bool { return d.rec.acked })
-					}
-					c.inflight = append(c.inflight, f.d)
-				}
 			}
 			s.mu.Unlock()
 		}
@@ -287,7 +291,8 @@ func (s *Server) requeue(c *wsConn, frames []outFrame) {
 // connection, or keeps them for the next.
 func (s *Server) rerouteLocked(frames []outFrame) {
 	for _, f := range frames {
-		if f.d != nil && !f.d.rec.acked && !s.closed {
+		// latest: closeConn may have redelivered it already, as in flight.
+		if f.d != nil && !f.d.rec.acked && f.d.rec.latest == f.d && !s.closed {
 			f.d.Sent = time.Time{}
 			s.routeLocked(f.d)
 		}
