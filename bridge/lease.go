@@ -136,9 +136,8 @@ func (t *thread) claim() bool {
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
 	t.unguard = t.p.Outbox.Guard(t.ref, func(ctx context.Context) bool { return t.owned(ctx, 0) })
-	lp := t.lease.Load()
 	// A refused write is news of a takeover too: the thread ends.
-	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.loseLease(lp) }}
+	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.loseLease(t.lease.Load()) }}
 	t.saver.store = t.store
 	b.cfg.Metrics.Lease("acquired")
 	prev := b.releasedFence(t.rec.ID)
@@ -286,8 +285,24 @@ func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
 		return false
 	}
 	l := t.lease.Load()
-	if l == nil || t.b.cfg.Now().Add(margin).Before(l.Expires) {
+	now := t.b.cfg.Now()
+	if l == nil || now.Add(margin).Before(l.Expires) {
 		return true // nil: released as the owner closes
+	}
+	// None for a while after the store could not answer: the session's
+	// events (one per token) must not each wait on an unreachable store;
+	// the fenced writes still catch a loss. One check at a time: the others
+	// wait for its answer.
+	if now.UnixNano() < t.leaseCheckAfter.Load() {
+		return true
+	}
+	t.leaseCheck.Lock()
+	defer t.leaseCheck.Unlock()
+	if t.leaseFenced.Load() {
+		return false
+	}
+	if cur := t.lease.Load(); cur != l {
+		return cur == nil || t.b.cfg.Now().Add(margin).Before(cur.Expires) // renewed meanwhile
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -302,6 +317,7 @@ func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
 	}
 	// The store cannot say: its writes will be refused if the thread was
 	// lost, and shown otherwise.
+	t.leaseCheckAfter.Store(t.b.cfg.Now().Add(t.b.cfg.Lease.Renew).UnixNano())
 	t.log.Warn("checking the thread's lease", "err", err)
 	return true
 }
@@ -389,18 +405,18 @@ func (b *Bridge) liveThreads() []*thread {
 // a lost notification missed; on the same poll it claims the threads with
 // work that nobody owns.
 func (b *Bridge) watchInput(ctx context.Context) {
+	listening := make(chan struct{})
+	defer func() { <-listening }() // Shutdown waits for the listener too
 	go func() {
+		defer close(listening)
 		_ = b.cfg.Store.ListenInbound(ctx, func(threadID int64) {
 			b.mu.Lock()
-			t := b.byID[threadID]
 			if b.heard != nil {
 				close(b.heard) // threadStored's waiters look again
 				b.heard = nil
 			}
 			b.mu.Unlock()
-			if t != nil && t.lease.Load() != nil {
-				t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
-			}
+			b.nudge(threadID)
 		})
 	}()
 	b.takeOver(ctx)
@@ -467,16 +483,21 @@ func (b *Bridge) pollInput(ctx context.Context) {
 	}
 	seen := map[int64]bool{}
 	for _, in := range pending {
-		if seen[in.ThreadID] {
-			continue
+		if !seen[in.ThreadID] {
+			seen[in.ThreadID] = true
+			b.nudge(in.ThreadID)
 		}
-		seen[in.ThreadID] = true
-		b.mu.Lock()
-		t := b.byID[in.ThreadID]
-		b.mu.Unlock()
-		if t != nil && t.lease.Load() != nil {
-			t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
-		}
+	}
+}
+
+// nudge has the thread's owner, if this replica holds it, take the stored
+// input it has not taken yet.
+func (b *Bridge) nudge(threadID int64) {
+	b.mu.Lock()
+	t := b.byID[threadID]
+	b.mu.Unlock()
+	if t != nil && t.lease.Load() != nil {
+		t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
 	}
 }
 

@@ -1,7 +1,10 @@
 package bridge
 
 import (
+	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -339,4 +342,54 @@ func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
 		rec, err := a.thread(th)
 		return err == nil && rec.SessionID != "" && userMessages(a, rec.SessionID, "RACING-REPLY from b") == 1
 	})
+}
+
+// unreachableRenewals is the store with RenewLease failing as a store out
+// of reach does (not fenced: it cannot say), counting the calls.
+type unreachableRenewals struct {
+	storage.Store
+	calls atomic.Int32
+}
+
+func (s *unreachableRenewals) RenewLease(context.Context, storage.Lease, time.Duration) (storage.Lease, error) {
+	s.calls.Add(1)
+	return storage.Lease{}, errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
+}
+
+// A lease that ran out by the local clock is checked with the store before
+// a session event is shown; when the store cannot answer, the thread goes on
+// (its writes are fenced if it was lost) and does not ask again for every
+// event: a streamed answer is hundreds of events.
+func TestLeaseCheckDoesNotAskAnUnreachableStoreOnEveryEvent(t *testing.T) {
+	var offset atomic.Int64
+	var store *unreachableRenewals
+	a := newRig(t, func(c *Config, p *Platform) {
+		leased("replica-a")(c, p)
+		c.Lease.TTL, c.Lease.Renew = time.Hour, 0
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		store = &unreachableRenewals{Store: c.Store}
+		c.Store = store
+	})
+	g := newGate(t)
+	chunks := make([]string, 200)
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf("word%d ", i)
+	}
+	var n atomic.Int32
+	a.llm.Handle(func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+		}
+		return llmfake.TextReply(chunks...)
+	})
+	th := testThread("509.1")
+	a.say(th, alice, "write a long answer", true)
+	a.waitArrived(g)
+	offset.Store(int64(2 * time.Hour)) // the lease ran out by the local clock
+	g.release()
+	a.waitRuns(th, 1)
+	a.waitText(th, "word199")
+	if c := store.calls.Load(); c == 0 || c > 3 {
+		t.Errorf("RenewLease was asked %d times for one streamed answer; want the first event to ask, then a pause", c)
+	}
 }

@@ -49,9 +49,13 @@ type thread struct {
 	// was lost, and the input ids it took.
 	lease       atomic.Pointer[storage.Lease]
 	leaseFenced atomic.Bool
-	gone        bool
-	taken       map[int64]*pendingInput
-	unguard     func() // removes the outbox guard of the thread (lease.go)
+	// owned's store check of a lease run out: one at a time, and not
+	// before leaseCheckAfter (Unix ns) once the store could not answer.
+	leaseCheck      sync.Mutex
+	leaseCheckAfter atomic.Int64
+	gone            bool
+	taken           map[int64]*pendingInput
+	unguard         func() // removes the outbox guard of the thread (lease.go)
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
