@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,5 +394,48 @@ func TestLeaseCheckDoesNotAskAnUnreachableStoreOnEveryEvent(t *testing.T) {
 	a.waitText(th, "word199")
 	if c := store.calls.Load(); c == 0 || c > 3 {
 		t.Errorf("RenewLease was asked %d times for one streamed answer; want the first event to ask, then a pause", c)
+	}
+}
+
+// A replica pushes a thread's work only while it holds the thread with half
+// a lease to spare: a force push is allowed over the bot's own commits, so a
+// replica that lost the thread (paused past its lease) could otherwise
+// replace the new owner's commits on the branch.
+func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
+	var offset atomic.Int64
+	a := newRig(t, func(c *Config, p *Platform) {
+		leased("replica-a")(c, p)
+		c.Lease.TTL, c.Lease.Renew = time.Hour, 0
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("looked") })
+	th := testThread("510.1")
+	a.say(th, alice, "look around", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	a.b.mu.Lock()
+	owner := a.b.byID[rec.ID]
+	a.b.mu.Unlock()
+	l := owner.lease.Load()
+	if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok {
+		t.Fatalf("the takeover: %v, %v", ok, err)
+	}
+	offset.Store(int64(2 * time.Hour))
+	pushed := make(chan bool, 1)
+	owner.enqueue(item{fn: func() {
+		// Work the lost owner still has in its workspace.
+		if err := os.WriteFile(filepath.Join(owner.ws.Root(), "stale.txt"), []byte("stale\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		pushed <- owner.commitRun(a.ctx, &activeRun{request: "stale work"}, storage.RunDone)
+	}})
+	if <-pushed {
+		t.Error("the replica that lost the thread committed and pushed its work")
+	}
+	if heads := a.remote.Branches(t); slices.Contains(heads, rec.Branch) {
+		t.Errorf("the branch %s is on the remote: %v", rec.Branch, heads)
 	}
 }
