@@ -360,7 +360,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 	for _, r := range runs {
 		recordInterrupted(ctx, b.cfg.Store, r, b.log)
 	}
-	b.recoverAnswers(ctx, since) // the answers, then the notices stored after them
+	b.recoverAnswers(ctx, since, 0) // the answers, then the notices stored after them
 	for _, r := range runs {
 		p := b.platforms[r.Thread.Platform]
 		if p == nil {

@@ -170,15 +170,7 @@ func (t *thread) recoverOwned(ctx context.Context) {
 	if err != nil {
 		t.log.Error("marking the previous owner's runs interrupted", "err", err)
 	}
-	if posts, err := b.cfg.Store.UnpostedPosts(ctx); err == nil {
-		for _, pp := range posts {
-			if pp.ThreadID == t.rec.ID {
-				sendStored(t.p.Outbox, b.cfg.Store, t.ref, pp, pp.CreatedAt.Before(since), t.log)
-			}
-		}
-	} else {
-		t.log.Error("loading answers not yet posted", "err", err)
-	}
+	b.recoverAnswers(ctx, since, t.rec.ID)
 	for _, r := range runs {
 		r.Thread = t.rec.Key
 		b.reportInterrupted(t.p, r)

@@ -124,21 +124,24 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 // process stored and never saw accepted, in the order they were stored.
 // Those stored since then (this start's notices) are posted for the first
 // time: no look for an earlier copy.
-func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time) {
+// threadID limits it to one thread (a replica's takeover); 0 is every thread.
+func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time, threadID int64) {
 	posts, err := b.cfg.Store.UnpostedPosts(ctx)
 	if err != nil {
 		b.log.Error("loading answers not yet posted", "err", err)
 		return
 	}
+	n := 0
 	for _, pp := range posts {
 		p := b.platforms[pp.Thread.Platform]
-		if p == nil {
+		if p == nil || (threadID != 0 && pp.ThreadID != threadID) {
 			continue
 		}
 		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.CreatedAt.Before(since), b.log)
+		n++
 	}
-	if len(posts) > 0 {
-		b.log.Info("posting answers the previous process did not see accepted", "count", len(posts))
+	if n > 0 {
+		b.log.Info("posting answers a previous process did not see accepted", "count", n)
 	}
 }
 
