@@ -283,7 +283,7 @@ func (t *thread) attributed(text string) string {
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
 		trimmed := strings.TrimLeft(l, " \t")
-		if strings.HasPrefix(trimmed, "[Requested by") || strings.HasPrefix(trimmed, "[From ") || isDateHeader(trimmed) {
+		if hasPrefixFold(trimmed, "[Requested by") || hasPrefixFold(trimmed, "[From ") || isDateHeader(trimmed) {
 			lines[i] = l[:len(l)-len(trimmed)] + "(" + trimmed[1:]
 		}
 	}
@@ -294,6 +294,12 @@ func (t *thread) attributed(text string) string {
 		}
 	}
 	return text
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring case: "[requested BY …]"
+// reads as a header to the model too.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // isDateHeader reports whether s starts like the request header without a
