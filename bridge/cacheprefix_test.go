@@ -136,13 +136,7 @@ func TestRequestHeaderNameCannotForgeAnotherHeader(t *testing.T) {
 func TestQueuedInputSaysWhoWroteItAndHeadersCannotBeTyped(t *testing.T) {
 	r := newRig(t)
 	g := newGate(t)
-	var n atomic.Int32
-	r.llm.Handle(func(llmfake.Request) llmfake.Response {
-		if n.Add(1) == 1 {
-			g.hold()
-		}
-		return llmfake.TextReply("ok")
-	})
+	r.llm.Handle(g.holdFirst(llmfake.TextReply("ok")))
 	th := testThread("68.1")
 	r.say(th, alice, "refactor the parser", true)
 	r.waitArrived(g)

@@ -3,7 +3,6 @@ package bridge
 import (
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
@@ -111,13 +110,7 @@ func TestHelpAndStatusAfterARun(t *testing.T) {
 func TestStatusListsTheQueueWhileBusy(t *testing.T) {
 	r := newRig(t)
 	g := newGate(t)
-	var n atomic.Int32
-	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if n.Add(1) == 1 {
-			g.hold()
-		}
-		return llmfake.TextReply("done")
-	})
+	r.llm.Handle(g.holdFirst(llmfake.TextReply("done")))
 	th := testThread("52.1")
 	r.say(th, alice, "long job", true)
 	r.waitArrived(g)

@@ -172,13 +172,7 @@ func TestReplicaTakesOverADeadReplicasThread(t *testing.T) {
 func TestReplicaThatLostItsLeaseStops(t *testing.T) {
 	a := newRig(t, leased("replica-a"))
 	g := newGate(t)
-	var n atomic.Int32
-	a.llm.Handle(func(llmfake.Request) llmfake.Response {
-		if n.Add(1) == 1 {
-			g.hold()
-		}
-		return llmfake.TextReply("STALE-ANSWER from the old owner")
-	})
+	a.llm.Handle(g.holdFirst(llmfake.TextReply("STALE-ANSWER from the old owner")))
 	th := testThread("503.1")
 	a.say(th, alice, "long job", true)
 	a.waitArrived(g)
@@ -281,13 +275,7 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	})
 	g := newGate(t)
-	var n atomic.Int32
-	a.llm.Handle(func(llmfake.Request) llmfake.Response {
-		if n.Add(1) == 1 {
-			g.hold()
-		}
-		return llmfake.TextReply("STALE-ANSWER from the paused owner")
-	})
+	a.llm.Handle(g.holdFirst(llmfake.TextReply("STALE-ANSWER from the paused owner")))
 	th := testThread("507.1")
 	a.say(th, alice, "long job", true)
 	a.waitArrived(g)
@@ -378,13 +366,7 @@ func TestLeaseCheckDoesNotAskAnUnreachableStoreOnEveryEvent(t *testing.T) {
 	for i := range chunks {
 		chunks[i] = fmt.Sprintf("word%d ", i)
 	}
-	var n atomic.Int32
-	a.llm.Handle(func(llmfake.Request) llmfake.Response {
-		if n.Add(1) == 1 {
-			g.hold()
-		}
-		return llmfake.TextReply(chunks...)
-	})
+	a.llm.Handle(g.holdFirst(llmfake.TextReply(chunks...)))
 	th := testThread("509.1")
 	a.say(th, alice, "write a long answer", true)
 	a.waitArrived(g)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,6 +278,18 @@ func (g *gate) hold() {
 }
 
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+// holdFirst is an LLM handler that holds the first request at g and answers
+// every request with reply.
+func (g *gate) holdFirst(reply llmfake.Response) func(llmfake.Request) llmfake.Response {
+	var n atomic.Int32
+	return func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+		}
+		return reply
+	}
+}
 
 func (r *rig) waitArrived(g *gate) {
 	r.tb.Helper()
