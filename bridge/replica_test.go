@@ -18,6 +18,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
 )
 
 // Replicas in one process: bridges sharing one store (SQLite's in-process
@@ -419,5 +420,54 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 	}
 	if heads := a.remote.Branches(t); slices.Contains(heads, rec.Branch) {
 		t.Errorf("the branch %s is on the remote: %v", rec.Branch, heads)
+	}
+}
+
+// A replica that takes a thread over works on the pushed branch: its
+// workspace is made from the remote branch (PRODUCT §9), not from the
+// default branch, so the previous owner's pushed work is there.
+func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
+	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) { c.IdleEvict = 300 * time.Millisecond })
+	b := newRig(t, replicaOf(a, "replica-b"), func(c *Config, _ *Platform) {
+		// The same remote as a's, through workspaces of its own.
+		wsm, err := workspace.New(workspace.Config{
+			DataDir:         filepath.Join(t.TempDir(), "workspaces"),
+			Repos:           []workspace.Repo{{Name: "app", URL: a.remote.Path, DefaultBranch: "main"}},
+			CleanupInterval: -1,
+			Logger:          c.Logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = wsm.Close(context.Background()) })
+		c.Workspaces = wsm
+	})
+	a.llm.Push(writeThenAnswer("notes.txt", "written on a", "WROTE on a")...)
+	th := testThread("511.1")
+	a.say(th, alice, "write the notes", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	a.waitUntil("the work is pushed", func() bool { return slices.Contains(a.remote.Branches(t), rec.Branch) })
+	a.waitUntil("replica a gives the idle thread up", func() bool { return !a.live(th) })
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("CONTINUED on b") })
+	b.say(th, bob, "go on", false)
+	b.waitText(th, "CONTINUED on b")
+	b.b.mu.Lock()
+	owner := b.b.byID[rec.ID]
+	b.b.mu.Unlock()
+	if owner == nil {
+		t.Fatal("replica b does not own the thread it answered")
+	}
+	got := make(chan string, 1)
+	owner.enqueue(item{fn: func() {
+		data, err := os.ReadFile(filepath.Join(owner.ws.Root(), "notes.txt"))
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(data)
+	}})
+	if s := <-got; s != "written on a\n" {
+		t.Errorf("notes.txt in replica b's workspace: %q, want the pushed work", s)
 	}
 }
