@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/threadsmith/threadsmith/agent"
 	"os"
 	"path/filepath"
 	"slices"
@@ -470,4 +471,46 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 	if s := <-got; s != "written on a\n" {
 		t.Errorf("notes.txt in replica b's workspace: %q, want the pushed work", s)
 	}
+}
+
+// Input that comes after a run's session went idle, but before the owner
+// handled that run's end, starts the next run after the end is handled: it
+// took the unfinished run's place before (that run was never recorded as
+// ended, its slot was never given back, and its late end finished the new
+// run instead). Seen in the chaos suite, where stored input arrives in
+// bursts; the test holds the owner busy to open the window for sure.
+func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
+	r := newRig(t)
+	g := newGate(t)
+	var n atomic.Int32
+	r.llm.Handle(func(llmfake.Request) llmfake.Response {
+		k := n.Add(1)
+		if k == 1 {
+			g.hold()
+		}
+		return llmfake.TextReply(fmt.Sprintf("ANSWER-%d", k))
+	})
+	th := testThread("512.1")
+	r.say(th, alice, "first", true)
+	r.waitArrived(g)
+	rec, _ := r.thread(th)
+	r.b.mu.Lock()
+	owner := r.b.threads[th.Key()]
+	r.b.mu.Unlock()
+	busy, sessc := make(chan struct{}), make(chan *agent.Session, 1)
+	owner.enqueue(item{fn: func() { sessc <- owner.sess; <-busy }}) // the owner is busy…
+	sess := <-sessc
+	r.say(th, bob, "second", false) // …so this waits in its inbox,
+	g.release()                     // and the run ends behind it.
+	r.waitUntil("the session is idle", func() bool { return !sess.IsRunning() })
+	close(busy)
+	r.waitRuns(th, 2)
+	r.waitText(th, "ANSWER-2")
+	r.waitUntil("both runs are recorded as ended", func() bool {
+		runs, err := r.db.ThreadRuns(r.ctx, rec.ID)
+		if err != nil || len(runs) != 2 {
+			return false
+		}
+		return runs[0].Outcome != "" && runs[1].Outcome != "" && !runs[1].StartedAt.Before(runs[0].EndedAt)
+	})
 }

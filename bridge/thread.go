@@ -211,7 +211,9 @@ func (t *thread) handle(it item) {
 	case it.input != nil:
 		t.handleInput(it.input)
 	case it.runDone != nil:
-		if it.runDone == t.sess && t.run != nil {
+		// That run, not whichever is current: a late end must not finish
+		// the next one.
+		if it.runDone == t.run && it.runDone.sess == t.sess {
 			t.finishRun(t.b.ctx)
 		}
 	case it.runTimeout != nil:

@@ -5,11 +5,7 @@ package bridge
 // slot handed over, work of command goroutines. Producers on any goroutine
 // enqueue; only the owner takes items off.
 
-import (
-	"sync"
-
-	"github.com/threadsmith/threadsmith/agent"
-)
+import "sync"
 
 // inbox is the owner's queue.
 type inbox struct {
@@ -21,7 +17,7 @@ type inbox struct {
 // item is a message to a thread's owner goroutine; one field is set.
 type item struct {
 	input       *pendingInput  // accepted input (thread_input.go)
-	runDone     *agent.Session // the session whose run ended (thread_run.go)
+	runDone     *activeRun     // the run whose session went idle (thread_run.go)
 	runTimeout  *activeRun     // the run that reached the run timeout
 	slotGranted bool           // a run slot was handed to this thread (runSlots)
 	fn          func()         // anything else to do on the owner

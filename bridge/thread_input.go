@@ -137,7 +137,10 @@ func (t *thread) park(pi *pendingInput, c inputClass) bool {
 		pi.parked = true
 		t.waiting = append(t.waiting, pi)
 	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
-	case c.startsRun && t.run != nil && t.run.stopped:
+	case c.startsRun && t.run != nil && (t.run.stopped || !t.sess.IsRunning()):
+		// The run winds down (stopped), or its session went idle and its
+		// end is still to be handled here: the input starts the next run
+		// (starting it now would take the place of the one not finished).
 		t.held = append(t.held, pi)
 	default:
 		return false

@@ -82,7 +82,7 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() { t.enqueue(item{runTimeout: r}) })
 	go func() {
 		_ = sess.Wait(context.Background())
-		t.enqueue(item{runDone: sess})
+		t.enqueue(item{runDone: r})
 	}()
 }
 
