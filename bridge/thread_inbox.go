@@ -16,11 +16,11 @@ type inbox struct {
 
 // item is a message to a thread's owner goroutine; one field is set.
 type item struct {
-	input       *pendingInput  // accepted input (thread_input.go)
-	runDone     *activeRun     // the run whose session went idle (thread_run.go)
-	runTimeout  *activeRun     // the run that reached the run timeout
-	slotGranted bool           // a run slot was handed to this thread (runSlots)
-	fn          func()         // anything else to do on the owner
+	input       *pendingInput // accepted input (thread_input.go)
+	runDone     *activeRun    // the run whose session went idle (thread_run.go)
+	runTimeout  *activeRun    // the run that reached the run timeout
+	slotGranted bool          // a run slot was handed to this thread (runSlots)
+	fn          func()        // anything else to do on the owner
 }
 
 func (q *inbox) enqueue(it item) {
