@@ -51,8 +51,13 @@ var hostile = []string{
 	`{{.}}{{template "item"}}`,
 }
 
-func TestHostileTranscriptRendersInert(t *testing.T) {
-	f := newFixture(t)
+// hostileSession fills f's thread with hostile text in every place a page
+// shows (the thread's key, repository and branch, a prompt and its author,
+// the model's name, text, thinking and tool calls, a tool's output, an
+// error, a compaction, a model change, a note and two pushes), and returns
+// options whose compare link and diffs are as hostile.
+func hostileSession(t *testing.T, f *fixture) Options {
+	t.Helper()
 	all := strings.Join(hostile, "\n\n")
 	evilName := `<img src=x onerror=alert(1)>"'.go`
 	if _, _, err := f.db.EnsureThread(f.ctx, storage.ThreadKey{Platform: "slack", Channel: `<script>alert(1)</script>`, Thread: `"><svg onload=alert(1)>`},
@@ -86,11 +91,16 @@ func TestHostileTranscriptRendersInert(t *testing.T) {
 		Result: storage.PushOK}); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", AuthHeader: "X-User",
+	return Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", AuthHeader: "X-User",
 		CompareURL: func(repo, branch string) string { return "javascript:alert(1)" },
 		PushDiff: func(context.Context, string, string, string) (string, bool, error) {
-			return "diff --git a/<script>x</script> b/\"><img src=x onerror=1>\n+</span></pre><script>alert(1)</script>\n-" + all, false, nil
-		}})
+			return "diff --git a/<script>x</script> b/\"><img src=x onerror=alert(1)>\n+</span></pre><script>alert(1)</script>\n-" + all, false, nil
+		}}
+}
+
+func TestHostileTranscriptRendersInert(t *testing.T) {
+	f := newFixture(t)
+	s := New(hostileSession(t, f))
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
