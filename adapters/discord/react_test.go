@@ -4,6 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/chat"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
@@ -36,5 +39,19 @@ func TestReactionsFollowDiscordsLimit(t *testing.T) {
 	}
 	if want := []string{"👀", "↪️"}; !slices.Equal(got, want) {
 		t.Errorf("reactions: got %q, want %q", got, want)
+	}
+}
+
+// The bot writes reactions and never reads them, so it identifies without
+// the reaction intents (Discord would otherwise send an event for every
+// reaction anyone adds in every channel it sees): exactly guilds, guild
+// and direct messages, and message content.
+func TestIntentsLeaveOutReactions(t *testing.T) {
+	want := discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsMessageContent | discordgo.IntentsDirectMessages
+	if discord.Intents != want {
+		t.Errorf("Intents = %b, want %b", discord.Intents, want)
+	}
+	if reactions := discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions; discord.Intents&reactions != 0 {
+		t.Errorf("Intents %b ask for reaction events, which the bot never reads", discord.Intents)
 	}
 }
