@@ -91,7 +91,9 @@ func readManifest(t *testing.T) manifest {
 // methods called and the events subscribed.
 func TestManifestScopesCoverEveryCall(t *testing.T) {
 	m := readManifest(t)
-	srv := slackfake.New(t, slackfake.WithAssistantThreads())
+	// The fake grants what the manifest grants, and answers missing_scope
+	// for anything else, as Slack does for an app installed from it.
+	srv := slackfake.New(t, slackfake.WithAssistantThreads(), slackfake.WithScopes(m.OAuthConfig.Scopes.Bot...))
 	h := newRecorder()
 	r := startSocket(t, srv, h)
 	ctx := testContext(t)
@@ -117,8 +119,17 @@ func TestManifestScopesCoverEveryCall(t *testing.T) {
 	_, _ = io.Copy(io.Discard, body)
 	body.Close()
 
+	limits := slackfake.SlackRateLimits()
 	needed := map[string]bool{}
 	for _, c := range srv.Calls() {
+		if c.Error == "missing_scope" {
+			t.Errorf("%s answered missing_scope under the manifest's scopes", c.Method)
+		}
+		// The strict fake limits every method the adapter calls, so that
+		// tests see a 429 wherever Slack would answer one.
+		if _, ok := limits.Methods[c.Method]; !ok && c.Method != "chat.postMessage" && c.Method != "chat.update" {
+			t.Errorf("the adapter calls %s, which slackfake.SlackRateLimits does not limit: add its tier", c.Method)
+		}
 		scopes, ok := methodScopes[c.Method]
 		if !ok {
 			t.Errorf("the adapter calls %s, which methodScopes does not list: add it with its scopes", c.Method)
