@@ -79,7 +79,7 @@ func TestCheckStartsMCPServers(t *testing.T) {
 	if ok {
 		t.Fatalf("check passed with a broken server:\n%s", out)
 	}
-	if !strings.Contains(out, "mcp: fake: 10 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
+	if !strings.Contains(out, "mcp: fake: 11 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
 		t.Errorf("no tool list for fake:\n%s", out)
 	}
 	if !strings.Contains(out, "mcp.servers[broken]: starting /nonexistent/mcp-server") || strings.Contains(out, "/nonexistent/too") {

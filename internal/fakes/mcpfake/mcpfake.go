@@ -3,10 +3,14 @@
 // HTTP (ServeHTTP). Its tools cover what a client must handle:
 //
 //	echo{text}        the text back
-//	slow{}            blocks until cancelled; writes "cancelled" to the file
-//	                  named by $FAKEMCP_CANCELLED (stdio) when it is
+//	slow{}            blocks until cancelled; writes "started" to the file
+//	                  named by $FAKEMCP_STARTED (stdio) when it begins and
+//	                  "cancelled" to $FAKEMCP_CANCELLED when it is cancelled
+//	                  (over HTTP: HTTP.Started and HTTP.Cancelled)
 //	fail{}            an isError result
 //	image{}           a 1×1 PNG and a text
+//	link{}            a resource link, an embedded text resource and an
+//	                  embedded binary one
 //	env{}             the server's environment, one variable per line
 //	read{path}        a file's content (what the server can see)
 //	big{}             5,000 lines
@@ -59,11 +63,12 @@ func arg(req *mcp.CallToolRequest, name string) string {
 
 // New returns the fake server. exit ends the process for crash tools (stdio);
 // nil refuses them.
-func New(exit func()) *mcp.Server { return newServer(exit, nil) }
+func New(exit func()) *mcp.Server { return newServer(exit, nil, nil) }
 
 // newServer is New whose slow tool also returns when stop is closed (an HTTP
-// server shutting down must not wait for it).
-func newServer(exit func(), stop <-chan struct{}) *mcp.Server {
+// server shutting down must not wait for it) and reports to h (nil: to the
+// files of $FAKEMCP_STARTED and $FAKEMCP_CANCELLED).
+func newServer(exit func(), stop <-chan struct{}, h *HTTP) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
@@ -76,12 +81,25 @@ func newServer(exit func(), stop <-chan struct{}) *mcp.Server {
 		return text("echo: " + arg(r, "text"))
 	})
 	add("slow", "Waits until cancelled.", "", func(ctx context.Context, _ *mcp.CallToolRequest) *mcp.CallToolResult {
+		if h != nil {
+			select {
+			case h.Started <- struct{}{}:
+			case <-stop:
+			}
+		} else if f := os.Getenv("FAKEMCP_STARTED"); f != "" {
+			_ = os.WriteFile(f, []byte("started"), 0o644)
+		}
 		select {
 		case <-ctx.Done():
 		case <-stop:
 			return text("server stopping")
 		}
-		if f := os.Getenv("FAKEMCP_CANCELLED"); f != "" {
+		if h != nil {
+			select {
+			case h.Cancelled <- struct{}{}:
+			case <-stop:
+			}
+		} else if f := os.Getenv("FAKEMCP_CANCELLED"); f != "" {
 			_ = os.WriteFile(f, []byte("cancelled"), 0o644)
 		}
 		return text("cancelled")
@@ -93,6 +111,13 @@ func newServer(exit func(), stop <-chan struct{}) *mcp.Server {
 	})
 	add("image", "Returns a picture.", "", func(context.Context, *mcp.CallToolRequest) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a pixel"}, &mcp.ImageContent{MIMEType: "image/png", Data: onePixelPNG}}}
+	})
+	add("link", "Returns resources.", "", func(context.Context, *mcp.CallToolRequest) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.ResourceLink{URI: "tracker://issue/42", Name: "issue 42", Description: "the login bug"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "tracker://issue/42/body", MIMEType: "text/plain", Text: "Login fails after 30 days."}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "tracker://issue/42/dump", MIMEType: "application/octet-stream", Blob: []byte{1, 2, 3}}},
+		}}
 	})
 	add("env", "Shows the server's environment.", "", func(context.Context, *mcp.CallToolRequest) *mcp.CallToolResult {
 		return text(strings.Join(os.Environ(), "\n"))
@@ -143,8 +168,29 @@ func newServer(exit func(), stop <-chan struct{}) *mcp.Server {
 // URL. Requests without the header want (when set) get 401.
 func ServeHTTP(tb testing.TB, wantHeader, wantValue string) string {
 	tb.Helper()
+	return serveHTTP(tb, wantHeader, wantValue, nil)
+}
+
+// HTTP is a fake served over HTTP whose slow tool reports on channels.
+type HTTP struct {
+	URL string
+	// Started receives when a slow call reached the server, Cancelled when
+	// the client cancelled it (one of each is buffered).
+	Started, Cancelled chan struct{}
+}
+
+// NewHTTP serves the fake like ServeHTTP (without a header check), with its
+// slow tool reporting to the returned HTTP.
+func NewHTTP(tb testing.TB) *HTTP {
+	tb.Helper()
+	h := &HTTP{Started: make(chan struct{}, 1), Cancelled: make(chan struct{}, 1)}
+	h.URL = serveHTTP(tb, "", "", h)
+	return h
+}
+
+func serveHTTP(tb testing.TB, wantHeader, wantValue string, hooks *HTTP) string {
 	stop := make(chan struct{})
-	srv := newServer(nil, stop)
+	srv := newServer(nil, stop, hooks)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if wantHeader != "" && r.Header.Get(wantHeader) != wantValue {
