@@ -11,8 +11,9 @@
 //     is told) and the server's timeout. Results keep to the built-in tools'
 //     limits (text cut to 2000 lines or 50 KB, images passed on as images).
 //   - A server whose connection dies is started again once, and the call
-//     retried; after a second death its tools answer with an error that says
-//     so, for the rest of the session.
+//     retried; after a second death (or a failed restart) its tools answer
+//     with an error that says so, for the rest of the session, and
+//     Options.OnDown is called once so the caller can tell the thread.
 //   - When a server says its tool list changed, the list is read again and
 //     Options.OnChange is called, from a goroutine of the SDK; the caller
 //     hands the new Tools to its session.
@@ -85,7 +86,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// OnChange is called after a server's tool list changed.
 	OnChange func()
-	Logger   *slog.Logger
+	// OnDown is called once when a server is given up (it died again, or
+	// could not be started again), with its name and why; from the goroutine
+	// of the call that found it dead.
+	OnDown func(server string, err error)
+	Logger *slog.Logger
 }
 
 // Set is the MCP servers of one session. It is safe for concurrent use.
@@ -213,6 +218,7 @@ type conn struct {
 	err      error // why the server is unusable, or nil
 	restarts int
 	closed   bool
+	reported bool // OnDown was called
 }
 
 // connectTimeout is the least time a server gets to start and list its
@@ -338,11 +344,17 @@ func (c *conn) call(ctx context.Context, name string, args any) (*mcp.CallToolRe
 			return nil, err
 		}
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err == nil || ctx.Err() != nil || !connectionLost(err) || attempt > 0 {
+		if err == nil || ctx.Err() != nil || !connectionLost(err) {
 			return res, err
 		}
+		// Dead: started again once per session; dying again gives it up
+		// (restart says so) instead of leaving a dead session for the next
+		// call to find.
 		if rerr := c.restart(ctx, session); rerr != nil {
 			return nil, rerr
+		}
+		if attempt > 0 {
+			return nil, err
 		}
 	}
 }
@@ -354,10 +366,21 @@ func connectionLost(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
 }
 
-// restart replaces a dead session (unless another call already did).
+// restart replaces a dead session (unless another call already did), and
+// tells Options.OnDown when it gives the server up.
 func (c *conn) restart(ctx context.Context, dead *mcp.ClientSession) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	err := c.restartLocked(ctx, dead)
+	down := err != nil && !c.closed && !c.reported
+	c.reported = c.reported || down
+	c.mu.Unlock()
+	if down && c.set.opts.OnDown != nil {
+		c.set.opts.OnDown(c.srv.Name, err)
+	}
+	return err
+}
+
+func (c *conn) restartLocked(ctx context.Context, dead *mcp.ClientSession) error {
 	if c.session != dead {
 		return nil // someone else restarted it
 	}

@@ -106,6 +106,14 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 			if len(r.Content) != 2 || r.Content[1].Type != llm.ContentImage || r.Content[1].MimeType != "image/png" || r.Content[1].Data == "" {
 				t.Errorf("image: %+v", r)
 			}
+			r = call(t, ctx, tools, "fake__link", `{}`)
+			for _, want := range []string{"[resource] tracker://issue/42 (issue 42): the login bug",
+				"[resource tracker://issue/42/body]\nLogin fails after 30 days.",
+				"[resource tracker://issue/42/dump: application/octet-stream, 3B of binary data]"} {
+				if r.IsError || !strings.Contains(text(r), want) {
+					t.Errorf("link: %q lacks %q", text(r), want)
+				}
+			}
 			if r := call(t, ctx, tools, "fake__big", `{}`); !strings.Contains(text(r), "Showing the first 2000 lines") || strings.Count(text(r), "line\n") > 2000 {
 				t.Errorf("big: not cut to 2000 lines (%d bytes)", len(text(r)))
 			}
@@ -158,10 +166,10 @@ func TestCancelTimeoutCrashAndListChanged(t *testing.T) {
 	bin := mcpfake.Build(t)
 	dir := t.TempDir()
 	sb := sandboxtest.New(t, sandbox.Config{})
-	cancelled := filepath.Join(dir, "cancelled")
+	started, cancelled := filepath.Join(dir, "started"), filepath.Join(dir, "cancelled")
 	var changed atomic.Int32
 	changes := make(chan struct{}, 4)
-	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin, Env: map[string]string{"FAKEMCP_CANCELLED": cancelled}, Timeout: 30 * time.Second}},
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin, Env: map[string]string{"FAKEMCP_STARTED": started, "FAKEMCP_CANCELLED": cancelled}, Timeout: 30 * time.Second}},
 		mcptool.Options{Launch: launcher(sb, dir, sandbox.Mount{Path: filepath.Dir(bin), Access: sandbox.ReadOnly}), OnChange: func() {
 			changed.Add(1)
 			changes <- struct{}{}
@@ -174,7 +182,7 @@ func TestCancelTimeoutCrashAndListChanged(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan agent.ToolResult, 1)
 	go func() { done <- call(t, ctx, tools, "fake__slow", `{}`) }()
-	time.Sleep(50 * time.Millisecond) // let the call reach the server; the assertion does not depend on it
+	waitFile(t, started) // the call reached the server
 	cancel()
 	if r := <-done; !r.IsError || !strings.Contains(text(r), "Aborted") {
 		t.Fatalf("cancelled call: %+v", r)
@@ -274,5 +282,41 @@ func TestToolNamesThatCollideAreOfferedOnce(t *testing.T) {
 	}
 	if r := call(t, t.Context(), set.Tools(), "fake__add_tool", `{"name":"x"}`); r.IsError || text(r) != "added x" {
 		t.Errorf("fake__add_tool after the collision: %+v, want the original tool", r)
+	}
+}
+
+// A server that dies during a call is started again and the call retried;
+// dying again gives it up at once: the call says so, OnDown tells the caller
+// once (the bot reports it in the thread), later calls say it is
+// unavailable without starting it again.
+func TestServerThatDiesTwiceIsGivenUpAndReportedOnce(t *testing.T) {
+	bin := mcpfake.Build(t)
+	type down struct {
+		server string
+		err    error
+	}
+	downs := make(chan down, 4)
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin, Timeout: 30 * time.Second}},
+		mcptool.Options{Launch: launcher(sandbox.None(), t.TempDir()), OnDown: func(s string, err error) { downs <- down{s, err} }})
+	defer set.Close()
+	if r := call(t, t.Context(), set.Tools(), "fake__crash", `{}`); !r.IsError || !strings.Contains(text(r), "stopped working (it died 2 times)") {
+		t.Fatalf("crash: %+v", r)
+	}
+	select {
+	case d := <-downs:
+		if d.server != "fake" || !strings.Contains(d.err.Error(), "stopped working") {
+			t.Errorf("OnDown(%q, %v)", d.server, d.err)
+		}
+	default:
+		t.Fatal("no OnDown after the server died twice")
+	}
+	if r := call(t, t.Context(), set.Tools(), "fake__echo", `{"text":"x"}`); !r.IsError || !strings.Contains(text(r), "unavailable") {
+		t.Fatalf("echo after the server was given up: %+v", r)
+	}
+	if len(downs) != 0 {
+		t.Errorf("OnDown called again: %+v", <-downs)
+	}
+	if st := set.Status(); !strings.Contains(st[0].Err, "stopped working") {
+		t.Errorf("status %+v", st)
 	}
 }
