@@ -110,24 +110,35 @@ func messageContent(p url.Values, maxRunes int) string {
 // a section's text empty or over 3,000 characters, an actions block with no
 // elements or more than 25, a button without plain_text text (at most 75
 // characters), action_ids repeated in a message, a value over 2,000
-// characters or a url over 3,000.
+// characters or a url over 3,000; markdown blocks (whose text is a string,
+// not a text object) empty or over 12,000 characters together.
 func validBlocks(raw json.RawMessage) bool {
 	var blocks []struct {
-		Type string `json:"type"`
-		Text *struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"text"`
+		Type     string            `json:"type"`
+		Text     json.RawMessage   `json:"text"`
 		Elements []json.RawMessage `json:"elements"`
 	}
 	if json.Unmarshal(raw, &blocks) != nil || len(blocks) > 50 {
 		return false
 	}
 	ids := map[string]bool{}
+	markdown := 0
 	for _, b := range blocks {
 		switch b.Type {
 		case "section":
-			if b.Text == nil || b.Text.Text == "" || utf8.RuneCountInString(b.Text.Text) > 3000 {
+			var text *struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(b.Text, &text) != nil || text == nil || text.Text == "" || utf8.RuneCountInString(text.Text) > 3000 {
+				return false
+			}
+		case "markdown":
+			var text string
+			if json.Unmarshal(b.Text, &text) != nil || text == "" {
+				return false
+			}
+			if markdown += utf8.RuneCountInString(text); markdown > 12000 {
 				return false
 			}
 		case "actions":

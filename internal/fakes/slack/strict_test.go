@@ -205,3 +205,33 @@ func TestLoseResponseNext(t *testing.T) {
 		t.Errorf("message read back %q with metadata %+v, want it posted without metadata", m.Text, m.Metadata)
 	}
 }
+
+// A markdown block (its text a string, not a text object) is accepted up to
+// 12,000 characters across a message's markdown blocks, and read for
+// mentions as a client reads text: it has no parse option.
+func TestMarkdownBlocks(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	post := func(texts ...string) error {
+		var blocks []slack.Block
+		for _, s := range texts {
+			blocks = append(blocks, slack.NewMarkdownBlock("", s))
+		}
+		_, _, err := api.PostMessage("C0DEV", slack.MsgOptionText("fallback", false), slack.MsgOptionBlocks(blocks...),
+			slack.MsgOptionTS(root), slack.MsgOptionParse(false))
+		return err
+	}
+	if err := post(strings.Repeat("a", 6000), strings.Repeat("b", 6000)); err != nil {
+		t.Errorf("markdown blocks of 12,000 characters together: %v, want accepted", err)
+	}
+	if err := post(strings.Repeat("a", 6000), strings.Repeat("b", 6001)); slackError(err) != "invalid_blocks" {
+		t.Errorf("markdown blocks of 12,001 characters together: %v, want invalid_blocks", err)
+	}
+	if err := post("**hi** @channel"); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Notices(); len(n) != 1 || !slices.Equal(n[0].Special, []string{"channel"}) {
+		t.Errorf("notices %+v, want @channel for the markdown block, parse=none notwithstanding", n)
+	}
+}
