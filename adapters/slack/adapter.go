@@ -38,8 +38,10 @@
 // bridge splits text at 3,500 characters measured on the mrkdwn (Measure);
 // the adapter truncates, with a notice, anything over chat.update's 4,000. A
 // Markdown block (12,000 characters) would save the conversion, but Slack
-// documents no way to escape < and & in it, so mentions could not be shown
-// to stay text: the adapter sends mrkdwn text only.
+// documents neither a parse option nor an escape for it: on the strict fake
+// the model's plain @channel in one notifies, where mrkdwn text with
+// parse=none does not (TestMarkdownBlockLosesToMrkdwn), so the adapter sends
+// mrkdwn text only.
 //
 // # Buttons
 //

@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	slackapi "github.com/slack-go/slack"
+
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/chat/mdsplit"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
@@ -287,4 +289,48 @@ func isSubsequence(sub, seq []rune) bool {
 		}
 	}
 	return i == len(sub)
+}
+
+// TestMarkdownBlockLosesToMrkdwn is the decision between Slack's markdown
+// block (12,000 characters of standard Markdown, no conversion) and mrkdwn
+// text, made on the strict fake. Slack documents neither a parse option nor
+// an escape for the markdown block, so the fake reads it as a client reads
+// text: sent there, the model's text notifies people even escaped the way
+// mrkdwn is (its plain @channel and @here), while the same text as the
+// adapter's mrkdwn with parse=none notifies nobody. So the adapter sends
+// mrkdwn text only, and no markdown block, in posts and edits.
+func TestMarkdownBlockLosesToMrkdwn(t *testing.T) {
+	md, err := os.ReadFile("testdata/hostile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+
+	for _, text := range []string{string(md), escapeText(string(md))} {
+		before := len(srv.Notices())
+		_, _, err := a.api.PostMessageContext(ctx, th.Channel, slackapi.MsgOptionTS(th.Thread),
+			slackapi.MsgOptionBlocks(slackapi.NewMarkdownBlock("", text)),
+			slackapi.MsgOptionText(render(string(md)), false), slackapi.MsgOptionParse(false), slackapi.MsgOptionLinkNames(false))
+		must(t, err)
+		if n := srv.Notices()[before:]; len(n) == 0 {
+			t.Errorf("the hostile text in a markdown block notifies nobody on the fake: the decision to keep mrkdwn needs another look\n%s", text)
+		}
+	}
+
+	before := len(srv.Notices())
+	id, err := a.Post(ctx, th, string(md))
+	must(t, err)
+	must(t, a.Edit(ctx, th, id, string(md)))
+	if n := srv.Notices()[before:]; len(n) != 0 {
+		t.Errorf("the adapter's mrkdwn notifies %+v", n)
+	}
+	for _, m := range []string{"chat.postMessage", "chat.update"} {
+		calls := srv.CallsTo(m)
+		if b := calls[len(calls)-1].Params.Get("blocks"); strings.Contains(b, `"markdown"`) {
+			t.Errorf("%s sent a markdown block: %s", m, b)
+		}
+	}
 }
