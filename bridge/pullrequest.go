@@ -10,6 +10,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/forge"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
 )
 
 // PullRequests is how a repository's threads get pull requests.
@@ -91,22 +92,28 @@ func (t *thread) prNoteOnce(why string) string {
 	return "ℹ️ No pull request: " + why + ". The branch is pushed; open one from the compare link."
 }
 
-// prBody is the pull request's description: where it comes from and what
-// the branch did so far.
+// prBody is the pull request's description: where it comes from, what the
+// branch's runs were asked and which files they changed.
 func (t *thread) prBody(ctx context.Context, subjects []string) string {
 	name := ""
 	if a := t.requester.Load(); a != nil {
 		name = a.Name
 	}
-	return prDescription(platformTitle(t.ref.Platform), strings.TrimPrefix(t.link(ctx), "Thread: "), name, subjects)
+	files, err := t.ws.BranchFiles(ctx)
+	if err != nil {
+		t.log.Warn("listing the branch's files for the pull request", "err", err)
+	}
+	return prDescription(platformTitle(t.ref.Platform), strings.TrimPrefix(t.link(ctx), "Thread: "), name, subjects, files)
 }
 
 // prDescription writes prBody. The commit subjects are the model's words and
 // the name is the person's choice: an @ in them does not mention anyone on
 // the forge (a zero-width space follows it), or a commit subject could ping
-// any user or team there.
-func prDescription(platform, link, requester string, subjects []string) string {
+// any user or team there. File names are the model's too: each is one code
+// span on one line.
+func prDescription(platform, link, requester string, subjects []string, files []workspace.FileStat) string {
 	const tail = "Every commit is the agent's work in that thread; reply there (or review here and say `!review` in the thread) to change it.\n"
+	fileList := prFiles(files)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Opened by threadsmith from a %s thread: %s\n\n", platform, link)
 	if requester != "" {
@@ -116,7 +123,7 @@ func prDescription(platform, link, requester string, subjects []string) string {
 		b.WriteString("## What was asked and done\n\n")
 		for i, s := range subjects {
 			line := "- " + noMentions(firstLine(s)) + "\n"
-			if b.Len()+len(line)+len(tail)+64 > maxPRBody {
+			if b.Len()+len(line)+len(fileList)+len(tail)+64 > maxPRBody {
 				fmt.Fprintf(&b, "- … and %d more commit%s\n", len(subjects)-i, plural(len(subjects)-i))
 				break
 			}
@@ -124,8 +131,63 @@ func prDescription(platform, link, requester string, subjects []string) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(fileList)
 	b.WriteString(tail)
 	return b.String()
+}
+
+// maxPRFiles is how many changed files a description lists by name.
+const maxPRFiles = 100
+
+// prFiles is the description's list of the files the branch changed ("" for
+// none): at most maxPRFiles of them, with their line counts.
+func prFiles(files []workspace.FileStat) string {
+	if len(files) == 0 {
+		return ""
+	}
+	added, deleted := 0, 0
+	for _, f := range files {
+		added, deleted = added+f.Added, deleted+f.Deleted
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Files changed (%d, +%d −%d)\n\n", len(files), added, deleted)
+	for i, f := range files {
+		if i == maxPRFiles {
+			fmt.Fprintf(&b, "- … and %d more file%s\n", len(files)-i, plural(len(files)-i))
+			break
+		}
+		name := fileSpan(f.Path)
+		if f.OldPath != "" {
+			name = fileSpan(f.OldPath) + " → " + name
+		}
+		switch {
+		case f.Binary:
+			fmt.Fprintf(&b, "- %s (binary)\n", name)
+		default:
+			fmt.Fprintf(&b, "- %s (+%d −%d)\n", name, f.Added, f.Deleted)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// fileSpan shows a file name as one code span on one line: no line break
+// or other control character, no backtick (which would end the span), and
+// at most 200 characters.
+func fileSpan(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r == '`':
+			return '\''
+		case r < ' ' || r == 0x7f || r == '\u2028' || r == '\u2029':
+			return '?'
+		}
+		return r
+	}, name)
+	if utf8.RuneCountInString(name) > 200 {
+		name = "…" + string([]rune(name)[utf8.RuneCountInString(name)-199:])
+	}
+	return "`" + name + "`"
 }
 
 // maxPRBody caps a pull request's description in bytes: GitHub refuses one

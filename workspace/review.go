@@ -29,6 +29,35 @@ func (w *Workspace) Subjects(ctx context.Context) ([]string, error) {
 	return subjects, nil
 }
 
+// BranchFiles returns the files the branch's commits changed since it left
+// the default branch (the merge base with origin/<default_branch> as last
+// fetched), in path order with line counts: what a pull request's
+// description lists. Uncommitted changes are not in it (they are not on the
+// pushed branch). No external diff or textconv runs.
+func (w *Workspace) BranchFiles(ctx context.Context) ([]FileStat, error) {
+	unlock, err := w.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	base, err := w.git.out(ctx, w.call("merge-base", "HEAD", "refs/remotes/origin/"+w.mirror.repo.DefaultBranch))
+	if err != nil {
+		if exitStatus(err) != 1 {
+			return nil, newError(CodeInternal, "", err)
+		}
+		// Unrelated histories: every file of the branch is new.
+		if base, err = w.git.out(ctx, w.call("hash-object", "--no-filters", "-t", "tree", "/dev/null")); err != nil {
+			return nil, newError(CodeInternal, "", err)
+		}
+	}
+	out, err := w.git.run(ctx, w.call("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none",
+		"--find-renames", "--numstat", "-z", base, "HEAD"))
+	if err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	return parseNumstat(out), nil
+}
+
 // ReviewSeen returns the keys of the review comments already handed to the
 // model, kept with the workspace across restarts.
 func (w *Workspace) ReviewSeen() []string {

@@ -24,6 +24,14 @@ func TestSubjectsAndReviewSeen(t *testing.T) {
 		t.Fatalf("Subjects = %q, %v", s, err)
 	}
 
+	// The files the branch's commits changed; an uncommitted change is not
+	// on the pushed branch.
+	writeFile(t, w.Root(), "c.txt", "not committed")
+	files, err := w.BranchFiles(context.Background())
+	if err != nil || len(files) != 2 || files[0].Path != "a.txt" || files[0].Added != 1 || files[1].Path != "b.txt" {
+		t.Fatalf("BranchFiles = %+v, %v; want a.txt and b.txt", files, err)
+	}
+
 	if got := w.ReviewSeen(); len(got) != 0 {
 		t.Fatalf("ReviewSeen of a new workspace = %v", got)
 	}

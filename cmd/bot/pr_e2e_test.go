@@ -62,14 +62,16 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			if len(prs) != 1 || !strings.HasPrefix(prs[0].Head, "bot/slack-") || prs[0].Base != "main" || !prs[0].Draft {
 				t.Fatalf("the forge holds %+v", prs)
 			}
-			if !strings.Contains(prs[0].Body, "https://fake.slack.test/archives/") || !strings.Contains(prs[0].Body, "add the first file") {
-				t.Errorf("the description does not link the thread and the request:\n%s", prs[0].Body)
+			if !strings.Contains(prs[0].Body, "https://fake.slack.test/archives/") || !strings.Contains(prs[0].Body, "add the first file") ||
+				!strings.Contains(prs[0].Body, "- `file1.txt` (+1 −0)") {
+				t.Errorf("the description does not link the thread, say the request and list the file changed:\n%s", prs[0].Body)
 			}
 
 			e.slack.UserMessage(slackChan, aliceID, "and a second one", root)
 			e.waitText(slackChan, root, "🔀 Updated <")
 			prs = fake.PRs()
-			if len(prs) != 1 || prs[0].Updates != 1 || !strings.Contains(prs[0].Body, "and a second one") {
+			if len(prs) != 1 || prs[0].Updates != 1 || !strings.Contains(prs[0].Body, "and a second one") ||
+				!strings.Contains(prs[0].Body, "## Files changed (2, +2 −0)") || !strings.Contains(prs[0].Body, "- `file2.txt` (+1 −0)") {
 				t.Fatalf("after the second push the forge holds %+v", prs)
 			}
 
