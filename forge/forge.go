@@ -24,6 +24,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -303,14 +304,15 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // message.
 func responseError(resp *http.Response, data []byte) *Error {
 	var body struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
+		// A string, or GitLab's list or field -> list of messages.
+		Message json.RawMessage `json:"message"`
+		Error   string          `json:"error"`
 		Errors  []struct {
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
 	_ = json.Unmarshal(data, &body)
-	msg := body.Message
+	msg := flatMessage(body.Message)
 	if msg == "" {
 		msg = body.Error
 	}
@@ -327,20 +329,82 @@ func responseError(resp *http.Response, data []byte) *Error {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 		e.Refused = true
 	}
-	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			e.RetryAfter = time.Duration(n) * time.Second
-		}
-	} else if resp.Header.Get("X-RateLimit-Remaining") == "0" {
-		if n, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			e.RetryAfter = time.Until(time.Unix(n, 0))
-		}
-	}
-	if e.RetryAfter > 0 && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) {
-		e.Refused = false // a rate limit, not a refusal
+	if rateLimited(resp) {
+		// A rate limit, not a refusal: GitHub answers its primary limit
+		// with a 403 whose X-RateLimit-Remaining is 0, its secondary one
+		// with a 403 or 429 and Retry-After; GitLab (and proxies in front
+		// of Gitea) with a 429.
+		e.Refused = false
+		e.RetryAfter = retryAfter(resp.Header, time.Now())
 		e.Message = "the forge's rate limit was reached"
+		if e.RetryAfter > 0 {
+			e.Message += fmt.Sprintf("; it takes calls again in about %d min", int((e.RetryAfter+time.Minute-1)/time.Minute))
+		}
 	}
 	return e
+}
+
+// flatMessage reads a forge's message: "text", ["text", …] or GitLab's
+// {"field": ["is too long"]} as "field is too long".
+func flatMessage(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, "; ")
+	}
+	var fields map[string][]string
+	if json.Unmarshal(raw, &fields) == nil {
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			for _, m := range fields[k] {
+				parts = append(parts, k+" "+m)
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	return ""
+}
+
+// rateLimited says whether a failed answer is the forge's rate limit.
+func rateLimited(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusForbidden:
+		return resp.Header.Get("Retry-After") != "" || resp.Header.Get("X-RateLimit-Remaining") == "0"
+	}
+	return false
+}
+
+// retryAfter is how long a rate-limited client waits: Retry-After (seconds
+// or an HTTP date), else until the window's reset (GitHub and Gitea
+// X-RateLimit-Reset, GitLab RateLimit-Reset: epoch seconds); 0 when the
+// forge did not say or the time has passed.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if s := h.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			d = time.Duration(n) * time.Second
+		} else if t, err := http.ParseTime(s); err == nil {
+			d = t.Sub(now)
+		}
+	} else {
+		for _, k := range []string{"X-RateLimit-Reset", "RateLimit-Reset"} {
+			if n, err := strconv.ParseInt(h.Get(k), 10, 64); err == nil {
+				d = time.Unix(n, 0).Sub(now)
+				break
+			}
+		}
+	}
+	return max(d, 0)
 }
 
 // owner is the owner part of owner/repo.

@@ -2,8 +2,13 @@ package forge_test
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/forge"
 	"github.com/threadsmith/threadsmith/internal/fakes/forgefake"
@@ -88,7 +93,7 @@ func TestRequestOpenedMeanwhileIsFoundNotDuplicated(t *testing.T) {
 	}
 }
 
-func TestRefusalsAndRateLimits(t *testing.T) {
+func TestRefusals(t *testing.T) {
 	fake := forgefake.New(t, forge.GitHub, "acme/app", "tok")
 	c, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
 	fake.Forbid(true)
@@ -98,13 +103,7 @@ func TestRefusalsAndRateLimits(t *testing.T) {
 		t.Fatalf("403: %v", err)
 	}
 	fake.Forbid(false)
-	fake.RateLimit(true)
-	_, err = c.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
-	if !errors.As(err, &fe) || fe.Refused || fe.RetryAfter.Seconds() != 60 || !strings.Contains(err.Error(), "rate limit") {
-		t.Fatalf("rate limit: %v", err)
-	}
 	wrong, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app", Token: "nope-secret"})
-	fake.RateLimit(false)
 	_, err = wrong.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
 	if !errors.As(err, &fe) || !fe.Refused || strings.Contains(err.Error(), "nope-secret") {
 		t.Fatalf("bad token: %v", err)
@@ -167,5 +166,66 @@ func TestAForkWithTheThreadsBranchNameIsNotItsRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Each forge's rate limit, answered as it is sent (GitHub's primary limit a
+// 403 with X-RateLimit-Remaining 0 and a reset time but no Retry-After, its
+// secondary limit a 403 with Retry-After, GitLab's a 429 in plain text), is
+// a rate limit with its wait, never a refusal: a refusal is told to the
+// thread once and then kept quiet.
+func TestRateLimitsOfEveryForge(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		secondary bool
+	}{{forge.GitHub, false}, {forge.GitHub, true}, {forge.GitLab, false}, {forge.Gitea, false}} {
+		t.Run(fmt.Sprintf("%s secondary=%v", tc.kind, tc.secondary), func(t *testing.T) {
+			fake := forgefake.New(t, tc.kind, "acme/app", "tok")
+			c, _ := forge.New(forge.Config{Kind: tc.kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			if tc.secondary {
+				fake.SecondaryRateLimit(true)
+			} else {
+				fake.RateLimit(true)
+			}
+			_, err := c.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: "t"})
+			var fe *forge.Error
+			if !errors.As(err, &fe) || fe.Refused || !strings.Contains(err.Error(), "rate limit") {
+				t.Fatalf("rate limit: %#v", err)
+			}
+			// The reset is a minute away; a reset time in whole seconds may
+			// read as a little less.
+			if fe.RetryAfter < 58*time.Second || fe.RetryAfter > forgefake.RateLimitReset*time.Second || !strings.Contains(err.Error(), "about 1 min") {
+				t.Errorf("wait %v, message %q; want about a minute", fe.RetryAfter, err)
+			}
+		})
+	}
+}
+
+// GitLab's messages are lists and field maps, not strings: the thread is
+// told what GitLab said, not only "Bad Request".
+func TestGitLabMessagesAreRead(t *testing.T) {
+	fake := forgefake.New(t, forge.GitLab, "acme/app", "tok")
+	c, _ := forge.New(forge.Config{Kind: forge.GitLab, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+	_, err := c.Ensure(t.Context(), forge.Request{Head: "h", Base: "main", Title: strings.Repeat("t", 300)})
+	if err == nil || !strings.Contains(err.Error(), "title is too long (maximum is 255 characters)") {
+		t.Errorf("a long title: %v", err)
+	}
+}
+
+// A primary rate limit whose reset time has passed by the bot's clock (the
+// forge's clock runs behind) is still a rate limit, not a refusal.
+func TestRateLimitWithAResetInThePast(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(-10*time.Second).Unix(), 10))
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"message":"API rate limit exceeded for user ID 1."}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: srv.URL, Project: "acme/app", Token: "tok"})
+	_, _, err := c.Find(t.Context(), "h", "main")
+	var fe *forge.Error
+	if !errors.As(err, &fe) || fe.Refused || fe.RetryAfter != 0 || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("%#v", err)
 	}
 }

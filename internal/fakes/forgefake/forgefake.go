@@ -4,8 +4,8 @@
 // authentication header, required fields, its answer to a duplicate request
 // (GitHub 422 "A pull request already exists", GitLab and Gitea 409), 403 for
 // a token without rights, the limits on a title and description (GitHub 256
-// and 65,536 characters, GitLab 255 and 1,048,576, Gitea 255), and
-// rate-limit answers on demand.
+// and 65,536 characters, GitLab 255 and 1,048,576, Gitea 255), and each
+// forge's rate-limit answers on demand (RateLimit, SecondaryRateLimit).
 package forgefake
 
 import (
@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -75,6 +76,7 @@ type Server struct {
 	comments  map[int][]Comment
 	forbidden bool
 	limited   bool
+	secondary bool
 	missOnce  bool
 	calls     []string
 }
@@ -101,8 +103,22 @@ func (s *Server) APIURL() string {
 // Forbid makes every call answer 403 (a token without rights).
 func (s *Server) Forbid(on bool) { s.mu.Lock(); s.forbidden = on; s.mu.Unlock() }
 
-// RateLimit makes every call answer the forge's rate-limit response.
+// RateLimitReset is when the fake's rate limit window ends, in the headers
+// that say so: a minute after the call.
+const RateLimitReset = 60
+
+// RateLimit makes every call answer the forge's rate-limit response as it
+// is sent: GitHub's primary limit is a 403 whose X-RateLimit-Remaining is 0
+// and X-RateLimit-Reset the epoch second the window ends (no Retry-After);
+// GitLab's is a 429 with Retry-After and RateLimit-* headers and a plain
+// "Retry later"; Gitea has none of its own, so the fake answers as the proxy
+// in front of it would, a 429 with Retry-After.
 func (s *Server) RateLimit(on bool) { s.mu.Lock(); s.limited = on; s.mu.Unlock() }
+
+// SecondaryRateLimit makes every call answer GitHub's secondary rate limit
+// (too many requests at once, or too much content created): a 403 with
+// Retry-After while X-RateLimit-Remaining is not 0.
+func (s *Server) SecondaryRateLimit(on bool) { s.mu.Lock(); s.secondary = on; s.mu.Unlock() }
 
 // MissNextList makes the next listing of requests come back empty, as if
 // the request were opened between the client's look and its create.
@@ -144,6 +160,47 @@ func (s *Server) authorized(r *http.Request) bool {
 	return a == "Bearer "+s.Token || a == "token "+s.Token
 }
 
+// rateLimited answers the forge's rate-limit response (see RateLimit).
+func (s *Server) rateLimited(w http.ResponseWriter) {
+	h := w.Header()
+	reset := strconv.FormatInt(time.Now().Add(RateLimitReset*time.Second).Unix(), 10)
+	switch {
+	case s.Kind == "gitlab":
+		h.Set("Retry-After", strconv.Itoa(RateLimitReset))
+		h.Set("RateLimit-Limit", "600")
+		h.Set("RateLimit-Observed", "601")
+		h.Set("RateLimit-Remaining", "0")
+		h.Set("RateLimit-Reset", reset)
+		h.Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte("Retry later\n"))
+	case s.Kind == "gitea":
+		h.Set("Retry-After", strconv.Itoa(RateLimitReset))
+		h.Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte("Too Many Requests\n"))
+	case s.secondary:
+		h.Set("Retry-After", strconv.Itoa(RateLimitReset))
+		h.Set("X-RateLimit-Limit", "5000")
+		h.Set("X-RateLimit-Remaining", "4321")
+		h.Set("X-RateLimit-Reset", reset)
+		writeJSON(w, http.StatusForbidden, map[string]any{
+			"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		})
+	default:
+		h.Set("X-RateLimit-Limit", "5000")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Used", "5000")
+		h.Set("X-RateLimit-Reset", reset)
+		h.Set("X-RateLimit-Resource", "core")
+		writeJSON(w, http.StatusForbidden, map[string]any{
+			"message":           "API rate limit exceeded for user ID 1.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+		})
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -158,10 +215,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials"})
 		return
 	}
-	if s.limited {
-		w.Header().Set("X-RateLimit-Remaining", "0")
-		w.Header().Set("Retry-After", "60")
-		writeJSON(w, http.StatusForbidden, map[string]any{"message": "API rate limit exceeded"})
+	if s.limited || s.secondary {
+		s.rateLimited(w)
 		return
 	}
 	if s.forbidden {
