@@ -142,7 +142,11 @@ func (r *renderer) update(id, text string, post bool) {
 		r.settleLater()
 		return
 	}
-	if o := r.open; post && o != nil && o.msg != "" && o.msg != id {
+	streamed := r.open
+	if streamed == nil {
+		streamed = r.closed // a quiet moment ended it
+	}
+	if o := streamed; post && len(r.carry) == 0 && o != nil && o.msg != "" && o.msg != id {
 		// The answer may come before its preview leaves the status message
 		// (the outbox may send a post before an edit): the message being
 		// streamed is the carry, as long as the post starts with its text.
@@ -155,7 +159,7 @@ func (r *renderer) update(id, text string, post bool) {
 		if fresh = r.consumeCarry(id, fresh); o.msg == "" {
 			o.msg = owner // not the answer to it: the preview goes on
 		}
-	} else if post && (len(r.carry) > 0 || r.open != nil && r.open.msg == "") {
+	} else if post && (len(r.carry) > 0 || r.open != nil && r.open.msg == "" || r.closed != nil && r.closed.msg == "") {
 		fresh = r.consumeCarry(id, fresh)
 	}
 	r.flushDeferred()
@@ -181,6 +185,18 @@ func (r *renderer) consumeCarry(id string, fresh []string) []string {
 		if o := r.open; o != nil && o.msg == "" && strings.HasPrefix(l, o.text) {
 			r.write(l[len(o.text):])
 			o.msg, o.text = id, l
+			continue
+		}
+		if c := r.closed; r.open == nil && c != nil && c.msg == "" && strings.HasPrefix(l, c.text) {
+			// A carried line a quiet moment ended: the answer goes on below.
+			r.closed = nil
+			if l != c.text {
+				r.write(prefix + "…" + l[len(c.text):])
+				r.open = &openLine{msg: id, text: l, streamed: true}
+			}
+			if r.carry[c.text] > 0 {
+				r.carry[c.text]--
+			}
 			continue
 		}
 		if r.carry[l] > 0 {
@@ -258,14 +274,18 @@ func (r *renderer) settleLater() {
 		if r.gen != gen {
 			return
 		}
-		r.carry = nil
+		// The carry stays: the answer it waits for is posted after the
+		// status edit that carried it, by another step of the bridge's
+		// outbox, and a quiet moment may come in between.
+		o := r.open
 		r.flushDeferred()
-		if o := r.open; o != nil {
+		if r.open != nil {
 			r.write("\n")
 			r.open = nil
-			if o.msg != "" {
-				r.closed = o
-			}
+		}
+		if o != nil {
+			// Its message, or the answer taking a carried line, may extend it.
+			r.closed = o
 		}
 	})
 }

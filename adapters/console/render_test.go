@@ -207,3 +207,75 @@ func TestAnAnswerPostedBeforeThePreviewLeaves(t *testing.T) {
 		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
 	}
 }
+
+// The bridge seals the status message and posts the answer as two steps of
+// its outbox (the answer is stored first), so a quiet moment can come in
+// between; the answer the preview showed is not printed again for it,
+// whether the pause came before the seal or after it.
+func TestAQuietMomentBeforeTheAnswerPrintsItOnce(t *testing.T) {
+	header := "⏳ working… · `repo` · `b`"
+	seal := "✓ `repo` · `b`"
+	for name, pauses := range map[string][]bool{
+		"after the seal":            {false, true},
+		"before and after the seal": {true, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, out, ts := newTestAdapter()
+			ctx := context.Background()
+			th := a.Thread()
+			id, _ := a.Post(ctx, th, header)
+			a.Edit(ctx, th, id, header+"\n\nA slow answer")
+			a.Edit(ctx, th, id, header+"\n\nA slow answer that streams.")
+			if pauses[0] {
+				ts.fire()
+			}
+			a.Edit(ctx, th, id, seal)
+			if pauses[1] {
+				ts.fire()
+			}
+			a.Post(ctx, th, "A slow answer that streams.\n\n⏱ 7s")
+			ts.fire()
+			if got := out.String(); strings.Count(got, "A slow answer") != 1 || !strings.Contains(got, "bot> "+seal+"\n") || !strings.HasSuffix(got, "bot> ⏱ 7s\n") {
+				t.Fatalf("console shows\n%s", got)
+			}
+		})
+	}
+}
+
+// An answer longer than the preview it had when the line was ended goes on
+// below, like streamed text after a pause, instead of starting again.
+func TestAnAnswerLongerThanItsEndedPreviewGoesOn(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	id, _ := a.Post(ctx, th, "⏳ working…")
+	a.Edit(ctx, th, id, "⏳ working…\n\nHello wor")
+	a.Edit(ctx, th, id, "✓ done")
+	ts.fire()
+	a.Post(ctx, th, "Hello world.\n\n⏱ 1s")
+	ts.fire()
+	want := "bot> ⏳ working…\nbot> Hello wor\nbot> ✓ done\nbot> …ld.\nbot> ⏱ 1s\n"
+	if got := out.String(); got != want {
+		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The answer posted before the status edit drops the preview, after a quiet
+// moment ended the preview's line (the bridge stores the answer before it
+// posts it): it is not printed again.
+func TestAnAnswerPostedAfterAQuietMomentBeforeThePreviewLeaves(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	id, _ := a.Post(ctx, th, "⏳ working…")
+	a.Edit(ctx, th, id, "⏳ working…\n\nThis is ")
+	a.Edit(ctx, th, id, "⏳ working…\n\nThis is slow. ")
+	ts.fire()
+	a.Post(ctx, th, "This is slow.\n\n⏱ 7s")
+	a.Edit(ctx, th, id, "✓ done")
+	ts.fire()
+	want := "bot> ⏳ working…\nbot> This is slow.\nbot> ⏱ 7s\nbot> ✓ done\n"
+	if got := out.String(); got != want {
+		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+	}
+}
