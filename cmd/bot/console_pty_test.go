@@ -153,6 +153,9 @@ func TestConsoleInATerminal(t *testing.T) {
 
 	release := make(chan struct{})
 	var releaseAll sync.Once
+	// The agent's bash runs sleep with this (unusual) duration, once in the
+	// background: what is left of it after the bot quit is found by it.
+	sleeper := 400000 + os.Getpid()%100000*2
 	llm := llmfake.New(t)
 	// Registered after the fake LLM, so it runs before its Close: no
 	// handler stays blocked.
@@ -170,6 +173,12 @@ func TestConsoleInATerminal(t *testing.T) {
 			return llmfake.TextReply("held answer")
 		case strings.Contains(text, "go left"):
 			return llmfake.TextReply("steered: going left")
+		case strings.Contains(text, "run the sleeper"):
+			if r.LastMessage().Role == "tool" {
+				return llmfake.TextReply("the sleeper ended")
+			}
+			args := fmt.Sprintf(`{"command":"(sleep %d &); sleep %d"}`, sleeper, sleeper+1)
+			return llmfake.ToolCallReply(llmfake.Call{ID: fmt.Sprintf("s%d", r.Seq), Name: "bash", Args: args})
 		case strings.Contains(text, "endless"):
 			select {
 			case <-release:
@@ -269,14 +278,83 @@ func TestConsoleInATerminal(t *testing.T) {
 	term2.typeText("first line again\n")
 	at = term2.waitFor(ctx, at, "bot> answer to: first line again")
 	releaseAll.Do(func() { close(release) })
+	// Ctrl-C while the agent's bash runs (and has a child in the
+	// background): the first stops the run and kills them, the second
+	// quits, and nothing the agent started is left.
+	term2.typeText("run the sleeper\n")
+	at = term2.waitFor(ctx, at, "bot> ⏳ `bash`")
+	waitProcesses(t, ctx, sleeper, 2)
 	// Two Ctrl-C as a person presses them (two signals, not one the kernel
 	// merged): the second quits.
 	term2.typeText("\x03")
-	term2.waitFor(ctx, at, "press Ctrl-C again to quit")
+	at = term2.waitFor(ctx, at, "press Ctrl-C again to quit")
+	term2.waitFor(ctx, at, "stopped")
 	term2.typeText("\x03")
 	select {
 	case <-term2.exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the bot did not quit")
+	}
+	if term2.err != nil {
+		t.Fatalf("the bot quit with %v, want exit 0", term2.err)
+	}
+	if left := sleepers(sleeper); len(left) > 0 {
+		t.Errorf("processes the agent started outlived the bot: %v", left)
+	}
+
+	// SIGTERM while bash runs: the bot quits within its grace, exit 0, and
+	// nothing the agent started is left.
+	term3 := startTerminal(t, bin, repo, env, "-console", "-continue")
+	at = term3.waitFor(ctx, 0, "continuing session ")
+	term3.typeText("run the sleeper\n")
+	term3.waitFor(ctx, at, "bot> ⏳ `bash`")
+	waitProcesses(t, ctx, sleeper, 2)
+	if err := term3.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-term3.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the bot did not quit on SIGTERM")
+	}
+	if term3.err != nil {
+		t.Fatalf("the bot quit on SIGTERM with %v, want exit 0", term3.err)
+	}
+	if left := sleepers(sleeper); len(left) > 0 {
+		t.Errorf("processes the agent started outlived the bot: %v", left)
+	}
+}
+
+// sleepers lists the live processes running `sleep n` or `sleep n+1`.
+func sleepers(n int) []string {
+	want := map[string]bool{fmt.Sprintf("sleep\x00%d\x00", n): true, fmt.Sprintf("sleep\x00%d\x00", n+1): true}
+	var found []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || !want[string(cmdline)] {
+			continue
+		}
+		// A zombie is dead: only its parent has yet to reap it.
+		if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
+			if i := strings.LastIndexByte(string(st), ')'); i > 0 && strings.HasPrefix(string(st[i:]), ") Z") {
+				continue
+			}
+		}
+		found = append(found, d.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return found
+}
+
+// waitProcesses waits until count sleepers run (polling the process table:
+// nothing signals a process start to the test).
+func waitProcesses(t *testing.T, ctx context.Context, n, count int) {
+	t.Helper()
+	for len(sleepers(n)) < count {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the agent's processes never started (have %v)", sleepers(n))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
