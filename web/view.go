@@ -26,7 +26,8 @@ const maxShownOutput = 64 << 10
 // rendered on its own so that the live follow can send just what changed.
 type page struct {
 	ThreadID int64
-	Title    string
+	Title    string // the first request's first line, else Where
+	Where    string // platform · channel · thread
 	Repo     string
 	Branch   string
 	State    string // running, queued, idle or closed
@@ -146,7 +147,7 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 	r := s.redactor
 	p := &page{
 		ThreadID: threadID, Version: version,
-		Title:  r.Replace(threadTitle(th.Key)),
+		Where:  r.Replace(threadTitle(th.Key)),
 		Repo:   r.Replace(th.Repo),
 		Branch: r.Replace(th.Branch),
 		State:  "idle",
@@ -164,6 +165,15 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		// may influence: only a safe one becomes a link.
 		if u, ok := safeURL(s.opts.CompareURL(th.Repo, th.Branch)); ok {
 			p.Compare = u
+		}
+	}
+	p.Title = p.Where
+	for _, in := range inbound {
+		if in.Mode == storage.ModePrompt {
+			if t := headline(in.Text); t != "" {
+				p.Title = r.Replace(t)
+				break
+			}
 		}
 	}
 	authors := make(map[string]storage.Inbound, len(inbound))
@@ -515,6 +525,25 @@ func (s *Server) outputURL(threadID int64, key, token string) string {
 
 func threadTitle(k storage.ThreadKey) string {
 	return k.Platform + " · " + k.Channel + " · " + k.Thread
+}
+
+// maxHeadline is how many characters of a request its page's title shows.
+const maxHeadline = 100
+
+// headline is the first non-blank line of text, cut to maxHeadline
+// characters.
+func headline(text string) string {
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if r := []rune(line); len(r) > maxHeadline {
+			line = string(r[:maxHeadline-1]) + "…"
+		}
+		return line
+	}
+	return ""
 }
 
 func shortSHA(sha string) string {

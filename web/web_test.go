@@ -208,7 +208,9 @@ func TestSessionPageShowsTheWholeRecord(t *testing.T) {
 		"Model: claude-test (anthropic)", // the model change
 		"push of <code>bot/slack-1700000000.000100</code> @ <code>0123456789</code>: ok", // the push
 		`href="https://github.com/acme/app/compare/main...bot/slack-1700000000.000100"`,
-		"Run 1", "outcome-done", "input 2.7k", "$0.0325", // usage and cost of the run
+		"Run 1", "outcome-done", "input 2.7k", "$0.0325", "3 replies · 1 tool call · 1 failed (retried)", // usage and cost of the run
+		"<title>Please fix the **failing** test · threadsmith</title>", "<h1>Please fix the **failing** test</h1>", // the request names the page
+		"slack · C1 · 1700000000.000100 · ",                                                                    // and where it was made
 		`<span class="del">-func Parse() { panic(1) }</span>`, `<span class="add">&#43;func Parse() {}</span>`, // the push's diff
 	} {
 		if !strings.Contains(body, want) {
@@ -513,5 +515,19 @@ func TestRunWithoutAPromptIsShownInOrder(t *testing.T) {
 	i1, i2, ia := strings.Index(body, "Run 1"), strings.Index(body, "Run 2"), strings.Index(body, "first answer")
 	if i1 < 0 || i2 < 0 || ia < 0 || !(i1 < ia && ia < i2) || !strings.Contains(body, "outcome-stopped") {
 		t.Errorf("want Run 1, its answer, then Run 2 (stopped); got positions %d, %d, %d:\n%s", i1, ia, i2, body)
+	}
+}
+
+// A page's title is its first request's first non-blank line, cut short.
+func TestHeadline(t *testing.T) {
+	long := strings.Repeat("é", 150)
+	for _, tc := range []struct{ in, want string }{
+		{"\n  \n  fix the build  \nand then the docs", "fix the build"},
+		{long, strings.Repeat("é", maxHeadline-1) + "…"},
+		{" \n\t\n", ""},
+	} {
+		if got := headline(tc.in); got != tc.want {
+			t.Errorf("headline(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
