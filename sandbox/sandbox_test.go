@@ -101,7 +101,10 @@ func (r *rig) run(t *testing.T, script string, extra ...sandbox.Mount) (string, 
 // command must not see.
 func noLeak(t *testing.T, out string) {
 	t.Helper()
-	for _, s := range []string{botSecret, "thread b said", "package main // thread b", "the bot's home"} {
+	if sandboxtest.Shows(out, botSecret) {
+		t.Fatalf("the sandbox leaked the bot's secret (plain, reversed or in base64):\n%s", out)
+	}
+	for _, s := range []string{"thread b said", "package main // thread b", "the bot's home"} {
 		if strings.Contains(out, s) {
 			t.Fatalf("the sandbox leaked %q:\n%s", s, out)
 		}
@@ -154,9 +157,13 @@ func TestBotEnvironmentAndProcessAreOutOfReach(t *testing.T) {
 			ls -l $p/cwd $p/root $p/exe 2>&1
 		done
 		ls /proc | grep -E '^[0-9]+$' | wc -l
-		head -c 100 /proc/1/mem 2>&1; echo
+		cat /proc/*/environ 2>/dev/null | rev | base64
+		perl -e '`+sandboxtest.MemGrep+`' $PPID 1 $BOT_PID 2>&1
 		kill -STOP $BOT_PID 2>&1; kill -STOP 1 2>&1; kill -9 -1 2>&1; echo after-kill`)
 	noLeak(t, out)
+	if !strings.Contains(out, "maps 1: ") && !strings.Contains(out, "mem 1: ") {
+		t.Errorf("the memory reader did not run:\n%s", out)
+	}
 	if strings.Contains(out, "THREADSMITH_TEST_BOT_KEY") {
 		t.Fatalf("the bot's environment reached the sandbox:\n%s", out)
 	}
