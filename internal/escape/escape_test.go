@@ -185,6 +185,17 @@ func (w *world) snapshot() snapshot {
 	}
 	hashTree(s, "mirror/hooks", filepath.Join(w.a.CommonDir(), "hooks"))
 	hashTree(s, "mirror/info", filepath.Join(w.a.CommonDir(), "info"))
+	hashTree(s, "mirror/objects/info", filepath.Join(w.a.CommonDir(), "objects", "info"))
+	// Every ref of the mirror but those the bot moves itself: A's branch
+	// (its commits) and the remote-tracking refs (its fetches and pushes).
+	hashTree(s, "mirror/refs", filepath.Join(w.a.CommonDir(), "refs"))
+	delete(s, "mirror/refs/heads/"+w.a.Branch())
+	for k := range s {
+		if strings.HasPrefix(k, "mirror/refs/remotes/") {
+			delete(s, k)
+		}
+	}
+	hashFile(s, "a-git/HEAD", filepath.Join(w.a.GitDir(), "HEAD"))
 	hashFile(s, "config", w.config)
 	hashFile(s, "db", filepath.Join(w.dataDir, "threadsmith.db"))
 	for _, br := range w.remote.Branches(w.t) {
@@ -226,7 +237,7 @@ func hashFile(s snapshot, key, path string) {
 // intact fails if the attack leaked or changed anything outside thread A.
 func (w *world) intact(out string) {
 	w.t.Helper()
-	if strings.Contains(out, secret) || strings.Contains(out, "B's work in progress") || strings.Contains(out, "deploy key") {
+	if sandboxtest.Shows(out, secret) || strings.Contains(out, "B's work in progress") || strings.Contains(out, "deploy key") {
 		w.t.Errorf("the attack read what it must not:\n%s", out)
 	}
 	if _, err := os.Lstat(w.marker); err == nil {
@@ -253,7 +264,7 @@ func (w *world) intact(out string) {
 		return
 	}
 	for name, content := range w.remote.Files(w.t, w.a.Branch()) {
-		if strings.Contains(content, secret) {
+		if sandboxtest.Shows(content, secret) {
 			w.t.Errorf("the bot pushed the secret in %s", name)
 		}
 	}
@@ -262,16 +273,20 @@ func (w *world) intact(out string) {
 func TestReadingTheBotsSecrets(t *testing.T) {
 	w := newWorld(t)
 	out := w.attack(`
-		for p in /proc/$PPID /proc/1 /proc/$BOT_PID; do
+		for p in /proc/$PPID /proc/1 /proc/$BOT_PID /proc/self; do
 			cat $p/environ $p/cmdline | tr '\0' '\n'; cat $p/maps | head -5; ls -l $p/cwd/ $p/root/ $p/exe
-			head -c 4096 $p/mem
+			cat $p/cwd/config.yaml $p/root$CONFIG $p/root$DATA/threadsmith.db
 		done 2>&1
+		perl -e '` + sandboxtest.MemGrep + `' $PPID 1 $BOT_PID 2>&1 | tee leaked-mem.txt
 		grep -a -o 'sk-[a-z0-9-]*' /proc/*/environ 2>&1 | rev | base64
 		cat $CONFIG $DATA/threadsmith.db 2>&1; grep -ra "deploy key" $DATA 2>&1
 		ls -la $BOT_HOME / 2>&1
 		env > leaked-env.txt; cat /proc/*/environ > leaked-proc.txt 2>/dev/null; true`)
 	w.botRuns()
 	w.intact(out)
+	if !strings.Contains(out, "maps 1: ") && !strings.Contains(out, "mem 1: ") {
+		t.Errorf("the memory reader did not run (perl is needed):\n%s", out)
+	}
 }
 
 func TestWritingIntoAnotherThread(t *testing.T) {
@@ -329,6 +344,33 @@ func TestRewritingTheWorktreesGitLink(t *testing.T) {
 	w2.intact(out)
 }
 
+// The worktree's git metadata (its admin dir in the mirror, the mirror's refs,
+// objects and config) is shown read-only: the agent's own git cannot move a
+// branch, make one, point the thread's HEAD elsewhere or add an object store,
+// and the bot still commits A's work on A's branch.
+func TestWritingTheGitMetadata(t *testing.T) {
+	w := newWorld(t)
+	out := w.attack(`
+		gd=$(git rev-parse --absolute-git-dir); common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+		git update-ref refs/heads/main HEAD 2>&1
+		git branch -f evil HEAD 2>&1; git tag evil-tag 2>&1
+		git commit --allow-empty -q -m evil 2>&1
+		echo 'ref: refs/heads/main' > "$gd/HEAD" 2>&1
+		echo "$REMOTE/objects" > "$common/objects/info/alternates" 2>&1
+		mkdir -p "$common/refs/heads/evil2" 2>&1; echo x > "$common/refs/heads/planted" 2>&1
+		git worktree add -q ../evil-wt 2>&1; git pack-refs --all 2>&1; git gc -q 2>&1
+		ls "$common/worktrees" 2>&1
+		echo change >> main.go; true`)
+	w.botRuns()
+	w.intact(out)
+	if got := w.remote.Files(t, w.a.Branch())["main.go"]; !strings.Contains(got, "change") {
+		t.Errorf("the bot did not commit A's work to A's branch: main.go = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(w.a.Root()), "evil-wt")); err == nil {
+		t.Errorf("the agent's git made a worktree beside A's")
+	}
+}
+
 func TestRemoteURLAndPushesBelongToTheBot(t *testing.T) {
 	w := newWorld(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -366,19 +408,55 @@ func TestSymlinksPlantedForTheBot(t *testing.T) {
 func TestProcessesSignalsAndTheKernel(t *testing.T) {
 	w := newWorld(t)
 	marker := fmt.Sprintf("tsesc%d", time.Now().UnixNano())
+	// Listeners of the host the attack aims at: nothing may reach them.
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := tcp.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
 	out := w.attack(fmt.Sprintf(`
 		kill -STOP $PPID $BOT_PID 2>&1; kill -9 -1 2>&1
 		perl -e 'for (1, $ENV{BOT_PID}) { print "ptrace $_: ", (syscall(101, 16, $_, 0, 0) == -1 ? "refused" : "ATTACHED"), "\n" }'
 		unshare -Urm true 2>&1 || echo unshare-refused
-		mount -t tmpfs none /mnt 2>&1 || echo mount-refused
+		mkdir -p mnt && mount -t tmpfs none mnt 2>&1 || echo mount-refused
 		(exec -a %[1]s sleep 1000) & setsid bash -c 'exec -a %[1]s sleep 1000' & nohup bash -c 'exec -a %[1]s sleep 1000' >/dev/null 2>&1 &
-		exec 3<>/dev/tcp/127.0.0.1/22 2>&1 || echo tcp-refused
-		echo hi > /dev/udp/1.1.1.1/53 2>&1 || echo udp-refused
-		echo done`, marker))
+		exec 3<>/dev/tcp/127.0.0.1/%[2]d 2>&1 || echo tcp-refused
+		echo hi > /dev/udp/127.0.0.1/%[3]d 2>&1; echo hi > /dev/udp/1.1.1.1/53 2>&1 || echo udp-refused
+		echo done`, marker, tcp.Addr().(*net.TCPAddr).Port, udp.LocalAddr().(*net.UDPAddr).Port))
 	w.botRuns()
 	w.intact(out)
-	if strings.Contains(out, "ATTACHED") || !strings.Contains(out, "unshare-refused") || !strings.Contains(out, "mount-refused") || !strings.Contains(out, "tcp-refused") {
+	if strings.Contains(out, "ATTACHED") || !strings.Contains(out, "unshare-refused") || !strings.Contains(out, "mount-refused") || !strings.Contains(out, "tcp-refused") || !strings.Contains(out, "udp-refused") {
 		t.Errorf("the kernel let the attack through:\n%s", out)
+	}
+	select {
+	case <-accepted:
+		t.Errorf("a TCP connection from the sandbox reached the host")
+	default:
+	}
+	// The datagram was sent, if at all, before the call returned; one
+	// that reached the host is queued on the socket by now.
+	udp.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, _, err := udp.ReadFrom(make([]byte, 16)); err == nil {
+		t.Errorf("a datagram of %d bytes from the sandbox reached the host", n)
 	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
