@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/threadsmith/threadsmith/internal/fakes/clock"
@@ -569,5 +570,52 @@ func TestViewOverflowThatStaysSaysWhatToDo(t *testing.T) {
 	tr := render(r.messages())
 	if !strings.Contains(tr, "no longer fits the model's context window") || !strings.Contains(tr, "`!reset`") || !strings.Contains(tr, "maximum context length") {
 		t.Fatalf("the thread shows:\n%s", tr)
+	}
+}
+
+// refusingEdits is the in-process platform refusing every edit for good, as
+// Slack refuses a chat.update over 4,000 characters (msg_too_long).
+type refusingEdits struct{ *chatfake.Adapter }
+
+func (refusingEdits) Edit(context.Context, chat.ThreadRef, string, string) error {
+	return errors.New("msg_too_long")
+}
+
+// A status message whose edits the platform refuses does not stay "working…"
+// for good: its final text is posted as a new message, while the refused
+// previews are only dropped.
+func TestViewStatusNeverStaysWorkingWhenEditsAreRefused(t *testing.T) {
+	c := chatfake.New("test", 2000)
+	out := outbox.New(refusingEdits{c}, outbox.Config{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := out.Close(ctx); err != nil {
+			t.Errorf("closing the outbox: %v", err)
+		}
+	})
+	r := &viewRig{t: t, chat: c, out: out, ref: chat.ThreadRef{Platform: "test", Team: "T1", Channel: "C1", Thread: "100.1"}, clock: newFakeClock()}
+	r.v = newView(out, r.ref, 2000, nil, r.clock.Now)
+	r.start("fix it")
+	r.messages() // the status is posted before anything edits it
+	r.reply(textReply("Fixed the loop bound.", usage(100, 10)), "Fixed the ", "loop bound.")
+	r.play(agent.AgentEnd{})
+	r.clock.Advance(time.Second)
+	r.end(110, 128000, false)
+
+	msgs := r.messages()
+	var last string
+	for _, m := range msgs {
+		if strings.Contains(m.Text, rigRepoLine) {
+			last = m.Text
+		}
+	}
+	if strings.Contains(last, "working…") || strings.Contains(last, "Fixed the") {
+		t.Errorf("the status's last form in the thread is\n%s\nwant it sealed (no working line, no preview):\n%s", last, render(msgs))
+	}
+	for _, m := range msgs {
+		if m.Edits != 0 {
+			t.Errorf("message %q was edited, though the platform refuses edits", m.Text)
+		}
 	}
 }
