@@ -49,20 +49,23 @@ func (g github) update(ctx context.Context, c *Client, number int, title, body s
 	return c.do(ctx, "PATCH", fmt.Sprintf("%s/pulls/%d", g.repo(c), number), nil, map[string]any{"title": title, "body": body}, nil)
 }
 
+// ghReviewComment is one of GitHub's pull request review comments.
+type ghReviewComment struct {
+	ID   int64 `json:"id"`
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
+	Body         string `json:"body"`
+	Path         string `json:"path"`
+	Line         int    `json:"line"`
+	OriginalLine int    `json:"original_line"`
+	DiffHunk     string `json:"diff_hunk"`
+	HTMLURL      string `json:"html_url"`
+}
+
 func (g github) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
-	var review []struct {
-		ID   int64 `json:"id"`
-		User struct {
-			Login string `json:"login"`
-		} `json:"user"`
-		Body         string `json:"body"`
-		Path         string `json:"path"`
-		Line         int    `json:"line"`
-		OriginalLine int    `json:"original_line"`
-		DiffHunk     string `json:"diff_hunk"`
-		HTMLURL      string `json:"html_url"`
-	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}}, nil, &review); err != nil {
+	review, err := getAll[ghReviewComment](ctx, c, fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}})
+	if err != nil {
 		return nil, err
 	}
 	out, err := issueComments(ctx, c, g.repo(c), number, url.Values{"per_page": {"100"}})
@@ -124,21 +127,24 @@ func (g gitlab) update(ctx context.Context, c *Client, number int, _, body strin
 	return c.do(ctx, "PUT", fmt.Sprintf("%s/merge_requests/%d", g.project(c), number), nil, map[string]any{"description": body}, nil)
 }
 
+// glNote is one of GitLab's notes on a merge request.
+type glNote struct {
+	ID     int64  `json:"id"`
+	Body   string `json:"body"`
+	System bool   `json:"system"`
+	Author struct {
+		Username string `json:"username"`
+	} `json:"author"`
+	Position *struct {
+		NewPath string `json:"new_path"`
+		NewLine int    `json:"new_line"`
+	} `json:"position"`
+}
+
 func (g gitlab) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
-	var notes []struct {
-		ID     int64  `json:"id"`
-		Body   string `json:"body"`
-		System bool   `json:"system"`
-		Author struct {
-			Username string `json:"username"`
-		} `json:"author"`
-		Position *struct {
-			NewPath string `json:"new_path"`
-			NewLine int    `json:"new_line"`
-		} `json:"position"`
-	}
 	q := url.Values{"sort": {"asc"}, "order_by": {"created_at"}, "per_page": {"100"}}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/merge_requests/%d/notes", g.project(c), number), q, nil, &notes); err != nil {
+	notes, err := getAll[glNote](ctx, c, fmt.Sprintf("%s/merge_requests/%d/notes", g.project(c), number), q)
+	if err != nil {
 		return nil, err
 	}
 	var out []Comment
@@ -211,10 +217,11 @@ func (g gitea) update(ctx context.Context, c *Client, number int, _, body string
 }
 
 func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
-	var reviews []struct {
+	type review struct {
 		ID int64 `json:"id"`
 	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/reviews", g.repo(c), number), nil, nil, &reviews); err != nil {
+	reviews, err := getAll[review](ctx, c, fmt.Sprintf("%s/pulls/%d/reviews", g.repo(c), number), url.Values{"limit": {"50"}})
+	if err != nil {
 		return nil, err
 	}
 	var out []Comment
@@ -249,7 +256,7 @@ func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, 
 // issueComments reads the general comments of request number, which GitHub
 // and Gitea both keep on the request's issue.
 func issueComments(ctx context.Context, c *Client, repo string, number int, q url.Values) ([]Comment, error) {
-	var issue []struct {
+	type comment struct {
 		ID   int64 `json:"id"`
 		User struct {
 			Login string `json:"login"`
@@ -257,7 +264,8 @@ func issueComments(ctx context.Context, c *Client, repo string, number int, q ur
 		Body    string `json:"body"`
 		HTMLURL string `json:"html_url"`
 	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("%s/issues/%d/comments", repo, number), q, nil, &issue); err != nil {
+	issue, err := getAll[comment](ctx, c, fmt.Sprintf("%s/issues/%d/comments", repo, number), q)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Comment, 0, len(issue))

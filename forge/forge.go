@@ -24,6 +24,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ type api interface {
 func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, http: cfg.HTTPClient}
 	if c.http == nil {
-		c.http = &http.Client{Timeout: 30 * time.Second}
+		c.http = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameHost}
 	}
 	switch cfg.Kind {
 	case GitHub:
@@ -208,6 +209,25 @@ func New(cfg Config) (*Client, error) {
 		return nil, &Error{Message: "no token is configured for this repository", Refused: true}
 	}
 	return c, nil
+}
+
+// sameHost follows a redirect only to the host (and port) the call went
+// to, or from http to https on it: GitHub moves a renamed repository's calls within its API, and a
+// redirect elsewhere would take the token along (net/http keeps
+// Authorization for another port of the same host, and any other header
+// everywhere). The redirect's answer is then the call's, a failure.
+func sameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	from, to := via[0].URL, req.URL
+	if to.Host == from.Host && to.Scheme == from.Scheme {
+		return nil
+	}
+	if from.Scheme == "http" && to.Scheme == "https" && to.Hostname() == from.Hostname() && from.Port() == "" && (to.Port() == "" || to.Port() == "443") {
+		return nil // an upgrade to https on the same host
+	}
+	return http.ErrUseLastResponse
 }
 
 // Kind is the forge's kind.
@@ -254,17 +274,72 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
+	_, err := c.call(ctx, method, u, body, out)
+	return err
+}
+
+// maxPages bounds how many pages of one list getAll reads (100 items a
+// page on GitHub and GitLab, 50 on Gitea).
+const maxPages = 50
+
+// getAll reads every page of the list at path: the forge's Link header
+// (GitHub, GitLab and Gitea all send one) names the next page. A next page
+// elsewhere than the API base is not followed: the token goes to that host
+// only.
+func getAll[T any](ctx context.Context, c *Client, path string, query url.Values) ([]T, error) {
+	u := c.cfg.APIURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var all []T
+	for range maxPages {
+		var page []T
+		h, err := c.call(ctx, "GET", u, nil, &page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		next := nextLink(h.Values("Link"))
+		if next == "" || len(page) == 0 || !strings.HasPrefix(next, c.cfg.APIURL+"/") {
+			break
+		}
+		u = next
+	}
+	return all, nil
+}
+
+// nextLink is the rel="next" URL of Link headers (RFC 8288), or "".
+func nextLink(links []string) string {
+	for _, l := range links {
+		for _, part := range strings.Split(l, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+			if !ok || !strings.HasPrefix(target, "<") || !strings.HasSuffix(target, ">") {
+				continue
+			}
+			for _, p := range strings.Split(params, ";") {
+				k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.EqualFold(k, "rel") && slices.Contains(strings.Fields(strings.Trim(v, `"`)), "next") {
+					return target[1 : len(target)-1]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// call makes one call to the full URL u and returns the answer's headers.
+func (c *Client) call(ctx context.Context, method, u string, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -277,27 +352,30 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	case GitLab:
-		req.Header.Set("PRIVATE-TOKEN", c.cfg.Token)
+		// GitLab takes its access tokens as a bearer token too; unlike its
+		// PRIVATE-TOKEN header, Authorization is not sent on when a
+		// redirect leads to another host.
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	case Gitea:
 		req.Header.Set("Authorization", "token "+c.cfg.Token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The URL is the API's; the error text never holds the token.
-		return &Error{Message: "the forge could not be reached: " + strings.ReplaceAll(err.Error(), c.cfg.Token, "***")}
+		return nil, &Error{Message: "the forge could not be reached: " + strings.ReplaceAll(err.Error(), c.cfg.Token, "***")}
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode >= 300 {
-		return responseError(resp, data)
+		return resp.Header, responseError(resp, data)
 	}
 	if out == nil || len(data) == 0 {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return &Error{Status: resp.StatusCode, Message: "the forge answered something unexpected: " + err.Error()}
+		return resp.Header, &Error{Status: resp.StatusCode, Message: "the forge answered something unexpected: " + err.Error()}
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // responseError turns a failed answer into an *Error with the forge's own

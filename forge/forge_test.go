@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,5 +228,83 @@ func TestRateLimitWithAResetInThePast(t *testing.T) {
 	var fe *forge.Error
 	if !errors.As(err, &fe) || fe.Refused || fe.RetryAfter != 0 || !strings.Contains(err.Error(), "rate limit") {
 		t.Fatalf("%#v", err)
+	}
+}
+
+// A request with more comments than a page holds (GitHub 100, GitLab 100 a
+// page at most) gives them all: the newest are on the last page, and they
+// are the ones a reviewer just wrote.
+func TestCommentsOfEveryPage(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok")
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 250 {
+				fake.AddComment(pr.Number, forgefake.Comment{ID: int64(i + 1), Author: "rev", Body: fmt.Sprint("comment ", i+1), Path: "a.go", Line: 1, Review: i%2 == 0})
+			}
+			cs, err := c.Comments(t.Context(), pr.Number)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != 250 || cs[0].Body != "comment 1" || cs[249].Body != "comment 250" {
+				t.Fatalf("%d comments, first %+v, last %+v; want all 250 in order", len(cs), cs[0], cs[len(cs)-1])
+			}
+		})
+	}
+}
+
+// A Link header's next page on another host is not followed: the token is
+// sent to the API's host only.
+func TestNextPageElsewhereIsNotFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	t.Cleanup(other.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", `<`+other.URL+`/api/v3/repos/acme/app/pulls/1/comments?page=2>; rel="next"`)
+		_, _ = w.Write([]byte(`[{"id":1,"user":{"login":"rev"},"body":"one"}]`))
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: srv.URL + "/api/v3", Project: "acme/app", Token: "tok"})
+	cs, err := c.Comments(t.Context(), 1)
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the next page on another host was asked for %d times", n)
+	}
+}
+
+// A forge that redirects a call to another host does not get the token
+// sent there, on any forge (GitLab's PRIVATE-TOKEN header was).
+func TestRedirectElsewhereCarriesNoToken(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			var leaked atomic.Value
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range r.Header {
+					if strings.Contains(strings.Join(v, " "), "tok-secret") {
+						leaked.Store(k)
+					}
+				}
+				_, _ = w.Write([]byte(`[]`))
+			}))
+			t.Cleanup(other.Close)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusFound)
+			}))
+			t.Cleanup(srv.Close)
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: srv.URL + "/api", Project: "acme/app", Token: "tok-secret"})
+			_, _ = c.Comments(t.Context(), 1)
+			if k := leaked.Load(); k != nil {
+				t.Errorf("the token reached the other host in %v", k)
+			}
+		})
 	}
 }

@@ -201,6 +201,61 @@ func (s *Server) rateLimited(w http.ResponseWriter) {
 	}
 }
 
+// Page sizes of the lists the fake pages as its forge does: the default
+// and the largest a client may ask for (GitHub per_page 30/100, GitLab
+// per_page 20/100, Gitea limit 30/50).
+var pageSizes = map[string][2]int{"github": {30, 100}, "gitlab": {20, 100}, "gitea": {30, 50}}
+
+// writePage answers one page of items as the forge does: page (from 1)
+// and its size from the query (per_page; Gitea: limit), a Link header
+// naming the next and last pages, and GitLab's X-Next-Page and X-Total.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items []map[string]any) {
+	sizeKey := "per_page"
+	if s.Kind == "gitea" {
+		sizeKey = "limit"
+	}
+	q := r.URL.Query()
+	size := pageSizes[s.Kind][0]
+	if n, err := strconv.Atoi(q.Get(sizeKey)); err == nil && n > 0 {
+		size = min(n, pageSizes[s.Kind][1])
+	}
+	page := 1
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 0 {
+		page = n
+	}
+	last := max(1, (len(items)+size-1)/size)
+	link := func(p int) string {
+		q.Set("page", strconv.Itoa(p))
+		q.Set(sizeKey, strconv.Itoa(size))
+		return "<http://" + r.Host + r.URL.EscapedPath() + "?" + q.Encode() + ">"
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1)+`; rel="next"`, link(last)+`; rel="last"`)
+		if s.Kind == "gitlab" {
+			w.Header().Set("X-Next-Page", strconv.Itoa(page+1))
+		}
+	}
+	if page > 1 {
+		links = append(links, link(1)+`; rel="first"`, link(page-1)+`; rel="prev"`)
+	}
+	if len(links) > 0 {
+		w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	switch s.Kind {
+	case "gitlab":
+		w.Header().Set("X-Total", strconv.Itoa(len(items)))
+	case "gitea":
+		w.Header().Set("X-Total-Count", strconv.Itoa(len(items)))
+	}
+	from, to := min((page-1)*size, len(items)), min(page*size, len(items))
+	out := items[from:to]
+	if out == nil {
+		out = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -293,11 +348,8 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			}
 			out = append(out, view(p))
 		}
-		if out == nil {
-			out = []map[string]any{}
-		}
 		s.missOnce = false
-		writeJSON(w, http.StatusOK, out)
+		s.writePage(w, r, out)
 	case len(parts) == 1 && parts[0] == "pulls" && r.Method == "POST":
 		head, base, title := str(body, "head"), str(body, "base"), str(body, "title")
 		if head == "" || base == "" || title == "" {
@@ -342,15 +394,19 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 		}
 		p.Updates++
 		writeJSON(w, http.StatusOK, view(p))
-	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "comments" && r.Method == "GET":
+	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "comments" && r.Method == "GET" && s.Kind == "github":
 		n, _ := strconv.Atoi(parts[1])
-		writeJSON(w, http.StatusOK, s.commentList(n, true))
+		s.writePage(w, r, s.commentList(n, true))
 	case len(parts) == 3 && parts[0] == "issues" && parts[2] == "comments" && r.Method == "GET":
 		n, _ := strconv.Atoi(parts[1])
-		writeJSON(w, http.StatusOK, s.commentList(n, false))
-	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET":
-		writeJSON(w, http.StatusOK, []map[string]any{{"id": 1}})
-	case len(parts) == 5 && parts[0] == "pulls" && parts[2] == "reviews" && parts[4] == "comments" && r.Method == "GET":
+		if s.Kind == "gitea" {
+			writeJSON(w, http.StatusOK, s.commentList(n, false)) // Gitea does not page these
+			return
+		}
+		s.writePage(w, r, s.commentList(n, false))
+	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET" && s.Kind == "gitea":
+		s.writePage(w, r, []map[string]any{{"id": 1}})
+	case len(parts) == 5 && parts[0] == "pulls" && parts[2] == "reviews" && parts[4] == "comments" && r.Method == "GET" && s.Kind == "gitea":
 		n, _ := strconv.Atoi(parts[1])
 		writeJSON(w, http.StatusOK, s.commentList(n, true))
 	default:
@@ -401,7 +457,7 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 			}
 		}
 		s.missOnce = false
-		writeJSON(w, http.StatusOK, out)
+		s.writePage(w, r, out)
 	case len(parts) == 1 && parts[0] == "merge_requests" && r.Method == "POST":
 		head, base, title := str(body, "source_branch"), str(body, "target_branch"), str(body, "title")
 		if head == "" || base == "" || title == "" {
@@ -445,7 +501,7 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 			}
 			out = append(out, m)
 		}
-		writeJSON(w, http.StatusOK, out)
+		s.writePage(w, r, out)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
 	}
