@@ -136,6 +136,18 @@ func (t *thread) openMCP(ctx context.Context) {
 		// A server's new tool list reaches the session through the
 		// thread's owner, like everything else that changes it.
 		OnChange: func() { t.enqueue(item{fn: t.refreshTools}) },
+		// A server given up (it died twice) is reported in the thread, not
+		// only to the model in its tool results.
+		OnDown: func(server string, err error) {
+			t.enqueue(item{fn: func() {
+				msg := tools.RedactString(fmt.Sprintf("⚠️ MCP server `%s`: %v", server, err), t.b.cfg.Secrets)
+				if t.view == nil {
+					t.say(msg)
+					return
+				}
+				t.view.note(msg) // under the call that found it dead
+			}})
+		},
 	})
 	var failed []string
 	for _, st := range t.mcp.Status() {

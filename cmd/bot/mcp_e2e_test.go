@@ -208,3 +208,63 @@ func branchOf(t *testing.T, e *slackEnv) string {
 	t.Fatalf("no bot branch: %v", e.remote.Branches(t))
 	return ""
 }
+
+// A stdio server that dies, is started again and dies again in the same call
+// is given up: the thread says so under the call's line, and the model is
+// told in the call's result.
+func TestSlackMCPServerThatDiesTwiceIsReportedInTheThread(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	bin := mcpfake.Build(t)
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
+		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Timeout: config.DefaultMCPTimeout}}
+	}))
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				return llmfake.TextReply("the tool said: " + m.Content)
+			}
+		}
+		return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "fake__crash", Args: `{}`})
+	})
+	root := e.slack.Mention(slackChan, aliceID, "crash the server", "")
+	e.waitText(slackChan, root, "the tool said: ")
+	e.waitText(slackChan, root, "⚠️ MCP server `fake`: the server stopped working (it died 2 times)")
+	e.waitText(slackChan, root, "✗ `fake__crash`")
+	if tr := e.threadText(slackChan, root); !strings.Contains(tr, "the tool said: MCP server fake: the server stopped working") {
+		t.Errorf("thread:\n%s", tr)
+	}
+	e.slack.UserMessage(slackChan, aliceID, "!tools", root)
+	e.waitText(slackChan, root, "MCP `fake`: not available — the server stopped working")
+}
+
+// !stop during an MCP call ends the run at once and the server is told to
+// cancel the call.
+func TestSlackStopCancelsAnMCPCall(t *testing.T) {
+	srv := mcpfake.NewHTTP(t)
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.MCP.Servers = []config.MCPServer{{Name: "docs", URL: srv.URL, Timeout: config.DefaultMCPTimeout}}
+	}))
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if len(e.llm.Requests()) == 1 {
+			return llmfake.ToolCallReply(llmfake.Call{ID: "s1", Name: "docs__slow", Args: `{}`})
+		}
+		return llmfake.TextReply("after the stop: " + lastUserText(r))
+	})
+	root := e.slack.Mention(slackChan, aliceID, "wait for the slow tool", "")
+	select {
+	case <-srv.Started:
+	case <-e.ctx.Done():
+		t.Fatalf("the slow call never reached the server:\n%s", e.transcript(slackChan, root))
+	}
+	e.slack.UserMessage(slackChan, aliceID, "!stop", root)
+	select {
+	case <-srv.Cancelled:
+	case <-e.ctx.Done():
+		t.Fatalf("the server was never told to cancel the call:\n%s", e.transcript(slackChan, root))
+	}
+	e.waitText(slackChan, root, "stopped")
+	e.waitText(slackChan, root, "✗ `docs__slow`")
+	e.slack.UserMessage(slackChan, aliceID, "go on", root)
+	e.waitText(slackChan, root, "after the stop: go on")
+}
