@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -29,6 +31,7 @@ func TestSlackInjectedThreadCannotTouchAnotherThread(t *testing.T) {
 	attack := `set +e
 		for d in ` + data + `/workspaces/app/*; do echo "package main // planted" > $d/planted.go; echo evil >> $d/wip.go; done 2>&1
 		cat /proc/$PPID/environ /proc/1/environ 2>&1 | tr '\0' '\n'
+		cat /proc/*/environ 2>/dev/null | rev | base64
 		cat ` + filepath.Join(data, "threadsmith.db") + ` 2>&1 | strings | grep -i -m3 secret
 		grep -rao 'sk-[a-z0-9-]*' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr 2>/dev/null | head -3
 		git config core.fsmonitor "touch ` + filepath.Join(data, "pwned") + `" 2>&1
@@ -68,7 +71,7 @@ func TestSlackInjectedThreadCannotTouchAnotherThread(t *testing.T) {
 		t.Fatalf("the attack did not run to its end:\n%s", toolOut)
 	}
 	for _, s := range []string{e.cfg.LLM.APIKey, e.slack.BotToken(), e.slack.AppToken(), "B's secret work"} {
-		if strings.Contains(toolOut, s) {
+		if sandboxtest.Shows(toolOut, s) {
 			t.Errorf("the injected thread read %q:\n%s", s, toolOut)
 		}
 		if strings.Contains(e.transcript(slackChan, rootA), s) {
@@ -208,5 +211,80 @@ func TestRunningBotIsNotDumpableAndKeepsNoSecretEnv(t *testing.T) {
 	}
 	if os.Getenv("THREADSMITH_TEST_PLAIN") != "not-a-secret" {
 		t.Error("a variable that is no secret was removed")
+	}
+}
+
+// The console (`bot -console`) runs the agent's commands in the same sandbox
+// as the team's bot: pid 1 of what bash sees is the sandbox's init, the
+// machine's other processes and the console's API key are out of reach.
+func TestConsoleRunsBashInTheSandbox(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	const key = "sk-console-key-4711"
+	probe := `echo "pid1=$(tr '\0' ' ' </proc/1/cmdline)"; echo "host=$(hostname)"; ls /proc | grep -cE '^[0-9]+$'
+		cat /proc/$PPID/environ /proc/*/environ 2>/dev/null | tr '\0' '\n' | rev | base64; echo probe-done`
+	llm := llmfake.New(t)
+	llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if r.LastMessage().Role == "tool" {
+			return llmfake.TextReply("probed")
+		}
+		return llmfake.ToolCallReply(llmfake.Call{ID: "p1", Name: "bash", Args: jsonArgs(map[string]string{"command": probe})})
+	})
+	repo := t.TempDir()
+	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitremote.WriteFile(t, repo, "README.md", "# demo\n")
+	gitremote.GitInput(t, repo, nil, nil, "add", "-A")
+	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "-m", "init")
+	t.Chdir(repo)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+
+	in, feed := io.Pipe()
+	out := &syncBuffer{}
+	m := NewMain()
+	m.Console = true
+	m.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
+	m.Env = func(k string) (string, bool) {
+		switch k {
+		case "OPENAI_API_KEY":
+			return key, true
+		case "OPENAI_BASE_URL":
+			return llm.URL(), true
+		case "OPENAI_MODEL":
+			return "fake-model", true
+		}
+		return "", false
+	}
+	m.Stdin, m.Stdout, m.Stderr = in, out, io.Discard
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer m.Close()
+	if _, err := io.WriteString(feed, "probe the machine\n"); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(out.String(), "probed") || !strings.Contains(out.String(), "⏱") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer on the console:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond): // polling a terminal's output: nothing to wait on
+		}
+	}
+	var toolOut string
+	for _, r := range llm.Requests() {
+		for _, msg := range r.Messages {
+			if msg.Role == "tool" && msg.ToolCallID == "p1" {
+				toolOut = msg.Content
+			}
+		}
+	}
+	if !strings.Contains(toolOut, "probe-done") {
+		t.Fatalf("the probe did not run to its end:\n%s", toolOut)
+	}
+	if !strings.Contains(toolOut, "pid1=threadsmith-sandbox-init") || !strings.Contains(toolOut, "host=sandbox") {
+		t.Errorf("the console's bash did not run in the sandbox:\n%s", toolOut)
+	}
+	if sandboxtest.Shows(toolOut, key) || sandboxtest.Shows(out.String(), key) {
+		t.Errorf("the console's API key reached the agent's command:\n%s", toolOut)
 	}
 }
