@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/storage"
@@ -150,8 +152,20 @@ func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
 			t.Errorf("the thread does not show %q as text", want)
 		}
 	}
-	t.Logf("answer of %d characters (%d as Slack mrkdwn) in %d posts and edits",
-		utf8.RuneCountInString(answer), utf8.RuneCountInString(html.EscapeString(answer)), sent)
+	// The figure for BENCHMARKS: the longest text sent, against splitting
+	// the Markdown at 3,500 characters and converting afterwards (before
+	// issue 13), measured here on the same answer.
+	longest, before := 0, 0
+	for _, c := range e.slack.Calls() {
+		if c.Method == "chat.postMessage" || c.Method == "chat.update" {
+			longest = max(longest, utf8.RuneCountInString(c.Params.Get("text")))
+		}
+	}
+	for _, c := range mdsplit.Chunks(answer, slackadapter.MaxMessageChars, nil) {
+		before = max(before, slackadapter.Measure(c))
+	}
+	t.Logf("answer of %d characters (%d as Slack mrkdwn) in %d posts and edits; longest text sent %d characters (split before converting: %d)",
+		utf8.RuneCountInString(answer), utf8.RuneCountInString(html.EscapeString(answer)), sent, longest, before)
 }
 
 // slicesOf yields s in pieces of at most n bytes, cut at rune boundaries.
@@ -234,4 +248,16 @@ func TestSlackReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
 	if d := e.slack.DeliveriesFor(slackChan, gap); len(d) != 1 || !d[0].Lost {
 		t.Errorf("deliveries of the message typed in the outage: %+v, want one, lost (so only catch-up brought it)", d)
 	}
+	// The figure for BENCHMARKS: before issue 13 the catch-up read every
+	// thread in state active, one conversations.replies call each.
+	db, err := storage.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all, err := db.ActiveThreads(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reconnect: %d conversations.replies calls (one per active thread, as before: %d)", len(calls), len(all))
 }
