@@ -72,14 +72,21 @@ func unknownCommandReply(name string) string {
 }
 
 // noSessionReply answers a command in a thread that has no session yet.
-func noSessionReply(name string) string {
-	if name == "help" {
+// `!model` lists the models, as it does later, and says which one the
+// first request starts with. In the console there is no one to mention.
+func (t *thread) noSessionReply(name string) string {
+	start := "mention me with a request"
+	if t.ref.Platform == "console" {
+		start = "type a request"
+	}
+	switch name {
+	case "help":
 		return helpText("!")
+	case "model":
+		first := t.b.cfg.Agent.Model.Name
+		return t.modelLines(first) + fmt.Sprintf("\nNo conversation here yet: %s and I start with `%s`; then `!model <name>` switches it.", start, first)
 	}
-	if name == "model" {
-		return "No conversation here yet, so there is no model to switch: mention me with a request and I start with the configured model; then `!model <name>` switches it (`!help` lists the commands)."
-	}
-	return "Nothing is running in this thread yet: mention me with a request to start."
+	return "Nothing is running in this thread yet: " + start + " to start."
 }
 
 // commands are the chat commands as session extension commands.
@@ -195,6 +202,11 @@ func (t *thread) commands() []agent.Command {
 // modelList answers `!model` without a name: the configured models with
 // their provider and context window, the current one marked, and how to switch.
 func (t *thread) modelList(current string) string {
+	return t.modelLines(current) + "\nSwitch with `!model <name>`: the conversation carries over, and the first request after a switch is not served from the prompt cache."
+}
+
+// modelLines lists the configured models, current marked.
+func (t *thread) modelLines(current string) string {
 	var b strings.Builder
 	b.WriteString("🤖 *Models*")
 	seen := map[string]bool{}
@@ -215,7 +227,6 @@ func (t *thread) modelList(current string) string {
 			b.WriteString(" ← current")
 		}
 	}
-	b.WriteString("\nSwitch with `!model <name>`: the conversation carries over, and the first request after a switch is not served from the prompt cache.")
 	return b.String()
 }
 

@@ -42,8 +42,11 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 	// A mistyped command is answered, not sent to the model; !model says how.
 	r.say(th, alice, "!stauts", false)
 	r.waitText(th, "Unknown command `!stauts`")
-	r.say(th, alice, "!model gpt-x", false)
-	r.waitText(th, "then `!model <name>` switches it")
+	// !model lists the models before the first request too, and says which
+	// one the first request starts with.
+	r.say(th, alice, "!model", false)
+	r.waitText(th, "No conversation here yet: mention me with a request and I start with `"+mainModel+"`; then `!model <name>` switches it")
+	r.waitText(th, "• `"+mainModel+"` — openai, 128k context ← current")
 
 	rec, err := r.thread(th)
 	if err != nil {

@@ -157,7 +157,7 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 		return false, true
 	}
 	if c.command && !c.startsRun && t.rec.SessionID == "" {
-		t.say(noSessionReply(c.name))
+		t.say(t.noSessionReply(c.name))
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		return false, false
 	}
