@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -85,3 +88,52 @@ func (h *dedupHandler) Receive(_ context.Context, in chat.Inbound) (chat.Receipt
 func (h *dedupHandler) Describe(chat.ThreadRef, string) (string, string, error) { return "", "", nil }
 
 func (h *dedupHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) { return nil, nil }
+
+// BenchmarkRenderSplit measures splitting a long answer dense in <, > and &
+// (40,000 characters of HTML, shell and prose) and rendering every message
+// as the adapter sends it. The status preview does this on every render
+// (about once a second while an answer streams):
+//
+//   - measured: split by Measure, the length after mrkdwn escaping, as the
+//     bridge does;
+//   - runes: split by rune count, as before issue 13 (messages then ran
+//     over chat.update's 4,000 characters), for the cost of measuring.
+func BenchmarkRenderSplit(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("Ping <!channel> [x](!here) &lt;!here&gt; @channel\n\n```html\n")
+	for i := 0; sb.Len() < 15000; i++ {
+		fmt.Fprintf(&sb, "<div id=\"L%04d\">&nbsp;<a href=\"?a=1&b=2\">&lt;!here&gt;</a></div>\n", i)
+	}
+	sb.WriteString("```\n\n```sh\n")
+	for i := 0; sb.Len() < 30000; i++ {
+		fmt.Fprintf(&sb, "test -f a && cat <in >out 2>&1 || echo \"<@U0BOSS001> %04d\"\n", i)
+	}
+	sb.WriteString("```\n\n")
+	for i := 0; sb.Len() < 40000; i++ {
+		fmt.Fprintf(&sb, "In prose a<b && c>d, see [the docs](https://example.com/%d?a=1&b=2) and **this** <!here>.\n", i)
+	}
+	md := sb.String()
+	for _, bc := range []struct {
+		name    string
+		measure func(string) int
+	}{{"measured", Measure}, {"runes", nil}} {
+		b.Run(bc.name, func(b *testing.B) {
+			longest, n, cut := 0, 0, 0
+			for b.Loop() {
+				chunks := mdsplit.Chunks(md, MaxMessageChars, bc.measure)
+				n, cut = len(chunks), 0
+				for _, c := range chunks {
+					if strings.HasSuffix(render(c), truncatedNotice) {
+						cut++
+					}
+					longest = max(longest, utf8.RuneCountInString(Mrkdwn(c)))
+				}
+			}
+			// longest-chars is before the adapter's safety net, which
+			// truncates anything over 4,000 (truncated-msgs).
+			b.ReportMetric(float64(n), "msgs")
+			b.ReportMetric(float64(cut), "truncated-msgs")
+			b.ReportMetric(float64(longest), "longest-chars")
+		})
+	}
+}
