@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
@@ -15,20 +18,28 @@ import (
 
 // A mention whose model calls an MCP tool and answers with its result; the
 // stdio server runs in the thread's sandbox, where the bot's secrets and
-// files are out of its reach; !tools lists what the thread has.
+// files are out of its reach, with only the environment its config names
+// (its own secret reaches it, but never the model); !tools lists what the
+// thread has.
 func TestSlackMCPToolInTheSandbox(t *testing.T) {
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
+	const token = "trk-0123456789abcdef-secret" // as ${TRACKER_TOKEN} would give it
+	t.Setenv("THREADSMITH_TEST_BOT_ONLY", "the bot's, not the server's")
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
-		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Env: map[string]string{"FAKE_SETTING": "on"}, Timeout: config.DefaultMCPTimeout}}
+		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Env: map[string]string{"FAKE_SETTING": "on", "TRACKER_TOKEN": token}, Timeout: config.DefaultMCPTimeout}}
 	}))
 	db := filepath.Join(e.cfg.DataDir, "threadsmith.db")
+	var envSeen atomic.Value // what the model saw of fake__env
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
 		var results []string
 		for _, m := range r.Messages {
 			if m.Role == "tool" {
 				results = append(results, m.Content)
+			}
+			if m.Role == "tool" && m.ToolCallID == "m2" {
+				envSeen.Store(m.Content)
 			}
 		}
 		if len(results) == 0 {
@@ -51,6 +62,26 @@ func TestSlackMCPToolInTheSandbox(t *testing.T) {
 	}
 	if !strings.Contains(tr, "FAKE_SETTING=on") {
 		t.Errorf("the server did not get its configured environment:\n%s", tr)
+	}
+	// The server's environment is what launchMCP sets and what its config
+	// names, nothing of the bot's own; its secret is hidden from the model.
+	env, _ := envSeen.Load().(string)
+	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "FAKE_SETTING", "TRACKER_TOKEN"}
+	for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
+		if name, _, _ := strings.Cut(line, "="); !slices.Contains(allowed, name) {
+			t.Errorf("the server's environment has %s, which its config does not name:\n%s", name, env)
+		}
+	}
+	if !strings.Contains(env, "TRACKER_TOKEN=[redacted]") {
+		t.Errorf("the model's view of the server's environment: want TRACKER_TOKEN=[redacted]:\n%s", env)
+	}
+	for _, r := range e.llm.Requests() {
+		if b, _ := json.Marshal(r); strings.Contains(string(b), token) {
+			t.Errorf("the server's secret reached the model")
+		}
+	}
+	if strings.Contains(tr, token) {
+		t.Errorf("the server's secret is in the thread:\n%s", tr)
 	}
 	if !strings.Contains(tr, "no such file") {
 		t.Errorf("the server could read the bot's database:\n%s", tr)
