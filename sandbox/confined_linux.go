@@ -72,6 +72,9 @@ type confined struct {
 	once   sync.Once
 	killed bool
 	mu     sync.Mutex
+	// metrics is told when the init reports that it could not build the
+	// sandbox (a failure after Start returned).
+	metrics interface{ StartFailed() }
 }
 
 func (s *Sandbox) startConfined(sp Spec) (process, error) {
@@ -203,7 +206,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		statusR.Close()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
-	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{})}
+	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
 	b, _ := json.Marshal(spec)
 	_, werr := specW.Write(b)
 	specW.Close()
@@ -240,6 +243,9 @@ func (c *confined) wait() (Exit, error) {
 		c.status.Close()
 		werr := c.cmd.Wait()
 		c.exit, c.err = parseStatus(line, werr)
+		if strings.HasPrefix(line, "error ") && c.metrics != nil {
+			c.metrics.StartFailed()
+		}
 	})
 	return c.exit, c.err
 }
