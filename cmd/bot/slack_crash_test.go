@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,17 +23,6 @@ type botProcess struct {
 	stderr *bytes.Buffer
 	exited chan struct{}
 	err    error // cmd.Wait's, once exited is closed
-}
-
-// buildBot compiles this command into dir and returns the binary's path.
-func buildBot(t *testing.T, ctx context.Context, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "bot")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // writeSlackConfig writes the config.yaml an operator would write for the
