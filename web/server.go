@@ -12,7 +12,7 @@
 // Safety. Everything shown comes from untrusted sources (the model, tool
 // output, file and branch names, people): html/template escapes it all, the
 // Markdown renderer emits only its own tags and safe links (markdown.go),
-// configured secrets are replaced by *** before anything is rendered, and a
+// configured secrets are replaced by [redacted] before anything is rendered, and a
 // strict Content-Security-Policy allows only this server's script, which is
 // needed for the live follow only.
 //
@@ -54,7 +54,7 @@ type Options struct {
 	AuthHeader string
 	// PublicURL is the pages' address as people reach it, for links.
 	PublicURL string
-	// Secrets are replaced by *** wherever they would be shown.
+	// Secrets are replaced by [redacted] wherever they would be shown.
 	Secrets []string
 	// CompareURL returns the compare view of a repository's branch, "" if
 	// unknown. Nil: no links.
@@ -89,6 +89,11 @@ var assetFS embed.FS
 // blank ordinary words.
 const minSecret = 6
 
+// redacted stands for a secret, as in tool output (tools.Redacted). Not
+// "***": secrets are replaced before Markdown is rendered, and *** there is
+// emphasis or a rule.
+const redacted = "[redacted]"
+
 // New returns a Server.
 func New(opts Options) *Server {
 	if opts.TTL <= 0 {
@@ -107,11 +112,11 @@ func New(opts Options) *Server {
 	var pairs []string
 	for _, sec := range opts.Secrets {
 		if len(sec) >= minSecret {
-			pairs = append(pairs, sec, "***")
+			pairs = append(pairs, sec, redacted)
 		}
 	}
 	if len(opts.Key) > 0 {
-		pairs = append(pairs, string(opts.Key), "***")
+		pairs = append(pairs, string(opts.Key), redacted)
 	}
 	s := &Server{
 		opts:     opts,

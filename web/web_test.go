@@ -531,3 +531,86 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 }
+
+// A configured secret (and the link key) never reaches a viewer, wherever
+// the session put it: the prompt, the model's text, thinking and tool
+// arguments, a tool's output inline, cut and whole, a compaction, the
+// branch, a push's failure and diff, the list and the live follow.
+func TestSecretsAreNeverShown(t *testing.T) {
+	const secret = "sk-live-SECRET-0123456789"
+	f := newFixture(t)
+	if err := f.db.SetThreadWorkspace(f.ctx, f.thread.ID, storage.ThreadInit{Repo: "app", Branch: "bot/" + secret}); err != nil {
+		t.Fatal(err)
+	}
+	f.prompt("alice", "use the key "+secret+" and the link key "+testKey)
+	big := strings.Repeat("x", maxShownOutput-10) + secret + strings.Repeat("y", 100) + secret
+	f.append(
+		msg(llm.Message{Role: llm.RoleAssistant, Model: "gpt-" + secret, StopReason: llm.StopReasonToolUse, Content: []llm.Content{
+			{Type: llm.ContentThinking, Thinking: "the key is " + secret},
+			llm.Text("**" + secret + "** and `" + secret + "`"),
+			llm.ToolCall("c1", "bash", []byte(`{"command":"curl -H 'Authorization: `+secret+`'"}`)),
+			llm.ToolCall("c2", "bash", []byte(`{"command":"cat big"}`)),
+		}}),
+		msg(toolResult("c1", "bash", "token="+secret)),
+		msg(toolResult("c2", "bash", big)),
+		transcript.Entry{Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "## Key\n" + secret, TokensBefore: 1,
+			ModifiedFiles: []string{secret + ".txt"}}},
+	)
+	if _, err := f.db.RecordPush(f.ctx, storage.Push{ThreadID: f.thread.ID, Branch: "bot/" + secret, SHA: "abc", Result: storage.PushError, Detail: "denied for " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.RecordPush(f.ctx, storage.Push{ThreadID: f.thread.ID, Branch: "bot/" + secret, SHA: "def", Result: storage.PushOK}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com", AuthHeader: "X-User", Secrets: []string{secret},
+		PushDiff: func(context.Context, string, string, string) (string, bool, error) {
+			return "diff --git a/k b/k\n+KEY=" + secret + "\n", false, nil
+		}})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	shown := func(what, body string) {
+		t.Helper()
+		if strings.Contains(body, secret) || strings.Contains(body, testKey) {
+			t.Errorf("%s shows a secret", what)
+		}
+		if !strings.Contains(body, redacted) {
+			t.Errorf("%s does not show [redacted] where the secret was:\n%s", what, body)
+		}
+	}
+	code, body := get(t, f.pageURL(srv, s), nil)
+	if code != 200 {
+		t.Fatalf("GET page = %d", code)
+	}
+	shown("the page", body)
+	for _, want := range []string{"use the key [redacted] and the link key [redacted]", "<code>[redacted]</code>", "token=[redacted]", "bot/[redacted]", "denied for [redacted]", "&#43;KEY=[redacted]", "<code>[redacted].txt</code>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	op := http.Header{"X-User": {"op"}}
+	_, list := get(t, srv.URL+"/", op)
+	shown("the list", list)
+	link := attr(find(parse(t, body), func(n *html.Node) bool { return n.Data == "a" && strings.Contains(attr(n, "href"), "/output/") }), "href")
+	if link == "" {
+		t.Fatal("no link to the whole output")
+	}
+	_, out := get(t, srv.URL+link, nil)
+	shown("the whole output", out)
+	pushes, _ := f.db.ThreadPushes(f.ctx, f.thread.ID)
+	_, diff := get(t, fmt.Sprintf("%s/s/%d/diff/%d", srv.URL, f.thread.ID, pushes[1].ID), op)
+	shown("the whole diff", diff)
+
+	p, err := s.build(f.ctx, f.thread.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces, err := s.renderPieces(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, pc := range pieces {
+		all.WriteString(string(pc.HTML))
+	}
+	shown("the live follow's pieces", all.String())
+}
