@@ -17,7 +17,9 @@ import (
 //   - Headings become bold lines; bullets become •, task items ☐/☑;
 //     numbered lists and block quotes stay; rules become a line.
 //   - Code spans and fenced blocks are not converted; a fence loses its
-//     language tag, which Slack would show as the first line of code.
+//     language tag, which Slack would show as the first line of code, and
+//     a ``` inside a block is broken with a zero-width space, since Slack
+//     would end the block there (a ```go line in a ```` block).
 //   - Tables, which Slack cannot draw, become code blocks so columns align.
 //   - &, < and > are escaped everywhere except in the markup made here, code
 //     included: Slack decodes them inside code too, and an unescaped <!channel>
@@ -38,7 +40,7 @@ func Mrkdwn(md string) string {
 				fence = ""
 				continue
 			}
-			out = append(out, escapeText(line))
+			out = append(out, escapeText(breakFences(line)))
 			continue
 		}
 		if f, ok := opensFence(line); ok {
@@ -49,7 +51,7 @@ func Mrkdwn(md string) string {
 		if isTableRow(line) && i+1 < len(lines) && tableDelim.MatchString(lines[i+1]) {
 			out = append(out, "```")
 			for ; i < len(lines) && isTableRow(lines[i]); i++ {
-				out = append(out, escapeText(strings.TrimSpace(lines[i])))
+				out = append(out, escapeText(breakFences(strings.TrimSpace(lines[i]))))
 			}
 			i--
 			out = append(out, "```")
@@ -138,6 +140,35 @@ func convertLine(line string) string {
 	}
 	return inline(line)
 }
+
+// breakFences keeps a run of three or more backticks inside a code block
+// from ending it: Slack ends a block at the next ``` wherever it stands, so
+// a ```go line inside a ```` block would close it and show the rest as
+// text. A zero-width space after every second backtick of such a run looks
+// the same.
+func breakFences(line string) string {
+	if !strings.Contains(line, "```") {
+		return line
+	}
+	var b strings.Builder
+	run := 0
+	for i := 0; i < len(line); i++ {
+		if line[i] != '`' {
+			run = 0
+			b.WriteByte(line[i])
+			continue
+		}
+		if run == 2 {
+			b.WriteString(zeroWidthSpace)
+			run = 0
+		}
+		b.WriteByte('`')
+		run++
+	}
+	return b.String()
+}
+
+const zeroWidthSpace = "\u200b"
 
 // escapeText escapes the three characters Slack reserves.
 func escapeText(s string) string {
