@@ -43,12 +43,20 @@ func (t *thread) mcpServersFor() []mcptool.Server {
 		if err != nil {
 			t.say("⚠️ This repository's MCP server list could not be used: " + err.Error())
 		}
-		for _, s := range repo {
-			if slices.ContainsFunc(out, func(o mcptool.Server) bool { return o.Name == s.Name }) {
-				continue // the operator's server of that name wins
-			}
-			out = append(out, s)
+		out = withRepoServers(out, repo)
+	}
+	return out
+}
+
+// withRepoServers adds a repository's servers to the configured ones; the
+// operator's server of a name wins over the repository's.
+func withRepoServers(configured, repo []mcptool.Server) []mcptool.Server {
+	out := configured
+	for _, s := range repo {
+		if slices.ContainsFunc(configured, func(o mcptool.Server) bool { return o.Name == s.Name }) {
+			continue
 		}
+		out = append(out, s)
 	}
 	return out
 }

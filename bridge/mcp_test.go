@@ -1,0 +1,108 @@
+package bridge
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/mcptool"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+func serverNames(ss []mcptool.Server) []string {
+	var n []string
+	for _, s := range ss {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// A configured server goes to the threads its repos and channels name (all
+// when it names none).
+func TestMCPServersForRepoAndChannel(t *testing.T) {
+	b := &Bridge{cfg: Config{MCPServers: []MCPServer{
+		{Server: mcptool.Server{Name: "all"}},
+		{Server: mcptool.Server{Name: "app-only"}, Repos: []string{"app"}},
+		{Server: mcptool.Server{Name: "ops-channel"}, Channels: []string{"C-OPS"}},
+		{Server: mcptool.Server{Name: "app-in-ops"}, Repos: []string{"app"}, Channels: []string{"C-OPS"}},
+	}}}
+	for _, tc := range []struct {
+		repo, channel string
+		want          []string
+	}{
+		{"app", "C-DEV", []string{"all", "app-only"}},
+		{"app", "C-OPS", []string{"all", "app-only", "ops-channel", "app-in-ops"}},
+		{"lib", "C-OPS", []string{"all", "ops-channel"}},
+		{"lib", "C-DEV", []string{"all"}},
+	} {
+		th := &thread{b: b, rec: storage.Thread{Repo: tc.repo}, ref: chat.ThreadRef{Platform: "slack", Channel: tc.channel}}
+		if got := serverNames(th.mcpServersFor()); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("repo %s, channel %s: servers %v, want %v", tc.repo, tc.channel, got, tc.want)
+		}
+	}
+}
+
+func writeRepoFile(t *testing.T, root, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A repository's .threadsmith/mcp.json wins over its .mcp.json; only stdio
+// servers with a valid name are taken, marked as the repository's, with
+// their env exactly as written and no network; the rest is named.
+func TestRepoMCPServers(t *testing.T) {
+	root := t.TempDir()
+	if got, err := repoMCPServers(root); got != nil || err != nil {
+		t.Fatalf("no file: %v, %v", got, err)
+	}
+	writeRepoFile(t, root, ".mcp.json", `{"mcpServers": {"common": {"command": "c"}}}`)
+	if got, err := repoMCPServers(root); err != nil || !reflect.DeepEqual(serverNames(got), []string{"common"}) {
+		t.Fatalf(".mcp.json: %v, %v", serverNames(got), err)
+	}
+	writeRepoFile(t, root, ".threadsmith/mcp.json", `{"mcpServers": {
+		"tracker": {"command": "tracker-mcp", "args": ["-v"], "env": {"TOKEN": "${OPENAI_API_KEY}"}, "network": true},
+		"web": {"url": "https://mcp.example.com/mcp"},
+		"bad__name": {"command": "x"}}}`)
+	got, err := repoMCPServers(root)
+	want := []mcptool.Server{{Name: "tracker", Command: "tracker-mcp", Args: []string{"-v"}, Env: map[string]string{"TOKEN": "${OPENAI_API_KEY}"}, FromRepo: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("servers %+v, want %+v", got, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), ".threadsmith/mcp.json: left out bad__name, web") {
+		t.Errorf("err %v, want the left-out servers named", err)
+	}
+	writeRepoFile(t, root, ".threadsmith/mcp.json", `{"mcpServers": `)
+	if _, err := repoMCPServers(root); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("broken file: %v", err)
+	}
+}
+
+// The file is read inside the worktree: a symlink out of it is not followed.
+func TestRepoMCPServersStayInTheWorktree(t *testing.T) {
+	outside := t.TempDir()
+	writeRepoFile(t, outside, "mcp.json", `{"mcpServers": {"planted": {"command": "x"}}}`)
+	root := t.TempDir()
+	if err := os.Symlink(filepath.Join(outside, "mcp.json"), filepath.Join(root, ".mcp.json")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := repoMCPServers(root); len(got) != 0 {
+		t.Errorf("followed a symlink out of the worktree: %+v", got)
+	}
+}
+
+// The operator's server of a name wins over the repository's.
+func TestWithRepoServersOperatorWins(t *testing.T) {
+	got := withRepoServers([]mcptool.Server{{Name: "tracker", Command: "operator"}},
+		[]mcptool.Server{{Name: "tracker", Command: "repo", FromRepo: true}, {Name: "lint", Command: "lint", FromRepo: true}})
+	if len(got) != 2 || got[0].Command != "operator" || got[1].Name != "lint" {
+		t.Errorf("got %+v", got)
+	}
+}
