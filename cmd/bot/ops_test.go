@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/ops"
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
@@ -219,5 +221,47 @@ func TestReadinessKeepsTheStorageErrorInTheLog(t *testing.T) {
 	draining.Store(true)
 	if _, body := opstest.Get(t, srv.URL+"/readyz"); !strings.Contains(body, "storage: shutting down") {
 		t.Errorf("/readyz while draining = %q", body)
+	}
+}
+
+// Slack in http mode with slack.listen equal to http.listen, as Main builds
+// it from the config: one port answers a load balancer's GET probes (Slack's
+// own server answered them 405) and Slack's signed POSTs, which reach the
+// bot and are answered.
+func TestSlackHTTPModeSharesItsPortWithTheProbes(t *testing.T) {
+	e := newSlackFakes(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // Main binds it again (the one config key says where)
+	cfg := e.cfg
+	cfg.Slack.Mode, cfg.Slack.SigningSecret, cfg.Slack.AppToken = config.SlackHTTP, signingSecret, ""
+	cfg.Slack.Listen, cfg.HTTP.Listen = addr, addr
+	m := NewMain()
+	m.Config = &cfg
+	m.Logger = slog.New(slog.NewTextHandler(e.logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := m.Run(e.ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	e.m = m
+	t.Cleanup(func() { _ = m.Close() })
+	url := "http://" + addr
+
+	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
+	if code, body := opstest.Get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("GET /healthz on slack.listen = %d %q, want 200 ok", code, body)
+	}
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("answer to: " + lastUserText(r)) })
+	e.slack.UseHTTPEvents(slackfake.HTTPEvents{URL: url + "/slack/events", SigningSecret: signingSecret})
+	if v, err := e.slack.VerifyURL(e.ctx); err != nil || v.StatusCode != 200 || !strings.Contains(string(v.Body), v.Challenge) {
+		t.Fatalf("url_verification on the shared port = %d %q, %v", v.StatusCode, v.Body, err)
+	}
+	root := e.slack.Mention(slackChan, aliceID, "over the shared port", "")
+	e.waitText(slackChan, root, "answer to: over the shared port")
+	fams := opstest.Scrape(t, url)
+	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "chat.postMessage"}); v < 1 {
+		t.Errorf("chat.postMessage counted %v times, want at least 1", v)
 	}
 }
