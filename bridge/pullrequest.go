@@ -81,7 +81,16 @@ func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, u
 			verb = "Opened draft"
 		}
 	}
-	return fmt.Sprintf("🔀 %s [pull request #%d](%s)", verb, res.Number, res.URL), res.URL
+	return fmt.Sprintf("🔀 %s [%s](%s)", verb, prName(pr.Client.Kind(), res.Number), res.URL), res.URL
+}
+
+// prName is how the forge calls its request number n: GitLab's are merge
+// requests, !n.
+func prName(kind string, n int) string {
+	if kind == forge.GitLab {
+		return fmt.Sprintf("merge request !%d", n)
+	}
+	return fmt.Sprintf("pull request #%d", n)
 }
 
 // prNoteOnce tells the thread, once, why it gets no pull request.
@@ -252,11 +261,11 @@ func (t *thread) reviewPrompt(ctx context.Context) (prompt string, handled bool)
 		}
 	}
 	if len(fresh) == 0 {
-		t.say(fmt.Sprintf("🔀 No new review comments on [#%d](%s).", found.Number, found.URL))
+		t.say(fmt.Sprintf("🔀 No new review comments on [%s](%s).", prName(pr.Client.Kind(), found.Number), found.URL))
 		return "", true
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Review comments on the pull request #%d (%s) that you have not seen yet. Address each one: change the code where it asks for a change, answer where it asks a question, and say what you did for each.\n", found.Number, found.URL)
+	fmt.Fprintf(&b, "Review comments on the %s (%s) that you have not seen yet. Address each one: change the code where it asks for a change, answer where it asks a question, and say what you did for each.\n", prName(pr.Client.Kind(), found.Number), found.URL)
 	keys := make([]string, 0, len(fresh))
 	for i, c := range fresh {
 		keys = append(keys, c.Key)

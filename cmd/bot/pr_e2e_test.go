@@ -55,9 +55,11 @@ func TestSlackPullRequestLoop(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			e, fake := prEnv(t, kind)
 			writes(e)
+			// GitLab calls its requests merge requests, numbered !1.
+			name := map[bool]string{true: "|merge request !1>", false: "|pull request #1>"}[kind == "gitlab"]
 			root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
 			e.waitText(slackChan, root, "🔀 Opened draft <https://forge.test/acme/app/")
-			e.waitText(slackChan, root, "|pull request #1>")
+			e.waitText(slackChan, root, name)
 			prs := fake.PRs()
 			if len(prs) != 1 || !strings.HasPrefix(prs[0].Head, "bot/slack-") || prs[0].Base != "main" || !prs[0].Draft {
 				t.Fatalf("the forge holds %+v", prs)
@@ -94,7 +96,7 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			e.slack.UserMessage(slackChan, aliceID, "!review", root)
 			e.waitText(slackChan, root, "No new review comments on <")
 			e.slack.UserMessage(slackChan, aliceID, "!pr", root)
-			e.waitFor("the !pr answer", func() bool { return strings.Count(e.threadText(slackChan, root), "|pull request #1>") == 4 })
+			e.waitFor("the !pr answer", func() bool { return strings.Count(e.threadText(slackChan, root), name) == 4 })
 			if len(e.llm.Requests()) != n {
 				t.Errorf("!review without news or !pr asked the model")
 			}
@@ -167,7 +169,7 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 			e.start()
 			writes(e)
 			root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
-			e.waitText(slackChan, root, "|pull request #1>")
+			e.waitText(slackChan, root, map[bool]string{true: "|merge request !1>", false: "|pull request #1>"}[kind == "gitlab"])
 			prs := fake.PRs()
 			fake.AddComment(1, forgefake.Comment{ID: 77, Author: "reviewer", Body: "rename file1", Path: "file1.txt", Line: 1, Review: true})
 
