@@ -50,7 +50,8 @@ type discordEnv struct {
 	scripts *discordScripts
 }
 
-func newDiscordEnv(t *testing.T) *discordEnv {
+// configure, if given, changes the configuration before the program starts.
+func newDiscordEnv(t *testing.T, configure ...func(*config.Config, *discordEnv)) *discordEnv {
 	t.Helper()
 	second := discordfake.Guild{
 		ID: dGuild2, Name: "second guild", OwnerID: dAlice,
@@ -89,6 +90,9 @@ func newDiscordEnv(t *testing.T) *discordEnv {
 	// after two short runs; the window is large, so nothing compacts by itself.
 	cfg.Agent.Compaction.KeepRecentTokens = 50
 	cfg.ShutdownGrace = 5 * time.Second
+	for _, f := range configure {
+		f(&cfg, e)
+	}
 
 	var cancel context.CancelFunc
 	e.ctx, cancel = context.WithTimeout(context.Background(), 90*time.Second)
