@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,7 +114,7 @@ func TestCheckStartsMCPServers(t *testing.T) {
 	if ok {
 		t.Fatalf("check passed with a broken server:\n%s", out)
 	}
-	if !strings.Contains(out, "mcp: fake: 11 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
+	if !strings.Contains(out, "mcp: fake: 12 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
 		t.Errorf("no tool list for fake:\n%s", out)
 	}
 	if !strings.Contains(out, "mcp.servers[broken]: starting /nonexistent/mcp-server") || strings.Contains(out, "/nonexistent/too") {
@@ -298,4 +302,47 @@ func TestSlackStopCancelsAnMCPCall(t *testing.T) {
 	e.waitText(slackChan, root, "✗ `docs__slow`")
 	e.slack.UserMessage(slackChan, aliceID, "go on", root)
 	e.waitText(slackChan, root, "after the stop: go on")
+}
+
+// A stdio server reaches the network only when its config says so; a
+// repository's server never does, whatever its file says.
+func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	bin := mcpfake.Build(t)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello from the host") }))
+	defer host.Close()
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
+		c.MCP.RepoServers = true
+		c.MCP.Servers = []config.MCPServer{
+			{Name: "off", Command: bin, Timeout: config.DefaultMCPTimeout},
+			{Name: "on", Command: bin, Network: true, Timeout: config.DefaultMCPTimeout},
+		}
+	}))
+	e.remote.Commit(t, gitremote.Change{Branch: "main", Files: map[string]string{
+		".mcp.json": `{"mcpServers": {"repo": {"command": "` + bin + `", "network": true}}}`,
+	}})
+	url := jsonArgs(map[string]string{"url": host.URL})
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		got := map[string]string{}
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				got[m.ToolCallID] = m.Content
+			}
+		}
+		if len(got) == 0 {
+			return llmfake.ToolCallReply(llmfake.Call{ID: "off", Name: "off__fetch", Args: url},
+				llmfake.Call{ID: "on", Name: "on__fetch", Args: url}, llmfake.Call{ID: "repo", Name: "repo__fetch", Args: url})
+		}
+		return llmfake.TextReply(fmt.Sprintf("off: %q\non: %q\nrepo: %q", got["off"], got["on"], got["repo"]))
+	})
+	root := e.slack.Mention(slackChan, aliceID, "fetch from the host", "")
+	e.waitText(slackChan, root, "off: ")
+	tr := e.threadText(slackChan, root)
+	if !strings.Contains(tr, `on: "200 OK\nhello from the host"`) {
+		t.Errorf("the server with network: true did not reach the host:\n%s", tr)
+	}
+	if !strings.Contains(tr, `off: "fetch failed`) || !strings.Contains(tr, `repo: "fetch failed`) {
+		t.Errorf("a server without network reached the host:\n%s", tr)
+	}
 }

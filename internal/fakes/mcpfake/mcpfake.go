@@ -13,6 +13,7 @@
 //	                  embedded binary one
 //	env{}             the server's environment, one variable per line
 //	read{path}        a file's content (what the server can see)
+//	fetch{url}        an HTTP GET's status and body (what the server can reach)
 //	big{}             5,000 lines
 //	crash{}           exits the process (stdio only)
 //	crash_once{}      exits the process unless ./.crashed exists, which it creates
@@ -22,6 +23,7 @@ package mcpfake
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -130,6 +133,23 @@ func newServer(exit func(), stop <-chan struct{}, h *HTTP) *mcp.Server {
 			return res
 		}
 		return text(string(b))
+	})
+	add("fetch", "Fetches a URL.", "url", func(ctx context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, arg(r, "url"), nil)
+		var resp *http.Response
+		if err == nil {
+			resp, err = http.DefaultClient.Do(req)
+		}
+		if err != nil {
+			res := text("fetch failed: " + err.Error())
+			res.IsError = true
+			return res
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return text(resp.Status + "\n" + string(b))
 	})
 	add("big", "Returns a long answer.", "", func(context.Context, *mcp.CallToolRequest) *mcp.CallToolResult {
 		var b strings.Builder
