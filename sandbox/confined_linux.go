@@ -206,6 +206,14 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		statusR.Close()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
+	// Memory is limited per process (RLIMIT_AS), so many processes of one
+	// sandbox can still fill the machine: the kernel's out-of-memory killer
+	// is to take them before anything else, the bot above all. The init
+	// waits for its spec, so this holds before the command starts, and every
+	// process of the sandbox inherits it. A root bot (CAP_SYS_RESOURCE) also
+	// makes it the floor nothing inside can go below; Landlock keeps /proc
+	// read-only inside anyway.
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000\n"), 0)
 	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
 	b, _ := json.Marshal(spec)
 	_, werr := specW.Write(b)

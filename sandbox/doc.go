@@ -46,7 +46,10 @@
 //     bounding set, SECBIT_NOROOT), and cannot make user namespaces.
 //   - Memory (RLIMIT_AS, per process) and processes (RLIMIT_NPROC, counted in
 //     the sandbox's own user namespace) are limited; a fork bomb or a memory
-//     hog fails inside and the bot is not affected.
+//     hog fails inside and the bot is not affected. There is no limit on the
+//     sum of a sandbox's processes (no cgroup): should many of them fill the
+//     machine, the kernel's out-of-memory killer takes them first (their
+//     oom_score_adj is 1000, which nothing inside can lower).
 //   - ModeNone runs the command directly in its own process group, with the
 //     same environment and kill semantics as far as a process group allows
 //     (a child that calls setsid escapes); it exists for machines without

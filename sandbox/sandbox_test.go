@@ -384,6 +384,22 @@ func TestResourceLimitsHold(t *testing.T) {
 	}
 }
 
+// RLIMIT_AS holds per process; a sandbox of many processes that fills the
+// machine's memory is what the kernel's out-of-memory killer takes first,
+// not the bot, and nothing inside can change that.
+func TestOutOfMemoryKillerTakesTheSandboxFirst(t *testing.T) {
+	r := newRig(t, sandbox.Config{})
+	out, _ := r.run(t, `cat /proc/self/oom_score_adj; (echo 0 > /proc/self/oom_score_adj; echo -500 > /proc/self/oom_score_adj) 2>/dev/null
+		sh -c 'cat /proc/self/oom_score_adj'`)
+	lines := strings.Fields(out)
+	if len(lines) != 2 || lines[0] != "1000" {
+		t.Fatalf("oom_score_adj inside: %q, want 1000", out)
+	}
+	if lines[1] != "1000" && (os.Geteuid() == 0 || strings.Contains(r.sb.String(), "landlock")) {
+		t.Errorf("the sandbox lowered its oom_score_adj to %s", lines[1])
+	}
+}
+
 func TestNoneRunsDirectlyAndKillsItsGroup(t *testing.T) {
 	sb, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeNone})
 	if err != nil {
