@@ -270,6 +270,9 @@ func (t *thread) reviewPrompt(ctx context.Context) (prompt string, handled bool)
 	for i, c := range fresh {
 		keys = append(keys, c.Key)
 		fmt.Fprintf(&b, "\n%d. %s", i+1, c.Author)
+		if c.State != "" {
+			fmt.Fprintf(&b, " (review: %s)", c.State)
+		}
 		if c.Path != "" {
 			fmt.Fprintf(&b, " on %s", c.Path)
 			if c.Line > 0 {

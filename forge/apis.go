@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 )
 
 // GitHub REST v3: pulls, pull review comments and issue comments.
@@ -55,16 +56,50 @@ type ghReviewComment struct {
 	User struct {
 		Login string `json:"login"`
 	} `json:"user"`
-	Body         string `json:"body"`
-	Path         string `json:"path"`
-	Line         int    `json:"line"`
-	OriginalLine int    `json:"original_line"`
-	DiffHunk     string `json:"diff_hunk"`
-	HTMLURL      string `json:"html_url"`
+	Body         string    `json:"body"`
+	Path         string    `json:"path"`
+	Line         int       `json:"line"`
+	OriginalLine int       `json:"original_line"`
+	DiffHunk     string    `json:"diff_hunk"`
+	HTMLURL      string    `json:"html_url"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// review is a review on GitHub and Gitea, whose own text (the summary
+// written when submitting it, with the verdict) is not among its comments.
+type review struct {
+	ID   int64 `json:"id"`
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
+	Body        string    `json:"body"`
+	State       string    `json:"state"`
+	HTMLURL     string    `json:"html_url"`
+	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+// reviewStates are the verdicts of submitted reviews (GitHub's and
+// Gitea's names); a pending review is its author's draft.
+var reviewStates = map[string]string{
+	"CHANGES_REQUESTED": "changes requested", "REQUEST_CHANGES": "changes requested",
+	"APPROVED": "approved", "COMMENTED": "commented", "COMMENT": "commented",
+}
+
+// summaries are the reviews' own texts, as comments.
+func summaries(reviews []review) []Comment {
+	var out []Comment
+	for _, r := range reviews {
+		state, ok := reviewStates[r.State]
+		if !ok || strings.TrimSpace(r.Body) == "" {
+			continue
+		}
+		out = append(out, Comment{Key: fmt.Sprintf("summary:%d", r.ID), ID: r.ID, Author: r.User.Login, Body: r.Body, URL: r.HTMLURL, State: state, Created: r.SubmittedAt})
+	}
+	return out
 }
 
 func (g github) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
-	review, err := getAll[ghReviewComment](ctx, c, fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}})
+	lines, err := getAll[ghReviewComment](ctx, c, fmt.Sprintf("%s/pulls/%d/comments", g.repo(c), number), url.Values{"per_page": {"100"}})
 	if err != nil {
 		return nil, err
 	}
@@ -72,13 +107,18 @@ func (g github) comments(ctx context.Context, c *Client, number int) ([]Comment,
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range review {
+	for _, r := range lines {
 		line := r.Line
 		if line == 0 {
 			line = r.OriginalLine
 		}
-		out = append(out, Comment{Key: fmt.Sprintf("review:%d", r.ID), ID: r.ID, Author: r.User.Login, Body: r.Body, Path: r.Path, Line: line, Hunk: r.DiffHunk, URL: r.HTMLURL})
+		out = append(out, Comment{Key: fmt.Sprintf("review:%d", r.ID), ID: r.ID, Author: r.User.Login, Body: r.Body, Path: r.Path, Line: line, Hunk: r.DiffHunk, URL: r.HTMLURL, Created: r.CreatedAt})
 	}
+	reviews, err := getAll[review](ctx, c, fmt.Sprintf("%s/pulls/%d/reviews", g.repo(c), number), url.Values{"per_page": {"100"}})
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, summaries(reviews)...)
 	sortByID(out)
 	return out, nil
 }
@@ -139,6 +179,7 @@ type glNote struct {
 		NewPath string `json:"new_path"`
 		NewLine int    `json:"new_line"`
 	} `json:"position"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func (g gitlab) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
@@ -152,7 +193,7 @@ func (g gitlab) comments(ctx context.Context, c *Client, number int) ([]Comment,
 		if n.System {
 			continue // "added 1 commit" and the like
 		}
-		cm := Comment{Key: fmt.Sprintf("note:%d", n.ID), ID: n.ID, Author: n.Author.Username, Body: n.Body}
+		cm := Comment{Key: fmt.Sprintf("note:%d", n.ID), ID: n.ID, Author: n.Author.Username, Body: n.Body, Created: n.CreatedAt}
 		if n.Position != nil {
 			cm.Path, cm.Line = n.Position.NewPath, n.Position.NewLine
 		}
@@ -217,31 +258,29 @@ func (g gitea) update(ctx context.Context, c *Client, number int, _, body string
 }
 
 func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, error) {
-	type review struct {
-		ID int64 `json:"id"`
-	}
 	reviews, err := getAll[review](ctx, c, fmt.Sprintf("%s/pulls/%d/reviews", g.repo(c), number), url.Values{"limit": {"50"}})
 	if err != nil {
 		return nil, err
 	}
-	var out []Comment
+	out := summaries(reviews)
 	for _, r := range reviews {
 		var cs []struct {
 			ID   int64 `json:"id"`
 			User struct {
 				Login string `json:"login"`
 			} `json:"user"`
-			Body     string `json:"body"`
-			Path     string `json:"path"`
-			Position int    `json:"position"`
-			DiffHunk string `json:"diff_hunk"`
-			HTMLURL  string `json:"html_url"`
+			Body      string    `json:"body"`
+			Path      string    `json:"path"`
+			Position  int       `json:"position"`
+			DiffHunk  string    `json:"diff_hunk"`
+			HTMLURL   string    `json:"html_url"`
+			CreatedAt time.Time `json:"created_at"`
 		}
 		if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d/reviews/%d/comments", g.repo(c), number, r.ID), nil, nil, &cs); err != nil {
 			return nil, err
 		}
 		for _, x := range cs {
-			out = append(out, Comment{Key: fmt.Sprintf("review:%d", x.ID), ID: x.ID, Author: x.User.Login, Body: x.Body, Path: x.Path, Line: x.Position, Hunk: x.DiffHunk, URL: x.HTMLURL})
+			out = append(out, Comment{Key: fmt.Sprintf("review:%d", x.ID), ID: x.ID, Author: x.User.Login, Body: x.Body, Path: x.Path, Line: x.Position, Hunk: x.DiffHunk, URL: x.HTMLURL, Created: x.CreatedAt})
 		}
 	}
 	general, err := issueComments(ctx, c, g.repo(c), number, nil)
@@ -261,8 +300,9 @@ func issueComments(ctx context.Context, c *Client, repo string, number int, q ur
 		User struct {
 			Login string `json:"login"`
 		} `json:"user"`
-		Body    string `json:"body"`
-		HTMLURL string `json:"html_url"`
+		Body      string    `json:"body"`
+		HTMLURL   string    `json:"html_url"`
+		CreatedAt time.Time `json:"created_at"`
 	}
 	issue, err := getAll[comment](ctx, c, fmt.Sprintf("%s/issues/%d/comments", repo, number), q)
 	if err != nil {
@@ -270,7 +310,7 @@ func issueComments(ctx context.Context, c *Client, repo string, number int, q ur
 	}
 	out := make([]Comment, 0, len(issue))
 	for _, i := range issue {
-		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL})
+		out = append(out, Comment{Key: fmt.Sprintf("issue:%d", i.ID), ID: i.ID, Author: i.User.Login, Body: i.Body, URL: i.HTMLURL, Created: i.CreatedAt})
 	}
 	return out, nil
 }
@@ -284,6 +324,15 @@ func draftTitle(r Request, prefix string) string {
 	return r.Title
 }
 
+// sortByID puts comments in the order they were written: by time where
+// the forge gave it (review comments, general comments and reviews are
+// numbered in separate sequences), else by number.
 func sortByID(cs []Comment) {
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if !a.Created.IsZero() && !b.Created.IsZero() && !a.Created.Equal(b.Created) {
+			return a.Created.Before(b.Created)
+		}
+		return a.ID < b.ID
+	})
 }

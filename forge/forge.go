@@ -155,6 +155,11 @@ type Comment struct {
 	// Hunk is the diff around the line, when the forge gives it.
 	Hunk string
 	URL  string
+	// State is set on a review's own text (its summary): "changes
+	// requested", "approved" or "commented".
+	State string
+	// Created is when it was written (zero when the forge did not say).
+	Created time.Time
 }
 
 // Error is a forge's refusal or failure.

@@ -308,3 +308,46 @@ func TestRedirectElsewhereCarriesNoToken(t *testing.T) {
 		})
 	}
 }
+
+// A review's own text (what a reviewer writes when submitting "Request
+// changes") is among the comments, with its verdict, on the forges that
+// have reviews; on GitLab it is a note. Comments come in the order they
+// were written, though each kind is numbered in its own sequence.
+func TestReviewSummariesAndOrder(t *testing.T) {
+	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
+		t.Run(kind, func(t *testing.T) {
+			fake := forgefake.New(t, kind, "acme/app", "tok")
+			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verdict := map[string]string{forge.GitHub: "CHANGES_REQUESTED", forge.Gitea: "REQUEST_CHANGES", forge.GitLab: "x"}[kind]
+			fake.AddComment(pr.Number, forgefake.Comment{ID: 900, Author: "rev", Body: "off by one", Path: "a.go", Line: 4, Review: true})
+			fake.AddComment(pr.Number, forgefake.Comment{ID: 5, Author: "rev", Body: "handle the empty list too", State: verdict})
+			fake.AddComment(pr.Number, forgefake.Comment{ID: 10, Author: "ann", Body: "thanks"})
+			if kind != forge.GitLab {
+				// An approval without words, and a pending review, add nothing.
+				fake.AddComment(pr.Number, forgefake.Comment{ID: 11, Author: "rev", State: "APPROVED"})
+				fake.AddComment(pr.Number, forgefake.Comment{ID: 12, Author: "rev", Body: "draft", State: "PENDING"})
+			}
+			cs, err := c.Comments(t.Context(), pr.Number)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bodies []string
+			for _, cm := range cs {
+				bodies = append(bodies, cm.Body)
+			}
+			if strings.Join(bodies, "|") != "off by one|handle the empty list too|thanks" {
+				t.Fatalf("comments %q, want the line comment, the review's text and the general comment, in that order", bodies)
+			}
+			if kind != forge.GitLab && cs[1].State != "changes requested" {
+				t.Errorf("the review's verdict: %q", cs[1].State)
+			}
+			if cs[0].Key == cs[1].Key || cs[1].Key == cs[2].Key {
+				t.Errorf("keys %q %q %q are not distinct", cs[0].Key, cs[1].Key, cs[2].Key)
+			}
+		})
+	}
+}

@@ -78,6 +78,9 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			}
 
 			fake.AddComment(1, forgefake.Comment{ID: 41, Author: "reviewer", Body: "please shout in file1", Path: "file1.txt", Line: 1, Review: true})
+			// The review's own text, submitted with "Request changes".
+			verdict := map[string]string{"github": "CHANGES_REQUESTED", "gitea": "REQUEST_CHANGES"}[kind]
+			fake.AddComment(1, forgefake.Comment{ID: 3, Author: "lead", Body: "and name the files better", State: verdict})
 			before := len(e.llm.Requests())
 			e.slack.UserMessage(slackChan, aliceID, "!review", root)
 			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 2 })
@@ -87,6 +90,9 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			}
 			if !strings.Contains(got, "please shout in file1") || !strings.Contains(got, "reviewer on file1.txt line 1") {
 				t.Fatalf("the model did not get the review comment with its place:\n%s", got)
+			}
+			if !strings.Contains(got, "> and name the files better") || kind != "gitlab" && !strings.Contains(got, "lead (review: changes requested)") {
+				t.Fatalf("the model did not get the review's own text with its verdict:\n%s", got)
 			}
 			if prs := fake.PRs(); prs[0].Updates != 2 {
 				t.Errorf("the fix did not update the pull request: %+v", prs[0])

@@ -43,7 +43,17 @@ type Comment struct {
 	Path   string
 	Line   int
 	Review bool // a review (diff) comment, else a general one
+	// State makes it a review's own text (its summary, with the verdict):
+	// GitHub APPROVED, CHANGES_REQUESTED or COMMENTED; Gitea APPROVED,
+	// REQUEST_CHANGES or COMMENT. GitLab has no reviews: it is a note there.
+	State string
+	// Created is when it was written; AddComment sets it (a second after
+	// the previous comment) when it is zero.
+	Created time.Time
 }
+
+// commentEpoch is the time of the first comment AddComment dates.
+var commentEpoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // AddFork opens a request from the branch head of the fork (owner/repo)
 // into base, as anyone who can fork the project may, and returns its number.
@@ -146,6 +156,13 @@ func (s *Server) Calls() []string {
 func (s *Server) AddComment(number int, c Comment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.Created.IsZero() {
+		n := 0
+		for _, cs := range s.comments {
+			n += len(cs)
+		}
+		c.Created = commentEpoch.Add(time.Duration(n) * time.Second)
+	}
 	s.comments[number] = append(s.comments[number], c)
 }
 
@@ -404,23 +421,47 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			return
 		}
 		s.writePage(w, r, s.commentList(n, false))
-	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET" && s.Kind == "gitea":
-		s.writePage(w, r, []map[string]any{{"id": 1}})
+	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		s.writePage(w, r, s.reviewList(n))
 	case len(parts) == 5 && parts[0] == "pulls" && parts[2] == "reviews" && parts[4] == "comments" && r.Method == "GET" && s.Kind == "gitea":
 		n, _ := strconv.Atoi(parts[1])
+		if parts[3] != "1" {
+			writeJSON(w, http.StatusOK, []map[string]any{}) // a review of a summary only
+			return
+		}
 		writeJSON(w, http.StatusOK, s.commentList(n, true))
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
 	}
 }
 
+// reviewList is a request's reviews: on GitHub those with a State; on
+// Gitea also review 1, which holds the line comments.
+func (s *Server) reviewList(n int) []map[string]any {
+	out := []map[string]any{}
+	if s.Kind == "gitea" {
+		out = append(out, map[string]any{"id": 1, "user": map[string]any{"login": "reviewer"}, "body": "", "state": "COMMENT",
+			"submitted_at": commentEpoch.Format(time.RFC3339), "html_url": "https://forge.test/r/1"})
+	}
+	for _, c := range s.comments[n] {
+		if c.State == "" {
+			continue
+		}
+		out = append(out, map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "state": c.State,
+			"submitted_at": c.Created.Format(time.RFC3339), "html_url": fmt.Sprintf("https://forge.test/r/%d", c.ID)})
+	}
+	return out
+}
+
 func (s *Server) commentList(n int, review bool) []map[string]any {
 	out := []map[string]any{}
 	for _, c := range s.comments[n] {
-		if c.Review != review {
+		if c.Review != review || c.State != "" {
 			continue
 		}
-		m := map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "html_url": fmt.Sprintf("https://forge.test/c/%d", c.ID)}
+		m := map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "html_url": fmt.Sprintf("https://forge.test/c/%d", c.ID),
+			"created_at": c.Created.Format(time.RFC3339)}
 		if review {
 			m["path"], m["line"], m["position"], m["diff_hunk"] = c.Path, c.Line, c.Line, "@@ -1 +1 @@"
 		}
@@ -495,8 +536,9 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 		n, _ := strconv.Atoi(parts[1])
 		out := []map[string]any{{"id": 1, "body": "added 1 commit", "system": true, "author": map[string]any{"username": "bot"}}}
 		for _, c := range s.comments[n] {
-			m := map[string]any{"id": c.ID, "body": c.Body, "system": false, "author": map[string]any{"username": c.Author}}
-			if c.Review {
+			m := map[string]any{"id": c.ID, "body": c.Body, "system": false, "author": map[string]any{"username": c.Author},
+				"created_at": c.Created.Format("2006-01-02T15:04:05.000Z")}
+			if c.Review && c.State == "" {
 				m["position"] = map[string]any{"new_path": c.Path, "new_line": c.Line}
 			}
 			out = append(out, m)
