@@ -778,3 +778,55 @@ func TestStageMatchesGitAddAll(t *testing.T) {
 		t.Errorf("stage recorded\n%s\nwant (git add --all)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Symlinks the agent plants for the bot's own git to follow: to a secret
+// file, to another thread's work, to a folder outside. The bot commits each
+// as a link (its target's name), never what it points at, and pushes only
+// the thread's branch.
+func TestPlantedSymlinksAreCommittedAsLinks(t *testing.T) {
+	const secret = "sk-planted-1234-abcdef"
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	mainTip := remote.Rev(t, "main")
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	a := e.open("app", "attacker")
+	b := e.open("app", "victim")
+	outside := t.TempDir()
+	writeFile(t, outside, "secret.txt", secret+"\n")
+	writeFile(t, outside, "dir/inner.txt", secret+"\n")
+	writeFile(t, b.Root(), "wip.txt", "the victim's "+secret+"\n")
+	links := map[string]string{
+		"stolen.txt": filepath.Join(outside, "secret.txt"),
+		"victim.txt": filepath.Join(b.Root(), "wip.txt"),
+		"outdir":     filepath.Join(outside, "dir"),
+		"relative":   "../../../../" + strings.TrimPrefix(outside, "/") + "/secret.txt",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(a.Root(), name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit(t, a, "links")
+	mustPush(t, a)
+
+	files := remote.Files(t, a.Branch())
+	for name, target := range links {
+		if got := files[name]; got != target {
+			t.Errorf("%s on the branch = %q, want the link's target %q", name, got, target)
+		}
+		if mode := agentGit(t, remote.Path, "ls-tree", a.Branch(), name); !strings.HasPrefix(mode, "120000 ") {
+			t.Errorf("%s committed as %q, want a symlink (120000)", name, mode)
+		}
+	}
+	for name, content := range files {
+		if strings.Contains(content, secret) {
+			t.Errorf("%s on the branch carries what a link points at: %q", name, content)
+		}
+	}
+	if changed, err := b.Changed(context.Background()); err != nil || !changed {
+		t.Errorf("victim Changed = %v, %v; want its work left uncommitted", changed, err)
+	}
+	checkRemote(t, remote, mainTip)
+	if remote.Rev(t, b.Branch()) != "" {
+		t.Errorf("the victim's branch was pushed")
+	}
+}
