@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // testDiscordHostileAnswer: an answer that names everyone it can, in every
@@ -52,6 +55,49 @@ func checkDiscordPingsAtMost(t *testing.T, fake *discordfake.Server, user string
 	for _, n := range fake.Notices() {
 		if n.Everyone || len(n.Roles) > 0 || len(n.Users) > 1 || (len(n.Users) == 1 && n.Users[0] != user) {
 			t.Errorf("message %s in %s would ping %+v, want at most %s: %q", n.MessageID, n.ChannelID, n.Mentioned, user, n.Content)
+		}
+	}
+}
+
+// TestDiscordReconnectCatchesUpOnlyOnRecentThreads: with 500 sessions nobody
+// wrote in for days, a new gateway session (READY after the old one was
+// invalidated) reads the channel history of the thread in use only, not of
+// every thread ever opened, and the message typed while no session existed
+// still arrives.
+func TestDiscordReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
+	e := newDiscordEnv(t, func(cfg *config.Config, _ *discordEnv) {
+		seedDormant(t, cfg.DataDir, 500, func(i int) storage.ThreadKey {
+			id := fmt.Sprintf("15%017d", i)
+			return storage.ThreadKey{Platform: "discord", Team: dGuild, Channel: id, Thread: id}
+		})
+	})
+	fake := e.fake
+	e.scripts.add("oscar", answerPrompt)
+	th, _ := e.open("oscar: recent work")
+	e.waitBot(th, "⏱")
+
+	before := len(fake.Requests())
+	readies := fake.Readies()
+	fake.InvalidateSession(false)
+	gap := "typed while the session was gone"
+	fake.UserMessage(th, dAlice, gap)
+	if err := fake.WaitForReady(e.ctx, readies+1); err != nil {
+		t.Fatal(err)
+	}
+	e.waitBot(th, "answer to: "+gap)
+
+	var read []string
+	for _, r := range fake.Requests()[before:] {
+		if r.Method == http.MethodGet && r.Route == "GET /api/v9/channels/{channel}/messages" {
+			read = append(read, r.Path)
+		}
+	}
+	if len(read) != 1 || !strings.Contains(read[0], "/channels/"+th+"/") {
+		t.Errorf("channel history read on reconnect: %v, want one read, of %s (not of the 500 dormant threads)", read, th)
+	}
+	for _, r := range fake.Requests() {
+		if r.Status == http.StatusTooManyRequests {
+			t.Errorf("429 on %s %s: want none", r.Method, r.Path)
 		}
 	}
 }

@@ -184,20 +184,31 @@ func slicesOf(s string, n int) func(func(string) bool) {
 	}
 }
 
-// seedDormantThreads writes n sessions that nobody has written in for two
-// days into the bot's database, as a bot that ran for months leaves them.
+// seedDormantThreads writes n Slack sessions that nobody has written in for
+// two days into the bot's database, as a bot that ran for months leaves them.
 func seedDormantThreads(t *testing.T, dataDir, team string, n int) {
+	t.Helper()
+	seedDormant(t, dataDir, n, func(i int) storage.ThreadKey {
+		return storage.ThreadKey{Platform: "slack", Team: team, Channel: fmt.Sprintf("C0OLD%04d", i%50), Thread: fmt.Sprintf("1600000000.%06d", i)}
+	})
+}
+
+// seedDormant writes n sessions two days old, thread i under key(i).
+func seedDormant(t *testing.T, dataDir string, n int, key func(i int) storage.ThreadKey) {
 	t.Helper()
 	ctx := context.Background()
 	then := time.Now().Add(-48 * time.Hour)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	db, err := storage.Open(ctx, filepath.Join(dataDir, "threadsmith.db"), storage.WithClock(func() time.Time { return then }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	for i := range n {
-		key := storage.ThreadKey{Platform: "slack", Team: team, Channel: fmt.Sprintf("C0OLD%04d", i%50), Thread: fmt.Sprintf("1600000000.%06d", i)}
-		th, _, err := db.EnsureThread(ctx, key, storage.ThreadInit{Repo: "app", Branch: fmt.Sprintf("bot/slack-old-%d", i)})
+		key := key(i)
+		th, _, err := db.EnsureThread(ctx, key, storage.ThreadInit{Repo: "app", Branch: fmt.Sprintf("bot/%s-old-%d", key.Platform, i)})
 		if err != nil {
 			t.Fatal(err)
 		}
