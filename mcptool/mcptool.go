@@ -107,6 +107,9 @@ type Status struct {
 	Tools []string
 	// Err says why the server has no tools, or "".
 	Err string
+	// Unoffered are names of its allow-list (Server.Tools) the server does
+	// not offer: a typo, or a tool it dropped.
+	Unoffered []string
 }
 
 // Open starts the servers and lists their tools. It returns when every
@@ -185,6 +188,8 @@ func (s *Set) Status() []Status {
 		}
 		if c.err != nil {
 			st.Err = c.err.Error()
+		} else {
+			st.Unoffered = c.unoffered
 		}
 		c.mu.Unlock()
 		out = append(out, st)
@@ -211,14 +216,15 @@ type conn struct {
 	set *Set
 	log *slog.Logger
 
-	mu       sync.Mutex
-	session  *mcp.ClientSession
-	stop     func()
-	tools    []agent.Tool
-	err      error // why the server is unusable, or nil
-	restarts int
-	closed   bool
-	reported bool // OnDown was called
+	mu        sync.Mutex
+	session   *mcp.ClientSession
+	stop      func()
+	tools     []agent.Tool
+	err       error    // why the server is unusable, or nil
+	unoffered []string // allow-listed names the server does not offer
+	restarts  int
+	closed    bool
+	reported  bool // OnDown was called
 }
 
 // connectTimeout is the least time a server gets to start and list its
@@ -288,13 +294,16 @@ func (c *conn) disconnectLocked() error {
 	return err
 }
 
-// listLocked reads the server's tools, keeping the allowed ones.
+// listLocked reads the server's tools, keeping the allowed ones (and noting
+// the allowed ones it lacks).
 func (c *conn) listLocked(ctx context.Context) ([]agent.Tool, error) {
 	var out []agent.Tool
+	var offered []string
 	for t, err := range c.session.Tools(ctx, nil) {
 		if err != nil {
 			return nil, err
 		}
+		offered = append(offered, t.Name)
 		if len(c.srv.Tools) > 0 && !slices.Contains(c.srv.Tools, t.Name) {
 			continue
 		}
@@ -304,6 +313,12 @@ func (c *conn) listLocked(ctx context.Context) ([]agent.Tool, error) {
 			continue
 		}
 		out = append(out, tl)
+	}
+	c.unoffered = nil
+	for _, n := range c.srv.Tools {
+		if !slices.Contains(offered, n) {
+			c.unoffered = append(c.unoffered, n)
+		}
 	}
 	return out, nil
 }

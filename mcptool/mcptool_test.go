@@ -160,6 +160,15 @@ func TestAllowListAndBrokenServers(t *testing.T) {
 	if st[1].Server != "gone" || st[1].Err == "" {
 		t.Errorf("status %+v, want gone unavailable", st)
 	}
+	if len(st[0].Unoffered) != 0 {
+		t.Errorf("unoffered %v, want none", st[0].Unoffered)
+	}
+	// An allowed name the server does not offer (a typo) is named.
+	set2 := mcptool.Open(t.Context(), []mcptool.Server{{Name: "typo", URL: url, Tools: []string{"echo", "ecoh"}}}, mcptool.Options{})
+	defer set2.Close()
+	if st := set2.Status(); len(st[0].Unoffered) != 1 || st[0].Unoffered[0] != "ecoh" || len(st[0].Tools) != 1 {
+		t.Errorf("status %+v, want echo offered and ecoh named as not offered", st)
+	}
 }
 
 func TestCancelTimeoutCrashAndListChanged(t *testing.T) {

@@ -56,7 +56,15 @@ func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io
 			problems = append(problems, fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err))
 			continue
 		}
-		fmt.Fprintf(w, "mcp: %s: %d tools: %s\n", st.Server, len(st.Tools), strings.Join(st.Tools, ", "))
+		noun := "tools"
+		if len(st.Tools) == 1 {
+			noun = "tool"
+		}
+		fmt.Fprintf(w, "mcp: %s: %d %s: %s\n", st.Server, len(st.Tools), noun, strings.Join(st.Tools, ", "))
+		if len(st.Unoffered) > 0 {
+			// A typo in the allow-list would otherwise just leave a tool out.
+			fmt.Fprintf(w, "mcp: %s: ⚠️ mcp.servers[%s].tools names what the server does not offer: %s\n", st.Server, st.Server, strings.Join(st.Unoffered, ", "))
+		}
 	}
 	return problems
 }

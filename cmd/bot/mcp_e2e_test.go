@@ -107,6 +107,7 @@ func TestCheckStartsMCPServers(t *testing.T) {
 	cfg.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
 	cfg.MCP.Servers = []config.MCPServer{
 		{Name: "fake", Command: bin, Timeout: config.DefaultMCPTimeout},
+		{Name: "picky", Command: bin, Tools: []string{"echo", "ecoh"}, Timeout: config.DefaultMCPTimeout},
 		{Name: "broken", Command: "/nonexistent/mcp-server", Timeout: config.DefaultMCPTimeout},
 		{Name: "off", Command: "/nonexistent/too", Disabled: true},
 	}
@@ -116,6 +117,9 @@ func TestCheckStartsMCPServers(t *testing.T) {
 	}
 	if !strings.Contains(out, "mcp: fake: 12 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
 		t.Errorf("no tool list for fake:\n%s", out)
+	}
+	if !strings.Contains(out, "mcp: picky: 1 tool: picky__echo\n") || !strings.Contains(out, "mcp.servers[picky].tools names what the server does not offer: ecoh") {
+		t.Errorf("an allow-list name the server does not offer is not named:\n%s", out)
 	}
 	if !strings.Contains(out, "mcp.servers[broken]: starting /nonexistent/mcp-server") || strings.Contains(out, "/nonexistent/too") {
 		t.Errorf("broken/disabled servers:\n%s", out)
