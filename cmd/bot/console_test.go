@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
@@ -88,5 +91,115 @@ func TestConsoleRunsOnTheCurrentRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "data")); err == nil {
 		t.Fatal("console mode wrote its data into the repository")
+	}
+}
+
+// envOf is an environment of the given variables only.
+func envOf(kv ...string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == k {
+				return kv[i+1], true
+			}
+		}
+		return "", false
+	}
+}
+
+// consoleRepo makes a git repository the current directory, with the
+// user's cache in a folder of the test.
+func consoleRepo(t *testing.T) (repo, cache string) {
+	t.Helper()
+	repo, cache = t.TempDir(), t.TempDir()
+	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
+	t.Chdir(repo)
+	t.Setenv("XDG_CACHE_HOME", cache)
+	return repo, cache
+}
+
+// The README's next step after the first command: config.yaml copied from
+// the example (Slack enabled, its tokens unset, data_dir ./data). -console
+// takes its LLM part, which reads OPENAI_BASE_URL, and nothing of a team's
+// bot; its data stays in the user's cache.
+func TestConsoleTakesTheLocalPartsOfTheExampleConfig(t *testing.T) {
+	example, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, cache := consoleRepo(t)
+	path := filepath.Join(repo, "config.yaml")
+	if err := os.WriteFile(path, example, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := envOf("OPENAI_API_KEY", "sk-local", "OPENAI_BASE_URL", "http://127.0.0.1:11434/v1", "OPENAI_MODEL", "local-model")
+	cfg, err := consoleConfig(path, "", env)
+	if err != nil {
+		t.Fatalf("consoleConfig: %v", err)
+	}
+	if cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.APIKey != "sk-local" || cfg.LLM.Model != "local-model" {
+		t.Errorf("llm = %s %s %s, want the environment's", cfg.LLM.BaseURL, cfg.LLM.APIKey, cfg.LLM.Model)
+	}
+	if cfg.Slack.Enabled || cfg.Discord.Enabled || cfg.HTTP.Listen != "" {
+		t.Errorf("slack %v, discord %v, http.listen %q: the console runs none of them", cfg.Slack.Enabled, cfg.Discord.Enabled, cfg.HTTP.Listen)
+	}
+	if !strings.HasPrefix(cfg.DataDir, filepath.Join(cache, "threadsmith")+string(filepath.Separator)) {
+		t.Errorf("data_dir %s, want a folder of the user's cache (%s)", cfg.DataDir, cache)
+	}
+	if cfg.ShutdownGrace > consoleGrace {
+		t.Errorf("shutdown_grace %v: someone quitting a terminal waits at most %v", cfg.ShutdownGrace, consoleGrace)
+	}
+	if r, ok := cfg.Workspace.Repo(cfg.Workspace.DefaultRepo); !ok || r.URL == "" || filepath.Base(r.URL) != filepath.Base(repo) {
+		t.Errorf("default repo %q (%+v), want the current directory's", cfg.Workspace.DefaultRepo, r)
+	}
+
+	// Without a file: the same variables; without a key, it says what to set.
+	cfg, err = consoleConfig(filepath.Join(repo, "absent.yaml"), "", env)
+	if err != nil || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Model != "local-model" {
+		t.Fatalf("no file: %v, llm %+v", err, cfg)
+	}
+	if _, err := consoleConfig(filepath.Join(repo, "absent.yaml"), "", envOf()); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Errorf("no file and no key: %v, want it to name OPENAI_API_KEY", err)
+	}
+	if _, err := consoleConfig(path, "nope", env); err == nil || !strings.Contains(err.Error(), "-repo nope") {
+		t.Errorf("-repo nope: %v", err)
+	}
+}
+
+// Each console start is a new session on a branch of its own, also when it
+// starts within the second the last one started in.
+func TestConsoleSessionsDoNotShareABranch(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	taken := map[string]bool{"20260102-150405": true, "20260102-150406": true}
+	th := newConsoleThread(now, func(r chat.ThreadRef) bool { return taken[r.Thread] })
+	if th.Thread != "20260102-150407" {
+		t.Fatalf("thread %q, want the next free second 20260102-150407", th.Thread)
+	}
+	if th := newConsoleThread(now, func(chat.ThreadRef) bool { return false }); th.Thread != "20260102-150405" {
+		t.Fatalf("thread %q, want 20260102-150405", th.Thread)
+	}
+}
+
+// A second console on a repository is refused, naming the first one's pid,
+// in the console's terms (it has no data_dir key to change).
+func TestASecondConsoleOnTheRepositoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	held, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+	m := NewMain()
+	m.Console = true
+	err = m.lockDataDir(&config.Config{DataDir: dir})
+	if err == nil {
+		t.Fatal("a second console took the repository's data_dir")
+	}
+	for _, want := range []string{fmt.Sprintf("pid %d", os.Getpid()), "one console per repository", dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "another data_dir") {
+		t.Errorf("refusal %q tells a console user to change a data_dir", err)
 	}
 }

@@ -22,6 +22,18 @@ type dataDirLock struct{ f *os.File }
 // errDataDirInUse is the error of a second bot on a data_dir.
 var errDataDirInUse = errors.New("data_dir is in use")
 
+// dataDirInUse says which data_dir is in use and by whom.
+type dataDirInUse struct {
+	dir    string
+	holder string // "another threadsmith (pid N)", or "another process"
+}
+
+func (e *dataDirInUse) Error() string {
+	return fmt.Sprintf("%v: %s is used by %s; one bot per data_dir: stop that one, or give this one another data_dir", errDataDirInUse, e.dir, e.holder)
+}
+
+func (e *dataDirInUse) Is(target error) bool { return target == errDataDirInUse }
+
 // lockDataDir takes dir's lock or says who holds it. The lock is a flock on
 // <dir>/threadsmith.lock: the kernel releases it when the holder exits, kill
 // -9 included, so a crash never leaves a stale lock behind (the file stays,
@@ -48,7 +60,7 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		}
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is used by %s; one bot per data_dir: stop that one, or give this one another data_dir", errDataDirInUse, dir, holder)
+			return nil, &dataDirInUse{dir: dir, holder: holder}
 		}
 		return nil, fmt.Errorf("data_dir %s: locking %s: %w", dir, path, err)
 	}

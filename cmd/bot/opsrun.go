@@ -66,6 +66,10 @@ func (m *Main) logger(cfg *config.Config) *slog.Logger {
 // lockDataDir takes cfg's data_dir for this process (one bot per data_dir).
 func (m *Main) lockDataDir(cfg *config.Config) error {
 	l, err := lockDataDir(cfg.DataDir)
+	if inUse := (*dataDirInUse)(nil); m.Console && errors.As(err, &inUse) {
+		// The console's data_dir is its repository's: no key to change.
+		return fmt.Errorf("%s is already running a console on this repository (its data: %s); one console per repository at a time: use that one, or quit it first", inUse.holder, inUse.dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -227,7 +231,12 @@ const consoleRetention = 365 * 24 * time.Hour
 // newConsole builds the console adapter: a new thread (its branch named by
 // the time), or with -continue the latest console thread of this data_dir.
 func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
-	thread := console.NewThread(time.Now())
+	thread := newConsoleThread(time.Now(), func(th chat.ThreadRef) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := m.DB.GetThread(ctx, storage.ThreadKey{Platform: th.Platform, Team: th.Team, Channel: th.Channel, Thread: th.Thread})
+		return err == nil
+	})
 	note := "new session " + thread.Thread + " (-continue resumes the latest)"
 	if m.Continue {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -253,6 +262,19 @@ func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
 		QuitOnEOF: isTerminal(m.Stdin),
 	})
 	return m.console
+}
+
+// newConsoleThread is a new console session's thread, named by the time t
+// (its branch too), or by a later second while that name is taken: a
+// console started again within the second the last one started in would
+// otherwise continue that session on its branch.
+func newConsoleThread(t time.Time, taken func(chat.ThreadRef) bool) chat.ThreadRef {
+	th := console.NewThread(t)
+	for i := 0; i < 3600 && taken(th); i++ {
+		t = t.Add(time.Second)
+		th = console.NewThread(t)
+	}
+	return th
 }
 
 // Interrupt is SIGINT (Ctrl-C) in console mode: the first stops the run; it
