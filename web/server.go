@@ -32,10 +32,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -63,6 +65,11 @@ type Options struct {
 	// (from empty: the branch's fork point) to to; truncated when it was
 	// cut. Nil: pushes show no diff.
 	PushDiff func(ctx context.Context, repo, from, to string) (patch string, truncated bool, err error)
+	// FullOutput opens the file where a command's whole output was kept
+	// when the model got only its end (a tool result's fullOutputPath, in
+	// the thread's scratch folder); an error when it is gone or elsewhere.
+	// Nil: the pages do not offer it.
+	FullOutput func(path string) (*os.File, error)
 	// Poll is how often a live page's thread is checked. Default 1s.
 	Poll   time.Duration
 	Now    func() time.Time
@@ -74,6 +81,8 @@ type Server struct {
 	opts     Options
 	signer   signer
 	redactor *strings.Replacer
+	secrets  []string // what redactor hides
+	longest  int      // the longest of them, in bytes
 	tmpl     *template.Template
 	log      *slog.Logger
 	diffs    diffCache
@@ -109,16 +118,26 @@ func New(opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
-	var pairs []string
+	var pairs, hidden []string
 	for _, sec := range opts.Secrets {
 		if len(sec) >= minSecret {
 			pairs = append(pairs, sec, redacted)
+			hidden = append(hidden, sec)
 		}
 	}
 	if len(opts.Key) > 0 {
 		pairs = append(pairs, string(opts.Key), redacted)
+		hidden = append(hidden, string(opts.Key))
+	}
+	longest := len(opts.Key)
+	for _, sec := range opts.Secrets {
+		if len(sec) >= minSecret {
+			longest = max(longest, len(sec))
+		}
 	}
 	s := &Server{
+		longest:  longest,
+		secrets:  hidden,
 		opts:     opts,
 		signer:   signer{key: opts.Key},
 		redactor: strings.NewReplacer(pairs...),
@@ -150,6 +169,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /s/{thread}", s.session)
 	mux.HandleFunc("GET /s/{thread}/events", s.events)
 	mux.HandleFunc("GET /s/{thread}/output/{key}", s.output)
+	mux.HandleFunc("GET /s/{thread}/full/{key}", s.full)
 	mux.HandleFunc("GET /s/{thread}/diff/{push}", s.diff)
 	mux.Handle("GET /assets/", http.FileServerFS(assetFS))
 }
@@ -305,31 +325,40 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var si int
-	var seq int64
-	if _, err := fmtSscanKey(r.PathValue("key"), &si, &seq); err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	sessions, err := s.opts.Store.ThreadSessions(r.Context(), id)
-	if err != nil || si < 0 || si >= len(sessions) {
-		http.NotFound(w, r)
-		return
-	}
-	entries, err := s.opts.Store.LoadEntries(r.Context(), sessions[si].ID)
+	m, err := s.toolResult(r.Context(), id, r.PathValue("key"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	securityHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(s.redactor.Replace(m.TextContent())))
+}
+
+// toolResult finds the message of thread id's entry key ("s<session>-e<seq>").
+func (s *Server) toolResult(ctx context.Context, id int64, key string) (*llm.Message, error) {
+	var si int
+	var seq int64
+	if _, err := fmtSscanKey(key, &si, &seq); err != nil {
+		return nil, storage.ErrNotFound
+	}
+	sessions, err := s.opts.Store.ThreadSessions(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if si < 0 || si >= len(sessions) {
+		return nil, storage.ErrNotFound
+	}
+	entries, err := s.opts.Store.LoadEntries(ctx, sessions[si].ID)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		if e.Seq == seq && e.Message != nil {
-			securityHeaders(w.Header())
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte(s.redactor.Replace(e.Message.TextContent())))
-			return
+			return e.Message, nil
 		}
 	}
-	http.NotFound(w, r)
+	return nil, storage.ErrNotFound
 }
 
 func (s *Server) render(w http.ResponseWriter, name string, data any) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,8 +57,12 @@ type item struct {
 	Output    string
 	Cut       int // bytes of output not shown
 	OutputURL string
-	IsError   bool
-	Pending   bool // no result yet
+	// The whole output of a command the model saw the end of, kept in the
+	// thread's scratch folder (FullOutput): its page, lines and bytes.
+	FullURL              string
+	FullLines, FullBytes int
+	IsError              bool
+	Pending              bool // no result yet
 
 	// Runs.
 	Run *runView
@@ -394,7 +399,29 @@ func (s *Server) messageItems(p *page, run *runView, calls map[string]*item, key
 			it.OutputURL = s.outputURL(p.ThreadID, key, token)
 		}
 		it.Output = out
+		if full := fullOutputOf(m); full.Path != "" && s.opts.FullOutput != nil {
+			it.FullURL = fullURL(p.ThreadID, key, token, 0)
+			it.FullLines, it.FullBytes = full.Truncation.TotalLines, full.Truncation.TotalBytes
+		}
 	}
+}
+
+// fullOutput is what a tool result's details say of an output the model got
+// only the end of (bash's BashDetails): where all of it was kept, and its size.
+type fullOutput struct {
+	Path       string `json:"fullOutputPath"`
+	Truncation struct {
+		TotalLines int `json:"totalLines"`
+		TotalBytes int `json:"totalBytes"`
+	} `json:"truncation"`
+}
+
+func fullOutputOf(m *llm.Message) fullOutput {
+	var f fullOutput
+	if len(m.Details) > 0 && json.Unmarshal(m.Details, &f) != nil {
+		return fullOutput{}
+	}
+	return f
 }
 
 func (s *Server) pushItem(ctx context.Context, th storage.Thread, pushes []storage.Push, i int, compare, token string) *item {
@@ -521,6 +548,15 @@ func (s *Server) outputURL(threadID int64, key, token string) string {
 		u += "?t=" + token
 	}
 	return u
+}
+
+// fullURL is the page of everything a command printed, from byte from.
+func fullURL(threadID int64, key, token string, from int64) string {
+	q := url.Values{"from": {strconv.FormatInt(from, 10)}}
+	if token != "" {
+		q.Set("t", token)
+	}
+	return fmt.Sprintf("/s/%d/full/%s?%s", threadID, key, q.Encode())
 }
 
 func threadTitle(k storage.ThreadKey) string {
