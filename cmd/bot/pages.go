@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/storage"
@@ -31,9 +34,31 @@ func sessionPages(cfg *config.Config, db storage.PageStore, ws *workspace.Manage
 			}
 			return workspace.CompareURL(r.URL, r.Forge, r.DefaultBranch, branch)
 		},
-		PushDiff: ws.CommitDiff,
-		Logger:   log.With("component", "pages"),
+		PushDiff:   ws.CommitDiff,
+		FullOutput: scratchFile(filepath.Join(cfg.DataDir, "scratch")),
+		Logger:     log.With("component", "pages"),
 	})
+}
+
+// scratchFile opens a file under root (the workspaces' scratch folders,
+// where bash keeps a command's whole output): the pages open a path a tool
+// result names, and never one outside root, through a symlink either.
+func scratchFile(root string) func(path string) (*os.File, error) {
+	return func(path string) (*os.File, error) {
+		absRoot, err := filepath.Abs(root)
+		if err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(absRoot, abs)
+		if err != nil || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("%s is not in %s", path, absRoot)
+		}
+		return os.OpenInRoot(absRoot, rel)
+	}
 }
 
 // pageLink is the bridge's link to a thread's session page: "" unless the

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"html"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -88,6 +91,73 @@ func TestSecretsListEveryKey(t *testing.T) {
 	for _, want := range []string{"sk-main-key", "sk-other-endpoint", cfg.HTTP.SessionKey, "ghp-repo-token"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("secrets lack %q: %q", want, got)
+		}
+	}
+}
+
+// A command that printed more than the model may read: the session page
+// links everything it printed, from the file bash kept in the scratch
+// folder, and that page begins where the output began.
+func TestSessionPageShowsAllACommandPrinted(t *testing.T) {
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.HTTP.Listen = "127.0.0.1:0"
+		c.HTTP.PublicURL = "http://pages.test"
+		c.HTTP.SessionKey = "e2e-session-key-0123456789abcdef0123"
+	}))
+	e.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "b1", Name: "bash", Args: `{"command":"seq -f 'row %05g' 1 5000"}`}),
+		llmfake.TextReply("It printed 5,000 rows."),
+	)
+	root := e.slack.Mention(slackChan, aliceID, "print the rows", "")
+	e.waitText(slackChan, root, "|full session>")
+	link := pageLinkRe.FindStringSubmatch(e.threadText(slackChan, root))
+	if link == nil {
+		t.Fatalf("no session page link:\n%s", e.transcript(slackChan, root))
+	}
+	base := "http://" + e.m.HTTPAddr()
+	_, body := opstest.Get(t, base+link[1])
+	if strings.Contains(body, "row 00001\n") {
+		t.Fatal("the model got the whole output: the test needs a longer one")
+	}
+	full := regexp.MustCompile(`href="(/s/\d+/full/[^"]+)"`).FindStringSubmatch(body)
+	if full == nil || !strings.Contains(body, "The command printed 5001 lines") {
+		t.Fatalf("the page does not link everything the command printed:\n%s", body)
+	}
+	code, page := opstest.Get(t, base+html.UnescapeString(full[1]))
+	if code != http.StatusOK || !strings.Contains(page, "row 00001\nrow 00002\n") || !strings.Contains(page, "row 05000\n") {
+		t.Errorf("GET %s = %d, want every row:\n%.600s", full[1], code, page)
+	}
+}
+
+// The pages open only files in the scratch folder, whatever path a tool
+// result names, and not through a symlink that leads out of it.
+func TestScratchFileStaysInTheScratchFolder(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("not yours"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "app", "t1", "bash"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(root, "app", "t1", "bash", "bash-1.log")
+	if err := os.WriteFile(log, []byte("all of it"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "app", "t1", "bash", "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	open := scratchFile(root)
+	f, err := open(log)
+	if err != nil {
+		t.Fatalf("opening %s: %v", log, err)
+	}
+	f.Close()
+	for _, p := range []string{outside, filepath.Join(root, "..", filepath.Base(filepath.Dir(outside)), "secret.txt"),
+		filepath.Join(root, "app", "t1", "bash", "link.log"), root + "-other/x.log", "relative.log"} {
+		if f, err := open(p); err == nil {
+			f.Close()
+			t.Errorf("opened %s, outside %s", p, root)
 		}
 	}
 }
