@@ -72,7 +72,7 @@ func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, u
 			return t.prNoteOnce(fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", t.rec.Repo, fe.Message)), ""
 		}
 		t.log.Warn("pull request", "err", err)
-		return "⚠️ The pull request could not be updated: " + err.Error() + " I'll try again after the next push, or say `!pr`.", ""
+		return "⚠️ The pull request could not be opened or updated: " + err.Error() + ". I'll try again after the next push, or say `!pr`.", ""
 	}
 	verb := "Updated"
 	if res.Created {
@@ -293,16 +293,40 @@ func (t *thread) reviewPrompt(ctx context.Context) (prompt string, handled bool)
 	return b.String(), false
 }
 
-// reviewInput is the input hook that expands `!review`.
+// reviewInput is the input hook that expands `!review`. Words after it
+// ("!review and keep the old name") go to the model after the comments.
 func (t *thread) reviewInput(ctx context.Context, in agent.Input) (agent.InputResult, bool) {
-	if name, _ := commandWord(in.Text); name != "review" {
+	name, args := commandWord(in.Text)
+	if name != "review" {
 		return agent.InputResult{}, false
 	}
 	prompt, handled := t.reviewPrompt(ctx)
 	if handled {
 		return agent.InputResult{Action: agent.InputHandled}, true
 	}
+	if args != "" {
+		prompt += "\nThe person who asked for this adds:\n" + args + "\n"
+	}
 	return agent.InputResult{Action: agent.InputTransform, Text: prompt}, true
+}
+
+// commitRequest is the request a run's commit is named after: a run of
+// `!review` addressed the review comments (its commit, and the pull
+// request's list of what was done, said "!review").
+func (t *thread) commitRequest(request string) string {
+	name, args := commandWord(request)
+	if name != "review" {
+		return request
+	}
+	what := "pull request"
+	if pr := t.pullRequestOf(); pr != nil && pr.Client != nil && pr.Client.Kind() == forge.GitLab {
+		what = "merge request"
+	}
+	subject := "Address the " + what + "'s review comments"
+	if args != "" {
+		subject += ": " + args
+	}
+	return subject
 }
 
 func firstLine(s string) string {

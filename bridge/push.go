@@ -55,7 +55,7 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 	}
 	if changed {
 		_, err := t.ws.Commit(ctx, workspace.CommitRequest{
-			Request:    r.request,
+			Request:    t.commitRequest(r.request),
 			ThreadLink: t.link(ctx),
 			CoAuthor:   workspace.Identity{Name: r.author.Name, Email: r.author.Email},
 		})

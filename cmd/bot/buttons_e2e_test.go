@@ -212,7 +212,7 @@ func TestSlackOpenPRButtonRunsPRWhenThereIsNone(t *testing.T) {
 	fake.RateLimit(true) // the first attempt to open it fails
 	writes(e)
 	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
-	e.waitText(slackChan, root, "The pull request could not be updated")
+	e.waitText(slackChan, root, "The pull request could not be opened or updated")
 	fake.RateLimit(false)
 	status := e.statusTS(root)
 	bs := e.waitButtons(status, "diff", "pr")

@@ -82,7 +82,7 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			verdict := map[string]string{"github": "CHANGES_REQUESTED", "gitea": "REQUEST_CHANGES"}[kind]
 			fake.AddComment(1, forgefake.Comment{ID: 3, Author: "lead", Body: "and name the files better", State: verdict})
 			before := len(e.llm.Requests())
-			e.slack.UserMessage(slackChan, aliceID, "!review", root)
+			e.slack.UserMessage(slackChan, aliceID, "!review and keep it short", root)
 			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 2 })
 			var got string
 			for _, r := range e.llm.Requests()[before:] {
@@ -94,8 +94,12 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			if !strings.Contains(got, "> and name the files better") || kind != "gitlab" && !strings.Contains(got, "lead (review: changes requested)") {
 				t.Fatalf("the model did not get the review's own text with its verdict:\n%s", got)
 			}
-			if prs := fake.PRs(); prs[0].Updates != 2 {
-				t.Errorf("the fix did not update the pull request: %+v", prs[0])
+			if !strings.Contains(got, "The person who asked for this adds:\nand keep it short") {
+				t.Errorf("the words after !review did not reach the model:\n%s", got)
+			}
+			what := map[bool]string{true: "merge request", false: "pull request"}[kind == "gitlab"]
+			if prs := fake.PRs(); prs[0].Updates != 2 || !strings.Contains(prs[0].Body, "- Address the "+what+"'s review comments: and keep it short\n") || strings.Contains(prs[0].Body, "- !review") {
+				t.Errorf("the fix did not update the pull request with what it did: %+v", prs[0])
 			}
 			// Nothing new: said in the thread, no run.
 			n := len(e.llm.Requests())
