@@ -3,6 +3,7 @@ package mcptool_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,5 +328,30 @@ func TestServerThatDiesTwiceIsGivenUpAndReportedOnce(t *testing.T) {
 	}
 	if st := set.Status(); !strings.Contains(st[0].Err, "stopped working") {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// Closing the set ends a stdio server and every process it started, even
+// one it detached (setsid): the server runs in its sandbox's PID namespace,
+// which ends with it (unsandboxed, the detached process would live on).
+func TestCloseEndsWhatAServerStarted(t *testing.T) {
+	bin := mcpfake.Build(t)
+	sb := sandboxtest.New(t, sandbox.Config{})
+	marker := fmt.Sprintf("mcpleft%d", time.Now().UnixNano())
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin}},
+		mcptool.Options{Launch: launcher(sb, t.TempDir(), sandbox.Mount{Path: filepath.Dir(bin), Access: sandbox.ReadOnly})})
+	if r := call(t, t.Context(), set.Tools(), "fake__spawn", `{"name":"`+marker+`"}`); r.IsError || !strings.HasPrefix(text(r), "started") {
+		t.Fatalf("spawn: %+v", r)
+	}
+	if len(sandboxtest.Live(marker)) == 0 {
+		t.Fatal("the spawned process is not running; the test would prove nothing")
+	}
+	set.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sandboxtest.Live(marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes the server started outlived it: %v", sandboxtest.Live(marker))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -14,6 +14,8 @@
 //	env{}             the server's environment, one variable per line
 //	read{path}        a file's content (what the server can see)
 //	fetch{url}        an HTTP GET's status and body (what the server can reach)
+//	spawn{name}       starts "sleep 1000" named name in the background and
+//	                  returns (a process the server leaves behind)
 //	big{}             5,000 lines
 //	crash{}           exits the process (stdio only)
 //	crash_once{}      exits the process unless ./.crashed exists, which it creates
@@ -23,6 +25,7 @@ package mcpfake
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +35,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +154,18 @@ func newServer(exit func(), stop <-chan struct{}, h *HTTP) *mcp.Server {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return text(resp.Status + "\n" + string(b))
+	})
+	add("spawn", "Leaves a process behind.", "name", func(_ context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
+		cmd := exec.Command("sleep", "1000")
+		cmd.Args[0] = arg(r, "name")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // detached from the server
+		if err := cmd.Start(); err != nil {
+			res := text(err.Error())
+			res.IsError = true
+			return res
+		}
+		go func() { _ = cmd.Wait() }()
+		return text(fmt.Sprintf("started %d", cmd.Process.Pid))
 	})
 	add("big", "Returns a long answer.", "", func(context.Context, *mcp.CallToolRequest) *mcp.CallToolResult {
 		var b strings.Builder
