@@ -5,6 +5,7 @@ package deploy
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/threadsmith/threadsmith/config"
 )
 
 // The sandbox's needs in a container, as the Dockerfile documents them.
@@ -50,19 +53,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 }
 
 func TestComposeFileRunsTheSandboxAsTheDockerfileSays(t *testing.T) {
-	b, err := os.ReadFile("compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Services map[string]struct {
-			SecurityOpt []string `yaml:"security_opt"`
-			Volumes     []string `yaml:"volumes"`
-		} `yaml:"services"`
-	}
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("compose.yaml: %v", err)
-	}
+	f := readCompose(t)
 	bot, ok := f.Services["threadsmith"]
 	if !ok {
 		t.Fatal("compose.yaml has no threadsmith service")
@@ -79,8 +70,73 @@ func TestComposeFileRunsTheSandboxAsTheDockerfileSays(t *testing.T) {
 			t.Errorf("the Dockerfile's run command lacks --security-opt %s", opt)
 		}
 	}
-	if !slices.ContainsFunc(bot.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
-		t.Error("compose.yaml keeps no volume at /data (the data_dir)")
+	// Each replica needs a data_dir of its own (one bot per data_dir): the
+	// image's anonymous volume, never one named volume shared by all.
+	if !strings.Contains(string(docker), "\nVOLUME /data\n") {
+		t.Error("the Dockerfile declares no volume at /data (the data_dir)")
+	}
+	if slices.ContainsFunc(bot.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
+		t.Error("compose.yaml mounts one volume at /data for every replica: the second refuses to start")
+	}
+}
+
+// compose is what the tests read of compose.yaml.
+type compose struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		SecurityOpt []string          `yaml:"security_opt"`
+		Volumes     []string          `yaml:"volumes"`
+		Environment map[string]string `yaml:"environment"`
+		DependsOn   map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+		Healthcheck struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+func readCompose(t *testing.T) compose {
+	t.Helper()
+	b, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f compose
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	return f
+}
+
+// The bot runs on the PostgreSQL service of the same file (replicas share
+// it): it starts once the database answers, and its DATABASE_URL names the
+// service, user and database the postgres service creates.
+func TestComposeFileRunsTheBotOnItsPostgreSQL(t *testing.T) {
+	f := readCompose(t)
+	bot, db := f.Services["threadsmith"], f.Services["postgres"]
+	if !strings.HasPrefix(db.Image, "postgres:") {
+		t.Fatalf("compose.yaml has no postgres service (image %q)", db.Image)
+	}
+	if !slices.Contains(db.Healthcheck.Test, "pg_isready") {
+		t.Errorf("the postgres service has no pg_isready health check: %v", db.Healthcheck.Test)
+	}
+	if c := bot.DependsOn["postgres"].Condition; c != "service_healthy" {
+		t.Errorf("the bot depends on postgres with condition %q, want service_healthy", c)
+	}
+	dsn := bot.Environment["DATABASE_URL"]
+	// The password is interpolated by compose; what is around it must match.
+	u, err := url.Parse(strings.Replace(dsn, "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}", "secret", 1))
+	if err != nil || u.Scheme != "postgres" {
+		t.Fatalf("DATABASE_URL %q: %v", dsn, err)
+	}
+	pw, _ := u.User.Password()
+	if u.Host != "postgres:5432" || u.User.Username() != db.Environment["POSTGRES_USER"] || pw != "secret" ||
+		strings.TrimPrefix(u.Path, "/") != db.Environment["POSTGRES_DB"] {
+		t.Errorf("DATABASE_URL %q does not reach the postgres service (user %q, db %q)", dsn, db.Environment["POSTGRES_USER"], db.Environment["POSTGRES_DB"])
+	}
+	if !strings.Contains(db.Environment["POSTGRES_PASSWORD"], "POSTGRES_PASSWORD") {
+		t.Errorf("the database's password %q is not the one the bot's URL uses", db.Environment["POSTGRES_PASSWORD"])
 	}
 }
 
@@ -113,4 +169,42 @@ func TestDockerImageBuilds(t *testing.T) {
 func lastLine(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
+}
+
+// The config.yaml compose.yaml's header asks for — the example with its
+// data_dir, http.listen and storage keys — is valid with the variables the
+// compose file and its .env give.
+func TestComposeConfigIsValid(t *testing.T) {
+	b, err := os.ReadFile("../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for old, repl := range map[string]string{
+		"\ndata_dir: ./data ": "\ndata_dir: /data ",
+		"\n  listen: \"\" ":   "\n  listen: \":9090\" ",
+		"\n  driver: sqlite ": "\n  driver: postgres ",
+		"\n  dsn: \"\" ":      "\n  dsn: ${DATABASE_URL} ",
+	} {
+		if !strings.Contains(text, old) {
+			t.Fatalf("config.example.yaml has no %q to change as compose.yaml says", old)
+		}
+		text = strings.Replace(text, old, repl, 1)
+	}
+	env := map[string]string{
+		"DATABASE_URL":    "postgres://threadsmith:secret@postgres:5432/threadsmith?sslmode=disable",
+		"OPENAI_API_KEY":  "sk-x",
+		"SLACK_BOT_TOKEN": "xoxb-x",
+		"SLACK_APP_TOKEN": "xapp-x",
+	}
+	cfg, err := config.Parse(strings.NewReader(text), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the compose config is invalid: %v", err)
+	}
+	if cfg.Storage.Driver != config.StoragePostgres || cfg.Storage.DSN != env["DATABASE_URL"] || cfg.DataDir != "/data" || cfg.HTTP.Listen != ":9090" {
+		t.Fatalf("config: storage %+v, data_dir %s, http.listen %s", cfg.Storage, cfg.DataDir, cfg.HTTP.Listen)
+	}
 }
