@@ -409,10 +409,15 @@ func (m *Main) openSandbox(cfg *config.Config) (*sandbox.Sandbox, error) {
 
 // sandboxConfig is the sandbox of cfg. What the agent must never see even
 // where a system folder is shown (a config file under /etc, say): the
-// config file, the data directory and the bot's home.
+// config file, the data directory, the repositories' ssh keys and the bot's
+// home.
 func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
 	var hide []string
-	for _, p := range []string{configPath, cfg.DataDir} {
+	paths := []string{configPath, cfg.DataDir}
+	for _, r := range cfg.Workspace.Repos {
+		paths = append(paths, r.SSHKeyFile)
+	}
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}

@@ -288,3 +288,44 @@ func TestConsoleRunsBashInTheSandbox(t *testing.T) {
 		t.Errorf("the console's API key reached the agent's command:\n%s", toolOut)
 	}
 }
+
+// A secret file the config names (a repository's ssh_key_file) stays hidden
+// even when it lies in a folder the sandbox shows (sandbox.read_only_paths,
+// or under /usr).
+func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
+	shown := t.TempDir()
+	key := filepath.Join(shown, "deploy_key")
+	if err := os.WriteFile(key, []byte("-----BEGIN OPENSSH PRIVATE KEY----- sk-ssh-key-0042\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shown, "tool.txt"), []byte("a tool the agent may read\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.Sandbox.ReadOnlyPaths = []string{shown}
+	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: "ssh://git@example.com/acme/app.git", SSHKeyFile: key}}
+	sc := sandboxConfig(&cfg, filepath.Join(t.TempDir(), "config.yaml"))
+	sb := sandboxtest.New(t, sc)
+	work := t.TempDir()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := sb.Start(sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "cat " + filepath.Join(shown, "tool.txt") + " " + key + " 2>&1"},
+		Dir: work, Mounts: []sandbox.Mount{{Path: work, Access: sandbox.ReadWrite}}, Stdout: out, Stderr: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out.Name())
+	if !strings.Contains(string(got), "a tool the agent may read") {
+		t.Fatalf("the read-only path is not shown:\n%s", got)
+	}
+	if strings.Contains(string(got), "sk-ssh-key-0042") {
+		t.Errorf("the sandbox read the repository's ssh key:\n%s", got)
+	}
+}
