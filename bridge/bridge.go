@@ -612,6 +612,9 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	return chat.Accepted, nil
 }
 
+// forgeAuthorID is the author id of input a forge's webhook gave a thread.
+const forgeAuthorID = "forge"
+
 // ForgeReview hands the thread working on repo's branch a `!review`, as if a
 // person had asked for it: a forge's webhook said the branch's pull request
 // got review comments. The webhook was verified by its secret, so the
@@ -633,7 +636,7 @@ func (b *Bridge) ForgeReview(ctx context.Context, repo, branch, delivery string)
 		in := chat.Inbound{
 			Thread:  refOf(rec.Key),
 			EventID: "forge-review/" + delivery,
-			Author:  chat.Author{ID: "forge", Name: "code review"},
+			Author:  chat.Author{ID: forgeAuthorID, Name: "code review"},
 			Text:    "!review",
 			Time:    b.cfg.Now(),
 		}

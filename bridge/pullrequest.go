@@ -105,8 +105,8 @@ func (t *thread) prNoteOnce(why string) string {
 // branch's runs were asked and which files they changed.
 func (t *thread) prBody(ctx context.Context, subjects []string) string {
 	name := ""
-	if a := t.requester.Load(); a != nil {
-		name = a.Name
+	if a := t.requester.Load(); a != nil && a.ID != forgeAuthorID {
+		name = a.Name // a forge's webhook asked for the last run: no one to name
 	}
 	files, err := t.ws.BranchFiles(ctx)
 	if err != nil {

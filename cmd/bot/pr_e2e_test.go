@@ -233,6 +233,9 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 				}
 			}
 			e.waitFor("the fix's push", func() bool { return strings.Count(e.threadText(slackChan, root), "🔀 Updated <") == 1 })
+			if body := fake.PRs()[0].Body; strings.Contains(body, "Requested by code review") {
+				t.Errorf("the description names the webhook as the requester:\n%s", body)
+			}
 			e.slack.UserMessage(slackChan, aliceID, "!status", root)
 			e.waitText(slackChan, root, "Status")
 			if tr := e.threadText(slackChan, root); strings.Contains(tr, "No new review comments") {
