@@ -46,8 +46,10 @@ func (g github) create(ctx context.Context, c *Client, r Request) (PR, error) {
 	return PR{Number: p.Number, URL: p.HTMLURL, Draft: p.Draft}, nil
 }
 
-func (g github) update(ctx context.Context, c *Client, number int, title, body string) error {
-	return c.do(ctx, "PATCH", fmt.Sprintf("%s/pulls/%d", g.repo(c), number), nil, map[string]any{"title": title, "body": body}, nil)
+func (g github) update(ctx context.Context, c *Client, number int, _, body string) error {
+	// The title stays as it is, as on the other forges: a person may have
+	// renamed the request.
+	return c.do(ctx, "PATCH", fmt.Sprintf("%s/pulls/%d", g.repo(c), number), nil, map[string]any{"body": body}, nil)
 }
 
 // ghReviewComment is one of GitHub's pull request review comments.

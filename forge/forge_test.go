@@ -32,6 +32,7 @@ func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 				t.Fatalf("first Ensure: %+v", pr)
 			}
 			req.Body = "second body"
+			fake.Rename(1, "a better title, by a person")
 			pr2, err := c.Ensure(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -40,7 +41,8 @@ func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 				t.Fatalf("second Ensure: %+v, want the same request updated", pr2)
 			}
 			prs := fake.PRs()
-			if len(prs) != 1 || prs[0].Body != "second body" || prs[0].Head != "bot/slack-1" || prs[0].Base != "main" || prs[0].Updates != 1 || !prs[0].Draft {
+			if len(prs) != 1 || prs[0].Body != "second body" || prs[0].Head != "bot/slack-1" || prs[0].Base != "main" || prs[0].Updates != 1 || !prs[0].Draft ||
+				prs[0].Title != "a better title, by a person" {
 				t.Fatalf("the forge holds %+v", prs)
 			}
 			// Another branch gets its own request.

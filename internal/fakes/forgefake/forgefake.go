@@ -134,6 +134,15 @@ func (s *Server) SecondaryRateLimit(on bool) { s.mu.Lock(); s.secondary = on; s.
 // the request were opened between the client's look and its create.
 func (s *Server) MissNextList() { s.mu.Lock(); s.missOnce = true; s.mu.Unlock() }
 
+// Rename sets request number's title, as a person does on the forge.
+func (s *Server) Rename(number int, title string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pull(number); p != nil {
+		p.Title = title
+	}
+}
+
 // PRs returns a copy of the requests.
 func (s *Server) PRs() []PR {
 	s.mu.Lock()
