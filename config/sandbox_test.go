@@ -86,4 +86,12 @@ workspace:
 	wantErr(t, err, "workspace.repos[0].pull_requests", "draft, ready or off")
 	wantErr(t, err, "workspace.repos[0].forge", "github, gitlab")
 	wantErr(t, err, "workspace.repos[0].api_url", "http(s)")
+	// A webhook secret without http.listen would receive nothing.
+	v = validConfig()
+	v.Workspace.Repos[0].WebhookSecret = "s"
+	wantErr(t, v.Validate(), "workspace.repos[0].webhook_secret", "needs http.listen")
+	v.HTTP.Listen = "127.0.0.1:9090"
+	if err := v.Validate(); err != nil {
+		t.Errorf("with http.listen: %v", err)
+	}
 }

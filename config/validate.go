@@ -330,6 +330,9 @@ func (c *Config) validateWorkspace(v *collector) {
 		if !r.PullRequests.valid() {
 			v.add(key+"pull_requests", fmt.Sprintf("must be draft, ready or off (got %q)", r.PullRequests))
 		}
+		if r.WebhookSecret != "" && c.HTTP.Listen == "" {
+			v.add(key+"webhook_secret", "needs http.listen: the forge's webhook is sent to its /hooks/"+r.Name+" (else leave it empty and use !review)")
+		}
 	}
 
 	switch {
