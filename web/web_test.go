@@ -27,7 +27,7 @@ const testKey = "0123456789abcdef0123456789abcdef-test-key"
 
 // fixture is a real database with one thread and a session in it.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	db     *storage.DB
 	thread storage.Thread
@@ -36,7 +36,7 @@ type fixture struct {
 	now    time.Time
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), storage.WithLogger(slog.New(slog.DiscardHandler)))
@@ -130,7 +130,7 @@ func (f *fixture) server(opts Options) *httptest.Server {
 }
 
 // token returns the token of s's link to thread.
-func token(t *testing.T, s *Server, thread int64) string {
+func token(t testing.TB, s *Server, thread int64) string {
 	t.Helper()
 	u, err := url.Parse(s.Link(thread))
 	if err != nil {
@@ -139,7 +139,7 @@ func token(t *testing.T, s *Server, thread int64) string {
 	return u.Query().Get("t")
 }
 
-func get(t *testing.T, u string, header http.Header) (int, string) {
+func get(t testing.TB, u string, header http.Header) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("GET", u, nil)
 	if err != nil {
