@@ -250,13 +250,14 @@ func branchOf(t *testing.T, e *slackEnv) string {
 
 // A stdio server that dies, is started again and dies again in the same call
 // is given up: the thread says so under the call's line, and the model is
-// told in the call's result.
+// told in the call's result. One that cannot start at all is said at once.
 func TestSlackMCPServerThatDiesTwiceIsReportedInTheThread(t *testing.T) {
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
-		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Timeout: config.DefaultMCPTimeout}}
+		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Timeout: config.DefaultMCPTimeout},
+			{Name: "gone", Command: "/nonexistent/mcp-server", Timeout: config.DefaultMCPTimeout}}
 	}))
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
 		for _, m := range r.Messages {
@@ -267,6 +268,8 @@ func TestSlackMCPServerThatDiesTwiceIsReportedInTheThread(t *testing.T) {
 		return llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "fake__crash", Args: `{}`})
 	})
 	root := e.slack.Mention(slackChan, aliceID, "crash the server", "")
+	// One that cannot start is said at the session's start.
+	e.waitText(slackChan, root, "⚠️ These MCP servers did not start, so their tools are missing: `gone` (starting /nonexistent/mcp-server")
 	e.waitText(slackChan, root, "the tool said: ")
 	e.waitText(slackChan, root, "⚠️ MCP server `fake`: the server stopped working (it died 2 times)")
 	e.waitText(slackChan, root, "✗ `fake__crash`")
