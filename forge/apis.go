@@ -2,8 +2,11 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
 	"sort"
 	"strings"
 	"time"
@@ -337,4 +340,58 @@ func sortByID(cs []Comment) {
 		}
 		return a.ID < b.ID
 	})
+}
+
+// MayWrite reports whether the forge's user may push to the project: one
+// who may is a reviewer whose comment starts a run by itself (a webhook);
+// anyone else's waits for someone in the thread to say `!review`. user is
+// GitLab's numeric user id, Gitea's login. GitHub's webhooks say this
+// themselves (author_association), so it is not asked there.
+func (c *Client) MayWrite(ctx context.Context, user string) (bool, error) {
+	if user == "" {
+		return false, nil
+	}
+	var fe *Error
+	switch c.cfg.Kind {
+	case GitLab:
+		if _, err := strconv.ParseInt(user, 10, 64); err != nil {
+			return false, nil
+		}
+		// Direct, inherited and invited members, with their access level:
+		// 30 is Developer, who may push.
+		var m struct {
+			AccessLevel int `json:"access_level"`
+		}
+		err := c.do(ctx, "GET", gitlab{}.project(c)+"/members/all/"+user, nil, nil, &m)
+		if errors.As(err, &fe) && fe.Status == http.StatusNotFound {
+			return false, nil
+		}
+		return err == nil && m.AccessLevel >= 30, err
+	case Gitea:
+		if strings.EqualFold(user, c.owner()) {
+			return true, nil // a user's own repository
+		}
+		repo := gitea{}.repo(c) + "/collaborators/" + url.PathEscape(user)
+		var p struct {
+			Permission string `json:"permission"`
+		}
+		err := c.do(ctx, "GET", repo+"/permission", nil, nil, &p)
+		switch {
+		case err == nil:
+			return p.Permission == "write" || p.Permission == "admin" || p.Permission == "owner", nil
+		case errors.As(err, &fe) && fe.Status == http.StatusNotFound:
+			return false, nil
+		case errors.As(err, &fe) && fe.Status == http.StatusForbidden:
+			// Only a repository's admins may ask about others'
+			// permissions: a token that is not asks whether they are a
+			// collaborator (204), which does not count teams.
+			err = c.do(ctx, "GET", repo, nil, nil, nil)
+			if errors.As(err, &fe) && fe.Status == http.StatusNotFound {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		return false, err
+	}
+	return false, nil
 }

@@ -353,3 +353,34 @@ func TestReviewSummariesAndOrder(t *testing.T) {
 		})
 	}
 }
+
+// Who may push, asked where a webhook does not say (GitLab, Gitea): a
+// developer or more, the owner of a user's repository; not a reporter, a
+// stranger, or a user id that is no number. A Gitea token that may not
+// see others' permissions asks whether they are a collaborator.
+func TestMayWrite(t *testing.T) {
+	gl := forgefake.New(t, forge.GitLab, "acme/app", "tok")
+	c, _ := forge.New(forge.Config{Kind: forge.GitLab, APIURL: gl.APIURL(), Project: "acme/app", Token: "tok"})
+	gl.SetAccess("7", 30)
+	gl.SetAccess("8", 20)
+	for user, want := range map[string]bool{"7": true, "8": false, "9": false, "../7": false} {
+		if got, err := c.MayWrite(t.Context(), user); err != nil || got != want {
+			t.Errorf("gitlab user %s: %v %v, want %v", user, got, err, want)
+		}
+	}
+	gt := forgefake.New(t, forge.Gitea, "acme/app", "tok")
+	c, _ = forge.New(forge.Config{Kind: forge.Gitea, APIURL: gt.APIURL(), Project: "acme/app", Token: "tok"})
+	gt.SetAccess("dev", 30)
+	gt.SetAccess("reader", 10)
+	for user, want := range map[string]bool{"dev": true, "reader": false, "mallory": false, "ACME": true} {
+		if got, err := c.MayWrite(t.Context(), user); err != nil || got != want {
+			t.Errorf("gitea user %s: %v %v, want %v", user, got, err, want)
+		}
+	}
+	gt.TokenNotAdmin(true)
+	for user, want := range map[string]bool{"dev": true, "mallory": false} {
+		if got, err := c.MayWrite(t.Context(), user); err != nil || got != want {
+			t.Errorf("gitea user %s, token not admin: %v %v, want %v", user, got, err, want)
+		}
+	}
+}

@@ -184,8 +184,12 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 			fake.AddComment(1, forgefake.Comment{ID: 77, Author: "reviewer", Body: "rename file1", Path: "file1.txt", Line: 1, Review: true})
 
 			body, header := reviewHook(kind, prs[0].Head, secret)
+			// The reviewer may push: GitLab's user 7, Gitea's dev.
+			fake.SetAccess("7", 30)
+			fake.SetAccess("dev", 30)
+			fake.SetAccess("9", 20) // a reporter may comment, not push
 			hook := "http://" + e.m.HTTPAddr() + "/hooks/app"
-			post := func(h http.Header) int {
+			postBody := func(body string, h http.Header) int {
 				req, _ := http.NewRequest("POST", hook, strings.NewReader(body))
 				req.Header = h
 				resp, err := http.DefaultClient.Do(req)
@@ -195,7 +199,19 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 				resp.Body.Close()
 				return resp.StatusCode
 			}
+			post := func(h http.Header) int { return postBody(body, h) }
 			before := len(e.llm.Requests())
+			// Someone who may not push (anyone may comment on a public
+			// project) starts nothing: acknowledged and ignored.
+			stranger := fromStranger(kind, body)
+			if stranger == body {
+				t.Fatalf("no stranger made of %s", body)
+			}
+			sh := header.Clone()
+			sign(kind, stranger, secret, sh)
+			if code := postBody(stranger, sh); code != http.StatusNoContent {
+				t.Fatalf("a stranger's webhook got %d, want 204", code)
+			}
 			forged := header.Clone()
 			for k := range forged {
 				if strings.Contains(strings.ToLower(k), "signature") || strings.Contains(strings.ToLower(k), "token") {
@@ -262,19 +278,28 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 	var body string
 	switch kind {
 	case "gitlab":
-		body = `{"object_kind":"note","object_attributes":{"id":77,"noteable_type":"MergeRequest"},"merge_request":{"source_branch":"` + branch + `","source_project_id":5,"target_project_id":5}}`
+		body = `{"object_kind":"note","user":{"id":7,"username":"dev"},"object_attributes":{"id":77,"noteable_type":"MergeRequest"},"merge_request":{"source_branch":"` + branch + `","source_project_id":5,"target_project_id":5}}`
 		h.Set("X-Gitlab-Event", "Note Hook")
 		h.Set("X-Gitlab-Event-UUID", "uuid-77")
 		h.Set("X-Gitlab-Token", secret)
 		return body, h
 	case "gitea":
-		body = `{"action":"reviewed","pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
+		body = `{"action":"reviewed","sender":{"login":"dev"},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-Gitea-Event", "pull_request_review_comment")
 		h.Set("X-Gitea-Delivery", "delivery-77")
 	default:
 		body = `{"action":"created","comment":{"author_association":"MEMBER"},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-GitHub-Event", "pull_request_review_comment")
 		h.Set("X-GitHub-Delivery", "delivery-77")
+	}
+	sign(kind, body, secret, h)
+	return body, h
+}
+
+// sign sets the signature of a GitHub or Gitea webhook's body.
+func sign(kind, body, secret string, h http.Header) {
+	if kind == "gitlab" {
+		return // its token is the secret itself
 	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
@@ -284,17 +309,28 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 	} else {
 		h.Set("X-Hub-Signature-256", "sha256="+sum)
 	}
-	return body, h
+}
+
+// fromStranger is a review webhook's body as written by someone who may
+// not push to the repository (GitHub says so; GitLab's user 9 and Gitea's
+// mallory have no access on the fake forge).
+func fromStranger(kind, body string) string {
+	who := map[string][2]string{
+		"github": {`"author_association":"MEMBER"`, `"author_association":"NONE"`},
+		"gitlab": {`"id":7,"username":"dev"`, `"id":9,"username":"mallory"`},
+		"gitea":  {`"login":"dev"`, `"login":"mallory"`},
+	}[kind]
+	return strings.Replace(body, who[0], who[1], 1)
 }
 
 // Without a delivery id, webhooks are still told apart by their content.
 func TestReviewEventDeliveryIDs(t *testing.T) {
 	body, h := reviewHook("github", "bot/x", "s")
-	if branch, id := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "delivery-77" {
+	if branch, id, author := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "delivery-77" || author != "" {
 		t.Errorf("github: %q %q", branch, id)
 	}
 	h.Set("X-GitHub-Event", "push")
-	if branch, _ := reviewEvent("github", h, []byte(body)); branch != "" {
+	if branch, _, _ := reviewEvent("github", h, []byte(body)); branch != "" {
 		t.Errorf("a push event was taken for a review: %q", branch)
 	}
 	// A stranger's comment on GitHub (anyone may comment on a public
@@ -302,19 +338,19 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 	h.Set("X-GitHub-Event", "pull_request_review_comment")
 	for assoc, want := range map[string]string{"NONE": "", "CONTRIBUTOR": "", "FIRST_TIME_CONTRIBUTOR": "", "COLLABORATOR": "bot/x", "OWNER": "bot/x"} {
 		b := strings.Replace(body, `"author_association":"MEMBER"`, `"author_association":"`+assoc+`"`, 1)
-		if branch, _ := reviewEvent("github", h, []byte(b)); branch != want {
+		if branch, _, _ := reviewEvent("github", h, []byte(b)); branch != want {
 			t.Errorf("github comment by %s: branch %q, want %q", assoc, branch, want)
 		}
 	}
 	review := strings.Replace(body, `"comment":`, `"review":`, 1)
 	review = strings.Replace(review, `"action":"created"`, `"action":"submitted"`, 1)
 	h.Set("X-GitHub-Event", "pull_request_review")
-	if branch, _ := reviewEvent("github", h, []byte(review)); branch != "bot/x" {
+	if branch, _, _ := reviewEvent("github", h, []byte(review)); branch != "bot/x" {
 		t.Errorf("github review by a member: branch %q, want bot/x", branch)
 	}
 	gl, glh := reviewHook("gitlab", "bot/y", "s")
-	if branch, id := reviewEvent("gitlab", glh, []byte(gl)); branch != "bot/y" || id != "uuid-77/77" {
-		t.Errorf("gitlab: %q %q", branch, id)
+	if branch, id, author := reviewEvent("gitlab", glh, []byte(gl)); branch != "bot/y" || id != "uuid-77/77" || author != "7" {
+		t.Errorf("gitlab: %q %q %q", branch, id, author)
 	}
 	if !verifyWebhook("gitlab", "s", glh, []byte(gl)) || verifyWebhook("gitlab", "other", glh, []byte(gl)) {
 		t.Error("gitlab token check")
@@ -328,10 +364,10 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 		if fork == b {
 			t.Fatalf("%s: no fork made of %s", kind, b)
 		}
-		if branch, _ := reviewEvent(kind, h, []byte(fork)); branch != "" {
+		if branch, _, _ := reviewEvent(kind, h, []byte(fork)); branch != "" {
 			t.Errorf("%s: a fork's request was taken for the thread's branch %q", kind, branch)
 		}
-		if branch, _ := reviewEvent(kind, h, []byte(b)); branch != "bot/x" {
+		if branch, _, _ := reviewEvent(kind, h, []byte(b)); branch != "bot/x" {
 			t.Errorf("%s: the project's own request: %q", kind, branch)
 		}
 	}

@@ -32,15 +32,19 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 	type hooked struct {
 		config.Repo
 		kind string // the forge, whose way of signing the hook is checked
+		// client asks the forge whether a comment's author may push
+		// (GitLab and Gitea webhooks do not say); nil without a token.
+		client *forge.Client
 	}
 	repos := map[string]hooked{}
 	for _, r := range cfg.Workspace.Repos {
 		if r.WebhookSecret != "" {
-			kind := r.Forge
-			if fc, err := forge.Resolve(r.URL, r.Forge, r.APIURL, ""); err == nil {
-				kind = fc.Kind
+			h := hooked{Repo: r, kind: r.Forge}
+			if fc, err := forge.Resolve(r.URL, r.Forge, r.APIURL, r.Token); err == nil {
+				h.kind = fc.Kind
+				h.client, _ = forge.New(fc)
 			}
-			repos[r.Name] = hooked{r, kind}
+			repos[r.Name] = h
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,10 +64,33 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		branch, delivery := reviewEvent(kind, r.Header, body)
+		branch, delivery, author := reviewEvent(kind, r.Header, body)
 		if branch == "" {
 			w.WriteHeader(http.StatusNoContent)
 			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		if kind == forge.GitLab || kind == forge.Gitea {
+			// Anyone who may comment is not anyone who may start a run:
+			// only people who may push to the repository do (as GitHub's
+			// author_association says of its own).
+			if repo.client == nil {
+				log.Warn("webhook ignored: without the repository's token the bot cannot tell whether the author may push", "repo", repo.Name)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			ok, err := repo.client.MayWrite(ctx, author)
+			if err != nil {
+				log.Warn("webhook: asking the forge about the comment's author failed", "repo", repo.Name, "err", err)
+				http.Error(w, "try again", http.StatusServiceUnavailable)
+				return
+			}
+			if !ok {
+				log.Info("webhook: the comment's author may not push; it waits for !review", "repo", repo.Name, "branch", branch, "author", author)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
 		}
 		if kind != forge.GitLab || delivery == "" || strings.HasPrefix(delivery, "/") {
 			// What identifies the event is what the forge signed, not the
@@ -75,8 +102,6 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			sum := sha256.Sum256(body)
 			delivery = hex.EncodeToString(sum[:16])
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		defer cancel()
 		found, err := b.ForgeReview(ctx, repo.Name, branch, delivery)
 		if err != nil {
 			log.Warn("webhook: handing the review to the thread failed", "repo", repo.Name, "branch", branch, "err", err)
@@ -116,9 +141,10 @@ func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
 // to the repository (or its organisation's members).
 var repoPeople = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
 
-// reviewEvent returns the head branch of a review-comment event and the
-// delivery's id, or "" for every other event.
-func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery string) {
+// reviewEvent returns the head branch of a review-comment event, the
+// delivery's id and, on GitLab and Gitea, the author the forge is asked
+// about (GitLab's user id, Gitea's login), or "" for every other event.
+func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, author string) {
 	type repo struct {
 		FullName string `json:"full_name"`
 	}
@@ -151,27 +177,37 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 			SourceProjectID int64  `json:"source_project_id"`
 			TargetProjectID int64  `json:"target_project_id"`
 		} `json:"merge_request"`
+		// Who wrote it: GitLab's user, Gitea's sender.
+		User struct {
+			ID int64 `json:"id"`
+		} `json:"user"`
+		Sender struct {
+			Login string `json:"login"`
+		} `json:"sender"`
 	}
 	if json.Unmarshal(body, &p) != nil {
-		return "", ""
+		return "", "", ""
 	}
 	// A request from a fork is anyone's, whatever its branch is named: its
 	// review is not the thread's (the forge signs it all the same).
 	head, base := p.PullRequest.Head.Repo.FullName, p.PullRequest.Base.Repo.FullName
 	if kind != forge.GitLab && (head == "" || !strings.EqualFold(head, base)) {
-		return "", ""
+		return "", "", ""
 	}
 	switch kind {
 	case forge.GitLab:
 		if p.ObjectKind != "note" || p.ObjectAttributes.NoteableType != "MergeRequest" ||
-			p.MergeRequest.SourceProjectID != p.MergeRequest.TargetProjectID {
-			return "", ""
+			p.MergeRequest.SourceProjectID != p.MergeRequest.TargetProjectID || p.User.ID == 0 {
+			return "", "", ""
 		}
-		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + strconv.FormatInt(p.ObjectAttributes.ID, 10)
+		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + strconv.FormatInt(p.ObjectAttributes.ID, 10), strconv.FormatInt(p.User.ID, 10)
 	case forge.Gitea:
 		switch h.Get("X-Gitea-Event") {
 		case "pull_request_review_comment", "pull_request_review_rejected", "pull_request_review_approved", "pull_request_comment":
-			return p.PullRequest.Head.Ref, h.Get("X-Gitea-Delivery")
+			if p.Sender.Login == "" {
+				return "", "", ""
+			}
+			return p.PullRequest.Head.Ref, h.Get("X-Gitea-Delivery"), p.Sender.Login
 		}
 	default:
 		switch h.Get("X-GitHub-Event") {
@@ -182,9 +218,9 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery stri
 			// thread asks for it with !review).
 			if (p.Action == "created" || p.Action == "submitted") &&
 				(repoPeople[p.Comment.AuthorAssociation] || repoPeople[p.Review.AuthorAssociation]) {
-				return p.PullRequest.Head.Ref, h.Get("X-GitHub-Delivery")
+				return p.PullRequest.Head.Ref, h.Get("X-GitHub-Delivery"), ""
 			}
 		}
 	}
-	return "", ""
+	return "", "", ""
 }

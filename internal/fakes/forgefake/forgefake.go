@@ -87,6 +87,8 @@ type Server struct {
 	forbidden bool
 	limited   bool
 	secondary bool
+	access    map[string]int // user (GitLab: id; Gitea: login) -> GitLab access level
+	notAdmin  bool
 	missOnce  bool
 	calls     []string
 }
@@ -133,6 +135,24 @@ func (s *Server) SecondaryRateLimit(on bool) { s.mu.Lock(); s.secondary = on; s.
 // MissNextList makes the next listing of requests come back empty, as if
 // the request were opened between the client's look and its create.
 func (s *Server) MissNextList() { s.mu.Lock(); s.missOnce = true; s.mu.Unlock() }
+
+// SetAccess gives user (GitLab: the numeric id; Gitea: the login) access
+// to the project at GitLab's levels: 10 guest, 20 reporter, 30 developer,
+// 40 maintainer, 50 owner. Gitea shows them as its permissions (read below
+// 30, write, admin from 40) and its collaborators.
+func (s *Server) SetAccess(user string, level int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.access == nil {
+		s.access = map[string]int{}
+	}
+	s.access[user] = level
+}
+
+// TokenNotAdmin makes Gitea answer 403 when the token asks for another
+// user's permission, as it does to a token without admin rights on the
+// repository (collaborators may ask for their own only).
+func (s *Server) TokenNotAdmin(on bool) { s.mu.Lock(); s.notAdmin = on; s.mu.Unlock() }
 
 // Rename sets request number's title, as a person does on the forge.
 func (s *Server) Rename(number int, title string) {
@@ -430,6 +450,30 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			return
 		}
 		s.writePage(w, r, s.commentList(n, false))
+	case len(parts) == 3 && parts[0] == "collaborators" && parts[2] == "permission" && r.Method == "GET" && s.Kind == "gitea":
+		if s.notAdmin {
+			writeJSON(w, http.StatusForbidden, map[string]any{"message": "Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own"})
+			return
+		}
+		level, ok := s.access[parts[1]]
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "user does not exist"})
+			return
+		}
+		perm := "read"
+		switch {
+		case level >= 40:
+			perm = "admin"
+		case level >= 30:
+			perm = "write"
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"permission": perm, "role_name": perm, "user": map[string]any{"login": parts[1]}})
+	case len(parts) == 2 && parts[0] == "collaborators" && r.Method == "GET" && s.Kind == "gitea":
+		if _, ok := s.access[parts[1]]; !ok {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	case len(parts) == 3 && parts[0] == "pulls" && parts[2] == "reviews" && r.Method == "GET":
 		n, _ := strconv.Atoi(parts[1])
 		s.writePage(w, r, s.reviewList(n))
@@ -541,6 +585,14 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 		}
 		p.Updates++
 		writeJSON(w, http.StatusOK, view(p))
+	case len(parts) == 3 && parts[0] == "members" && parts[1] == "all" && r.Method == "GET":
+		level, ok := s.access[parts[2]]
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
+			return
+		}
+		id, _ := strconv.Atoi(parts[2])
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "username": "user" + parts[2], "access_level": level, "state": "active"})
 	case len(parts) == 3 && parts[0] == "merge_requests" && parts[2] == "notes" && r.Method == "GET":
 		n, _ := strconv.Atoi(parts[1])
 		out := []map[string]any{{"id": 1, "body": "added 1 commit", "system": true, "author": map[string]any{"username": "bot"}}}
