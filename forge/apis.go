@@ -43,7 +43,15 @@ func (g github) find(ctx context.Context, c *Client, head, base string) (PR, boo
 func (g github) create(ctx context.Context, c *Client, r Request) (PR, error) {
 	var p ghPull
 	body := map[string]any{"title": r.Title, "head": r.Head, "base": r.Base, "body": r.Body, "draft": r.Draft}
-	if err := c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p); err != nil {
+	err := c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p)
+	var fe *Error
+	if r.Draft && errors.As(err, &fe) && fe.Status == http.StatusUnprocessableEntity && strings.Contains(fe.Message, "Draft pull requests are not supported") {
+		// A private repository on a plan without drafts: a request ready
+		// for review is the next best thing.
+		body["draft"] = false
+		err = c.do(ctx, "POST", g.repo(c)+"/pulls", nil, body, &p)
+	}
+	if err != nil {
 		return PR{}, err
 	}
 	return PR{Number: p.Number, URL: p.HTMLURL, Draft: p.Draft}, nil

@@ -384,3 +384,18 @@ func TestMayWrite(t *testing.T) {
 		}
 	}
 }
+
+// A GitHub repository without draft pull requests (private, on a plan
+// without them) gets one ready for review instead of none.
+func TestGitHubWithoutDraftsOpensOneReady(t *testing.T) {
+	fake := forgefake.New(t, forge.GitHub, "acme/app", "tok")
+	fake.NoDrafts(true)
+	c, _ := forge.New(forge.Config{Kind: forge.GitHub, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+	pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b", Draft: true})
+	if err != nil || !pr.Created || pr.Draft {
+		t.Fatalf("%+v %v, want one opened, not a draft", pr, err)
+	}
+	if prs := fake.PRs(); len(prs) != 1 || prs[0].Draft {
+		t.Fatalf("the forge holds %+v", prs)
+	}
+}

@@ -87,6 +87,7 @@ type Server struct {
 	forbidden bool
 	limited   bool
 	secondary bool
+	noDrafts  bool
 	access    map[string]int // user (GitLab: id; Gitea: login) -> GitLab access level
 	notAdmin  bool
 	missOnce  bool
@@ -135,6 +136,10 @@ func (s *Server) SecondaryRateLimit(on bool) { s.mu.Lock(); s.secondary = on; s.
 // MissNextList makes the next listing of requests come back empty, as if
 // the request were opened between the client's look and its create.
 func (s *Server) MissNextList() { s.mu.Lock(); s.missOnce = true; s.mu.Unlock() }
+
+// NoDrafts makes GitHub refuse to open a draft, as it does for a private
+// repository on a plan without draft pull requests (422).
+func (s *Server) NoDrafts(on bool) { s.mu.Lock(); s.noDrafts = on; s.mu.Unlock() }
 
 // SetAccess gives user (GitLab: the numeric id; Gitea: the login) access
 // to the project at GitLab's levels: 10 guest, 20 reporter, 30 developer,
@@ -416,6 +421,11 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 			}
 		}
 		draft, _ := body["draft"].(bool)
+		if draft && s.noDrafts && s.Kind == "github" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{
+				{"resource": "PullRequest", "code": "custom", "message": "Draft pull requests are not supported in this repository."}}})
+			return
+		}
 		p := &PR{Number: len(s.prs) + 1, Head: head, Base: base, Title: title, Body: str(body, "body"), Draft: draft, Open: true}
 		if s.Kind == "gitea" {
 			p.Draft = strings.HasPrefix(title, "WIP:")
