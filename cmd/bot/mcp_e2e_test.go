@@ -353,3 +353,34 @@ func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
 		t.Errorf("a server without network reached the host:\n%s", tr)
 	}
 }
+
+// A server's secret never reaches the bot's logs, even when the server
+// writes its environment to stderr (which the bot logs, for the operator).
+func TestSlackMCPServerSecretIsNotLogged(t *testing.T) {
+	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
+	bin := mcpfake.Build(t)
+	const token = "trk-0123456789abcdef-logged"
+	e := newSlackFakes(t, withConfig(func(c *config.Config) {
+		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
+		c.MCP.Servers = []config.MCPServer{{Name: "fake", Command: bin, Env: map[string]string{"FAKEMCP_STDERR_ENV": "1", "TRACKER_TOKEN": token}, Timeout: config.DefaultMCPTimeout}}
+	}))
+	var logs syncBuffer
+	e.logOut.w = io.MultiWriter(e.logOut.w, &logs)
+	e.start()
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if r.LastMessage().Role == "tool" {
+			return llmfake.TextReply("done")
+		}
+		return llmfake.ToolCallReply(llmfake.Call{ID: "e1", Name: "fake__env", Args: `{}`})
+	})
+	root := e.slack.Mention(slackChan, aliceID, "show your environment", "")
+	e.waitText(slackChan, root, "done")
+	e.stop()
+	out := logs.String()
+	if !strings.Contains(out, "TRACKER_TOKEN=[redacted]") {
+		t.Errorf("the server's stderr is not in the debug log (the test would prove nothing):\n%s", out)
+	}
+	if strings.Contains(out, token) {
+		t.Errorf("the server's secret is in the bot's log")
+	}
+}
