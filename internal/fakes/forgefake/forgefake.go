@@ -415,7 +415,9 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 				if s.Kind == "gitea" {
 					writeJSON(w, http.StatusConflict, map[string]any{"message": "pull request already exists for these targets"})
 				} else {
-					writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"message": "A pull request already exists for " + owner + ":" + head + "."}}})
+					writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]any{
+						{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for " + owner + ":" + head + "."}},
+						"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"})
 				}
 				return
 			}
