@@ -28,6 +28,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"hash/maphash"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -86,6 +87,7 @@ type Server struct {
 	tmpl     *template.Template
 	log      *slog.Logger
 	diffs    diffCache
+	pieces   pieceCache
 }
 
 //go:embed templates/*.html
@@ -138,6 +140,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		longest:  longest,
 		secrets:  hidden,
+		pieces:   pieceCache{seed: maphash.MakeSeed()},
 		opts:     opts,
 		signer:   signer{key: opts.Key},
 		redactor: strings.NewReplacer(pairs...),
