@@ -309,6 +309,8 @@ func TestLinkTokens(t *testing.T) {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func mustInt(t *testing.T, s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -460,6 +462,32 @@ func TestListShowsStateRepoBranchActivityAndCost(t *testing.T) {
 		ThreadID: queued.ID, AuthorName: "bob", Text: "later", Mode: storage.ModePrompt}); err != nil {
 		t.Fatal(err)
 	}
+	idle, _, err := f.db.EnsureThread(f.ctx, storage.ThreadKey{Platform: "slack", Team: "T1", Channel: "C1", Thread: "3"},
+		storage.ThreadInit{Repo: "docs", Branch: "bot/slack-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idleSess, err := f.db.CreateSession(f.ctx, idle.ID, storage.SessionInit{Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _, err := f.db.AcceptInbound(f.ctx, storage.Inbound{Platform: "slack", Channel: "C1", MessageID: "m3", ThreadID: idle.ID, AuthorName: "carol", Text: "done?", Mode: storage.ModePrompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idleRun, err := f.db.StartRun(f.ctx, idle.ID, idleSess.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := llm.UserText("done?")
+	m.InputID = strconv.FormatInt(in, 10)
+	if err := f.db.AppendEntries(f.ctx, idleSess.ID, []transcript.Entry{{Seq: 0, Type: transcript.EntryMessage, Message: &m, Timestamp: time.Now().UnixMilli()},
+		{Seq: 1, Type: transcript.EntryMessage, Message: ptr(answer("yes")), Timestamp: time.Now().UnixMilli()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.FinishRun(f.ctx, idleRun, storage.RunDone); err != nil {
+		t.Fatal(err)
+	}
 	srv := f.server(Options{AuthHeader: "X-Forwarded-User"})
 	code, body := get(t, srv.URL+"/", http.Header{"X-Forwarded-User": {"op"}})
 	if code != 200 {
@@ -478,6 +506,7 @@ func TestListShowsStateRepoBranchActivityAndCost(t *testing.T) {
 	for _, tc := range []struct{ branch, state, repo, cost string }{
 		{"bot/slack-1700000000.000100", "running", "app", "$0.0125"},
 		{"bot/discord-T2", "queued", "lib", "$0.0000"},
+		{"bot/slack-3", "idle", "docs", "$0.0200"},
 	} {
 		r := row(tc.branch)
 		for _, want := range []string{">" + tc.state + "<", "<td>" + tc.repo + "</td>", tc.cost, "UTC</time>"} {
