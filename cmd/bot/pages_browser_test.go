@@ -18,8 +18,9 @@ import (
 // while the run waits for the model, it shows the tool line and then its
 // output as the run makes them, without a reload; the run's end and its
 // push (with the diff) arrive the same way; a tool output expands; the
-// compare link reaches the forge's compare view of the thread's branch. The
-// screenshot is a test artifact (go test -artifacts).
+// compare link reaches the forge's compare view of the thread's branch; the
+// list shows the session and opens it again. The screenshots are test
+// artifacts (go test -artifacts).
 func TestSessionPageInABrowserDuringARun(t *testing.T) {
 	bin := browsertest.Require(t)
 	const token = "forge-token-0001"
@@ -123,4 +124,14 @@ func TestSessionPageInABrowserDuringARun(t *testing.T) {
 			t.Fatalf("following the compare link reached no forge; it saw:\n%s", strings.Join(git.Requests(), "\n"))
 		}
 	}
+
+	// The list: the link's cookie shows this session, idle now, and links it.
+	b.Navigate("http://" + e.m.HTTPAddr() + "/")
+	row := b.Eval(`(() => { const r = document.querySelector("table.sessions tbody tr"); return r ? r.innerText : "" })()`)
+	if s, _ := row.(string); !strings.Contains(s, "idle") || !strings.Contains(s, "bot/slack-") || !strings.Contains(s, "app") {
+		t.Errorf("the list's row = %q, want the session, idle, with its repository and branch", row)
+	}
+	b.Screenshot(t, "session-list-e2e.png")
+	b.Navigate(b.Eval(`document.querySelector("table.sessions a").href`).(string))
+	b.WaitText("make the build green")
 }
