@@ -18,6 +18,7 @@ const maxButtons = 5
 // components it is given).
 func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
 	components := actionComponents(actions)
+	text = Text(text)
 	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
 		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
 			ID: id, Channel: thread.Channel, Content: &text, Components: &components,

@@ -163,7 +163,9 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 func (a *Adapter) Platform() string { return Platform }
 
 // Limits implements chat.Adapter.
-func (a *Adapter) Limits() chat.Limits { return chat.Limits{MaxMessageChars: MaxMessageChars} }
+func (a *Adapter) Limits() chat.Limits {
+	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure}
+}
 
 // BotUserID is the bot's user id, known once the gateway said READY.
 func (a *Adapter) BotUserID() string {

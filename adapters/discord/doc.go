@@ -100,6 +100,14 @@
 // crash that cut off its first attempt, may show twice (Slack's PostOnce
 // looks for its key in the thread instead).
 //
+// # Code blocks
+//
+// Text is sent as written, but for code blocks (Text): Discord knows ```
+// fences only and ends a block at the next ``` wherever it stands, so a
+// block fenced with ~~~ or ```` is sent fenced with ```, and backtick runs
+// inside a block are broken with a zero-width space. The bridge splits by
+// the length of that text (Limits().Measure).
+//
 // # Rate limits and errors
 //
 // discordgo's built-in retry on 429 is off for the chat-facing calls (Post,

@@ -36,7 +36,8 @@ func (a *Adapter) noteRequester(in chat.Inbound, rc chat.Receipt) {
 	}
 }
 
-// Post implements chat.Adapter. text is Markdown of at most MaxMessageChars.
+// Post implements chat.Adapter. text is Markdown of at most MaxMessageChars
+// as sent (Measure); see Text.
 func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) (string, error) {
 	return a.PostOnce(ctx, thread, text, chat.PostKey{})
 }
@@ -56,7 +57,7 @@ type messageCreate struct {
 // few minutes is not created, and the first one is returned instead. So a
 // post retried after a timeout shows once.
 func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
-	body := messageCreate{Content: text, AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds}
+	body := messageCreate{Content: Text(text), AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds}
 	if key.ID != "" {
 		body.Nonce, body.EnforceNonce = truncateRunes(key.ID, maxNonce), true
 	}
@@ -86,6 +87,7 @@ const maxNonce = 25
 
 // Edit implements chat.Editor.
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
+	text = Text(text)
 	return a.chatCall(ctx, "edit", discordgo.EndpointChannelMessage(thread.Channel, ""), func(opts ...discordgo.RequestOption) error {
 		// No components: an edit of text alone leaves no buttons (the
 		// outbox edits a message with buttons through SetActions; a

@@ -32,16 +32,19 @@ func wireMentions(t testing.TB, a *discord.Adapter, channel string) *discordfake
 var fenceInfo = regexp.MustCompile("(?m)^( {0,3}(?:```+|~~~+))[^`\n]*$")
 
 // visible is what a message shows, for comparing content: fences without
-// their language (a reopened block repeats it) and no whitespace.
+// their language (a reopened block repeats it), no whitespace and no
+// zero-width space (Text breaks backtick runs in code with it).
 func visible(s string) string {
+	s = strings.ReplaceAll(s, "\u200b", "")
 	s = fenceInfo.ReplaceAllString(s, "")
 	return strings.Join(strings.Fields(strings.NewReplacer("```", "", "~~~", "").Replace(s)), "")
 }
 
 // FuzzSplitMentions splits any model text at Discord's limit as the bridge
-// does and checks each message as the adapter sends it: at most 2,000
-// characters, pinging nobody but the requester whatever it names, and all
-// together showing exactly what the model wrote.
+// does and checks each message as the adapter sends it (Text): at most 2,000
+// characters, pinging nobody but the requester whatever it names, no ```
+// left inside a block (Discord would end it there), and all together
+// showing exactly what the model wrote.
 func FuzzSplitMentions(f *testing.F) {
 	for _, seed := range []string{
 		"hello",
@@ -51,6 +54,7 @@ func FuzzSplitMentions(f *testing.F) {
 		"```go\n" + strings.Repeat("x", 3000) + "\n```",
 		"```\nunclosed " + strings.Repeat("@here ", 800),
 		"~~~\n" + strings.Repeat("~~~~~~\n", 10),
+		"~~~python\nprint(a * b * c)\n~~~\n````md\n```go\n" + strings.Repeat("x := \"```\"\n", 400) + "```\n````",
 	} {
 		f.Add(seed)
 	}
@@ -67,9 +71,24 @@ func FuzzSplitMentions(f *testing.F) {
 			return
 		}
 		chunks := mdsplit.Chunks(md, discord.MaxMessageChars, a.Limits().Measure)
+		for i := range chunks {
+			chunks[i] = discord.Text(chunks[i])
+		}
 		for i, c := range chunks {
 			if n := utf8.RuneCountInString(c); n > discord.MaxMessageChars {
 				t.Fatalf("message %d has %d characters, over %d", i, n, discord.MaxMessageChars)
+			}
+			open := false
+			for _, l := range strings.Split(c, "\n") {
+				lt := strings.TrimLeft(l, " ")
+				switch {
+				case !open && len(l)-len(lt) <= 3 && strings.HasPrefix(lt, "```") && !strings.Contains(lt[3:], "`"):
+					open = true
+				case open && strings.TrimSpace(l) == "```":
+					open = false
+				case open && strings.Contains(l, "```"):
+					t.Fatalf("message %d has a ``` inside a code block, where Discord would end it: %q", i, l)
+				}
 			}
 			got := discordfake.Notified(c, am)
 			if got.Everyone || len(got.Roles) > 0 || len(got.Users) > 1 || (len(got.Users) == 1 && got.Users[0] != requester) {

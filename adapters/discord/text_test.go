@@ -1,0 +1,33 @@
+package discord_test
+
+import (
+	"testing"
+
+	"github.com/threadsmith/threadsmith/adapters/discord"
+)
+
+// Discord's code blocks are ``` only and end at the next ```: the fences the
+// model may use otherwise are sent as ```, and backtick runs inside a block
+// cannot end it.
+func TestTextFencesAsDiscordReadsThem(t *testing.T) {
+	for _, tc := range []struct{ name, md, want string }{
+		{"plain text unchanged", "a `b` **c** ~~d~~ <@1>", "a `b` **c** ~~d~~ <@1>"},
+		{"three backticks unchanged", "```go\nx := 1\n```", "```go\nx := 1\n```"},
+		{"tilde fence", "~~~python\na * b * c\n~~~", "```python\na * b * c\n```"},
+		{"four backticks hold three", "````md\n```go\nx\n```\n````", "```md\n``\u200b`go\nx\n``\u200b`\n```"},
+		{"longer closing fence", "```\ncode\n`````\nafter", "```\ncode\n```\nafter"},
+		{"shorter fence inside is code", "~~~~\n~~~\n~~~~", "```\n~~~\n```"},
+		{"indented fence keeps its indent", "1. step\n   ```sh\n   make\n   ```", "1. step\n   ```sh\n   make\n   ```"},
+		{"unclosed block", "````\nx ``` y", "```\nx ``\u200b` y"},
+		{"inline triple backticks outside code", "use ```x``` here", "use ```x``` here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := discord.Text(tc.md); got != tc.want {
+				t.Errorf("Text(%q)\n got %q\nwant %q", tc.md, got, tc.want)
+			}
+			if got, want := discord.Measure(tc.md), len([]rune(tc.want)); got != want {
+				t.Errorf("Measure(%q) = %d, want %d", tc.md, got, want)
+			}
+		})
+	}
+}
