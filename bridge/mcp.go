@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/sandbox"
 )
@@ -24,16 +25,28 @@ type MCPServer struct {
 	Repos, Channels []string
 }
 
+// parentChanneler is an adapter whose threads are channels of their own
+// (Discord): it names the channel a thread lives in.
+type parentChanneler interface {
+	ParentChannel(ctx context.Context, ref chat.ThreadRef) string
+}
+
 // mcpServersFor lists the servers a thread gets: the configured ones its repo
 // and channel allow, then (if the operator allows it) the stdio servers its
 // repository declares.
-func (t *thread) mcpServersFor() []mcptool.Server {
+func (t *thread) mcpServersFor(ctx context.Context) []mcptool.Server {
 	var out []mcptool.Server
+	channels := []string{t.ref.Channel}
+	if pc, ok := t.p.Adapter.(parentChanneler); ok && slices.ContainsFunc(t.b.cfg.MCPServers, func(s MCPServer) bool { return len(s.Channels) > 0 }) {
+		if parent := pc.ParentChannel(ctx, t.ref); parent != t.ref.Channel {
+			channels = append(channels, parent)
+		}
+	}
 	for _, s := range t.b.cfg.MCPServers {
 		if len(s.Repos) > 0 && !slices.Contains(s.Repos, t.rec.Repo) {
 			continue
 		}
-		if len(s.Channels) > 0 && !slices.Contains(s.Channels, t.ref.Channel) {
+		if len(s.Channels) > 0 && !slices.ContainsFunc(channels, func(c string) bool { return slices.Contains(s.Channels, c) }) {
 			continue
 		}
 		out = append(out, s.Server)
@@ -134,7 +147,7 @@ func (t *thread) openMCP(ctx context.Context) {
 	if t.mcp != nil {
 		return
 	}
-	servers := t.mcpServersFor()
+	servers := t.mcpServersFor(ctx)
 	if len(servers) == 0 {
 		return
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,12 +39,28 @@ func TestMCPServersForRepoAndChannel(t *testing.T) {
 		{"lib", "C-OPS", []string{"all", "ops-channel"}},
 		{"lib", "C-DEV", []string{"all"}},
 	} {
-		th := &thread{b: b, rec: storage.Thread{Repo: tc.repo}, ref: chat.ThreadRef{Platform: "slack", Channel: tc.channel}}
-		if got := serverNames(th.mcpServersFor()); !reflect.DeepEqual(got, tc.want) {
+		th := &thread{b: b, p: &platform{}, rec: storage.Thread{Repo: tc.repo}, ref: chat.ThreadRef{Platform: "slack", Channel: tc.channel}}
+		if got := serverNames(th.mcpServersFor(t.Context())); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("repo %s, channel %s: servers %v, want %v", tc.repo, tc.channel, got, tc.want)
 		}
 	}
+	// A Discord thread is a channel of its own: the channel it lives in is
+	// the one the operator names.
+	th := &thread{b: b, p: &platform{Platform: Platform{Adapter: struct {
+		chat.Adapter
+		parents
+	}{nil, parents{"TH-1": "C-OPS"}}}}, rec: storage.Thread{Repo: "lib"},
+		ref: chat.ThreadRef{Platform: "discord", Channel: "TH-1", Thread: "TH-1"}}
+	if got, want := serverNames(th.mcpServersFor(t.Context())), []string{"all", "ops-channel"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a thread in C-OPS on Discord: servers %v, want %v", got, want)
+	}
 }
+
+// parents is an adapter whose threads live in the channels it maps them to
+// (the rest of chat.Adapter is not used).
+type parents map[string]string
+
+func (p parents) ParentChannel(_ context.Context, ref chat.ThreadRef) string { return p[ref.Channel] }
 
 func writeRepoFile(t *testing.T, root, name, content string) {
 	t.Helper()

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/chat"
 )
 
 // channelKind is what a channel is to the adapter.
@@ -63,6 +65,22 @@ func (a *Adapter) channelKind(ctx context.Context, channelID, guildID string) ch
 	k := kindOf(c.Type)
 	a.kinds.Store(channelID, k)
 	return k
+}
+
+// ParentChannel is the channel a session thread lives in, which the bot's
+// per-channel settings (an MCP server's channels) name: every Discord thread
+// is a channel of its own, so ref.Channel is the thread. It asks Discord
+// when discordgo's state does not know the thread; ref.Channel when that
+// fails or it is no thread.
+func (a *Adapter) ParentChannel(ctx context.Context, ref chat.ThreadRef) string {
+	if p := a.parentOf(ref.Channel); p != ref.Channel {
+		return p
+	}
+	c, err := a.s.Channel(ref.Channel, ownCall(ctx)...)
+	if err != nil || !c.IsThread() || c.ParentID == "" {
+		return ref.Channel
+	}
+	return c.ParentID
 }
 
 // parentOf is a thread's parent channel if discordgo's state knows it, else

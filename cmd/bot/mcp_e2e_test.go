@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
@@ -382,5 +383,25 @@ func TestSlackMCPServerSecretIsNotLogged(t *testing.T) {
 	}
 	if strings.Contains(out, token) {
 		t.Errorf("the server's secret is in the bot's log")
+	}
+}
+
+// On Discord every thread is a channel of its own: an MCP server limited to
+// a channel goes to the threads opened in it, not to others.
+func TestDiscordMCPServerForItsChannel(t *testing.T) {
+	url := mcpfake.ServeHTTP(t, "", "")
+	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) {
+		c.MCP.Servers = []config.MCPServer{
+			{Name: "general", URL: url, Tools: []string{"echo"}, Channels: []string{dGeneral}, Timeout: config.DefaultMCPTimeout},
+			{Name: "random", URL: url, Tools: []string{"echo"}, Channels: []string{discordfake.DefaultOtherChannelID}, Timeout: config.DefaultMCPTimeout},
+		}
+	})
+	e.scripts.add("mcpchan", answerPrompt)
+	th, _ := e.open("mcpchan: hello")
+	e.waitBot(th, "answer to: ")
+	e.fake.SlashCommand(th, dAlice, "tools", nil)
+	tools := e.waitBot(th, "🧰 Built in: ")
+	if !strings.Contains(tools.Content, "MCP `general`: `general__echo`") || strings.Contains(tools.Content, "random") {
+		t.Errorf("/tools in a thread of #general: %q, want the general server only", tools.Content)
 	}
 }
