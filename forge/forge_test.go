@@ -31,6 +31,11 @@ func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 			if !pr.Created || pr.Number != 1 || pr.URL == "" || !pr.Draft {
 				t.Fatalf("first Ensure: %+v", pr)
 			}
+			// A push costs the forge's rate limit two calls: a look and a
+			// create, or a look and an update.
+			if calls := fake.Calls(); len(calls) != 2 {
+				t.Errorf("opening took %d calls, want 2: %q", len(calls), calls)
+			}
 			req.Body = "second body"
 			fake.Rename(1, "a better title, by a person")
 			pr2, err := c.Ensure(t.Context(), req)
@@ -39,6 +44,9 @@ func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 			}
 			if pr2.Created || pr2.Number != 1 || pr2.URL != pr.URL {
 				t.Fatalf("second Ensure: %+v, want the same request updated", pr2)
+			}
+			if calls := fake.Calls(); len(calls) != 4 {
+				t.Errorf("opening and updating took %d calls, want 4: %q", len(calls), calls)
 			}
 			prs := fake.PRs()
 			if len(prs) != 1 || prs[0].Body != "second body" || prs[0].Head != "bot/slack-1" || prs[0].Base != "main" || prs[0].Updates != 1 || !prs[0].Draft ||

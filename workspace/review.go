@@ -40,20 +40,22 @@ func (w *Workspace) BranchFiles(ctx context.Context) ([]FileStat, error) {
 		return nil, err
 	}
 	defer unlock()
-	base, err := w.git.out(ctx, w.call("merge-base", "HEAD", "refs/remotes/origin/"+w.mirror.repo.DefaultBranch))
-	if err != nil {
-		if exitStatus(err) != 1 {
-			return nil, newError(CodeInternal, "", err)
-		}
-		// Unrelated histories: every file of the branch is new.
-		if base, err = w.git.out(ctx, w.call("hash-object", "--no-filters", "-t", "tree", "/dev/null")); err != nil {
-			return nil, newError(CodeInternal, "", err)
-		}
+	numstat := func(rev ...string) (string, error) {
+		return w.git.run(ctx, w.call(append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv",
+			"--ignore-submodules=none", "--find-renames", "--numstat", "-z"}, rev...)...))
 	}
-	out, err := w.git.run(ctx, w.call("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none",
-		"--find-renames", "--numstat", "-z", base, "HEAD"))
+	// A...B diffs from their merge base: one git process, not two.
+	out, err := numstat("refs/remotes/origin/" + w.mirror.repo.DefaultBranch + "...HEAD")
 	if err != nil {
-		return nil, newError(CodeInternal, "", err)
+		// Unrelated histories (no merge base): every file of the branch
+		// is new.
+		empty, eerr := w.git.out(ctx, w.call("hash-object", "--no-filters", "-t", "tree", "/dev/null"))
+		if eerr != nil {
+			return nil, newError(CodeInternal, "", eerr)
+		}
+		if out, err = numstat(empty, "HEAD"); err != nil {
+			return nil, newError(CodeInternal, "", err)
+		}
 	}
 	return parseNumstat(out), nil
 }
