@@ -44,6 +44,9 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
+	if !strings.Contains(string(unit), "\nKillMode=mixed\n") {
+		t.Error("the unit lets systemd signal the agent's commands at once on stop (KillMode=mixed leaves them to the bot's graceful shutdown)")
+	}
 	for _, forbidden := range []string{"RestrictNamespaces=", "PrivateUsers=", "SystemCallFilter=", "ProtectKernelTunables=", "ProtectKernelLogs=", "ProtectProc="} {
 		for _, line := range strings.Split(string(unit), "\n") {
 			if strings.HasPrefix(line, forbidden) {
