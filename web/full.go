@@ -37,7 +37,12 @@ func (s *Server) full(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	f, err := s.opts.FullOutput(fo.Path)
+	th, err := s.opts.Store.ThreadByID(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f, err := s.opts.FullOutput(th, fo.Path)
 	if err != nil {
 		s.log.Debug("a whole output is not there", "thread", id, "path", fo.Path, "err", err)
 		securityHeaders(w.Header())

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // A command's whole output, kept in the scratch folder when the model got
@@ -48,7 +49,10 @@ func TestWholeOutputIsPagedFromTheScratchFile(t *testing.T) {
 	res.Details = details
 	f.append(msg(toolCall("c1", "bash", `{"command":"make"}`)), msg(res))
 	var opened []string
-	srv := f.server(Options{Secrets: []string{secret}, FullOutput: func(path string) (*os.File, error) {
+	srv := f.server(Options{Secrets: []string{secret}, FullOutput: func(th storage.Thread, path string) (*os.File, error) {
+		if th.ID != f.thread.ID {
+			t.Errorf("FullOutput of thread %d, want %d", th.ID, f.thread.ID)
+		}
 		opened = append(opened, path)
 		if filepath.Dir(path) != dir {
 			return nil, errors.New("not in the scratch folder")

@@ -67,10 +67,10 @@ type Options struct {
 	// cut. Nil: pushes show no diff.
 	PushDiff func(ctx context.Context, repo, from, to string) (patch string, truncated bool, err error)
 	// FullOutput opens the file where a command's whole output was kept
-	// when the model got only its end (a tool result's fullOutputPath, in
-	// the thread's scratch folder); an error when it is gone or elsewhere.
+	// when the model got only its end (a tool result's fullOutputPath), in
+	// thread's own scratch folder; an error when it is gone or elsewhere.
 	// Nil: the pages do not offer it.
-	FullOutput func(path string) (*os.File, error)
+	FullOutput func(thread storage.Thread, path string) (*os.File, error)
 	// Poll is how often a live page's thread is checked. Default 1s.
 	Poll   time.Duration
 	Now    func() time.Time

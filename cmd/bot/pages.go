@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/storage"
@@ -35,17 +36,23 @@ func sessionPages(cfg *config.Config, db storage.PageStore, ws *workspace.Manage
 			return workspace.CompareURL(r.URL, r.Forge, r.DefaultBranch, branch)
 		},
 		PushDiff:   ws.CommitDiff,
-		FullOutput: scratchFile(filepath.Join(cfg.DataDir, "scratch")),
+		FullOutput: scratchFile(cfg.DataDir, cfg.Workspace.BranchPrefix),
 		Logger:     log.With("component", "pages"),
 	})
 }
 
-// scratchFile opens a file under root (the workspaces' scratch folders,
-// where bash keeps a command's whole output): the pages open a path a tool
-// result names, and never one outside root, through a symlink either.
-func scratchFile(root string) func(path string) (*os.File, error) {
-	return func(path string) (*os.File, error) {
-		absRoot, err := filepath.Abs(root)
+// scratchFile opens a file in a thread's own scratch folder
+// (<data_dir>/scratch/<repo>/<branch without the prefix>, where bash keeps a
+// command's whole output): the pages open a path a tool result names, and
+// never one outside that folder, through a symlink either, nor another
+// thread's.
+func scratchFile(dataDir, branchPrefix string) func(th storage.Thread, path string) (*os.File, error) {
+	return func(th storage.Thread, path string) (*os.File, error) {
+		id, ok := strings.CutPrefix(th.Branch, branchPrefix)
+		if !ok || !oneName(id) || !oneName(th.Repo) {
+			return nil, fmt.Errorf("thread %d (%s on %s) has no scratch folder of its own", th.ID, th.Repo, th.Branch)
+		}
+		root, err := filepath.Abs(filepath.Join(dataDir, "scratch", th.Repo, id))
 		if err != nil {
 			return nil, err
 		}
@@ -53,12 +60,18 @@ func scratchFile(root string) func(path string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		rel, err := filepath.Rel(absRoot, abs)
+		rel, err := filepath.Rel(root, abs)
 		if err != nil || !filepath.IsLocal(rel) {
-			return nil, fmt.Errorf("%s is not in %s", path, absRoot)
+			return nil, fmt.Errorf("%s is not in %s", path, root)
 		}
-		return os.OpenInRoot(absRoot, rel)
+		return os.OpenInRoot(root, rel)
 	}
+}
+
+// oneName reports whether s is one file name: not empty, no separator, not
+// "." or "..".
+func oneName(s string) bool {
+	return s != "" && filepath.IsLocal(s) && !strings.ContainsAny(s, `/\`)
 }
 
 // pageLink is the bridge's link to a thread's session page: "" unless the

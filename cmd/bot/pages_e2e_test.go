@@ -13,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/ops/opstest"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // pageLinkRe finds a session page link in Slack text (<url|label>).
@@ -129,35 +130,49 @@ func TestSessionPageShowsAllACommandPrinted(t *testing.T) {
 	}
 }
 
-// The pages open only files in the scratch folder, whatever path a tool
-// result names, and not through a symlink that leads out of it.
-func TestScratchFileStaysInTheScratchFolder(t *testing.T) {
-	root := t.TempDir()
+// The pages open only files in the thread's own scratch folder, whatever
+// path a tool result names: not another thread's, not outside, not through
+// a symlink that leads out of it.
+func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
+	data := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.txt")
-	if err := os.WriteFile(outside, []byte("not yours"), 0o600); err != nil {
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(outside, "not yours")
+	mine := filepath.Join(data, "scratch", "app", "slack-t1")
+	log := filepath.Join(mine, "bash", "bash-1.log")
+	write(log, "all of it")
+	theirs := filepath.Join(data, "scratch", "app", "slack-t2", "bash", "bash-1.log")
+	write(theirs, "another thread's")
+	if err := os.Symlink(outside, filepath.Join(mine, "bash", "link.log")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(root, "app", "t1", "bash"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(root, "app", "t1", "bash", "bash-1.log")
-	if err := os.WriteFile(log, []byte("all of it"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(root, "app", "t1", "bash", "link.log")); err != nil {
-		t.Fatal(err)
-	}
-	open := scratchFile(root)
-	f, err := open(log)
+	open := scratchFile(data, "bot/")
+	th := storage.Thread{ID: 1, Repo: "app", Branch: "bot/slack-t1"}
+	f, err := open(th, log)
 	if err != nil {
 		t.Fatalf("opening %s: %v", log, err)
 	}
 	f.Close()
-	for _, p := range []string{outside, filepath.Join(root, "..", filepath.Base(filepath.Dir(outside)), "secret.txt"),
-		filepath.Join(root, "app", "t1", "bash", "link.log"), root + "-other/x.log", "relative.log"} {
-		if f, err := open(p); err == nil {
+	for _, p := range []string{theirs, outside, filepath.Join(mine, "..", "slack-t2", "bash", "bash-1.log"),
+		filepath.Join(mine, "bash", "link.log"), mine + "-other/x.log", "relative.log"} {
+		if f, err := open(th, p); err == nil {
 			f.Close()
-			t.Errorf("opened %s, outside %s", p, root)
+			t.Errorf("opened %s for thread %s", p, th.Branch)
+		}
+	}
+	for _, other := range []storage.Thread{{Repo: "app", Branch: "other/slack-t1"}, {Repo: "..", Branch: "bot/slack-t1"},
+		{Repo: "app", Branch: "bot/../slack-t2"}, {Repo: "app", Branch: "bot/"}} {
+		if f, err := open(other, log); err == nil {
+			f.Close()
+			t.Errorf("opened %s for a thread on %s/%s", log, other.Repo, other.Branch)
 		}
 	}
 }
