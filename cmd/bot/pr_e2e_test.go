@@ -64,6 +64,10 @@ func TestSlackPullRequestLoop(t *testing.T) {
 			if len(prs) != 1 || !strings.HasPrefix(prs[0].Head, "bot/slack-") || prs[0].Base != "main" || !prs[0].Draft {
 				t.Fatalf("the forge holds %+v", prs)
 			}
+			// The title is the request, marked as a draft the forge's way.
+			if want := map[string]string{"github": "", "gitlab": "Draft: ", "gitea": "WIP: "}[kind] + "add the first file"; prs[0].Title != want {
+				t.Errorf("title %q, want %q", prs[0].Title, want)
+			}
 			if !strings.Contains(prs[0].Body, "https://fake.slack.test/archives/") || !strings.Contains(prs[0].Body, "add the first file") ||
 				!strings.Contains(prs[0].Body, "- `file1.txt` (+1 −0)") {
 				t.Errorf("the description does not link the thread, say the request and list the file changed:\n%s", prs[0].Body)
