@@ -217,10 +217,11 @@ func New(cfg Config) (*Client, error) {
 }
 
 // sameHost follows a redirect only to the host (and port) the call went
-// to, or from http to https on it: GitHub moves a renamed repository's calls within its API, and a
-// redirect elsewhere would take the token along (net/http keeps
-// Authorization for another port of the same host, and any other header
-// everywhere). The redirect's answer is then the call's, a failure.
+// to, or from http to https on it: GitHub moves a renamed repository's
+// calls within its API, and a redirect elsewhere would take the token
+// along (net/http keeps Authorization for another port of the same host,
+// and any other header everywhere). The redirect's answer is then the
+// call's, a failure.
 func sameHost(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
