@@ -214,6 +214,13 @@ func TestConsoleInATerminal(t *testing.T) {
 	at := term.waitFor(ctx, 0, "threadsmith console")
 	at = term.waitFor(ctx, at, "new session ")
 
+	// Before the first request: !model lists the models and says what to
+	// do here (there is no one to mention); an unknown !word is answered.
+	term.typeText("!model\n")
+	at = term.waitFor(ctx, at, "No conversation here yet: type a request and I start with `fake-model`")
+	term.typeText("!modle\n")
+	at = term.waitFor(ctx, at, "Unknown command `!modle`")
+
 	// Type; the answer streams in and is shown once.
 	term.typeText("first request\n")
 	at = term.waitFor(ctx, at, "bot> Hello from the model.")
@@ -233,7 +240,9 @@ func TestConsoleInATerminal(t *testing.T) {
 		}
 	}
 	term.typeText("!steer go left\n")
-	at = term.waitFor(ctx, at, "(queued as steer")
+	// It says when the steer arrives whether or not a tool runs (it said
+	// "after the current tool" while the model was writing).
+	at = term.waitFor(ctx, at, "(queued as steer: delivered at the model's next step")
 	release <- struct{}{}
 	at = term.waitFor(ctx, at, "bot> steered: going left")
 	if n := strings.Count(term.output(), "held answer"); n != 1 {
