@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +35,24 @@ type fixture struct {
 	sess   storage.Session
 	seq    int64
 	now    time.Time
+	tick   func() time.Time // the store's clock
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), storage.WithLogger(slog.New(slog.DiscardHandler)))
+	// Every reading of the clock is a millisecond after the one before, so
+	// that what the fixture writes in order has times in that order (pages
+	// place runs and pushes among the entries by time).
+	var mu sync.Mutex
+	clock := time.Now()
+	tick := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
+	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), storage.WithLogger(slog.New(slog.DiscardHandler)), storage.WithClock(tick))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +70,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, ctx: ctx, db: db, thread: th, sess: sess, now: time.Now()}
+	return &fixture{t: t, ctx: ctx, db: db, thread: th, sess: sess, now: time.Now(), tick: tick}
 }
 
 func (f *fixture) append(entries ...transcript.Entry) {
@@ -66,7 +79,7 @@ func (f *fixture) append(entries ...transcript.Entry) {
 		entries[i].Seq = f.seq
 		f.seq++
 		if entries[i].Timestamp == 0 {
-			entries[i].Timestamp = time.Now().UnixMilli()
+			entries[i].Timestamp = f.tick().UnixMilli()
 		}
 	}
 	if err := f.db.AppendEntries(f.ctx, f.sess.ID, entries); err != nil {
