@@ -409,11 +409,11 @@ func (m *Main) openSandbox(cfg *config.Config) (*sandbox.Sandbox, error) {
 
 // sandboxConfig is the sandbox of cfg. What the agent must never see even
 // where a system folder is shown (a config file under /etc, say): the
-// config file, the data directory, the repositories' ssh keys and the bot's
-// home.
+// config file, the data directory, the repositories' ssh keys, the
+// database's client key and password file, and the bot's home.
 func sandboxConfig(cfg *config.Config, configPath string) sandbox.Config {
 	var hide []string
-	paths := []string{configPath, cfg.DataDir}
+	paths := append([]string{configPath, cfg.DataDir}, dsnSecretFiles(cfg.Storage.DSN)...)
 	for _, r := range cfg.Workspace.Repos {
 		paths = append(paths, r.SSHKeyFile)
 	}

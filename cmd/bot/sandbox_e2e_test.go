@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,6 +307,11 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Sandbox.ReadOnlyPaths = []string{shown}
 	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: "ssh://git@example.com/acme/app.git", SSHKeyFile: key}}
+	pgKey := filepath.Join(shown, "client.key")
+	if err := os.WriteFile(pgKey, []byte("sk-pg-key-0043\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Storage.DSN = "postgres://bot@db.example.com/threadsmith?sslmode=verify-full&sslkey=" + url.QueryEscape(pgKey)
 	sc := sandboxConfig(&cfg, filepath.Join(t.TempDir(), "config.yaml"))
 	sb := sandboxtest.New(t, sc)
 	work := t.TempDir()
@@ -313,7 +320,7 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	p, err := sb.Start(sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "cat " + filepath.Join(shown, "tool.txt") + " " + key + " 2>&1"},
+	p, err := sb.Start(sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "cat " + filepath.Join(shown, "tool.txt") + " " + key + " " + pgKey + " 2>&1"},
 		Dir: work, Mounts: []sandbox.Mount{{Path: work, Access: sandbox.ReadWrite}}, Stdout: out, Stderr: out})
 	if err != nil {
 		t.Fatal(err)
@@ -327,5 +334,23 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 	}
 	if strings.Contains(string(got), "sk-ssh-key-0042") {
 		t.Errorf("the sandbox read the repository's ssh key:\n%s", got)
+	}
+	if strings.Contains(string(got), "sk-pg-key-0043") {
+		t.Errorf("the sandbox read the database's client key:\n%s", got)
+	}
+}
+
+func TestDSNSecretFiles(t *testing.T) {
+	for dsn, want := range map[string][]string{
+		"":                    nil,
+		"postgres://u:p@h/db": nil,
+		"postgres://h/db?sslkey=%2Fk%20ey&passfile=/p": {"/k ey", "/p"},
+		"host=h sslkey=/etc/k passfile = '/a b/p\\'q'": {"/etc/k", "/a b/p'q"},
+		"host=h sslkey=/a\\ b dbname=x":                {"/a b"},
+		"host=h mysslkey=/no":                          nil,
+	} {
+		if got := dsnSecretFiles(dsn); !slices.Equal(got, want) {
+			t.Errorf("dsnSecretFiles(%q) = %q, want %q", dsn, got, want)
+		}
 	}
 }
