@@ -70,14 +70,18 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 
 // splitSections cuts mrkdwn into parts of at most limit characters, at a line
 // break where there is one, else at a space, never inside an entity (&lt;) or
-// a link (<url|label>).
+// a link (<url|label>). A cut inside a code block closes the block at the end
+// of its part and opens it again at the start of the next, as a section is
+// rendered on its own: the rest of the block would show as text, and the
+// next code block's fences turned inside out. Inside a block every run of
+// three backticks is broken (see Mrkdwn), so the fences are the only ```.
 func splitSections(s string, limit int) []string {
 	if strings.TrimSpace(s) == "" {
 		return []string{"…"} // a section's text may not be empty
 	}
 	var parts []string
 	for utf8.RuneCountInString(s) > limit {
-		cut := byteIndexOfRune(s, limit)
+		cut := byteIndexOfRune(s, limit-len(fence)) // room to close a block
 		if i := strings.LastIndexByte(s[:cut], '\n'); i > 0 {
 			cut = i
 		} else if i := strings.LastIndexByte(s[:cut], ' '); i > 0 {
@@ -86,14 +90,21 @@ func splitSections(s string, limit int) []string {
 		if i := strings.LastIndexAny(s[:cut], "<&"); i > 0 && !strings.ContainsAny(s[i:cut], ">;") {
 			cut = i
 		}
-		parts = append(parts, s[:cut])
-		s = strings.TrimLeft(s[cut:], "\n")
+		part, rest := s[:cut], strings.TrimLeft(s[cut:], "\n")
+		if strings.Count(part, fence)%2 == 1 {
+			part, rest = part+fence, fence+rest
+		}
+		parts = append(parts, part)
+		s = rest
 	}
 	if s != "" {
 		parts = append(parts, s)
 	}
 	return parts
 }
+
+// fence opens and closes a code block in mrkdwn.
+const fence = "```"
 
 // byteIndexOfRune returns the byte offset of the n-th rune of s.
 func byteIndexOfRune(s string, n int) int {

@@ -160,6 +160,36 @@ func TestSplitSections(t *testing.T) {
 	}
 }
 
+// A status longer than a section whose code block crosses the cut shows the
+// block as code in both sections: each is rendered on its own, so the first
+// closes the block and the second opens it again.
+func TestSplitSectionsKeepsCodeBlocksWhole(t *testing.T) {
+	code := strings.Repeat("x := compute(a, b) // step\n", 150) // ~4,000 characters
+	text := "Here is the change:\n```\n" + code + "```\nand after the block, *bold* prose."
+	parts := splitSections(text, maxSectionChars)
+	if len(parts) < 2 {
+		t.Fatalf("parts = %d, want the block cut", len(parts))
+	}
+	for i, p := range parts {
+		if n := utf8.RuneCountInString(p); n > maxSectionChars {
+			t.Errorf("part %d has %d characters", i, n)
+		}
+		if c := strings.Count(p, "```"); c%2 != 0 {
+			t.Errorf("part %d leaves a code block open (%d fences): …%s", i, c, p[max(0, len(p)-40):])
+		}
+	}
+	if !strings.HasPrefix(parts[1], "```") {
+		t.Errorf("part 2 does not reopen the block: %q…", parts[1][:min(40, len(parts[1]))])
+	}
+	if last := parts[len(parts)-1]; !strings.Contains(last, "```\nand after the block") {
+		t.Errorf("the block's end is lost: …%s", last[max(0, len(last)-80):])
+	}
+	joined := strings.ReplaceAll(strings.Join(parts, ""), "```", "")
+	if want := strings.ReplaceAll(text, "```", ""); strings.ReplaceAll(joined, "\n", "") != strings.ReplaceAll(want, "\n", "") {
+		t.Error("the sections together do not show the text")
+	}
+}
+
 // Only a click on one of the bot's command buttons becomes input, and only as
 // that command: whatever else a block_actions payload holds is dropped.
 func TestClickInboundTakesOnlyTheBotsCommandButtons(t *testing.T) {
