@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -263,5 +264,58 @@ func TestSlackHTTPModeSharesItsPortWithTheProbes(t *testing.T) {
 	fams := opstest.Scrape(t, url)
 	if v, _ := metricValue(fams, "threadsmith_platform_api_requests_total", map[string]string{"platform": "slack", "method": "chat.postMessage"}); v < 1 {
 		t.Errorf("chat.postMessage counted %v times, want at least 1", v)
+	}
+}
+
+// The bridge's counts reach /metrics through a real run: a retried model
+// call (its error by class), and a manual compaction by reason and result.
+func TestMetricsCountRetriesErrorsAndCompactions(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.HTTP.Listen = "127.0.0.1:0"
+		c.Agent.Retry.BaseDelay = 10 * time.Millisecond
+		c.Agent.Compaction.KeepRecentTokens = 1 // two short turns are enough to compact
+	})
+	e.llm.Push(
+		llmfake.HTTPError(http.StatusServiceUnavailable, "", "overloaded"),
+		llmfake.TextReply("first answer"),
+		llmfake.TextReply("second answer"),
+	)
+	// The compaction's summaries (of the history, and of a turn it cuts).
+	e.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("## Goal\nthe summary") })
+	th := thread("910.1")
+	e.say(th, "hello", true)
+	e.waitText(th, "first answer")
+	e.say(th, "again", false)
+	e.waitText(th, "second answer")
+	e.say(th, "!compact", false)
+	e.waitText(th, "compacted")
+
+	url := "http://" + e.m.HTTPAddr()
+	want := []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"threadsmith_llm_retries_total", nil, 1},
+		{"threadsmith_llm_errors_total", map[string]string{"model": "fake-model", "class": "overloaded"}, 1},
+		{"threadsmith_compactions_total", map[string]string{"reason": "manual", "result": "ok"}, 1},
+		{"threadsmith_runs_total", map[string]string{"outcome": "done"}, 2},
+	}
+	for {
+		fams := opstest.Scrape(t, url)
+		var wrong []string
+		for _, w := range want {
+			if v, found := metricValue(fams, w.name, w.labels); !found || v != w.value {
+				wrong = append(wrong, fmt.Sprintf("%s%v = %v (present %v), want %v", w.name, w.labels, v, found, w.value))
+			}
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		select {
+		case <-e.ctx.Done():
+			t.Fatalf("metrics:\n%s", strings.Join(wrong, "\n"))
+		case <-time.After(50 * time.Millisecond): // scraping as Prometheus would
+		}
 	}
 }
