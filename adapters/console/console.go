@@ -193,6 +193,9 @@ func (a *Adapter) send(ctx context.Context, text string) {
 func (a *Adapter) Interrupt() (quit bool) {
 	a.mu.Lock()
 	if a.armed || a.h == nil {
+		// On a line of its own: the bot's line may be open, and the
+		// shutdown takes a moment (a run still going is stopped).
+		a.r.raw("quitting…\n")
 		a.mu.Unlock()
 		return true
 	}

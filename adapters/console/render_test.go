@@ -152,8 +152,12 @@ func TestCtrlCStopsThenQuits(t *testing.T) {
 	if !strings.Contains(out.String(), "Ctrl-C again to quit") {
 		t.Fatalf("no hint: %q", out.String())
 	}
+	a.Post(context.Background(), a.Thread(), "⏹ stopped.")
 	if quit := a.Interrupt(); !quit {
 		t.Fatal("the second Ctrl-C did not quit")
+	}
+	if got := out.String(); !strings.HasSuffix(got, "bot> ⏹ stopped.\nquitting…\n") {
+		t.Fatalf("quitting is not said on a line of its own: %q", got)
 	}
 }
 

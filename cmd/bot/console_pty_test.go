@@ -307,6 +307,9 @@ func TestConsoleInATerminal(t *testing.T) {
 	if term2.err != nil {
 		t.Fatalf("the bot quit with %v, want exit 0", term2.err)
 	}
+	if !strings.Contains(term2.output(), "\nquitting…\n") {
+		t.Error("the second Ctrl-C does not say it quits")
+	}
 	if left := sleepers(sleeper); len(left) > 0 {
 		t.Errorf("processes the agent started outlived the bot: %v", left)
 	}
