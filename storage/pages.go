@@ -22,6 +22,9 @@ type ThreadSummary struct {
 	LastActivity time.Time
 	// Cost sums the priced replies of all the thread's sessions (USD).
 	Cost float64
+	// Request is the text of the thread's first prompt ("" before one): what
+	// the thread is about, for a list of threads.
+	Request string
 }
 
 // ThreadSummaries returns every thread, most recently active first.
@@ -32,7 +35,8 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]ThreadSummary, error) {
 		(SELECT count(*) FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued')),
 		(SELECT coalesce(max(e.ts), 0) FROM entries e WHERE e.session_id = t.session_id),
 		(SELECT coalesce(sum(json_extract(e.payload, '$.usage.cost.total')), 0) FROM entries e JOIN sessions x ON x.id = e.session_id
-		 WHERE x.thread_id = t.id AND `+isReply+`)`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		 WHERE x.thread_id = t.id AND `+isReply+`),
+		coalesce((SELECT i.text FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
 	if err != nil {
 		return nil, opError(op, err)
 	}
@@ -44,7 +48,7 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]ThreadSummary, error) {
 		var cost sql.NullFloat64
 		err := rows.Scan(&s.ID, &s.Key.Platform, &s.Key.Team, &s.Key.Channel, &s.Key.Thread, &s.SessionID,
 			&s.Repo, &s.Branch, &s.WorkspacePath, &s.State, &s.LastSeenMessage, &active, &created, &updated,
-			&s.Running, &s.Pending, &last, &cost)
+			&s.Running, &s.Pending, &last, &cost, &s.Request)
 		if err != nil {
 			return nil, opError(op, err)
 		}

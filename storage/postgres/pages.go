@@ -71,7 +71,7 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, err
 		var state string
 		err := r.Scan(&s.ID, &s.Key.Platform, &s.Key.Team, &s.Key.Channel, &s.Key.Thread, &s.SessionID,
 			&s.Repo, &s.Branch, &s.WorkspacePath, &state, &s.LastSeenMessage, &active, &created, &updated,
-			&s.Running, &s.Pending, &last, &s.Cost)
+			&s.Running, &s.Pending, &last, &s.Cost, &s.Request)
 		s.State = storage.ThreadState(state)
 		s.ActiveAt, s.CreatedAt, s.UpdatedAt = fromMS(active), fromMS(created), fromMS(updated)
 		s.LastActivity = s.ActiveAt
@@ -85,7 +85,8 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, err
 		(SELECT coalesce(max(e.ts), 0) FROM entries e WHERE e.session_id = t.session_id),
 		(SELECT coalesce(sum((e.payload -> 'usage' -> 'cost' ->> 'total')::float8), 0)::float8
 		 FROM entries e JOIN sessions x ON x.id = e.session_id
-		 WHERE x.thread_id = t.id AND `+isReply+`)`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		 WHERE x.thread_id = t.id AND `+isReply+`),
+		coalesce((SELECT i.text FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
 }
 
 // ThreadSessions implements storage.PageStore.

@@ -937,8 +937,9 @@ func testPages(t *testing.T, s *suite) {
 	if _, err := s.db.StartRun(s.ctx, a.ID, sa.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	s.accept(storage.Inbound{ThreadID: b.ID, MessageID: "2.1"})
-	s.accept(storage.Inbound{ThreadID: b.ID, MessageID: "2.2"})
+	s.accept(storage.Inbound{ThreadID: b.ID, MessageID: "2.0", Text: "!status", Mode: storage.ModeCommand})
+	s.accept(storage.Inbound{ThreadID: b.ID, MessageID: "2.1", Text: "fix the build"})
+	s.accept(storage.Inbound{ThreadID: b.ID, MessageID: "2.2", Text: "and the docs"})
 	sums, err := s.db.ThreadSummaries(s.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -946,8 +947,11 @@ func testPages(t *testing.T, s *suite) {
 	if len(sums) != 2 || sums[0].ID != b.ID || sums[1].ID != a.ID {
 		t.Fatalf("ThreadSummaries = %+v, want b (input just arrived) then a", sums)
 	}
-	if sb := sums[0]; sb.Running || sb.Pending != 2 || sb.Cost != 0 {
-		t.Errorf("b = running %v, pending %d, cost %v", sb.Running, sb.Pending, sb.Cost)
+	if sb := sums[0]; sb.Running || sb.Pending != 3 || sb.Cost != 0 || sb.Request != "fix the build" {
+		t.Errorf("b = running %v, pending %d, cost %v, request %q (want its first prompt)", sb.Running, sb.Pending, sb.Cost, sb.Request)
+	}
+	if sa := sums[1]; sa.Request != "" {
+		t.Errorf("a, without input, has request %q", sa.Request)
 	}
 	if sa := sums[1]; !sa.Running || sa.Pending != 0 || sa.Cost != 0.125 || !sa.LastActivity.After(sa.ActiveAt) || sa.Key != a.Key {
 		t.Errorf("a = %+v", sa)
