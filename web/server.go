@@ -312,8 +312,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		case t.State == storage.ThreadClosed:
 			state = "closed"
 		}
+		where := s.redactor.Replace(threadTitle(t.Key))
+		title := where
+		if h := headline(t.Request); h != "" {
+			title = s.redactor.Replace(h)
+		}
 		rows[i] = map[string]any{
-			"ID": t.ID, "Title": s.redactor.Replace(threadTitle(t.Key)), "State": state,
+			"ID": t.ID, "Title": title, "Where": where, "State": state,
 			"Repo": s.redactor.Replace(t.Repo), "Branch": s.redactor.Replace(t.Branch),
 			"Last": t.LastActivity, "Cost": t.Cost,
 		}

@@ -528,6 +528,16 @@ func TestListShowsStateRepoBranchActivityAndCost(t *testing.T) {
 			}
 		}
 	}
+	// Each is named by its first request, and where it is.
+	for branch, want := range map[string]string{
+		"bot/slack-1700000000.000100": `>work</a><br><span class="meta">slack · C1 · 1700000000.000100</span>`,
+		"bot/discord-T2":              `>later</a><br><span class="meta">discord · D1 · T2</span>`,
+		"bot/slack-3":                 `>done?</a>`,
+	} {
+		if r := row(branch); !strings.Contains(r, want) {
+			t.Errorf("the row of %s lacks %q:\n%s", branch, want, r)
+		}
+	}
 	assertInert(t, body)
 }
 
