@@ -252,21 +252,26 @@ func TestConsoleInATerminal(t *testing.T) {
 	// Ctrl-C stops the run and says so; the bot keeps going.
 	term.typeText("endless\n")
 	at = term.waitFor(ctx, at, "bot> ⏳ working…")
+	pressed := time.Now()
 	term.typeText("\x03")
 	at = term.waitFor(ctx, at, "press Ctrl-C again to quit")
 	at = term.waitFor(ctx, at, "stopped")
+	// Timings for BENCHMARKS.md (issue 18): go test -v -run TestConsoleInATerminal ./cmd/bot | grep timing
+	t.Logf("timing: Ctrl-C to 'stopped' while the model writes: %v", time.Since(pressed).Round(time.Millisecond))
 	term.typeText("are you there?\n")
 	at = term.waitFor(ctx, at, "bot> answer to: are you there?")
 
 	// A second Ctrl-C in a row quits, promptly and cleanly.
 	term.typeText("\x03")
 	term.waitFor(ctx, at, "press Ctrl-C again to quit")
+	pressed = time.Now()
 	term.typeText("\x03")
 	select {
 	case <-term.exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the bot did not quit on the second Ctrl-C")
 	}
+	t.Logf("timing: second Ctrl-C to exit, idle: %v", time.Since(pressed).Round(time.Millisecond))
 	if term.err != nil {
 		t.Fatalf("the bot quit with %v, want exit 0", term.err)
 	}
@@ -295,15 +300,19 @@ func TestConsoleInATerminal(t *testing.T) {
 	waitProcesses(t, ctx, sleeper, 2)
 	// Two Ctrl-C as a person presses them (two signals, not one the kernel
 	// merged): the second quits.
+	pressed = time.Now()
 	term2.typeText("\x03")
 	at = term2.waitFor(ctx, at, "press Ctrl-C again to quit")
 	term2.waitFor(ctx, at, "stopped")
+	t.Logf("timing: Ctrl-C to 'stopped' while bash runs: %v", time.Since(pressed).Round(time.Millisecond))
+	pressed = time.Now()
 	term2.typeText("\x03")
 	select {
 	case <-term2.exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the bot did not quit")
 	}
+	t.Logf("timing: second Ctrl-C to exit, after a stopped run: %v", time.Since(pressed).Round(time.Millisecond))
 	if term2.err != nil {
 		t.Fatalf("the bot quit with %v, want exit 0", term2.err)
 	}
@@ -321,6 +330,7 @@ func TestConsoleInATerminal(t *testing.T) {
 	term3.typeText("run the sleeper\n")
 	term3.waitFor(ctx, at, "bot> ⏳ `bash`")
 	waitProcesses(t, ctx, sleeper, 2)
+	pressed = time.Now()
 	if err := term3.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -329,6 +339,7 @@ func TestConsoleInATerminal(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the bot did not quit on SIGTERM")
 	}
+	t.Logf("timing: SIGTERM to exit while bash runs (grace %v): %v", consoleGrace, time.Since(pressed).Round(time.Millisecond))
 	if term3.err != nil {
 		t.Fatalf("the bot quit on SIGTERM with %v, want exit 0", term3.err)
 	}
