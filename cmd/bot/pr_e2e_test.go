@@ -380,3 +380,61 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 		t.Error("gitea signature check: a changed body must not pass")
 	}
 }
+
+// A review a forge's webhook brings waits for the run going on, as a
+// follow-up, even where people's messages steer it (busy_mode: steer): the
+// reviewer did not see what the run is doing.
+func TestReviewWebhookDuringARunIsAFollowUp(t *testing.T) {
+	const secret, token = "hook-secret-0123456789", "forge-token-0001"
+	fake := forgefake.New(t, "github", "acme/app", token)
+	e := newSlackFakes(t)
+	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Password: token})
+	url := srv.ServeAt(t, e.remote, "acme/app")
+	e.cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: url, DefaultBranch: "main", Token: token,
+		Forge: "github", APIURL: fake.APIURL(), PullRequests: config.PullRequestsDraft, WebhookSecret: secret}}
+	e.cfg.HTTP.Listen = "127.0.0.1:0"
+	e.cfg.Agent.BusyMode = config.BusySteer
+	e.start()
+	release := make(chan struct{})
+	var n atomic.Int32
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		switch {
+		case r.Messages[len(r.Messages)-1].Role == "tool":
+			return llmfake.TextReply("done")
+		case n.Add(1) == 1:
+			return llmfake.ToolCallReply(llmfake.Call{ID: "w1", Name: "write", Args: `{"path":"file1.txt","content":"v1\n"}`})
+		case strings.Contains(lastUserText(r), "a long one"):
+			return llmfake.Stream(llmfake.Content("working on it"), llmfake.Await(release), llmfake.Content(" done"), llmfake.Finish("stop"), llmfake.Done())
+		}
+		return llmfake.TextReply("ok: " + lastUserText(r))
+	})
+	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
+	e.waitText(slackChan, root, "|pull request #1>")
+	fake.AddComment(1, forgefake.Comment{ID: 5, Author: "reviewer", Body: "rename file1", Path: "file1.txt", Line: 1, Review: true})
+
+	before := len(e.llm.Requests())
+	e.slack.UserMessage(slackChan, aliceID, "now a long one", root)
+	e.waitRequests(before + 1)
+	body, header := reviewHook("github", fake.PRs()[0].Head, secret)
+	req, _ := http.NewRequest("POST", "http://"+e.m.HTTPAddr()+"/hooks/app", strings.NewReader(body))
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the webhook got %d", resp.StatusCode)
+	}
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Queue: 0 steer, 1 follow-up")
+	close(release)
+	e.waitFor("the review's run", func() bool {
+		for _, r := range e.llm.Requests()[before+1:] {
+			if strings.Contains(lastUserText(r), "rename file1") {
+				return true
+			}
+		}
+		return false
+	})
+}
