@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +105,26 @@ func TestCheckReportsInvalidConfigKeys(t *testing.T) {
 	ok, out := runCheck(t, cfg)
 	if ok || !strings.Contains(out, "llm.context_window") || !strings.Contains(out, "workspace.default_repo") {
 		t.Fatalf("check = %v:\n%s", ok, out)
+	}
+}
+
+// -check beside a running bot on SQLite does not open its database (which
+// would bring the schema of an older running build up to date under it):
+// the storage line says who holds it, and that is no problem.
+func TestCheckLeavesARunningBotsDatabaseAlone(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	cfg.Sandbox.Mode = config.SandboxNone
+	held, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+	ok, out := runCheck(t, cfg)
+	want := fmt.Sprintf("storage: sqlite %s in use by another threadsmith (pid %d): not opened", filepath.Join(cfg.DataDir, "threadsmith.db"), os.Getpid())
+	if !ok || !strings.Contains(out, want+"\n") {
+		t.Fatalf("check = %v, %q; want ok with %q", ok, out, want)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "threadsmith.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-check created or opened the running bot's database: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -45,6 +46,15 @@ func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
 			db, where = pg, "postgres "+pg.Where()
 		}
 	} else {
+		// A running bot's database is its own: -check does not open (and
+		// so migrate) it under that bot, which may be an older build.
+		l, lerr := lockDataDir(cfg.DataDir)
+		if inUse := (*dataDirInUse)(nil); errors.As(lerr, &inUse) {
+			return fmt.Sprintf("storage: sqlite %s in use by %s: not opened", sqlitePath(cfg), inUse.holder), nil
+		}
+		if lerr == nil {
+			defer l.release()
+		}
 		var lite *storage.DB
 		lite, err = storage.Open(ctx, sqlitePath(cfg), storage.WithLogger(log))
 		if err == nil {
