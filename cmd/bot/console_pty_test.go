@@ -346,6 +346,21 @@ func TestConsoleInATerminal(t *testing.T) {
 	if left := sleepers(sleeper); len(left) > 0 {
 		t.Errorf("processes the agent started outlived the bot: %v", left)
 	}
+	if !strings.Contains(term3.output(), "This run was interrupted") {
+		t.Error("the run SIGTERM cut off is not reported before the bot quits")
+	}
+	// Ctrl-D (the end of input, at a line's start) quits.
+	term4 := startTerminal(t, bin, repo, env, "-console", "-continue")
+	term4.waitFor(ctx, 0, "continuing session ")
+	term4.typeText("\x04")
+	select {
+	case <-term4.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the bot did not quit on Ctrl-D")
+	}
+	if term4.err != nil {
+		t.Fatalf("the bot quit on Ctrl-D with %v, want exit 0", term4.err)
+	}
 }
 
 // sleepers lists the live processes running `sleep n` or `sleep n+1`.
