@@ -81,6 +81,10 @@ type Launch func(ctx context.Context, s Server) (*Process, error)
 type Options struct {
 	// Launch starts stdio servers; without it they fail to start.
 	Launch Launch
+	// ConnectTimeout bounds a server's start at Open: connecting and listing
+	// its tools (the session waits for it). Default DefaultConnectTimeout;
+	// a call's Server.Timeout does not lengthen it.
+	ConnectTimeout time.Duration
 	// HTTPClient reaches URL servers. Default http.DefaultClient's transport
 	// with no overall timeout (streams are long-lived; calls have their own).
 	HTTPClient *http.Client
@@ -113,13 +117,16 @@ type Status struct {
 }
 
 // Open starts the servers and lists their tools. It returns when every
-// server has answered or failed (each within ctx and its timeout).
+// server has answered or failed (each within ctx and ConnectTimeout).
 func Open(ctx context.Context, servers []Server, opts Options) *Set {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
 	}
 	s := &Set{opts: opts}
 	var wg sync.WaitGroup
@@ -130,7 +137,7 @@ func Open(ctx context.Context, servers []Server, opts Options) *Set {
 		c := &conn{srv: srv, set: s, log: opts.Logger.With("mcp_server", srv.Name)}
 		s.conns = append(s.conns, c)
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, max(srv.Timeout, connectTimeout))
+			cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 			defer cancel()
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -227,9 +234,9 @@ type conn struct {
 	reported  bool // OnDown was called
 }
 
-// connectTimeout is the least time a server gets to start and list its
-// tools, whatever its call timeout.
-const connectTimeout = 30 * time.Second
+// DefaultConnectTimeout bounds a server's start (connect and list its
+// tools) when Options.ConnectTimeout is zero.
+const DefaultConnectTimeout = 30 * time.Second
 
 // maxRestarts is how often a crashed server is started again per session.
 const maxRestarts = 1

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -353,5 +355,34 @@ func TestCloseEndsWhatAServerStarted(t *testing.T) {
 			t.Fatalf("processes the server started outlived it: %v", sandboxtest.Live(marker))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A server that accepts but never answers holds the session's start up for
+// the connect timeout, not for its (long) call timeout.
+func TestOpenGivesUpOnASilentServer(t *testing.T) {
+	done := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	defer silent.Close()
+	defer close(done)
+	opened := make(chan *mcptool.Set, 1)
+	go func() {
+		opened <- mcptool.Open(t.Context(), []mcptool.Server{{Name: "silent", URL: silent.URL, Timeout: time.Hour}},
+			mcptool.Options{ConnectTimeout: 300 * time.Millisecond})
+	}()
+	var set *mcptool.Set
+	select {
+	case set = <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Open still waits for the silent server after 20s with a 300ms connect timeout")
+	}
+	set.Close()
+	if st := set.Status(); st[0].Err == "" {
+		t.Errorf("status %+v, want the silent server unavailable", st)
 	}
 }
