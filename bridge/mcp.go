@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -220,7 +221,7 @@ func (t *thread) refreshTools() {
 // sees, has the network only when its config says so (never for a
 // repository's server), and gets only the environment its config names.
 func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
-	path, err := exec.LookPath(s.Command)
+	path, err := serverPath(s, t.tws.Root())
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +251,20 @@ func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Proces
 			log.Debug("mcp server stderr", "line", tools.RedactString(line, t.b.cfg.Secrets))
 		}
 	})
+}
+
+// serverPath finds a stdio server's program: on PATH, or for a repository's
+// server a relative path such as ./scripts/mcp.sh in its worktree (where it
+// runs), never one that leads out of it.
+func serverPath(s mcptool.Server, root string) (string, error) {
+	if !s.FromRepo || !strings.Contains(s.Command, "/") || filepath.IsAbs(s.Command) {
+		return exec.LookPath(s.Command)
+	}
+	p := filepath.Join(root, s.Command)
+	if rel, err := filepath.Rel(root, p); err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%s leads out of the repository", s.Command)
+	}
+	return exec.LookPath(p)
 }
 
 // toolsText answers !tools: the session's tools, by server.

@@ -123,3 +123,23 @@ func TestWithRepoServersOperatorWins(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+// A repository's server may be a program in the repository (./scripts/x),
+// found in its worktree, not in the bot's working directory; not one that
+// leads out of it.
+func TestServerPathOfARepositoryServer(t *testing.T) {
+	root := t.TempDir()
+	writeRepoFile(t, root, "scripts/mcp.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(root, "scripts/mcp.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := serverPath(mcptool.Server{Command: "./scripts/mcp.sh", FromRepo: true}, root); err != nil || p != filepath.Join(root, "scripts/mcp.sh") {
+		t.Errorf("./scripts/mcp.sh: %q, %v", p, err)
+	}
+	if _, err := serverPath(mcptool.Server{Command: "../../bin/sh", FromRepo: true}, root); err == nil || !strings.Contains(err.Error(), "leads out of the repository") {
+		t.Errorf("../../bin/sh: %v", err)
+	}
+	if p, err := serverPath(mcptool.Server{Command: "sh", FromRepo: true}, root); err != nil || !filepath.IsAbs(p) {
+		t.Errorf("sh: %q, %v, want it from PATH", p, err)
+	}
+}
