@@ -38,8 +38,12 @@ type renderer struct {
 	carry  map[string]int
 	// deferred are the new lines of the edit that carried the open line.
 	deferred []string
-	timer    interface{ Stop() bool }
-	gen      int
+	// preview is the message edited last (the status message, with the
+	// streamed preview of an answer not posted yet), "" once its answer
+	// was posted or its preview carried.
+	preview string
+	timer   interface{ Stop() bool }
+	gen     int
 }
 
 // shown counts the lines of one message that were printed, by content.
@@ -124,6 +128,7 @@ func (r *renderer) update(id, text string, post bool) {
 	}
 	if streamedGone && !post {
 		r.carry = removed
+		r.preview = "" // the carry stands for it now
 	}
 
 	// Lines not printed yet, in order.
@@ -142,25 +147,36 @@ func (r *renderer) update(id, text string, post bool) {
 		r.settleLater()
 		return
 	}
-	streamed := r.open
-	if streamed == nil {
-		streamed = r.closed // a quiet moment ended it
-	}
-	if o := streamed; post && len(r.carry) == 0 && o != nil && o.msg != "" && o.msg != id {
+	if owner := r.preview; post && len(r.carry) == 0 && owner != "" && owner != id && r.msgs[owner] != nil {
 		// The answer may come before its preview leaves the status message
-		// (the outbox may send a post before an edit): the message being
-		// streamed is the carry, as long as the post starts with its text.
-		owner := o.msg
+		// (the outbox may send a post before an edit, and a notice such as
+		// "⏹ stopped." may come first): the message last edited is the
+		// carry, as long as the post starts with its text.
 		r.carry = map[string]int{}
 		for l, c := range r.msgs[owner].count {
 			r.carry[l] = c
 		}
-		o.msg = ""
-		if fresh = r.consumeCarry(id, fresh); o.msg == "" {
+		var o *openLine // the preview's line, finished in place if it is open
+		if r.open != nil && r.open.msg == owner {
+			o = r.open
+		} else if r.open == nil && r.closed != nil && r.closed.msg == owner {
+			o = r.closed // a quiet moment ended it
+		}
+		if o != nil {
+			o.msg = ""
+		}
+		n := len(fresh)
+		if fresh = r.consumeCarry(id, fresh); len(fresh) < n || o != nil && o.msg == id {
+			r.preview = "" // this post is its answer
+		}
+		if o != nil && o.msg == "" {
 			o.msg = owner // not the answer to it: the preview goes on
 		}
 	} else if post && (len(r.carry) > 0 || r.open != nil && r.open.msg == "" || r.closed != nil && r.closed.msg == "") {
 		fresh = r.consumeCarry(id, fresh)
+	}
+	if !post && !streamedGone {
+		r.preview = id
 	}
 	r.flushDeferred()
 	for i, l := range fresh {

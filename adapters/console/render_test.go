@@ -283,3 +283,32 @@ func TestAnAnswerPostedAfterAQuietMomentBeforeThePreviewLeaves(t *testing.T) {
 		t.Fatalf("console shows\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Ctrl-C in the middle of a streamed answer, as the bridge shows it (seen
+// by hand): the hint ends the preview's line, the preview grows once more,
+// "⏹ stopped." is posted, then the partial answer, then the status seal.
+// The partial answer is not printed again below the stop notice.
+func TestAnAnswerStoppedMidStreamIsPrintedOnce(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	ctx := context.Background()
+	th := a.Thread()
+	h := "⏳ working… · `repo` · `b`"
+	id, _ := a.Post(ctx, th, h)
+	a.Edit(ctx, th, id, h+"\n\nThis is ")
+	a.Edit(ctx, th, id, h+"\n\nThis is a slow answer ")
+	a.print("^C (press Ctrl-C again to quit)\n")
+	a.Edit(ctx, th, id, h+"\n\nThis is a slow answer that ")
+	a.Post(ctx, th, "⏹ stopped.")
+	a.Post(ctx, th, "This is a slow answer that\n\n⏹ _stopped_\n\n⏱ 2s")
+	a.Edit(ctx, th, id, "✓ `repo` · `b`")
+	ts.fire()
+	got := out.String()
+	if n := strings.Count(got, "bot> This is a slow answer that\n"); n != 1 {
+		t.Fatalf("the partial answer shows %d times, want once:\n%s", n, got)
+	}
+	for _, want := range []string{"bot> ⏹ stopped.\n", "bot> ⏹ _stopped_\n", "bot> ⏱ 2s\n", "bot> ✓ `repo` · `b`\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("console lacks %q:\n%s", want, got)
+		}
+	}
+}
