@@ -178,7 +178,8 @@ func (t *thread) openMCP(ctx context.Context) {
 		}
 	}
 	if len(failed) > 0 {
-		t.say("⚠️ These MCP servers did not start, so their tools are missing: " + strings.Join(failed, "; "))
+		// A server's error may name its URL, and a key in it.
+		t.say(tools.RedactString("⚠️ These MCP servers did not start, so their tools are missing: "+strings.Join(failed, "; "), t.b.cfg.Secrets))
 	}
 }
 

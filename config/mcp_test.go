@@ -86,6 +86,7 @@ func TestRedactedHidesMCPSecrets(t *testing.T) {
 	c.MCP.Servers = []MCPServer{
 		{Name: "tracker", Command: "tracker-mcp", Env: map[string]string{"TRACKER_TOKEN": "SECRET-A"}},
 		{Name: "docs", URL: "https://u:SECRET-B@mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer SECRET-C"}},
+		{Name: "keyed", URL: "https://mcp.example.com/mcp?key=SECRET-D&v=2"},
 	}
 	r := c.Redacted()
 	if out := fmt.Sprintf("%+v", r); strings.Contains(out, "SECRET") {

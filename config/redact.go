@@ -39,7 +39,7 @@ func (c Config) Redacted() Config {
 		for i, srv := range c.MCP.Servers {
 			srv.Env = redactValues(srv.Env)
 			srv.Headers = redactValues(srv.Headers)
-			srv.URL = redactURL(srv.URL)
+			srv.URL = redactQuery(redactURL(srv.URL))
 			r.MCP.Servers[i] = srv
 		}
 	}
@@ -70,6 +70,21 @@ func redact(s string) string {
 		return ""
 	}
 	return redactedValue
+}
+
+// redactQuery hides the values of a URL's query: an MCP server's URL may
+// carry its key there (https://mcp.example.com/mcp?key=…).
+func redactQuery(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.RawQuery == "" {
+		return s
+	}
+	q := u.Query()
+	for k := range q {
+		q[k] = []string{redactedValue}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // redactURL hides the user information of a URL (Validate refuses it in repo

@@ -447,19 +447,7 @@ func secrets(cfg *config.Config) []string {
 	for _, m := range cfg.LLM.Models {
 		s = append(s, m.APIKey) // an endpoint's own key, as secret as llm.api_key
 	}
-	for _, srv := range cfg.MCP.Servers {
-		for _, v := range srv.Headers {
-			s = append(s, strings.TrimPrefix(strings.TrimPrefix(v, "Bearer "), "token "), v)
-		}
-		for _, v := range srv.Env {
-			// Only values long enough to be a token: an MCP server's env also
-			// holds plain settings, and the bot unsets its own variables that
-			// hold a secret's value.
-			if len(v) >= 16 {
-				s = append(s, v)
-			}
-		}
-	}
+	s = append(s, mcpSecrets(cfg)...)
 	var out []string
 	for _, x := range s {
 		if len(x) >= 6 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
 
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/mcptool"
@@ -28,6 +30,35 @@ func mcpServers(cfg *config.Config) []bridge.MCPServer {
 		})
 	}
 	return out
+}
+
+// mcpSecrets are what the MCP servers' config holds that is secret: header
+// values, env values long enough to be a token, and the key a URL may carry
+// (its password or query values, which show in the errors that name it).
+func mcpSecrets(cfg *config.Config) []string {
+	var s []string
+	for _, srv := range cfg.MCP.Servers {
+		if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {
+			if p, ok := u.User.Password(); ok {
+				s = append(s, p)
+			}
+			for _, vs := range u.Query() {
+				s = append(s, vs...)
+			}
+		}
+		for _, v := range srv.Headers {
+			s = append(s, strings.TrimPrefix(strings.TrimPrefix(v, "Bearer "), "token "), v)
+		}
+		for _, v := range srv.Env {
+			// Only values long enough to be a token: an MCP server's env also
+			// holds plain settings, and the bot unsets its own variables that
+			// hold a secret's value.
+			if len(v) >= 16 {
+				s = append(s, v)
+			}
+		}
+	}
+	return s
 }
 
 // checkMCP starts every configured server (stdio ones in the sandbox, in an
@@ -53,7 +84,8 @@ func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io
 	defer set.Close()
 	for _, st := range set.Status() {
 		if st.Err != "" {
-			problems = append(problems, fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err))
+			// Its error may name its URL, and a key in it.
+			problems = append(problems, tools.RedactString(fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err), secrets(cfg)))
 			continue
 		}
 		noun := "tools"

@@ -184,6 +184,26 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 	}
 }
 
+// A key in an MCP server's URL is a secret too: the error of a server that
+// did not start names the URL, in the thread and in -check.
+func TestMCPKeyInTheURLIsRedacted(t *testing.T) {
+	const key = "url-key-0123456789"
+	e := newSlackEnv(t, withConfig(func(c *config.Config) {
+		c.MCP.Servers = []config.MCPServer{{Name: "keyed", URL: "http://user:pw-" + key + "@127.0.0.1:1/mcp?key=" + key, Timeout: config.DefaultMCPTimeout}}
+	}))
+	e.llm.Push(llmfake.TextReply("hi"))
+	root := e.slack.Mention(slackChan, aliceID, "hello", "")
+	e.waitText(slackChan, root, "These MCP servers did not start")
+	if tr := e.threadText(slackChan, root); strings.Contains(tr, key) || !strings.Contains(tr, "[redacted]") {
+		t.Errorf("the thread shows the URL's key (or no [redacted] where it was):\n%s", tr)
+	}
+	cfg, _ := checkConfig(t)
+	cfg.MCP.Servers = e.cfg.MCP.Servers
+	if _, out := runCheck(t, cfg); strings.Contains(out, key) || !strings.Contains(out, "mcp.servers[keyed]") {
+		t.Errorf("-check shows the URL's key (or not the server):\n%s", out)
+	}
+}
+
 // A server's tool list changing mid-session gives the model the new tool
 // and keeps what the session has read: edit still accepts a file read
 // before the change.
