@@ -203,3 +203,43 @@ func TestASecondConsoleOnTheRepositoryIsRefused(t *testing.T) {
 		t.Errorf("refusal %q tells a console user to change a data_dir", err)
 	}
 }
+
+// The console logs to a file in its data folder; where it cannot write one,
+// only warnings and errors reach the terminal (stderr), never the INFO
+// lines and the config dump that came between the conversation's lines.
+func TestConsoleLogsToAFileOrOnlyWarningsToStderr(t *testing.T) {
+	m := NewMain()
+	m.Console = true
+	var stderr syncBuffer
+	m.Stderr = &stderr
+	dir := t.TempDir()
+	log := m.logger(&config.Config{DataDir: dir, Log: config.Log{Level: config.LogInfo}})
+	log.Info("starting threadsmith", "config", "…")
+	log.Warn("something to see")
+	if m.logFile == nil {
+		t.Fatal("no log file in the console's data folder")
+	}
+	m.logFile.Close()
+	b, err := os.ReadFile(filepath.Join(dir, "threadsmith.log"))
+	if err != nil || !strings.Contains(string(b), "starting threadsmith") || !strings.Contains(string(b), "something to see") {
+		t.Fatalf("log file: %v\n%s", err, b)
+	}
+	if stderr.String() != "" {
+		t.Fatalf("the terminal got log lines: %q", stderr.String())
+	}
+
+	// A data folder that cannot be made (a file is in the way).
+	blocked := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2 := NewMain()
+	m2.Console = true
+	m2.Stderr = &stderr
+	log = m2.logger(&config.Config{DataDir: filepath.Join(blocked, "data"), Log: config.Log{Level: config.LogDebug}})
+	log.Info("starting threadsmith")
+	log.Warn("something to see")
+	if got := stderr.String(); strings.Contains(got, "starting threadsmith") || !strings.Contains(got, "something to see") {
+		t.Fatalf("without a log file, stderr got %q: want warnings only", got)
+	}
+}
