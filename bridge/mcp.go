@@ -153,8 +153,9 @@ func (t *thread) openMCP(ctx context.Context) {
 		return
 	}
 	t.mcp = mcptool.Open(ctx, servers, mcptool.Options{
-		Launch: t.launchMCP,
-		Logger: t.log.With("component", "mcp"),
+		Launch:  t.launchMCP,
+		Logger:  t.log.With("component", "mcp"),
+		Secrets: t.b.cfg.Secrets,
 		// A server's new tool list reaches the session through the
 		// thread's owner, like everything else that changes it.
 		OnChange: func() { t.enqueue(item{fn: t.refreshTools}) },

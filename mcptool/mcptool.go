@@ -38,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/sandbox"
 )
 
@@ -85,6 +86,9 @@ type Options struct {
 	// its tools (the session waits for it). Default DefaultConnectTimeout;
 	// a call's Server.Timeout does not lengthen it.
 	ConnectTimeout time.Duration
+	// Secrets are hidden from the errors a Set reports and logs: a
+	// server's error may name its URL, and a key in it.
+	Secrets []string
 	// HTTPClient reaches URL servers. Default http.DefaultClient's transport
 	// with no overall timeout (streams are long-lived; calls have their own).
 	HTTPClient *http.Client
@@ -142,8 +146,8 @@ func Open(ctx context.Context, servers []Server, opts Options) *Set {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if err := c.connectLocked(cctx); err != nil {
-				c.err = err
-				c.log.Warn("mcp server did not start", "err", err)
+				c.err = s.hide(err)
+				c.log.Warn("mcp server did not start", "err", c.err)
 			}
 		})
 	}
@@ -182,6 +186,17 @@ func (s *Set) Tools() []agent.Tool {
 func exactName(t agent.Tool) bool {
 	tl, ok := t.(*tool)
 	return ok && tl.spec.Name == tl.c.srv.Name+"__"+tl.remote
+}
+
+// hide redacts Options.Secrets from err.
+func (s *Set) hide(err error) error {
+	if err == nil || len(s.opts.Secrets) == 0 {
+		return err
+	}
+	if r := tools.RedactString(err.Error(), s.opts.Secrets); r != err.Error() {
+		return errors.New(r)
+	}
+	return err
 }
 
 // Status reports every server.
@@ -345,7 +360,7 @@ func (c *conn) refresh() {
 	}
 	c.mu.Unlock()
 	if err != nil {
-		c.log.Warn("mcp server's new tool list could not be read", "err", err)
+		c.log.Warn("mcp server's new tool list could not be read", "err", c.set.hide(err))
 		return
 	}
 	if f := c.set.opts.OnChange; f != nil {
@@ -418,7 +433,7 @@ func (c *conn) restartLocked(ctx context.Context, dead *mcp.ClientSession) error
 	c.restarts++
 	c.log.Warn("mcp server died; starting it again")
 	if err := c.connectLocked(ctx); err != nil {
-		c.err = fmt.Errorf("the server died and could not be started again: %w", err)
+		c.err = c.set.hide(fmt.Errorf("the server died and could not be started again: %w", err))
 		return c.err
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -384,5 +385,22 @@ func TestOpenGivesUpOnASilentServer(t *testing.T) {
 	set.Close()
 	if st := set.Status(); st[0].Err == "" {
 		t.Errorf("status %+v, want the silent server unavailable", st)
+	}
+}
+
+// A key in a server's URL shows in the errors that name the URL: Secrets
+// hides it from Status and the log.
+func TestErrorsHideSecrets(t *testing.T) {
+	const key = "url-key-0123456789"
+	var logs strings.Builder
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "keyed", URL: "http://127.0.0.1:1/mcp?key=" + key}},
+		mcptool.Options{Secrets: []string{key}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	set.Close()
+	st := set.Status()
+	if st[0].Err == "" || strings.Contains(st[0].Err, key) || !strings.Contains(st[0].Err, "[redacted]") {
+		t.Errorf("status error %q, want the key redacted", st[0].Err)
+	}
+	if strings.Contains(logs.String(), key) || !strings.Contains(logs.String(), "did not start") {
+		t.Errorf("log:\n%s", logs.String())
 	}
 }

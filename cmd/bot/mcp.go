@@ -78,7 +78,7 @@ func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io
 	for i, s := range servers {
 		list[i] = s.Server
 	}
-	set := mcptool.Open(ctx, list, mcptool.Options{Launch: func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+	set := mcptool.Open(ctx, list, mcptool.Options{Secrets: secrets(cfg), Launch: func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
 		return startInSandbox(sb.WithNetwork(s.Network), s, dir)
 	}})
 	defer set.Close()
