@@ -103,6 +103,12 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 			if r := call(t, ctx, tools, "fake__echo", `{"text":"hi"}`); r.IsError || text(r) != "echo: hi" {
 				t.Errorf("echo: %+v", r)
 			}
+			out := filepath.Join(dir, tc.name+".txt")
+			if r := call(t, ctx, tools, "fake__write", jsonArgs(map[string]string{"path": out, "text": "written"})); r.IsError {
+				t.Errorf("write: %+v", r)
+			} else if b, _ := os.ReadFile(out); string(b) != "written" {
+				t.Errorf("write left %q in %s", b, out)
+			}
 			if r := call(t, ctx, tools, "fake__fail", `{}`); !r.IsError || !strings.Contains(text(r), "broken") {
 				t.Errorf("fail: %+v", r)
 			}
@@ -403,4 +409,9 @@ func TestErrorsHideSecrets(t *testing.T) {
 	if strings.Contains(logs.String(), key) || !strings.Contains(logs.String(), "did not start") {
 		t.Errorf("log:\n%s", logs.String())
 	}
+}
+
+func jsonArgs(m map[string]string) string {
+	b, _ := json.Marshal(m)
+	return string(b)
 }

@@ -116,7 +116,7 @@ func TestCheckStartsMCPServers(t *testing.T) {
 	if ok {
 		t.Fatalf("check passed with a broken server:\n%s", out)
 	}
-	if !strings.Contains(out, "mcp: fake: 13 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
+	if !strings.Contains(out, "mcp: fake: 14 tools: fake__add_tool, fake__big") || !strings.Contains(out, "fake__slow") {
 		t.Errorf("no tool list for fake:\n%s", out)
 	}
 	if !strings.Contains(out, "mcp: picky: 1 tool: picky__echo\n") || !strings.Contains(out, "mcp.servers[picky].tools names what the server does not offer: ecoh") {

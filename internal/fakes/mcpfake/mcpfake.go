@@ -13,6 +13,7 @@
 //	                  embedded binary one
 //	env{}             the server's environment, one variable per line
 //	read{path}        a file's content (what the server can see)
+//	write{path,text}  writes text to the file (what the server can change)
 //	fetch{url}        an HTTP GET's status and body (what the server can reach)
 //	spawn{name}       starts "sleep 1000" named name in the background and
 //	                  returns (a process the server leaves behind)
@@ -137,6 +138,14 @@ func newServer(exit func(), stop <-chan struct{}, h *HTTP) *mcp.Server {
 			return res
 		}
 		return text(string(b))
+	})
+	add("write", "Writes a file.", "path text", func(_ context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
+		if err := os.WriteFile(arg(r, "path"), []byte(arg(r, "text")), 0o644); err != nil {
+			res := text(err.Error())
+			res.IsError = true
+			return res
+		}
+		return text("wrote " + arg(r, "path"))
 	})
 	add("fetch", "Fetches a URL.", "url", func(ctx context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
