@@ -509,7 +509,8 @@ func TestTheAgentCanStillWork(t *testing.T) {
 }
 
 // An MCP server (stdio) runs where bash runs and is held to the same: its
-// tools, steered by the model, reach nothing of the bot or thread B.
+// tools, steered by the model, read nothing of the bot or thread B and
+// change nothing outside thread A's worktree.
 func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 	w := newWorld(t)
 	bin := mcpfake.Build(t)
@@ -534,6 +535,11 @@ func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 		{"fake__read", jsonPath(filepath.Join(w.b.Root(), "wip.go"))},
 		{"fake__read", jsonPath("/proc/1/environ")},
 		{"fake__read", jsonPath(fmt.Sprintf("/proc/%d/environ", os.Getpid()))},
+		{"fake__write", jsonWrite(filepath.Join(w.b.Root(), "planted.go"), w.marker)},
+		{"fake__write", jsonWrite(filepath.Join(w.b.Root(), "wip.go"), w.marker)},
+		{"fake__write", jsonWrite(w.config, w.marker)},
+		{"fake__write", jsonWrite(filepath.Join(w.a.CommonDir(), "hooks", "pre-commit"), w.marker)},
+		{"fake__write", jsonWrite(filepath.Join(w.a.CommonDir(), "config"), w.marker)},
 	} {
 		for _, tl := range set.Tools() {
 			if tl.Spec().Name == c.tool {
@@ -565,6 +571,13 @@ func goCache(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// jsonWrite is the arguments of the fake MCP server's write tool: a hook
+// that touches marker, were it ever run.
+func jsonWrite(p, marker string) string {
+	b, _ := json.Marshal(map[string]string{"path": p, "text": "#!/bin/sh\ntouch " + marker + "\n"})
+	return string(b)
 }
 
 func jsonPath(p string) string {
