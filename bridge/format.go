@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -31,19 +32,41 @@ var toolArgKeys = map[string][]string{
 }
 
 // mainArg returns the argument worth showing for a tool call: the command of
-// bash, the path of file tools, else the first short string argument.
+// bash, the path of file tools, else the first non-empty string argument in
+// the order the model wrote them (an MCP tool's), the same at every render
+// of the call's line.
 func mainArg(tool string, args json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(args, &m) != nil {
-		return ""
-	}
-	for _, k := range toolArgKeys[tool] {
-		if s, ok := m[k].(string); ok && s != "" {
-			return s
+	if keys := toolArgKeys[tool]; len(keys) > 0 {
+		var m map[string]any
+		if json.Unmarshal(args, &m) != nil {
+			return ""
+		}
+		for _, k := range keys {
+			if s, ok := m[k].(string); ok && s != "" {
+				return s
+			}
 		}
 	}
-	for _, v := range m {
-		if s, ok := v.(string); ok && s != "" {
+	return firstStringArg(args)
+}
+
+// firstStringArg returns the first non-empty string among the members of a
+// JSON object, in document order.
+func firstStringArg(args json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the key
+			return ""
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return ""
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil && s != "" {
 			return s
 		}
 	}

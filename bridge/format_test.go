@@ -197,3 +197,23 @@ func TestUserErrorHidesInternals(t *testing.T) {
 		t.Errorf("unknown model = %q, want %q", got, um.Error())
 	}
 }
+
+// A tool the bridge does not know (an MCP server's) shows its first string
+// argument as the model wrote it, at every render of its line: from a map,
+// the running line and the finished one could show different arguments.
+func TestMainArgOfAnUnknownToolIsItsFirstString(t *testing.T) {
+	args := json.RawMessage(`{"limit": 5, "query": "open bugs", "project": "web", "state": "all", "x": ""}`)
+	for range 50 {
+		if got := mainArg("tracker__search", args); got != "open bugs" {
+			t.Fatalf("mainArg = %q, want the first string argument", got)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a": 1}`, `{"a":`} {
+		if got := mainArg("tracker__search", json.RawMessage(bad)); got != "" {
+			t.Errorf("mainArg(%q) = %q, want none", bad, got)
+		}
+	}
+	if got := mainArg("bash", json.RawMessage(`{"timeout": "5", "command": "go test ./..."}`)); got != "go test ./..." {
+		t.Errorf("bash shows %q, want its command", got)
+	}
+}
