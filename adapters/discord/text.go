@@ -3,6 +3,8 @@ package discord
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 )
 
 // maxThreadName is Discord's limit on a thread's name.
@@ -72,15 +74,15 @@ func Text(md string) string {
 	for i, line := range lines {
 		switch {
 		case fence == "":
-			if marker, indent, info, ok := openingFence(line); ok {
+			if marker, indent, info, ok := mdsplit.OpeningFence(line); ok {
 				fence = marker
-				lines[i] = indent + "```" + breakFences(info)
+				lines[i] = indent + "```" + mdsplit.BreakFences(info)
 			}
-		case closesFence(line, fence):
+		case mdsplit.ClosesFence(line, fence):
 			fence = ""
 			lines[i] = line[:len(line)-len(strings.TrimLeft(line, " "))] + "```"
 		default:
-			lines[i] = breakFences(line)
+			lines[i] = mdsplit.BreakFences(line)
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -89,59 +91,3 @@ func Text(md string) string {
 // Measure is the length of Markdown as Discord receives it (Text), in code
 // points, as Discord counts its 2,000.
 func Measure(md string) int { return utf8.RuneCountInString(Text(md)) }
-
-// openingFence parses a line that opens a fenced code block (CommonMark:
-// three or more backticks or tildes, indented at most three spaces; a
-// backtick fence's info has no backtick).
-func openingFence(line string) (marker, indent, info string, ok bool) {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
-		return "", "", "", false
-	}
-	n := 0
-	for n < len(t) && t[n] == t[0] {
-		n++
-	}
-	if n < 3 || (t[0] == '`' && strings.ContainsRune(t[n:], '`')) {
-		return "", "", "", false
-	}
-	return t[:n], line[:len(line)-len(t)], strings.TrimSpace(t[n:]), true
-}
-
-// closesFence reports whether line closes the block opened with fence: the
-// same character, at least as many, nothing after but spaces.
-func closesFence(line, fence string) bool {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 {
-		return false
-	}
-	n := 0
-	for n < len(t) && t[n] == fence[0] {
-		n++
-	}
-	return n >= len(fence) && strings.TrimSpace(t[n:]) == ""
-}
-
-// breakFences puts a zero-width space after every second backtick of a run
-// of three or more, so that no ``` is left in line.
-func breakFences(line string) string {
-	if !strings.Contains(line, "```") {
-		return line
-	}
-	var b strings.Builder
-	run := 0
-	for i := 0; i < len(line); i++ {
-		if line[i] != '`' {
-			run = 0
-			b.WriteByte(line[i])
-			continue
-		}
-		if run == 2 {
-			b.WriteString("\u200b")
-			run = 0
-		}
-		b.WriteByte('`')
-		run++
-	}
-	return b.String()
-}

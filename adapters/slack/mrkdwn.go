@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/chat/mdsplit"
 )
 
 // Mrkdwn converts the bridge's Markdown into Slack mrkdwn:
@@ -35,15 +37,15 @@ func Mrkdwn(md string) string {
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if fence != "" {
-			if closesFence(line, fence) {
+			if mdsplit.ClosesFence(line, fence) {
 				out = append(out, "```")
 				fence = ""
 				continue
 			}
-			out = append(out, escapeText(breakFences(line)))
+			out = append(out, escapeText(mdsplit.BreakFences(line)))
 			continue
 		}
-		if f, ok := opensFence(line); ok {
+		if f, _, _, ok := mdsplit.OpeningFence(line); ok {
 			fence = f
 			out = append(out, "```")
 			continue
@@ -51,7 +53,7 @@ func Mrkdwn(md string) string {
 		if isTableRow(line) && i+1 < len(lines) && tableDelim.MatchString(lines[i+1]) {
 			out = append(out, "```")
 			for ; i < len(lines) && isTableRow(lines[i]); i++ {
-				out = append(out, escapeText(breakFences(strings.TrimSpace(lines[i]))))
+				out = append(out, escapeText(mdsplit.BreakFences(strings.TrimSpace(lines[i]))))
 			}
 			i--
 			out = append(out, "```")
@@ -74,36 +76,6 @@ var (
 
 func isTableRow(line string) bool {
 	return strings.HasPrefix(strings.TrimSpace(line), "|")
-}
-
-// opensFence reports whether line opens a fenced code block and returns its
-// marker (``` or ~~~, three or more).
-func opensFence(line string) (string, bool) {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
-		return "", false
-	}
-	n := 0
-	for n < len(t) && t[n] == t[0] {
-		n++
-	}
-	if n < 3 || (t[0] == '`' && strings.ContainsRune(t[n:], '`')) {
-		return "", false // ```a``` on one line is a code span
-	}
-	return t[:n], true
-}
-
-// closesFence reports whether line closes the block opened with fence.
-func closesFence(line, fence string) bool {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 {
-		return false
-	}
-	n := 0
-	for n < len(t) && t[n] == fence[0] {
-		n++
-	}
-	return n >= len(fence) && strings.TrimSpace(t[n:]) == ""
 }
 
 // convertLine converts one line outside code blocks.
@@ -140,35 +112,6 @@ func convertLine(line string) string {
 	}
 	return inline(line)
 }
-
-// breakFences keeps a run of three or more backticks inside a code block
-// from ending it: Slack ends a block at the next ``` wherever it stands, so
-// a ```go line inside a ```` block would close it and show the rest as
-// text. A zero-width space after every second backtick of such a run looks
-// the same.
-func breakFences(line string) string {
-	if !strings.Contains(line, "```") {
-		return line
-	}
-	var b strings.Builder
-	run := 0
-	for i := 0; i < len(line); i++ {
-		if line[i] != '`' {
-			run = 0
-			b.WriteByte(line[i])
-			continue
-		}
-		if run == 2 {
-			b.WriteString(zeroWidthSpace)
-			run = 0
-		}
-		b.WriteByte('`')
-		run++
-	}
-	return b.String()
-}
-
-const zeroWidthSpace = "\u200b"
 
 // escapeText escapes the three characters Slack reserves.
 func escapeText(s string) string {

@@ -301,39 +301,15 @@ type fence struct {
 // longer than a quarter of limit is taken for text: closing and reopening it
 // in every chunk would not fit.
 func parseFence(line string, limit int) *fence {
-	t := strings.TrimLeft(line, " ")
-	indent := len(line) - len(t)
-	if indent > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+	marker, indent, _, ok := OpeningFence(line)
+	if !ok || len(marker) > limit/4 {
 		return nil
 	}
-	n := runLen(t, t[0])
-	if n < 3 || n > limit/4 {
-		return nil
-	}
-	if t[0] == '`' && strings.ContainsRune(t[n:], '`') {
-		return nil // ```a``` on one line is a code span
-	}
-	return &fence{marker: t[:n], indent: indent}
+	return &fence{marker: marker, indent: len(indent)}
 }
 
-// closedBy reports whether line closes the block: the same character, at
-// least as many of them, nothing after but spaces.
-func (f *fence) closedBy(line string) bool {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 {
-		return false
-	}
-	n := runLen(t, f.marker[0])
-	return n >= len(f.marker) && strings.TrimSpace(t[n:]) == ""
-}
-
-func runLen(s string, c byte) int {
-	n := 0
-	for n < len(s) && s[n] == c {
-		n++
-	}
-	return n
-}
+// closedBy reports whether line closes the block (ClosesFence).
+func (f *fence) closedBy(line string) bool { return ClosesFence(line, f.marker) }
 
 // cutLine splits line so that head measures at most room, preferring the
 // last space in the second half of head.
