@@ -314,8 +314,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		where := s.redactor.Replace(threadTitle(t.Key))
 		title := where
-		if h := headline(t.Request); h != "" {
-			title = s.redactor.Replace(h)
+		if h := headline(s.redactor.Replace(t.Request)); h != "" {
+			title = h
 		}
 		rows[i] = map[string]any{
 			"ID": t.ID, "Title": title, "Where": where, "State": state,

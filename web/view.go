@@ -175,8 +175,8 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 	p.Title = p.Where
 	for _, in := range inbound {
 		if in.Mode == storage.ModePrompt {
-			if t := headline(in.Text); t != "" {
-				p.Title = r.Replace(t)
+			if t := headline(r.Replace(in.Text)); t != "" {
+				p.Title = t
 				break
 			}
 		}
