@@ -32,6 +32,25 @@ func benchManager(b *testing.B, url, token string) *Manager {
 	return m
 }
 
+// benchBranch opens a workspace of a 4,000-file repository whose branch has
+// 5 commits, one changed file each.
+func benchBranch(b *testing.B, thread string) *Workspace {
+	b.Helper()
+	remote := gitremote.NewBare(b, gitremote.Options{Files: gitremote.GenerateFiles(benchFiles)})
+	ctx := context.Background()
+	w, err := benchManager(b, remote.Path, "").Open(ctx, "app", ThreadKey{"bench", thread})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 5 {
+		gitremote.WriteFile(b, w.Root(), fmt.Sprintf("pkg%02d/sub00/file%04d.go", i, i), "changed\n")
+		if _, err := w.Commit(ctx, CommitRequest{Request: "c"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
 // BenchmarkWorkspaceReady measures the time until a new thread has a
 // checked-out workspace (Manager.Open: fetch, worktree add, bookkeeping),
 // against plain `git worktree add` off an equally fetched bare mirror and
@@ -165,19 +184,8 @@ func BenchmarkCommitPushCLI(b *testing.B) {
 // included) of a branch with a few commits in a 4,000-file workspace, and
 // plain `git diff --stat` against the merge base as the baseline.
 func BenchmarkDiffStat(b *testing.B) {
-	remote := gitremote.NewBare(b, gitremote.Options{Files: gitremote.GenerateFiles(benchFiles)})
 	ctx := context.Background()
-	m := benchManager(b, remote.Path, "")
-	w, err := m.Open(ctx, "app", ThreadKey{"bench", "diff"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range 5 {
-		gitremote.WriteFile(b, w.Root(), fmt.Sprintf("pkg%02d/sub00/file%04d.go", i, i), "changed\n")
-		if _, err := w.Commit(ctx, CommitRequest{Request: "c"}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	w := benchBranch(b, "diff")
 	gitremote.WriteFile(b, w.Root(), "uncommitted.txt", "x\n")
 
 	b.Run("threadsmith-Diff", func(b *testing.B) {

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -57,19 +56,8 @@ func TestSubjectsAndReviewSeen(t *testing.T) {
 // (the files changed), beside Subjects (the commits, read at every push
 // before) and plain `git diff --numstat` against the merge base.
 func BenchmarkBranchFiles(b *testing.B) {
-	remote := gitremote.NewBare(b, gitremote.Options{Files: gitremote.GenerateFiles(benchFiles)})
 	ctx := context.Background()
-	m := benchManager(b, remote.Path, "")
-	w, err := m.Open(ctx, "app", ThreadKey{"bench", "files"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range 5 {
-		gitremote.WriteFile(b, w.Root(), fmt.Sprintf("pkg%02d/sub00/file%04d.go", i, i), "changed\n")
-		if _, err := w.Commit(ctx, CommitRequest{Request: "c"}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	w := benchBranch(b, "files")
 	b.Run("BranchFiles", func(b *testing.B) {
 		for b.Loop() {
 			if fs, err := w.BranchFiles(ctx); err != nil || len(fs) != 5 {
