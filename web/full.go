@@ -65,7 +65,10 @@ func (s *Server) full(w http.ResponseWriter, r *http.Request) {
 	// either of its edges: the edge moves to the secret's start, so that a
 	// page shows a secret whole (and hidden) or not at all, whatever from
 	// the request names.
-	pad := int64(max(s.longest-1, 0))
+	var pad int64
+	for _, sec := range s.secrets {
+		pad = max(pad, int64(len(sec)-1))
+	}
 	lo := max(from-pad, 0)
 	buf := make([]byte, min(size-lo, from-lo+fullPage+fullSlack+pad))
 	n, err := io.ReadFull(io.NewSectionReader(f, lo, int64(len(buf))), buf)

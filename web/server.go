@@ -83,7 +83,6 @@ type Server struct {
 	signer   signer
 	redactor *strings.Replacer
 	secrets  []string // what redactor hides
-	longest  int      // the longest of them, in bytes
 	tmpl     *template.Template
 	log      *slog.Logger
 	diffs    diffCache
@@ -120,25 +119,19 @@ func New(opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
-	var pairs, hidden []string
+	var hidden, pairs []string
 	for _, sec := range opts.Secrets {
 		if len(sec) >= minSecret {
-			pairs = append(pairs, sec, redacted)
 			hidden = append(hidden, sec)
 		}
 	}
 	if len(opts.Key) > 0 {
-		pairs = append(pairs, string(opts.Key), redacted)
 		hidden = append(hidden, string(opts.Key))
 	}
-	longest := len(opts.Key)
-	for _, sec := range opts.Secrets {
-		if len(sec) >= minSecret {
-			longest = max(longest, len(sec))
-		}
+	for _, sec := range hidden {
+		pairs = append(pairs, sec, redacted)
 	}
 	s := &Server{
-		longest:  longest,
 		secrets:  hidden,
 		pieces:   pieceCache{seed: maphash.MakeSeed()},
 		opts:     opts,
