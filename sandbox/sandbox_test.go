@@ -284,33 +284,8 @@ func TestKillEndsEverything(t *testing.T) {
 	p.Kill() // after Wait: harmless
 }
 
-// hostListener listens on the host's 127.0.0.1 until the test ends and
-// closes every connection it accepts; accepted holds a value once one came.
-func hostListener(t *testing.T) (port int, accepted <-chan struct{}) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	ch := make(chan struct{}, 1)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			select {
-			case ch <- struct{}{}:
-			default: // one is enough, and the loop must not block
-			}
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port, ch
-}
-
 func TestNetworkIsOffByDefault(t *testing.T) {
-	port, accepted := hostListener(t)
+	port, accepted := sandboxtest.HostListener(t)
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +473,7 @@ func TestTmpfsIsCappedLikeMemory(t *testing.T) {
 }
 
 func TestWithNetworkPerCommand(t *testing.T) {
-	port, _ := hostListener(t)
+	port, _ := sandboxtest.HostListener(t)
 	script := fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%d && echo connected) 2>&1", port)
 	r := newRig(t, sandbox.Config{})
 	off := r.sb

@@ -409,25 +409,7 @@ func TestProcessesSignalsAndTheKernel(t *testing.T) {
 	w := newWorld(t)
 	marker := fmt.Sprintf("tsesc%d", time.Now().UnixNano())
 	// Listeners of the host the attack aims at: nothing may reach them.
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
-	accepted := make(chan struct{}, 1)
-	go func() {
-		for {
-			c, err := tcp.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			select {
-			case accepted <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	tcpPort, accepted := sandboxtest.HostListener(t)
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +423,7 @@ func TestProcessesSignalsAndTheKernel(t *testing.T) {
 		(exec -a %[1]s sleep 1000) & setsid bash -c 'exec -a %[1]s sleep 1000' & nohup bash -c 'exec -a %[1]s sleep 1000' >/dev/null 2>&1 &
 		exec 3<>/dev/tcp/127.0.0.1/%[2]d 2>&1 || echo tcp-refused
 		echo hi > /dev/udp/127.0.0.1/%[3]d 2>&1; echo hi > /dev/udp/1.1.1.1/53 2>&1 || echo udp-refused
-		echo done`, marker, tcp.Addr().(*net.TCPAddr).Port, udp.LocalAddr().(*net.UDPAddr).Port))
+		echo done`, marker, tcpPort, udp.LocalAddr().(*net.UDPAddr).Port))
 	w.botRuns()
 	w.intact(out)
 	if strings.Contains(out, "ATTACHED") || !strings.Contains(out, "unshare-refused") || !strings.Contains(out, "mount-refused") || !strings.Contains(out, "tcp-refused") || !strings.Contains(out, "udp-refused") {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -45,6 +46,33 @@ func Live(marker string) []string {
 		}
 	}
 	return found
+}
+
+// HostListener listens on the host's 127.0.0.1 until the test ends and
+// closes every connection it accepts; accepted holds a value once one came.
+// A sandbox without network must never reach it.
+func HostListener(t testing.TB) (port int, accepted <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ch := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case ch <- struct{}{}:
+			default: // one is enough, and the loop must not block
+			}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, ch
 }
 
 // Shows reports whether out shows secret: as it is, reversed, or inside a
