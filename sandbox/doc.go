@@ -49,7 +49,9 @@
 //     hog fails inside and the bot is not affected. There is no limit on the
 //     sum of a sandbox's processes (no cgroup): should many of them fill the
 //     machine, the kernel's out-of-memory killer takes them first (their
-//     oom_score_adj is 1000, which nothing inside can lower).
+//     oom_score_adj is 1000; nothing inside can lower it under a root bot,
+//     which makes 1000 the floor, or under Landlock, which keeps /proc
+//     read-only: a bot that is neither leaves it to the command).
 //   - ModeNone runs the command directly in its own process group, with the
 //     same environment and kill semantics as far as a process group allows
 //     (a child that calls setsid escapes); it exists for machines without
