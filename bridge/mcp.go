@@ -163,7 +163,8 @@ func (t *thread) openMCP(ctx context.Context) {
 		// only to the model in its tool results.
 		OnDown: func(server string, err error) {
 			t.enqueue(item{fn: func() {
-				msg := tools.RedactString(fmt.Sprintf("⚠️ MCP server `%s`: %v", server, err), t.b.cfg.Secrets)
+				// err is the Set's, without Options.Secrets.
+				msg := fmt.Sprintf("⚠️ MCP server `%s`: %v", server, err)
 				if t.view == nil {
 					t.say(msg)
 					return
@@ -179,8 +180,9 @@ func (t *thread) openMCP(ctx context.Context) {
 		}
 	}
 	if len(failed) > 0 {
-		// A server's error may name its URL, and a key in it.
-		t.say(tools.RedactString("⚠️ These MCP servers did not start, so their tools are missing: "+strings.Join(failed, "; "), t.b.cfg.Secrets))
+		// The Set's errors name a server's URL without a key in it
+		// (Options.Secrets).
+		t.say("⚠️ These MCP servers did not start, so their tools are missing: " + strings.Join(failed, "; "))
 	}
 }
 

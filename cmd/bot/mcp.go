@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/mcptool"
@@ -78,14 +77,15 @@ func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io
 	for i, s := range servers {
 		list[i] = s.Server
 	}
+	// The Set hides the secrets from its errors, which may name a URL and
+	// a key in it.
 	set := mcptool.Open(ctx, list, mcptool.Options{Secrets: secrets(cfg), Launch: func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
 		return startInSandbox(sb.WithNetwork(s.Network), s, dir)
 	}})
 	defer set.Close()
 	for _, st := range set.Status() {
 		if st.Err != "" {
-			// Its error may name its URL, and a key in it.
-			problems = append(problems, tools.RedactString(fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err), secrets(cfg)))
+			problems = append(problems, fmt.Sprintf("mcp.servers[%s]: %s", st.Server, st.Err))
 			continue
 		}
 		noun := "tools"
