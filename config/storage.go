@@ -93,20 +93,29 @@ func DSNPassword(dsn string) string {
 		if p, ok := u.User.Password(); ok {
 			return p
 		}
-		return u.Query().Get("password")
 	}
-	password := ""
+	return DSNParam(dsn, "password")
+}
+
+// DSNParam returns the value of a PostgreSQL connection string's parameter
+// key ("sslkey", "passfile"), "" if it has none: a URL's query parameter,
+// else a libpq key=value pair (the last one counts, as for libpq).
+func DSNParam(dsn, key string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		return u.Query().Get(key)
+	}
+	value := ""
 	for s := strings.TrimLeft(dsn, " \t\n\r\f\v"); s != ""; s = strings.TrimLeft(s, " \t\n\r\f\v") {
 		var k, v string
 		var ok bool
 		if k, v, s, ok = nextKeyValue(s); !ok {
 			break
 		}
-		if k == "password" {
-			password = v // libpq: the last one counts
+		if k == key {
+			value = v
 		}
 	}
-	return password
+	return value
 }
 
 // nextKeyValue reads one keyword = value pair of a libpq key=value string
