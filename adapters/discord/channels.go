@@ -70,10 +70,10 @@ func (a *Adapter) channelKind(ctx context.Context, channelID, guildID string) ch
 // ParentChannel is the channel a session thread lives in, which the bot's
 // per-channel settings (an MCP server's channels) name: every Discord thread
 // is a channel of its own, so ref.Channel is the thread. It asks Discord
-// when discordgo's state does not know the thread; ref.Channel when that
-// fails or it is no thread.
+// only when discordgo's state does not know the channel; ref.Channel when
+// that fails or it is no thread.
 func (a *Adapter) ParentChannel(ctx context.Context, ref chat.ThreadRef) string {
-	if p := a.parentOf(ref.Channel); p != ref.Channel {
+	if p, known := a.stateParent(ref.Channel); known {
 		return p
 	}
 	c, err := a.s.Channel(ref.Channel, ownCall(ctx)...)
@@ -86,13 +86,21 @@ func (a *Adapter) ParentChannel(ctx context.Context, ref chat.ThreadRef) string 
 // parentOf is a thread's parent channel if discordgo's state knows it, else
 // the channel itself.
 func (a *Adapter) parentOf(channelID string) string {
+	p, _ := a.stateParent(channelID)
+	return p
+}
+
+// stateParent is parentOf, and whether discordgo's state knows the channel.
+func (a *Adapter) stateParent(channelID string) (parent string, known bool) {
 	st := a.s.State
-	if c, err := st.Channel(channelID); err == nil {
-		st.RLock()
-		defer st.RUnlock()
-		if c.IsThread() && c.ParentID != "" {
-			return c.ParentID
-		}
+	c, err := st.Channel(channelID)
+	if err != nil {
+		return channelID, false
 	}
-	return channelID
+	st.RLock()
+	defer st.RUnlock()
+	if c.IsThread() && c.ParentID != "" {
+		return c.ParentID, true
+	}
+	return channelID, true
 }

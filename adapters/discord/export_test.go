@@ -18,3 +18,11 @@ func AllowedMentionsIn(a *Adapter, channelID string) *discordgo.MessageAllowedMe
 // SetRequester records userID as the one who asked in a channel, as an
 // accepted input does.
 func SetRequester(a *Adapter, channelID, userID string) { a.requesters.Store(channelID, userID) }
+
+// ForgetChannel drops a channel from discordgo's state, as for a thread the
+// gateway never told the adapter about (archived before it started).
+func ForgetChannel(a *Adapter, channelID string) {
+	if c, err := a.s.State.Channel(channelID); err == nil {
+		_ = a.s.State.ChannelRemove(c)
+	}
+}

@@ -1,0 +1,63 @@
+package discord_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/adapters/discord"
+	"github.com/threadsmith/threadsmith/chat"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
+)
+
+// ParentChannel names the channel a thread lives in, which an MCP server's
+// channels list: from discordgo's state, else by asking Discord once (a
+// thread the gateway never announced). A channel the state knows to be no
+// thread is its own parent without a request, and one Discord does not know
+// is its own (no server limited to a channel reaches it).
+func TestParentChannel(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	rest := restSession(t, fake)
+	m := fake.UserMessage(general, alice, "start a thread here")
+	th, err := rest.MessageThreadStart(general, m.ID, "a thread", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.barrier(t, th.ID) // the adapter has seen the thread by now
+	ref := func(channel string) chat.ThreadRef {
+		return chat.ThreadRef{Team: guild, Channel: channel, Thread: channel}
+	}
+	gets := func() int {
+		n := 0
+		for _, r := range fake.Requests() {
+			if r.Method == http.MethodGet && r.Route == "GET /api/v9/channels/{channel}" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx := ctxT(t)
+
+	before := gets()
+	if got := e.a.ParentChannel(ctx, ref(th.ID)); got != general {
+		t.Errorf("ParentChannel(a thread in state) = %q, want %q", got, general)
+	}
+	if got := e.a.ParentChannel(ctx, ref(general)); got != general {
+		t.Errorf("ParentChannel(a text channel) = %q, want itself", got)
+	}
+	if n := gets() - before; n != 0 {
+		t.Errorf("%d channel look-ups for channels discordgo's state knows, want 0", n)
+	}
+
+	discord.ForgetChannel(e.a, th.ID)
+	before = gets()
+	if got := e.a.ParentChannel(ctx, ref(th.ID)); got != general {
+		t.Errorf("ParentChannel(a thread the state does not know) = %q, want %q (asked of Discord)", got, general)
+	}
+	if n := gets() - before; n != 1 {
+		t.Errorf("%d channel look-ups for a thread the state does not know, want 1", n)
+	}
+	if got := e.a.ParentChannel(ctx, ref("999999999999999999")); got != "999999999999999999" {
+		t.Errorf("ParentChannel(an unknown channel) = %q, want itself", got)
+	}
+}
