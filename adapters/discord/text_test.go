@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/adapters/discord"
+	"github.com/threadsmith/threadsmith/chat"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
 // Discord's code blocks are ``` only and end at the next ```: the fences the
@@ -30,4 +32,44 @@ func TestTextFencesAsDiscordReadsThem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every way the adapter sends the model's text (a post, an edit, a status
+// with buttons) sends it as Text: a ~~~ block shows as code, and a ``` line
+// inside a ```` block does not end it.
+func TestPostsAndEditsSendText(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	md := "~~~python\nprint(a * b)\n~~~\n````md\n```go\nx := 1\n```\n````"
+	want := discord.Text(md)
+	if want == md {
+		t.Fatal("Text leaves the sample as it is: the test would prove nothing")
+	}
+	check := func(how, id string) {
+		t.Helper()
+		if m, _ := fake.Message(id); m.Content != want {
+			t.Errorf("%s sent %q, want %q", how, m.Content, want)
+		}
+	}
+	id, err := e.a.Post(ctx, ref, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Post", id)
+	if err := e.a.Edit(ctx, ref, id, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.a.Edit(ctx, ref, id, md); err != nil {
+		t.Fatal(err)
+	}
+	check("Edit", id)
+	if err := e.a.Edit(ctx, ref, id, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.a.SetActions(ctx, ref, id, md, []chat.Action{{ID: "stop", Label: "Stop"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("SetActions", id)
 }
