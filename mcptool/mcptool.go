@@ -246,7 +246,6 @@ type conn struct {
 	unoffered []string // allow-listed names the server does not offer
 	restarts  int
 	closed    bool
-	reported  bool // OnDown was called
 }
 
 // DefaultConnectTimeout bounds a server's start (connect and list its
@@ -404,12 +403,12 @@ func connectionLost(err error) bool {
 }
 
 // restart replaces a dead session (unless another call already did), and
-// tells Options.OnDown when it gives the server up.
+// tells Options.OnDown when it gives the server up. That happens once: a
+// failed restart leaves no session, so no later call gets here with one.
 func (c *conn) restart(ctx context.Context, dead *mcp.ClientSession) error {
 	c.mu.Lock()
 	err := c.restartLocked(ctx, dead)
-	down := err != nil && !c.closed && !c.reported
-	c.reported = c.reported || down
+	down := err != nil && !c.closed
 	c.mu.Unlock()
 	if down && c.set.opts.OnDown != nil {
 		c.set.opts.OnDown(c.srv.Name, err)
