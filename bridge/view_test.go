@@ -48,9 +48,15 @@ func newViewRig(t testing.TB, limit int) *viewRig {
 
 // newViewRigWith is newViewRig with the outbox's config (budgets).
 func newViewRigWith(t testing.TB, limit int, cfg outbox.Config) *viewRig {
+	return newViewRigThrough(t, limit, cfg, func(c *chatfake.Adapter) chat.Adapter { return c })
+}
+
+// newViewRigThrough is newViewRigWith whose outbox posts through wrap(the
+// in-process platform): one that refuses some calls, say.
+func newViewRigThrough(t testing.TB, limit int, cfg outbox.Config, wrap func(*chatfake.Adapter) chat.Adapter) *viewRig {
 	t.Helper()
 	c := chatfake.New("test", limit)
-	out := outbox.New(c, cfg)
+	out := outbox.New(wrap(c), cfg)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -585,17 +591,7 @@ func (refusingEdits) Edit(context.Context, chat.ThreadRef, string, string) error
 // for good: its final text is posted as a new message, while the refused
 // previews are only dropped.
 func TestViewStatusNeverStaysWorkingWhenEditsAreRefused(t *testing.T) {
-	c := chatfake.New("test", 2000)
-	out := outbox.New(refusingEdits{c}, outbox.Config{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := out.Close(ctx); err != nil {
-			t.Errorf("closing the outbox: %v", err)
-		}
-	})
-	r := &viewRig{t: t, chat: c, out: out, ref: chat.ThreadRef{Platform: "test", Team: "T1", Channel: "C1", Thread: "100.1"}, clock: newFakeClock()}
-	r.v = newView(out, r.ref, 2000, nil, r.clock.Now)
+	r := newViewRigThrough(t, 2000, outbox.Config{}, func(c *chatfake.Adapter) chat.Adapter { return refusingEdits{c} })
 	r.start("fix it")
 	r.messages() // the status is posted before anything edits it
 	r.reply(textReply("Fixed the loop bound.", usage(100, 10)), "Fixed the ", "loop bound.")
