@@ -15,6 +15,19 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/forgefake"
 )
 
+// openedRequest is a fake forge of kind with a client of it, and the
+// request the client opened from bot/x into main.
+func openedRequest(t *testing.T, kind string) (*forgefake.Server, *forge.Client, forge.PR) {
+	t.Helper()
+	fake := forgefake.New(t, kind, "acme/app", "tok")
+	c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
+	pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, c, pr
+}
+
 func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
 		t.Run(kind, func(t *testing.T) {
@@ -64,12 +77,7 @@ func TestEnsureOpensThenUpdatesOnEveryForge(t *testing.T) {
 func TestCommentsOnEveryForge(t *testing.T) {
 	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
 		t.Run(kind, func(t *testing.T) {
-			fake := forgefake.New(t, kind, "acme/app", "tok")
-			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
-			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fake, c, pr := openedRequest(t, kind)
 			fake.AddComment(pr.Number, forgefake.Comment{ID: 7, Author: "rev", Body: "rename this", Path: "main.go", Line: 3, Review: true})
 			fake.AddComment(pr.Number, forgefake.Comment{ID: 9, Author: "rev", Body: "and add a test"})
 			cs, err := c.Comments(t.Context(), pr.Number)
@@ -247,12 +255,7 @@ func TestRateLimitWithAResetInThePast(t *testing.T) {
 func TestCommentsOfEveryPage(t *testing.T) {
 	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
 		t.Run(kind, func(t *testing.T) {
-			fake := forgefake.New(t, kind, "acme/app", "tok")
-			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
-			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fake, c, pr := openedRequest(t, kind)
 			for i := range 250 {
 				fake.AddComment(pr.Number, forgefake.Comment{ID: int64(i + 1), Author: "rev", Body: fmt.Sprint("comment ", i+1), Path: "a.go", Line: 1, Review: i%2 == 0})
 			}
@@ -326,12 +329,7 @@ func TestRedirectElsewhereCarriesNoToken(t *testing.T) {
 func TestReviewSummariesAndOrder(t *testing.T) {
 	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
 		t.Run(kind, func(t *testing.T) {
-			fake := forgefake.New(t, kind, "acme/app", "tok")
-			c, _ := forge.New(forge.Config{Kind: kind, APIURL: fake.APIURL(), Project: "acme/app", Token: "tok"})
-			pr, err := c.Ensure(t.Context(), forge.Request{Head: "bot/x", Base: "main", Title: "t", Body: "b"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fake, c, pr := openedRequest(t, kind)
 			verdict := map[string]string{forge.GitHub: "CHANGES_REQUESTED", forge.Gitea: "REQUEST_CHANGES", forge.GitLab: "x"}[kind]
 			fake.AddComment(pr.Number, forgefake.Comment{ID: 900, Author: "rev", Body: "off by one", Path: "a.go", Line: 4, Review: true})
 			fake.AddComment(pr.Number, forgefake.Comment{ID: 5, Author: "rev", Body: "handle the empty list too", State: verdict})
