@@ -312,6 +312,12 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Storage.DSN = "postgres://bot@db.example.com/threadsmith?sslmode=verify-full&sslkey=" + url.QueryEscape(pgKey)
+	// A password file named by the environment, as pgx also reads it.
+	pgPass := filepath.Join(shown, "pgpass")
+	if err := os.WriteFile(pgPass, []byte("*:*:*:bot:sk-pg-pass-0044\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", pgPass)
 	sc := sandboxConfig(&cfg, filepath.Join(t.TempDir(), "config.yaml"))
 	sb := sandboxtest.New(t, sc)
 	work := t.TempDir()
@@ -320,7 +326,7 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	p, err := sb.Start(sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "cat " + filepath.Join(shown, "tool.txt") + " " + key + " " + pgKey + " 2>&1"},
+	p, err := sb.Start(sandbox.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "cat " + filepath.Join(shown, "tool.txt") + " " + key + " " + pgKey + " " + pgPass + " 2>&1"},
 		Dir: work, Mounts: []sandbox.Mount{{Path: work, Access: sandbox.ReadWrite}}, Stdout: out, Stderr: out})
 	if err != nil {
 		t.Fatal(err)
@@ -338,9 +344,14 @@ func TestSandboxHidesSecretFilesTheConfigNames(t *testing.T) {
 	if strings.Contains(string(got), "sk-pg-key-0043") {
 		t.Errorf("the sandbox read the database's client key:\n%s", got)
 	}
+	if strings.Contains(string(got), "sk-pg-pass-0044") {
+		t.Errorf("the sandbox read the password file PGPASSFILE names:\n%s", got)
+	}
 }
 
 func TestDSNSecretFiles(t *testing.T) {
+	t.Setenv("PGSSLKEY", "")
+	t.Setenv("PGPASSFILE", "")
 	for dsn, want := range map[string][]string{
 		"":                    nil,
 		"postgres://u:p@h/db": nil,
@@ -352,5 +363,9 @@ func TestDSNSecretFiles(t *testing.T) {
 		if got := dsnSecretFiles(dsn); !slices.Equal(got, want) {
 			t.Errorf("dsnSecretFiles(%q) = %q, want %q", dsn, got, want)
 		}
+	}
+	t.Setenv("PGPASSFILE", "/env/pgpass")
+	if got, want := dsnSecretFiles("host=h sslkey=/k"), []string{"/k", "/env/pgpass"}; !slices.Equal(got, want) {
+		t.Errorf("with PGPASSFILE set: dsnSecretFiles = %q, want %q", got, want)
 	}
 }

@@ -1,15 +1,23 @@
 package main
 
-import "github.com/threadsmith/threadsmith/config"
+import (
+	"os"
 
-// dsnSecretFiles are the files a PostgreSQL connection string names that
-// hold a secret: the client's private key (sslkey) and a password file
-// (passfile). The sandbox hides them wherever they are.
+	"github.com/threadsmith/threadsmith/config"
+)
+
+// dsnSecretFiles are the files that hold a PostgreSQL secret: the client's
+// private key and a password file, named by the connection string (sslkey,
+// passfile) or by the PGSSLKEY and PGPASSFILE variables, which pgx reads
+// when the string does not name them. The sandbox hides them wherever they
+// are.
 func dsnSecretFiles(dsn string) []string {
 	var files []string
-	for _, k := range []string{"sslkey", "passfile"} {
-		if v := config.DSNParam(dsn, k); v != "" {
-			files = append(files, v)
+	for _, k := range []struct{ param, env string }{{"sslkey", "PGSSLKEY"}, {"passfile", "PGPASSFILE"}} {
+		for _, v := range []string{config.DSNParam(dsn, k.param), os.Getenv(k.env)} {
+			if v != "" {
+				files = append(files, v)
+			}
 		}
 	}
 	return files
