@@ -15,12 +15,12 @@ const redactedValue = "***"
 func (c Config) Redacted() Config {
 	r := c
 	r.LLM.APIKey = redact(c.LLM.APIKey)
-	r.LLM.BaseURL = redactURL(c.LLM.BaseURL)
+	r.LLM.BaseURL = redactLink(c.LLM.BaseURL)
 	if c.LLM.Models != nil {
 		r.LLM.Models = make([]Model, len(c.LLM.Models))
 		for i, m := range c.LLM.Models {
 			m.APIKey = redact(m.APIKey)
-			m.BaseURL = redactURL(m.BaseURL)
+			m.BaseURL = redactLink(m.BaseURL)
 			r.LLM.Models[i] = m
 		}
 	}
@@ -30,7 +30,7 @@ func (c Config) Redacted() Config {
 		for i, repo := range c.Workspace.Repos {
 			repo.Token = redact(repo.Token)
 			repo.WebhookSecret = redact(repo.WebhookSecret)
-			repo.URL = redactURL(repo.URL)
+			repo.URL = redactLink(repo.URL)
 			r.Workspace.Repos[i] = repo
 		}
 	}
@@ -39,7 +39,7 @@ func (c Config) Redacted() Config {
 		for i, srv := range c.MCP.Servers {
 			srv.Env = redactValues(srv.Env)
 			srv.Headers = redactValues(srv.Headers)
-			srv.URL = redactQuery(redactURL(srv.URL))
+			srv.URL = redactLink(srv.URL)
 			r.MCP.Servers[i] = srv
 		}
 	}
@@ -47,9 +47,9 @@ func (c Config) Redacted() Config {
 	r.Slack.BotToken = redact(c.Slack.BotToken)
 	r.Slack.AppToken = redact(c.Slack.AppToken)
 	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
-	r.Slack.APIURL = redactURL(c.Slack.APIURL)
+	r.Slack.APIURL = redactLink(c.Slack.APIURL)
 	r.Discord.Token = redact(c.Discord.Token)
-	r.Discord.APIURL = redactURL(c.Discord.APIURL)
+	r.Discord.APIURL = redactLink(c.Discord.APIURL)
 	r.Storage.DSN = redactDSN(c.Storage.DSN)
 	return r
 }
@@ -72,8 +72,12 @@ func redact(s string) string {
 	return redactedValue
 }
 
-// redactQuery hides the values of a URL's query: an MCP server's URL may
-// carry its key there (https://mcp.example.com/mcp?key=…).
+// redactLink hides what a URL may carry a credential in: its user
+// information and its query's values (an MCP server's or a proxy's key,
+// https://llm-proxy.example.com/v1?key=…).
+func redactLink(s string) string { return redactQuery(redactURL(s)) }
+
+// redactQuery hides the values of a URL's query.
 func redactQuery(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.RawQuery == "" {

@@ -23,6 +23,7 @@ func secretConfig() Config {
 	c.Slack.APIURL = "https://u:SECRET9@slack-proxy.example.com/api/"
 	c.Discord.Token = "SECRET10"
 	c.Discord.APIURL = "https://u:SECRET11@discord-proxy.example.com/"
+	c.LLM.Models = []Model{{Name: "small", BaseURL: "https://llm-proxy.example.com/v1?key=SECRET12"}}
 	return c
 }
 
