@@ -32,29 +32,35 @@ func mcpServers(cfg *config.Config) []bridge.MCPServer {
 }
 
 // mcpSecrets are what the MCP servers' config holds that is secret: header
-// values, env values long enough to be a token, and the key a URL may carry
-// (its password or query values, which show in the errors that name it).
+// values, the password a URL may carry, and its query and env values long
+// enough to be a token (a URL's key shows in the errors that name it).
 func mcpSecrets(cfg *config.Config) []string {
 	var s []string
+	// Only values long enough to be a token: a URL's query and a server's
+	// env also hold plain settings (transport=stream), and every secret is
+	// redacted wherever it shows. The bot unsets its own variables that
+	// hold a secret's value.
+	tokens := func(vs ...string) {
+		for _, v := range vs {
+			if len(v) >= 16 {
+				s = append(s, v)
+			}
+		}
+	}
 	for _, srv := range cfg.MCP.Servers {
 		if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {
 			if p, ok := u.User.Password(); ok {
 				s = append(s, p)
 			}
 			for _, vs := range u.Query() {
-				s = append(s, vs...)
+				tokens(vs...)
 			}
 		}
 		for _, v := range srv.Headers {
 			s = append(s, strings.TrimPrefix(strings.TrimPrefix(v, "Bearer "), "token "), v)
 		}
 		for _, v := range srv.Env {
-			// Only values long enough to be a token: an MCP server's env also
-			// holds plain settings, and the bot unsets its own variables that
-			// hold a secret's value.
-			if len(v) >= 16 {
-				s = append(s, v)
-			}
+			tokens(v)
 		}
 	}
 	return s

@@ -172,15 +172,22 @@ func TestSlackRepositoryMCPServersOnlyWhenAllowed(t *testing.T) {
 func TestMCPSecretsAreRedacted(t *testing.T) {
 	cfg := config.Default()
 	cfg.MCP.Servers = []config.MCPServer{{Name: "a", URL: "https://x/mcp", Headers: map[string]string{"Authorization": "Bearer hdr-secret-123456"}},
-		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}}}
-	got := strings.Join(secrets(&cfg), " ")
-	for _, want := range []string{"hdr-secret-123456", "env-secret-0123456789"} {
+		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}},
+		{Name: "c", URL: "https://u:pw-secret-1@y/mcp?transport=stream&api_key=query-secret-0123456789"}}
+	list := secrets(&cfg)
+	got := strings.Join(list, " ")
+	for _, want := range []string{"hdr-secret-123456", "env-secret-0123456789", "query-secret-0123456789", "pw-secret-1"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("secrets() lacks %q", want)
 		}
 	}
 	if strings.Contains(got, " on") {
 		t.Errorf("a short plain setting is treated as a secret: %s", got)
+	}
+	// A plain setting in a URL's query is not a secret either: every
+	// "stream" in the threads, tool output and logs would read [redacted].
+	if slices.Contains(list, "stream") {
+		t.Errorf("a URL's plain query setting is treated as a secret: %s", got)
 	}
 }
 
