@@ -416,9 +416,14 @@ type fullOutput struct {
 	} `json:"truncation"`
 }
 
+// fullOutputKey is in the details that may name a whole output. Most do not
+// (an edit's hold its diff): decoding them all made every rebuild of a live
+// page scan every diff of the session.
+var fullOutputKey = []byte(`"fullOutputPath"`)
+
 func fullOutputOf(m *llm.Message) fullOutput {
 	var f fullOutput
-	if len(m.Details) > 0 && json.Unmarshal(m.Details, &f) != nil {
+	if !bytes.Contains(m.Details, fullOutputKey) || json.Unmarshal(m.Details, &f) != nil {
 		return fullOutput{}
 	}
 	return f
