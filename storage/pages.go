@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -22,10 +23,15 @@ type ThreadSummary struct {
 	LastActivity time.Time
 	// Cost sums the priced replies of all the thread's sessions (USD).
 	Cost float64
-	// Request is the text of the thread's first prompt ("" before one): what
-	// the thread is about, for a list of threads.
+	// Request is the text of the thread's first prompt ("" before one), its
+	// first RequestChars characters: what the thread is about, for a list of
+	// threads (a prompt may be a pasted log, and the list holds every thread).
 	Request string
 }
+
+// RequestChars is how much of a thread's first prompt ThreadSummary.Request
+// holds.
+const RequestChars = 1000
 
 // ThreadSummaries returns every thread, most recently active first.
 func (db *DB) ThreadSummaries(ctx context.Context) ([]ThreadSummary, error) {
@@ -36,7 +42,7 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]ThreadSummary, error) {
 		(SELECT coalesce(max(e.ts), 0) FROM entries e WHERE e.session_id = t.session_id),
 		(SELECT coalesce(sum(json_extract(e.payload, '$.usage.cost.total')), 0) FROM entries e JOIN sessions x ON x.id = e.session_id
 		 WHERE x.thread_id = t.id AND `+isReply+`),
-		coalesce((SELECT i.text FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
 	if err != nil {
 		return nil, opError(op, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,7 +87,7 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, err
 		(SELECT coalesce(sum((e.payload -> 'usage' -> 'cost' ->> 'total')::float8), 0)::float8
 		 FROM entries e JOIN sessions x ON x.id = e.session_id
 		 WHERE x.thread_id = t.id AND `+isReply+`),
-		coalesce((SELECT i.text FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
 }
 
 // ThreadSessions implements storage.PageStore.

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -955,6 +956,17 @@ func testPages(t *testing.T, s *suite) {
 	}
 	if sa := sums[1]; !sa.Running || sa.Pending != 0 || sa.Cost != 0.125 || !sa.LastActivity.After(sa.ActiveAt) || sa.Key != a.Key {
 		t.Errorf("a = %+v", sa)
+	}
+	// A long first prompt (a pasted log) comes cut, by characters: the list
+	// holds every thread, and shows a request's first line.
+	c := s.thread("slack", "3.0")
+	long := "deploy it\n" + strings.Repeat("é", 3*storage.RequestChars)
+	s.accept(storage.Inbound{ThreadID: c.ID, MessageID: "3.1", Text: long})
+	if sums, err = s.db.ThreadSummaries(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sc := sums[0]; sc.ID != c.ID || sc.Request != string([]rune(long)[:storage.RequestChars]) {
+		t.Errorf("c = thread %d, request of %d characters starting %.20q; want thread %d, the first %d characters of its prompt", sc.ID, len([]rune(sc.Request)), sc.Request, c.ID, storage.RequestChars)
 	}
 }
 
