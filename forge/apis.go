@@ -89,6 +89,9 @@ type review struct {
 	State       string    `json:"state"`
 	HTMLURL     string    `json:"html_url"`
 	SubmittedAt time.Time `json:"submitted_at"`
+	// CommentsCount is how many line comments the review holds (Gitea;
+	// nil where the forge does not say).
+	CommentsCount *int `json:"comments_count"`
 }
 
 // reviewStates are the verdicts of submitted reviews (GitHub's and
@@ -277,6 +280,9 @@ func (g gitea) comments(ctx context.Context, c *Client, number int) ([]Comment, 
 	}
 	out := summaries(reviews)
 	for _, r := range reviews {
+		if r.CommentsCount != nil && *r.CommentsCount == 0 {
+			continue // an approval or a summary only: no call for it
+		}
 		var cs []struct {
 			ID   int64 `json:"id"`
 			User struct {

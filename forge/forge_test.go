@@ -356,6 +356,13 @@ func TestReviewSummariesAndOrder(t *testing.T) {
 			if cs[0].Key == cs[1].Key || cs[1].Key == cs[2].Key {
 				t.Errorf("keys %q %q %q are not distinct", cs[0].Key, cs[1].Key, cs[2].Key)
 			}
+			// Gitea lists a review's line comments with a call per review:
+			// not for the reviews that hold none.
+			for _, call := range fake.Calls() {
+				if strings.HasSuffix(call, "/reviews/5/comments") || strings.HasSuffix(call, "/reviews/11/comments") {
+					t.Errorf("asked for the line comments of a review without any: %s", call)
+				}
+			}
 		})
 	}
 }

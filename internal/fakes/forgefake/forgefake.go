@@ -502,19 +502,24 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 }
 
 // reviewList is a request's reviews: on GitHub those with a State; on
-// Gitea also review 1, which holds the line comments.
+// Gitea also review 1, which holds the line comments, each with how many
+// line comments it holds (comments_count).
 func (s *Server) reviewList(n int) []map[string]any {
 	out := []map[string]any{}
 	if s.Kind == "gitea" {
 		out = append(out, map[string]any{"id": 1, "user": map[string]any{"login": "reviewer"}, "body": "", "state": "COMMENT",
-			"submitted_at": commentEpoch.Format(time.RFC3339), "html_url": "https://forge.test/r/1"})
+			"submitted_at": commentEpoch.Format(time.RFC3339), "html_url": "https://forge.test/r/1", "comments_count": len(s.commentList(n, true))})
 	}
 	for _, c := range s.comments[n] {
 		if c.State == "" {
 			continue
 		}
-		out = append(out, map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "state": c.State,
-			"submitted_at": c.Created.Format(time.RFC3339), "html_url": fmt.Sprintf("https://forge.test/r/%d", c.ID)})
+		r := map[string]any{"id": c.ID, "user": map[string]any{"login": c.Author}, "body": c.Body, "state": c.State,
+			"submitted_at": c.Created.Format(time.RFC3339), "html_url": fmt.Sprintf("https://forge.test/r/%d", c.ID)}
+		if s.Kind == "gitea" {
+			r["comments_count"] = 0 // its text only
+		}
+		out = append(out, r)
 	}
 	return out
 }
