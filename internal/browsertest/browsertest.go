@@ -54,9 +54,10 @@ type Browser struct {
 	conn *websocket.Conn
 	wmu  sync.Mutex
 	id   int
-	// replies and events read from the connection.
+	// replies and events read from the connection: loads has the loader
+	// (one navigation's document) of each load event.
 	replies chan message
-	loads   chan struct{}
+	loads   chan string
 
 	mu      sync.Mutex
 	dialogs []string // the messages of JavaScript dialogs (alert, confirm, prompt) the page opened
@@ -131,9 +132,12 @@ func Start(tb testing.TB, bin string) *Browser {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	b := &Browser{tb: tb, ctx: ctx, conn: conn, replies: make(chan message, 16), loads: make(chan struct{}, 4)}
+	b := &Browser{tb: tb, ctx: ctx, conn: conn, replies: make(chan message, 16), loads: make(chan string, 16)}
 	go b.read()
 	b.Call("Page.enable", nil)
+	// Load events with their loader, so that Navigate waits for its own
+	// page's, not for one a click loaded before.
+	b.Call("Page.setLifecycleEventsEnabled", map[string]any{"enabled": true})
 	b.Call("Runtime.enable", nil)
 	// Record script errors and CSP violations the page would otherwise
 	// swallow (Errors).
@@ -151,10 +155,13 @@ func (b *Browser) read() {
 			return
 		}
 		switch {
-		case m.Method == "Page.loadEventFired":
-			select {
-			case b.loads <- struct{}{}:
-			default:
+		case m.Method == "Page.lifecycleEvent":
+			var e struct{ LoaderID, Name string }
+			if json.Unmarshal(m.Params, &e) == nil && e.Name == "load" {
+				select {
+				case b.loads <- e.LoaderID:
+				default:
+				}
 			}
 		case m.Method == "Page.javascriptDialogOpening":
 			var d struct{ Message string }
@@ -211,14 +218,26 @@ func (b *Browser) Call(method string, params any) json.RawMessage {
 	}
 }
 
-// Navigate loads url and waits for its load event.
+// Navigate loads url and waits for its load event (not that of a page
+// loaded before, by a click say).
 func (b *Browser) Navigate(url string) {
 	b.tb.Helper()
-	b.Call("Page.navigate", map[string]any{"url": url})
-	select {
-	case <-b.loads:
-	case <-b.ctx.Done():
-		b.tb.Fatalf("loading %s: %v", url, b.ctx.Err())
+	var nav struct{ LoaderID, ErrorText string }
+	if err := json.Unmarshal(b.Call("Page.navigate", map[string]any{"url": url}), &nav); err != nil {
+		b.tb.Fatalf("loading %s: %v", url, err)
+	}
+	if nav.ErrorText != "" {
+		b.tb.Fatalf("loading %s: %s", url, nav.ErrorText)
+	}
+	for {
+		select {
+		case id := <-b.loads:
+			if id == nav.LoaderID {
+				return
+			}
+		case <-b.ctx.Done():
+			b.tb.Fatalf("loading %s: %v", url, b.ctx.Err())
+		}
 	}
 }
 
