@@ -34,16 +34,29 @@ func clientGoroutines() []string {
 // and a changed tool list.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	bin := mcpfake.Build(t)
-	url := mcpfake.ServeHTTP(t, "", "")
+	h := mcpfake.NewHTTP(t)
 	changes := make(chan struct{}, 4)
-	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "s", Command: bin, Timeout: 30 * time.Second}, {Name: "h", URL: url, Timeout: 30 * time.Second}},
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "s", Command: bin, Timeout: 30 * time.Second}, {Name: "h", URL: h.URL, Timeout: 30 * time.Second}},
 		mcptool.Options{Launch: launcher(sandbox.None(), t.TempDir()), OnChange: func() { changes <- struct{}{} }})
 	if r := call(t, t.Context(), set.Tools(), "s__crash_once", `{}`); r.IsError {
 		t.Fatalf("crash_once: %+v", r)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	// The slow call is cancelled once the server has it.
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		select {
+		case <-h.Started:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	call(t, ctx, set.Tools(), "h__slow", `{}`)
 	cancel()
+	select {
+	case <-h.Cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server was not told the slow call was cancelled")
+	}
 	call(t, t.Context(), set.Tools(), "h__add_tool", `{"name":"late"}`)
 	<-changes
 	set.Close()
