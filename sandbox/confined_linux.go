@@ -175,7 +175,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
 		// Nothing of the bot's environment: that is where its secrets are.
-		Env:        []string{},
+		Env:        initEnv,
 		ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
