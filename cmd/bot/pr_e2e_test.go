@@ -53,6 +53,7 @@ func writes(e *slackEnv) *atomic.Int32 {
 func TestSlackPullRequestLoop(t *testing.T) {
 	for _, kind := range []string{"github", "gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel() // each forge has its own fakes and bot: 3 × 7 s one after another
 			e, fake := prEnv(t, kind)
 			writes(e)
 			// GitLab calls its requests merge requests, numbered !1.
