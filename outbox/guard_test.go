@@ -48,6 +48,11 @@ func TestGuardWithdrawsWhatAThreadQueued(t *testing.T) {
 		if got[len(got)-1] != "post:another thread" {
 			t.Errorf("calls %q: want another thread's post sent", got)
 		}
+		// A withdrawal is not a failure (nothing was tried), and the
+		// withdrawn edits count as dropped: no fallback post replaces them.
+		if st := o.Stats(); st.Failures != 0 || st.EditsDropped == 0 {
+			t.Errorf("stats %+v: want no failures and the withdrawn edits dropped", st)
+		}
 		remove()
 		n := asked.Load()
 		o.Post(th, "after the guard", outbox.High, nil)

@@ -70,7 +70,7 @@ type Stats struct {
 	Posts          int64 // messages posted
 	EditsRequested int64 // Edit calls
 	EditsSent      int64 // edits that reached the platform
-	EditsDropped   int64 // edits of messages whose post failed, or after Close
+	EditsDropped   int64 // edits of messages whose post failed, withdrawn (Guard), or after Close
 	Reactions      int64 // reactions added or removed
 	Uploads        int64 // files uploaded
 	Statuses       int64 // status updates sent
