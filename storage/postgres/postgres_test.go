@@ -273,3 +273,36 @@ func TestLeaseClaimDoesNotWaitForAStuckTransaction(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// Open ends a session of the bot's that sits idle inside a transaction
+// (the stuck replica TestLeaseClaimDoesNotWaitForAStuckTransaction plays),
+// unless the DSN says otherwise.
+func TestOpenEndsSessionsIdleInATransaction(t *testing.T) {
+	dsn := storagetest.FreshSchema(t, storagetest.PostgresDSN(t))
+	ctx := context.Background()
+	for _, c := range []struct{ what, dsn, want string }{
+		{"a DSN without it", dsn, "5s"},
+		{"a DSN with 7s", dsn + sep(dsn) + "idle_in_transaction_session_timeout=7s", "7s"},
+	} {
+		db, err := postgres.Open(ctx, c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := postgres.Setting(ctx, db, "idle_in_transaction_session_timeout")
+		db.Close()
+		if err != nil || got != c.want {
+			t.Errorf("Open of %s: idle_in_transaction_session_timeout = %q, %v; want %q", c.what, got, err, c.want)
+		}
+	}
+}
+
+// sep is what joins one more parameter to dsn.
+func sep(dsn string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return " "
+	case strings.Contains(dsn, "?"):
+		return "&"
+	}
+	return "?"
+}
