@@ -152,3 +152,39 @@ func textOf(n *html.Node) string {
 	walk(n)
 	return b.String()
 }
+
+// The page of a whole output shows what a command printed and the tool's
+// name, both the model's to choose, as text: nothing in them runs.
+func TestWholeOutputPageIsInert(t *testing.T) {
+	f := newFixture(t)
+	f.prompt("alice", "print a lot")
+	log := filepath.Join(t.TempDir(), "bash-1.log")
+	content := strings.Join(hostile, "\n") + "\n</pre><script>alert(1)</script><img src=x onerror=alert(1)>\n"
+	if err := os.WriteFile(log, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const tool = `"><script>alert("tool")</script>`
+	res := toolResult("c1", tool, "the end")
+	res.Details, _ = json.Marshal(map[string]any{"fullOutputPath": log, "truncation": map[string]any{"totalLines": 40, "totalBytes": len(content)}})
+	f.append(msg(toolCall("c1", tool, `{}`)), msg(res))
+	srv := f.server(Options{FullOutput: func(_ storage.Thread, path string) (*os.File, error) { return os.Open(path) }})
+	s := New(Options{Key: []byte(testKey), PublicURL: "https://bot.example.com"})
+	_, body := get(t, f.pageURL(srv, s), nil)
+	link := attr(find(parse(t, body), func(n *html.Node) bool { return n.Data == "a" && strings.Contains(attr(n, "href"), "/full/") }), "href")
+	if link == "" {
+		t.Fatalf("no link to everything the command printed:\n%s", body)
+	}
+	code, page := get(t, srv.URL+link, nil)
+	if code != 200 {
+		t.Fatalf("GET %s = %d\n%s", link, code, page)
+	}
+	assertInert(t, page)
+	doc := parse(t, page)
+	// (An HTML parser reads a NUL as U+FFFD.)
+	if got := textOf(find(doc, func(n *html.Node) bool { return n.Data == "pre" })); got != strings.ReplaceAll(content, "\x00", "\uFFFD") {
+		t.Errorf("the page shows %q, want the output as text", got)
+	}
+	if !strings.Contains(textOf(find(doc, func(n *html.Node) bool { return n.Data == "h1" })), tool) {
+		t.Errorf("the heading does not show the tool's name as text:\n%s", page)
+	}
+}
