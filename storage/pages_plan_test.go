@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,11 +13,7 @@ import (
 // thread's rows by an index instead of scanning every message received.
 func TestThreadInputIsReadByIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), storage.FileName)
-	db, err := storage.Open(context.Background(), path, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	openAt(t, path) // migrated
 	raw := rawDB(t, path)
 	for _, q := range []string{
 		`SELECT count(*) FROM inbound WHERE thread_id = 1`,
