@@ -44,7 +44,7 @@ func (s *statements) all() []*hotStmt {
 
 func (s *statements) reads() []*hotStmt { return []*hotStmt{&s.getThread} }
 
-// query runs a read statement on the pool r: prepared, or prepared for the
+// queryRow runs a read statement on the pool r: prepared, or prepared for the
 // call.
 func (h *hotStmt) queryRow(ctx context.Context, r *sql.DB, args ...any) *sql.Row {
 	if h.stmt != nil {
