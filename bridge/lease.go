@@ -483,13 +483,19 @@ func (b *Bridge) pollInput(ctx context.Context) {
 }
 
 // nudge has the thread's owner, if this replica holds it, take the stored
-// input it has not taken yet.
+// input it has not taken yet. News that comes while a look is queued joins
+// it: a burst of input (each accepted message is news, on every replica)
+// costs the busy owner one store query, not one each. The flag drops before
+// the look reads the store, so news after that read queues another.
 func (b *Bridge) nudge(threadID int64) {
 	b.mu.Lock()
 	t := b.byID[threadID]
 	b.mu.Unlock()
-	if t != nil && t.lease.Load() != nil {
-		t.enqueue(item{fn: func() { t.takePending(b.ctx) }})
+	if t != nil && t.lease.Load() != nil && t.nudged.CompareAndSwap(false, true) {
+		t.enqueue(item{fn: func() {
+			t.nudged.Store(false)
+			t.takePending(b.ctx)
+		}})
 	}
 }
 

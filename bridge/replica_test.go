@@ -514,3 +514,51 @@ func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
 		return runs[0].Outcome != "" && runs[1].Outcome != "" && !runs[1].StartedAt.Before(runs[0].EndedAt)
 	})
 }
+
+// pendingCounter is the store counting PendingInbound, the query a thread's
+// owner makes when it hears of input.
+type pendingCounter struct {
+	storage.Store
+	calls atomic.Int32
+}
+
+func (s *pendingCounter) PendingInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error) {
+	s.calls.Add(1)
+	return s.Store.PendingInbound(ctx, threadID)
+}
+
+// News of input (every accepted message is news, to every replica, the
+// receiver too; and each poll that finds stored input) that reaches a busy
+// owner joins the look already queued: one store query for the burst, not
+// one per message.
+func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
+	var store *pendingCounter
+	a := newRig(t, func(c *Config, p *Platform) {
+		leased("replica-a")(c, p)
+		c.Lease.Poll = time.Hour // only the news below nudges the owner
+		store = &pendingCounter{Store: c.Store}
+		c.Store = store
+	})
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
+	th := testThread("513.1")
+	a.say(th, alice, "hello", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	a.b.mu.Lock()
+	owner := a.b.byID[rec.ID]
+	a.b.mu.Unlock()
+	busy, held := make(chan struct{}), make(chan struct{})
+	owner.enqueue(item{fn: func() { close(held); <-busy }})
+	<-held
+	before := store.calls.Load()
+	for range 50 {
+		a.b.nudge(rec.ID)
+	}
+	close(busy)
+	done := make(chan struct{})
+	owner.enqueue(item{fn: func() { close(done) }})
+	<-done
+	if n := store.calls.Load() - before; n != 1 {
+		t.Errorf("50 pieces of news for a busy owner made %d PendingInbound queries, want 1", n)
+	}
+}

@@ -55,7 +55,10 @@ type thread struct {
 	leaseCheckAfter atomic.Int64
 	gone            bool
 	taken           map[int64]*pendingInput
-	unguard         func() // removes the outbox guard of the thread (lease.go)
+	// nudged: a look for stored input (takePending) is queued; more news of
+	// input waits for it instead of queueing a store query each (nudge).
+	nudged  atomic.Bool
+	unguard func() // removes the outbox guard of the thread (lease.go)
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
