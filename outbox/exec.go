@@ -12,14 +12,12 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 )
 
-// execute makes op's adapter call on its own goroutine and hands the result
-// back to the queues.
-func (o *Outbox) execute(op *op) {
+// execute makes op's adapter call on its own goroutine, unless g (its
+// thread's guard, if any) refuses it, and hands the result back to the
+// queues.
+func (o *Outbox) execute(op *op, g *guard) {
 	defer o.wg.Done()
 	ctx, cancel := context.WithTimeout(o.callCtx, o.cfg.CallTimeout)
-	o.mu.Lock()
-	g := o.guards[op.th.ref.Key()]
-	o.mu.Unlock()
 	var id string
 	var err error
 	if g != nil && !g.ok(ctx) {

@@ -171,7 +171,7 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 	th.busy = true
 	o.inflight++
 	o.wg.Add(1)
-	go o.execute(op)
+	go o.execute(op, o.guards[th.key])
 }
 
 // sweepLocked forgets channel buckets no thread uses and that are full again
