@@ -331,7 +331,9 @@ func fromStranger(kind, body string) string {
 // Without a delivery id, webhooks are still told apart by their content.
 func TestReviewEventDeliveryIDs(t *testing.T) {
 	body, h := reviewHook("github", "bot/x", "s")
-	if branch, id, author := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "delivery-77" || author != "" {
+	// GitHub's delivery header is not signed: the handler identifies the
+	// event by its body.
+	if branch, id, author := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "" || author != "" {
 		t.Errorf("github: %q %q", branch, id)
 	}
 	h.Set("X-GitHub-Event", "push")

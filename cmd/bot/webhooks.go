@@ -92,13 +92,11 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 				return
 			}
 		}
-		if kind != forge.GitLab || delivery == "" || strings.HasPrefix(delivery, "/") {
-			// What identifies the event is what the forge signed, not the
-			// delivery header beside it: a captured webhook replayed under a
-			// new X-GitHub-Delivery is the same event (a redelivery is byte
-			// for byte the same body). GitLab signs nothing (its token is
-			// the secret itself), so its event id does; never "" (which
-			// would make every later event a duplicate of the first).
+		if delivery == "" || strings.HasPrefix(delivery, "/") {
+			// No id of GitLab's (reviewEvent gives none of GitHub's and
+			// Gitea's): the event is what the forge signed, its body, never
+			// "" (which would make every later event a duplicate of the
+			// first).
 			sum := sha256.Sum256(body)
 			delivery = hex.EncodeToString(sum[:16])
 		}
@@ -141,9 +139,13 @@ func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
 // to the repository (or its organisation's members).
 var repoPeople = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
 
-// reviewEvent returns the head branch of a review-comment event, the
-// delivery's id and, on GitLab and Gitea, the author the forge is asked
+// reviewEvent returns the head branch of a review-comment event, GitLab's
+// id of the event and, on GitLab and Gitea, the author the forge is asked
 // about (GitLab's user id, Gitea's login), or "" for every other event.
+// GitHub's and Gitea's delivery headers are not ids of the event: the
+// signature does not cover them, so a captured webhook replayed under a new
+// one would be another event; their body identifies it. GitLab signs
+// nothing (its token is the secret itself), so its event id does.
 func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, author string) {
 	type repo struct {
 		FullName string `json:"full_name"`
@@ -207,7 +209,7 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, aut
 			if p.Sender.Login == "" {
 				return "", "", ""
 			}
-			return p.PullRequest.Head.Ref, h.Get("X-Gitea-Delivery"), p.Sender.Login
+			return p.PullRequest.Head.Ref, "", p.Sender.Login
 		}
 	default:
 		switch h.Get("X-GitHub-Event") {
@@ -218,7 +220,7 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, aut
 			// thread asks for it with !review).
 			if (p.Action == "created" || p.Action == "submitted") &&
 				(repoPeople[p.Comment.AuthorAssociation] || repoPeople[p.Review.AuthorAssociation]) {
-				return p.PullRequest.Head.Ref, h.Get("X-GitHub-Delivery"), ""
+				return p.PullRequest.Head.Ref, "", ""
 			}
 		}
 	}
