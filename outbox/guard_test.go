@@ -62,3 +62,30 @@ func TestGuardWithdrawsWhatAThreadQueued(t *testing.T) {
 		}
 	})
 }
+
+// A later Guard of a thread replaces the earlier one, and the earlier one's
+// remove (its owner ending after a new owner of the thread began) leaves
+// the new guard in place.
+func TestGuardReplacedIsNotRemovedByTheOldRemove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		o := start(t, r, outbox.Config{})
+		th := ref("C1", "t")
+		var oldAsked, newAsked atomic.Int32
+		removeOld := o.Guard(th, func(context.Context) bool { oldAsked.Add(1); return true })
+		o.Guard(th, func(context.Context) bool { newAsked.Add(1); return false })
+		removeOld()
+		var postErr error
+		done := make(chan struct{})
+		o.Post(th, "refused by the new guard", outbox.High, func(_ string, err error) { postErr = err; close(done) })
+		flush(t, o)
+		<-done
+		if !errors.Is(postErr, outbox.ErrWithdrawn) || oldAsked.Load() != 0 || newAsked.Load() != 1 {
+			t.Errorf("post error %v, old guard asked %d times, new %d; want ErrWithdrawn by the new guard alone",
+				postErr, oldAsked.Load(), newAsked.Load())
+		}
+		if got := r.accepted("", nil); len(got) != 0 {
+			t.Errorf("calls %q, want none", texts(got))
+		}
+	})
+}
