@@ -179,9 +179,7 @@ func TestReplicaThatLostItsLeaseStops(t *testing.T) {
 	a.say(th, alice, "long job", true)
 	a.waitArrived(g)
 	rec, _ := a.thread(th)
-	a.b.mu.Lock()
-	owner := a.b.byID[rec.ID]
-	a.b.mu.Unlock()
+	owner := a.owner(th)
 	l := owner.lease.Load()
 	if l == nil {
 		t.Fatal("the owner has no lease")
@@ -282,9 +280,7 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 	a.say(th, alice, "long job", true)
 	a.waitArrived(g)
 	rec, _ := a.thread(th)
-	a.b.mu.Lock()
-	l := a.b.byID[rec.ID].lease.Load()
-	a.b.mu.Unlock()
+	l := a.owner(th).lease.Load()
 	if err := a.db.ReleaseLease(a.ctx, *l); err != nil { // it lapsed while A slept…
 		t.Fatal(err)
 	}
@@ -397,9 +393,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 	a.say(th, alice, "look around", true)
 	a.waitRuns(th, 1)
 	rec, _ := a.thread(th)
-	a.b.mu.Lock()
-	owner := a.b.byID[rec.ID]
-	a.b.mu.Unlock()
+	owner := a.owner(th)
 	l := owner.lease.Load()
 	if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
 		t.Fatal(err)
@@ -453,9 +447,7 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("CONTINUED on b") })
 	b.say(th, bob, "go on", false)
 	b.waitText(th, "CONTINUED on b")
-	b.b.mu.Lock()
-	owner := b.b.byID[rec.ID]
-	b.b.mu.Unlock()
+	owner := b.owner(th)
 	if owner == nil {
 		t.Fatal("replica b does not own the thread it answered")
 	}
@@ -494,9 +486,7 @@ func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
 	r.say(th, alice, "first", true)
 	r.waitArrived(g)
 	rec, _ := r.thread(th)
-	r.b.mu.Lock()
-	owner := r.b.threads[th.Key()]
-	r.b.mu.Unlock()
+	owner := r.owner(th)
 	busy, sessc := make(chan struct{}), make(chan *agent.Session, 1)
 	owner.enqueue(item{fn: func() { sessc <- owner.sess; <-busy }}) // the owner is busy…
 	sess := <-sessc
@@ -544,9 +534,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	a.say(th, alice, "hello", true)
 	a.waitRuns(th, 1)
 	rec, _ := a.thread(th)
-	a.b.mu.Lock()
-	owner := a.b.byID[rec.ID]
-	a.b.mu.Unlock()
+	owner := a.owner(th)
 	busy, held := make(chan struct{}), make(chan struct{})
 	owner.enqueue(item{fn: func() { close(held); <-busy }})
 	<-held

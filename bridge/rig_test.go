@@ -223,12 +223,15 @@ func (r *rig) thread(th chat.ThreadRef) (storage.Thread, error) {
 	return r.db.GetThread(r.ctx, storeKey(th))
 }
 
-// live reports whether the thread has an owner goroutine in memory.
-func (r *rig) live(th chat.ThreadRef) bool {
+// owner is the thread's owner in memory, or nil.
+func (r *rig) owner(th chat.ThreadRef) *thread {
 	r.b.mu.Lock()
 	defer r.b.mu.Unlock()
-	return r.b.threads[th.Key()] != nil
+	return r.b.threads[th.Key()]
 }
+
+// live reports whether the thread has an owner goroutine in memory.
+func (r *rig) live(th chat.ThreadRef) bool { return r.owner(th) != nil }
 
 // userTexts lists the contents of a request's user messages, without the
 // request headers ([Requested by … · date]) the bridge puts before prompts.
