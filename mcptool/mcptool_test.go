@@ -411,6 +411,42 @@ func TestErrorsHideSecrets(t *testing.T) {
 	}
 }
 
+// A server that died and could not be started again, for a reason that
+// names a secret (a launch's error may hold a key of its command line or
+// URL), is reported without it: OnDown's error goes to the thread as it is,
+// and the call's error and Status say the same.
+func TestRestartFailureHidesSecrets(t *testing.T) {
+	const key = "launch-key-0123456789"
+	bin := mcpfake.Build(t)
+	start := launcher(sandbox.None(), t.TempDir())
+	var launches atomic.Int32
+	downs := make(chan error, 4)
+	set := mcptool.Open(t.Context(), []mcptool.Server{{Name: "fake", Command: bin, Timeout: 30 * time.Second}},
+		mcptool.Options{Secrets: []string{key}, OnDown: func(_ string, err error) { downs <- err },
+			Launch: func(ctx context.Context, s mcptool.Server) (*mcptool.Process, error) {
+				if launches.Add(1) > 1 {
+					return nil, fmt.Errorf("exec %s --token=%s: no such file", s.Command, key)
+				}
+				return start(ctx, s)
+			}})
+	defer set.Close()
+	r := call(t, t.Context(), set.Tools(), "fake__crash", `{}`)
+	if !r.IsError || !strings.Contains(text(r), "could not be started again") || strings.Contains(text(r), key) {
+		t.Errorf("crash: %q, want the failed restart without the key", text(r))
+	}
+	select {
+	case err := <-downs:
+		if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("OnDown(%v), want the key redacted", err)
+		}
+	default:
+		t.Fatal("no OnDown after the restart failed")
+	}
+	if st := set.Status(); strings.Contains(st[0].Err, key) {
+		t.Errorf("status %q shows the key", st[0].Err)
+	}
+}
+
 func jsonArgs(m map[string]string) string {
 	b, _ := json.Marshal(m)
 	return string(b)
