@@ -42,48 +42,14 @@ func TestConsoleRunsOnTheCurrentRepository(t *testing.T) {
 		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "ls", Args: `{}`}),
 		llmfake.TextReply("The repository has a README."),
 	)
-	repo := t.TempDir()
-	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
-	gitremote.WriteFile(t, repo, "README.md", "# demo\n")
-	gitremote.GitInput(t, repo, nil, nil, "add", "-A")
-	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "-m", "init")
-	t.Chdir(repo)
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-
-	in, feed := io.Pipe()
-	out := &syncBuffer{}
-	m := NewMain()
-	m.Console = true
-	m.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
-	m.Env = func(k string) (string, bool) {
-		switch k {
-		case "OPENAI_API_KEY":
-			return "sk-console", true
-		case "OPENAI_BASE_URL":
-			return llm.URL(), true
-		case "OPENAI_MODEL":
-			return "fake-model", true
-		}
-		return "", false
-	}
-	m.Stdin, m.Stdout, m.Stderr = in, out, io.Discard
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := m.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	repo, m, feed, out := startConsole(t, ctx, "sk-console", llm.URL())
 	defer m.Close()
 	if _, err := io.WriteString(feed, "what is in this repository?\n"); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(out.String(), "The repository has a README.") || !strings.Contains(out.String(), "⏱") || !strings.Contains(out.String(), "✓ `ls`") {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no answer on the console:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond): // polling a terminal's output: nothing to wait on
-		}
-	}
-	got := out.String()
+	got := waitConsole(t, ctx, out, "The repository has a README.", "⏱", "✓ `ls`")
 	for _, want := range []string{"threadsmith console", "bot> ⏳ working…", "bot> ✓ `ls`", "bot> The repository has a README."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("console output lacks %q:\n%s", want, got)
@@ -91,6 +57,54 @@ func TestConsoleRunsOnTheCurrentRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "data")); err == nil {
 		t.Fatal("console mode wrote its data into the repository")
+	}
+}
+
+// startConsole runs the bot as `bot -console` in a new repository (one
+// commit, made the current directory), with the user's cache in a folder of
+// the test and OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL (fake-model)
+// its only environment: what is written to feed is typed, out is the
+// terminal. The caller closes m.
+func startConsole(t *testing.T, ctx context.Context, key, llmURL string) (repo string, m *Main, feed io.Writer, out *syncBuffer) {
+	t.Helper()
+	repo = t.TempDir()
+	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitremote.WriteFile(t, repo, "README.md", "# demo\n")
+	gitremote.GitInput(t, repo, nil, nil, "add", "-A")
+	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "-m", "init")
+	t.Chdir(repo)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+
+	in, w := io.Pipe()
+	out = &syncBuffer{}
+	m = NewMain()
+	m.Console = true
+	m.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
+	m.Env = envOf("OPENAI_API_KEY", key, "OPENAI_BASE_URL", llmURL, "OPENAI_MODEL", "fake-model")
+	m.Stdin, m.Stdout, m.Stderr = in, out, io.Discard
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return repo, m, w, out
+}
+
+// waitConsole waits until the console's output has every one of wants, and
+// returns it.
+func waitConsole(t *testing.T, ctx context.Context, out *syncBuffer, wants ...string) string {
+	t.Helper()
+	for {
+		got, missing := out.String(), false
+		for _, w := range wants {
+			missing = missing || !strings.Contains(got, w)
+		}
+		if !missing {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer on the console:\n%s", got)
+		case <-time.After(20 * time.Millisecond): // polling a terminal's output: nothing to wait on
+		}
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/config"
-	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -231,47 +230,14 @@ func TestConsoleRunsBashInTheSandbox(t *testing.T) {
 		}
 		return llmfake.ToolCallReply(llmfake.Call{ID: "p1", Name: "bash", Args: jsonArgs(map[string]string{"command": probe})})
 	})
-	repo := t.TempDir()
-	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
-	gitremote.WriteFile(t, repo, "README.md", "# demo\n")
-	gitremote.GitInput(t, repo, nil, nil, "add", "-A")
-	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "-m", "init")
-	t.Chdir(repo)
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-
-	in, feed := io.Pipe()
-	out := &syncBuffer{}
-	m := NewMain()
-	m.Console = true
-	m.ConfigPath = filepath.Join(t.TempDir(), "absent.yaml")
-	m.Env = func(k string) (string, bool) {
-		switch k {
-		case "OPENAI_API_KEY":
-			return key, true
-		case "OPENAI_BASE_URL":
-			return llm.URL(), true
-		case "OPENAI_MODEL":
-			return "fake-model", true
-		}
-		return "", false
-	}
-	m.Stdin, m.Stdout, m.Stderr = in, out, io.Discard
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := m.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	_, m, feed, out := startConsole(t, ctx, key, llm.URL())
 	defer m.Close()
 	if _, err := io.WriteString(feed, "probe the machine\n"); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(out.String(), "probed") || !strings.Contains(out.String(), "⏱") {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no answer on the console:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond): // polling a terminal's output: nothing to wait on
-		}
-	}
+	waitConsole(t, ctx, out, "probed", "⏱")
 	var toolOut string
 	for _, r := range llm.Requests() {
 		for _, msg := range r.Messages {
