@@ -194,16 +194,7 @@ func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
 			fake.SetAccess("dev", 30)
 			fake.SetAccess("9", 20) // a reporter may comment, not push
 			hook := "http://" + e.m.HTTPAddr() + "/hooks/app"
-			postBody := func(body string, h http.Header) int {
-				req, _ := http.NewRequest("POST", hook, strings.NewReader(body))
-				req.Header = h
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				return resp.StatusCode
-			}
+			postBody := func(body string, h http.Header) int { return postHook(t, hook, body, h) }
 			post := func(h http.Header) int { return postBody(body, h) }
 			before := len(e.llm.Requests())
 			// Someone who may not push (anyone may comment on a public
@@ -299,6 +290,23 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 	}
 	sign(kind, body, secret, h)
 	return body, h
+}
+
+// postHook posts a webhook's body with its headers to url and returns the
+// status of the answer.
+func postHook(t *testing.T, url, body string, h http.Header) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // sign sets the signature of a GitHub or Gitea webhook's body.
@@ -419,15 +427,8 @@ func TestReviewWebhookDuringARunIsAFollowUp(t *testing.T) {
 	e.slack.UserMessage(slackChan, aliceID, "now a long one", root)
 	e.waitRequests(before + 1)
 	body, header := reviewHook("github", fake.PRs()[0].Head, secret)
-	req, _ := http.NewRequest("POST", "http://"+e.m.HTTPAddr()+"/hooks/app", strings.NewReader(body))
-	req.Header = header
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("the webhook got %d", resp.StatusCode)
+	if code := postHook(t, "http://"+e.m.HTTPAddr()+"/hooks/app", body, header); code != http.StatusAccepted {
+		t.Fatalf("the webhook got %d", code)
 	}
 	e.slack.UserMessage(slackChan, aliceID, "!status", root)
 	e.waitText(slackChan, root, "Queue: 0 steer, 1 follow-up")
