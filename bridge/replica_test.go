@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/threadsmith/threadsmith/agent"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
@@ -549,4 +550,40 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	if n := store.calls.Load() - before; n != 1 {
 		t.Errorf("50 pieces of news for a busy owner made %d PendingInbound queries, want 1", n)
 	}
+}
+
+// What a replica's outbox still holds for a thread when the thread is taken
+// over (its answer waited out a rate limit while the replica was paused past
+// its lease) is not sent: the owner guards the thread's posts with its lease,
+// and the new owner shows the thread now.
+func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
+	var offset atomic.Int64
+	a := newRig(t, func(c *Config, p *Platform) {
+		leased("replica-a")(c, p)
+		c.Lease.TTL, c.Lease.Renew = time.Hour, 0 // the keeper does not run during the test
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("first answer") })
+	th := testThread("514.1")
+	a.say(th, alice, "hello", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	owner := a.owner(th)
+	if err := a.db.ReleaseLease(a.ctx, *owner.lease.Load()); err != nil { // it lapsed while A slept…
+		t.Fatal(err)
+	}
+	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok { // …and B took it
+		t.Fatalf("the takeover: %v, %v", ok, err)
+	}
+	offset.Store(int64(2 * time.Hour)) // A wakes up: by its clock, its lease ran out
+	sent := make(chan error, 1)
+	owner.p.Outbox.Post(th, "STALE-POST queued before the pause", outbox.High, func(_ string, err error) { sent <- err })
+	if err := <-sent; !errors.Is(err, outbox.ErrWithdrawn) {
+		t.Errorf("the stale owner's queued post: %v, want %v", err, outbox.ErrWithdrawn)
+	}
+	a.flush()
+	if tr := a.chat.Transcript(th); strings.Contains(tr, "STALE-POST") {
+		t.Errorf("the owner that lost the thread posted:\n%s", tr)
+	}
+	a.waitUntil("the stale owner lets the thread go", func() bool { return !a.live(th) })
 }
