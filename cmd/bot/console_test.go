@@ -7,15 +7,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/threadsmith/threadsmith/adapters/console"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // syncBuffer is a bytes.Buffer safe for the console's writer goroutines.
@@ -74,7 +77,14 @@ func startConsole(t *testing.T, ctx context.Context, key, llmURL string) (repo s
 	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "-m", "init")
 	t.Chdir(repo)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	m, feed, out = runConsole(t, ctx, key, llmURL)
+	return repo, m, feed, out
+}
 
+// runConsole runs the bot as `bot -console` in the current directory, as
+// startConsole does.
+func runConsole(t *testing.T, ctx context.Context, key, llmURL string) (m *Main, feed io.Writer, out *syncBuffer) {
+	t.Helper()
 	in, w := io.Pipe()
 	out = &syncBuffer{}
 	m = NewMain()
@@ -85,7 +95,7 @@ func startConsole(t *testing.T, ctx context.Context, key, llmURL string) (repo s
 	if err := m.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return repo, m, w, out
+	return m, w, out
 }
 
 // waitConsole waits until the console's output has every one of wants, and
@@ -190,6 +200,35 @@ func TestConsoleSessionsDoNotShareABranch(t *testing.T) {
 	}
 	if th := newConsoleThread(now, func(chat.ThreadRef) bool { return false }); th.Thread != "20260102-150405" {
 		t.Fatalf("thread %q, want 20260102-150405", th.Thread)
+	}
+}
+
+// The console started again within a second of the last start does not
+// take up that session: it asks the database which names are taken. (Every
+// name from now on for a minute is taken here, so the test does not depend
+// on when the two consoles start.)
+func TestAConsoleStartedAgainTakesANameOfItsOwn(t *testing.T) {
+	llm := llmfake.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, first, _, _ := startConsole(t, ctx, "sk-console", llm.URL())
+	taken := map[string]bool{}
+	for now, i := time.Now(), -1; i < 60; i++ {
+		th := console.NewThread(now.Add(time.Duration(i) * time.Second))
+		key := storage.ThreadKey{Platform: th.Platform, Team: th.Team, Channel: th.Channel, Thread: th.Thread}
+		if _, _, err := first.DB.EnsureThread(ctx, key, storage.ThreadInit{Repo: "app", Branch: "bot/console-" + th.Thread}); err != nil {
+			t.Fatal(err)
+		}
+		taken[th.Thread] = true
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, _, out := runConsole(t, ctx, "sk-console", llm.URL())
+	defer m.Close()
+	got := regexp.MustCompile(`new session (\S+)`).FindStringSubmatch(waitConsole(t, ctx, out, "new session "))
+	if got == nil || taken[got[1]] {
+		t.Fatalf("the second console's session %q is one already taken:\n%s", got, out.String())
 	}
 }
 
