@@ -114,20 +114,14 @@ func BenchmarkTakeover(b *testing.B) {
 		var owner string
 		var fence int64
 		err := e.poll("the run's lease", 30*time.Second, 5*time.Millisecond, func() (bool, error) {
-			err := e.db.QueryRow(e.ctx, `SELECT l.owner, l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
-				WHERE t.channel = $1 AND t.thread = $2 AND EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = l.thread_id AND r.ended_at IS NULL)`,
-				ch, root).Scan(&owner, &fence)
+			var err error
+			owner, fence, err = e.runLease(ch, root)
 			return err == nil, err
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var victim *replica
-		for _, r := range rs {
-			if strings.Contains(owner, "/"+strconv.Itoa(r.pid())+"/") {
-				victim = r
-			}
-		}
+		victim := replicaNamed(rs, owner)
 		if victim == nil {
 			b.Fatalf("lease owner %q is none of the replicas", owner)
 		}
@@ -137,9 +131,7 @@ func BenchmarkTakeover(b *testing.B) {
 			b.Fatal(err)
 		}
 		err = e.poll("the takeover", 30*time.Second, 5*time.Millisecond, func() (bool, error) {
-			var now int64
-			err := e.db.QueryRow(e.ctx, `SELECT l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
-				WHERE t.channel = $1 AND t.thread = $2`, ch, root).Scan(&now)
+			now, err := e.leaseFence(ch, root)
 			return now > fence, err
 		})
 		b.StopTimer()

@@ -36,20 +36,14 @@ func TestStaleOwnerPostsNothingAfterTakeover(t *testing.T) {
 	var owner string
 	var fence int64
 	err := e.poll("the run and its status message", 30*time.Second, 10*time.Millisecond, func() (bool, error) {
-		err := e.db.QueryRow(e.ctx, `SELECT l.owner, l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
-			WHERE t.channel = $1 AND t.thread = $2 AND EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = l.thread_id AND r.ended_at IS NULL)`,
-			ch, root).Scan(&owner, &fence)
+		var err error
+		owner, fence, err = e.runLease(ch, root)
 		return err == nil && e.botSays(ch, root, "working"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stale *replica
-	for _, r := range rs {
-		if strings.Contains(owner, "/"+strconv.Itoa(r.pid())+"/") {
-			stale = r
-		}
-	}
+	stale := replicaNamed(rs, owner)
 	if stale == nil {
 		t.Fatalf("lease owner %q is none of the replicas", owner)
 	}
@@ -70,9 +64,7 @@ func TestStaleOwnerPostsNothingAfterTakeover(t *testing.T) {
 	// The other replica takes the thread over and posts the stored answer
 	// and the notice.
 	takenOver := func() (bool, error) {
-		var now int64
-		err := e.db.QueryRow(e.ctx, `SELECT l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
-			WHERE t.channel = $1 AND t.thread = $2`, ch, root).Scan(&now)
+		now, err := e.leaseFence(ch, root)
 		return now > fence, err
 	}
 	if err := e.poll("the takeover", e.s.ttl+10*time.Second, 10*time.Millisecond, takenOver); err != nil {
@@ -105,6 +97,35 @@ func TestStaleOwnerPostsNothingAfterTakeover(t *testing.T) {
 	if err := stale.unexpectedExit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runLease is the lease of the thread that root starts in ch, while a run
+// of it goes on: its owner and fence.
+func (e *env) runLease(ch, root string) (owner string, fence int64, err error) {
+	err = e.db.QueryRow(e.ctx, `SELECT l.owner, l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
+		WHERE t.channel = $1 AND t.thread = $2 AND EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = l.thread_id AND r.ended_at IS NULL)`,
+		ch, root).Scan(&owner, &fence)
+	return owner, fence, err
+}
+
+// leaseFence is the fence of the thread's lease now: larger than before once
+// another replica took the thread.
+func (e *env) leaseFence(ch, root string) (int64, error) {
+	var fence int64
+	err := e.db.QueryRow(e.ctx, `SELECT l.fence FROM thread_leases l JOIN threads t ON t.id = l.thread_id
+		WHERE t.channel = $1 AND t.thread = $2`, ch, root).Scan(&fence)
+	return fence, err
+}
+
+// replicaNamed is the replica whose process a lease owner names
+// (host/pid/random, bridge.NewOwner), or nil.
+func replicaNamed(rs []*replica, owner string) *replica {
+	for _, r := range rs {
+		if strings.Contains(owner, "/"+strconv.Itoa(r.pid())+"/") {
+			return r
+		}
+	}
+	return nil
 }
 
 // botSays reports whether a bot message in the thread contains s.
