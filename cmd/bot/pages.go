@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/storage"
@@ -64,8 +65,29 @@ func scratchFile(dataDir, branchPrefix string) func(th storage.Thread, path stri
 		if err != nil || !filepath.IsLocal(rel) {
 			return nil, fmt.Errorf("%s is not in %s", path, root)
 		}
-		return os.OpenInRoot(root, rel)
+		return openRegular(root, rel)
 	}
+}
+
+// openRegular opens rel under root for reading if it is a regular file. The
+// agent writes in its scratch folder: a named pipe put where an output was
+// would block a plain open (and a page's goroutine) until someone wrote to
+// it, so the open does not wait, and anything but a file is refused.
+func openRegular(root, rel string) (*os.File, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s in %s is not a file", rel, root)
+	}
+	return f, nil
 }
 
 // oneName reports whether s is one file name: not empty, no separator, not

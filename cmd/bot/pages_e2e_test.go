@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
@@ -161,7 +162,13 @@ func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
 		t.Fatalf("opening %s: %v", log, err)
 	}
 	f.Close()
-	for _, p := range []string{theirs, outside, filepath.Join(mine, "..", "slack-t2", "bash", "bash-1.log"),
+	// The agent may put a named pipe where an output was: opening it must
+	// neither block the page nor succeed.
+	fifo := filepath.Join(mine, "bash", "fifo.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{theirs, outside, fifo, filepath.Join(mine, "..", "slack-t2", "bash", "bash-1.log"),
 		filepath.Join(mine, "bash", "link.log"), mine + "-other/x.log", "relative.log"} {
 		if f, err := open(th, p); err == nil {
 			f.Close()
