@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -441,4 +444,33 @@ func TestReviewWebhookDuringARunIsAFollowUp(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// reviewCalls is a reviewer that counts what reaches the thread.
+type reviewCalls struct{ n atomic.Int32 }
+
+func (r *reviewCalls) ForgeReview(context.Context, string, string, string) (bool, error) {
+	r.n.Add(1)
+	return true, nil
+}
+
+// A GitLab or Gitea webhook does not say whether its author may push: without
+// the repository's token to ask the forge, a signed review comment starts
+// nothing (anyone may comment on a public project).
+func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
+	for _, kind := range []string{"gitlab", "gitea"} {
+		t.Run(kind, func(t *testing.T) {
+			const secret = "hook-secret-0123456789"
+			cfg := &config.Config{}
+			cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: "https://forge.test/acme/app.git", Forge: kind,
+				APIURL: "https://forge.test/api", WebhookSecret: secret}}
+			var calls reviewCalls
+			srv := httptest.NewServer(webhookHandler(cfg, &calls, slog.New(slog.DiscardHandler)))
+			defer srv.Close()
+			body, header := reviewHook(kind, "bot/slack-x", secret)
+			if code := postHook(t, srv.URL+"/hooks/app", body, header); code != http.StatusNoContent || calls.n.Load() != 0 {
+				t.Fatalf("a review webhook without a token got %d and reached the thread %d times, want 204 and none", code, calls.n.Load())
+			}
+		})
+	}
 }
