@@ -388,7 +388,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if p == nil {
 			continue
 		}
-		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), replayed: true, queue: in.Queue})
+		b.dispatch(p, rec, pendingInput{id: in.ID, in: inboundFromStore(rec, in), queue: in.Queue})
 	}
 	if len(pending) > 0 {
 		b.log.Info("replaying queued input", "count", len(pending))

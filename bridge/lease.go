@@ -191,7 +191,7 @@ func (t *thread) takePending(ctx context.Context) {
 	var fresh []*pendingInput
 	for _, in := range ins {
 		if t.taken[in.ID] == nil {
-			fresh = append(fresh, &pendingInput{id: in.ID, in: inboundFromStore(t.rec, in), replayed: true, queue: in.Queue})
+			fresh = append(fresh, &pendingInput{id: in.ID, in: inboundFromStore(t.rec, in), queue: in.Queue})
 		}
 	}
 	t.requeueFront(fresh)

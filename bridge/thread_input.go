@@ -40,12 +40,11 @@ type routing struct {
 
 // pendingInput is an accepted message waiting for its thread.
 type pendingInput struct {
-	id       int64 // storage inbound id
-	in       chat.Inbound
-	replayed bool          // recovered from storage at start
-	queue    storage.Queue // the queue it waited in before a restart, if any
-	parked   bool          // waited for a run slot (it passed the guard already)
-	granted  bool          // a run slot is held for it
+	id      int64 // storage inbound id
+	in      chat.Inbound
+	queue   storage.Queue // the queue it waited in before a restart, if any
+	parked  bool          // waited for a run slot (it passed the guard already)
+	granted bool          // a run slot is held for it
 }
 
 // queuedAck is the reaction shown on a queued message until it is delivered.
