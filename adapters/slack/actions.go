@@ -73,15 +73,15 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 // a link (<url|label>). A cut inside a code block closes the block at the end
 // of its part and opens it again at the start of the next, as a section is
 // rendered on its own: the rest of the block would show as text, and the
-// next code block's fences turned inside out. Inside a block every run of
-// three backticks is broken (see Mrkdwn), so the fences are the only ```.
+// next code block's fences turned inside out (see inCodeBlock for what is a
+// fence).
 func splitSections(s string, limit int) []string {
 	if strings.TrimSpace(s) == "" {
 		return []string{"…"} // a section's text may not be empty
 	}
 	var parts []string
 	for utf8.RuneCountInString(s) > limit {
-		cut := byteIndexOfRune(s, limit-len(fence)) // room to close a block
+		cut := byteIndexOfRune(s, limit-len(fence)-1) // room to close a block
 		if i := strings.LastIndexByte(s[:cut], '\n'); i > 0 {
 			cut = i
 		} else if i := strings.LastIndexByte(s[:cut], ' '); i > 0 {
@@ -91,8 +91,8 @@ func splitSections(s string, limit int) []string {
 			cut = i
 		}
 		part, rest := s[:cut], strings.TrimLeft(s[cut:], "\n")
-		if strings.Count(part, fence)%2 == 1 {
-			part, rest = part+fence, fence+rest
+		if inCodeBlock(part) {
+			part, rest = part+"\n"+fence, fence+"\n"+rest
 		}
 		parts = append(parts, part)
 		s = rest

@@ -178,7 +178,7 @@ func TestSplitSectionsKeepsCodeBlocksWhole(t *testing.T) {
 			t.Errorf("part %d leaves a code block open (%d fences): …%s", i, c, p[max(0, len(p)-40):])
 		}
 	}
-	if !strings.HasPrefix(parts[1], "```") {
+	if !strings.HasPrefix(parts[1], "```\n") {
 		t.Errorf("part 2 does not reopen the block: %q…", parts[1][:min(40, len(parts[1]))])
 	}
 	if last := parts[len(parts)-1]; !strings.Contains(last, "```\nand after the block") {
@@ -187,6 +187,22 @@ func TestSplitSectionsKeepsCodeBlocksWhole(t *testing.T) {
 	joined := strings.ReplaceAll(strings.Join(parts, ""), "```", "")
 	if want := strings.ReplaceAll(text, "```", ""); strings.ReplaceAll(joined, "\n", "") != strings.ReplaceAll(want, "\n", "") {
 		t.Error("the sections together do not show the text")
+	}
+}
+
+// A ``` in a line of prose is text, not a fence (Mrkdwn writes fences as
+// lines of their own): a long status that mentions one is not turned into a
+// code block from there on when it is cut into sections.
+func TestSplitSectionsTakesNoProseBackticksForAFence(t *testing.T) {
+	text := Mrkdwn("Type ``` to open a block in Slack. " + strings.Repeat("Then more plain prose follows here. ", 160))
+	parts := splitSections(text, maxSectionChars)
+	if len(parts) < 2 {
+		t.Fatalf("parts = %d, want the text cut", len(parts))
+	}
+	for i, p := range parts {
+		if strings.HasPrefix(p, "```") || strings.HasSuffix(p, "```") {
+			t.Errorf("part %d was made a code block: %q…%q", i, p[:min(30, len(p))], p[max(0, len(p)-30):])
+		}
 	}
 }
 

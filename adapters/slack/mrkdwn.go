@@ -429,8 +429,22 @@ func fitText(s string) string {
 	if amp := strings.LastIndexByte(t, '&'); amp >= 0 && amp > len(t)-6 && !strings.Contains(t[amp:], ";") {
 		t = t[:amp]
 	}
-	if strings.Count(t, "```")%2 == 1 {
+	if inCodeBlock(t) {
 		t += "\n```"
 	}
 	return t + truncatedNotice
+}
+
+// inCodeBlock reports whether mrkdwn from Mrkdwn ends inside a code block.
+// Mrkdwn writes every fence as a line of its own, "```", and breaks every
+// run of three backticks inside a block; a ``` in the middle of a line of
+// prose is text, not a fence, and is not counted.
+func inCodeBlock(s string) bool {
+	open := false
+	for line := range strings.Lines(s) {
+		if strings.TrimRight(line, "\n") == "```" {
+			open = !open
+		}
+	}
+	return open
 }
