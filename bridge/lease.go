@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -135,7 +136,10 @@ func (t *thread) claim() bool {
 	t.lease.Store(&l)
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
-	t.unguard = t.p.Outbox.Guard(t.ref, func(ctx context.Context) bool { return t.owned(ctx, 0) })
+	g := &leaseGuard{}
+	g.owner.Store(t)
+	g.remove = t.p.Outbox.Guard(t.ref, g.ok)
+	t.postGuard = g
 	// A refused write is news of a takeover too: the thread ends.
 	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.loseLease(t.lease.Load()) }}
 	t.saver.store = t.store
@@ -314,6 +318,35 @@ func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
 	return true
 }
 
+// leaseGuard is the outbox guard of a thread's posts while this replica
+// owns it (claim). The outbox keeps it, maybe past the owner: once the owner
+// ended it refuses everything, without keeping the owner (its session, its
+// view) in memory.
+type leaseGuard struct {
+	owner  atomic.Pointer[thread] // nil: the owner that lost the thread ended
+	remove func()
+}
+
+func (g *leaseGuard) ok(ctx context.Context) bool {
+	t := g.owner.Load()
+	return t != nil && t.owned(ctx, 0)
+}
+
+// endGuard drops the guard as the owner ends (close). What the outbox still
+// holds for a thread that was lost stays withdrawn; another owner of the
+// thread here replaces the guard (claim).
+func (t *thread) endGuard() {
+	switch g := t.postGuard; {
+	case g == nil:
+		return
+	case t.leaseFenced.Load():
+		g.owner.Store(nil)
+	default:
+		g.remove()
+	}
+	t.postGuard = nil
+}
+
 // releaseLease gives the thread up (shutdown, eviction): another replica
 // may take it at once.
 func (t *thread) releaseLease() {
@@ -327,9 +360,9 @@ func (t *thread) releaseLease() {
 		t.log.Warn("giving up the thread's lease", "err", err)
 		return
 	}
-	if t.unguard != nil {
-		t.unguard()
-		t.unguard = nil
+	if t.postGuard != nil {
+		t.postGuard.remove()
+		t.postGuard = nil
 	}
 	t.b.noteReleased(l.ThreadID, l.Fence)
 	t.b.cfg.Metrics.Lease("released")

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -586,4 +588,20 @@ func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
 		t.Errorf("the owner that lost the thread posted:\n%s", tr)
 	}
 	a.waitUntil("the stale owner lets the thread go", func() bool { return !a.live(th) })
+	// The guard that keeps the outbox from posting for the thread outlives
+	// the owner; the owner (its session, its view) is not kept with it.
+	out := owner.p.Outbox
+	gone := weak.Make(owner)
+	owner = nil
+	for deadline := time.Now().Add(5 * time.Second); gone.Value() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the owner that lost the thread is still in memory 5 s after it ended")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // the owner's goroutine ends after it leaves the thread table
+	}
+	out.Post(th, "STALE-POST after the owner ended", outbox.High, func(_ string, err error) { sent <- err })
+	if err := <-sent; !errors.Is(err, outbox.ErrWithdrawn) {
+		t.Errorf("a post the lost owner's outbox still held after the owner ended: %v, want %v", err, outbox.ErrWithdrawn)
+	}
 }

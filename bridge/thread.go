@@ -57,8 +57,8 @@ type thread struct {
 	taken           map[int64]*pendingInput
 	// nudged: a look for stored input (takePending) is queued; more news of
 	// input waits for it instead of queueing a store query each (nudge).
-	nudged  atomic.Bool
-	unguard func() // removes the outbox guard of the thread (lease.go)
+	nudged    atomic.Bool
+	postGuard *leaseGuard // the outbox guard of the thread's posts (lease.go)
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
@@ -284,4 +284,5 @@ func (t *thread) close() {
 	}
 	// Last: the session wrote what it had under the lease.
 	t.releaseLease()
+	t.endGuard()
 }
