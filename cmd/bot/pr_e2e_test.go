@@ -474,3 +474,32 @@ func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
 		})
 	}
 }
+
+// When the forge cannot say whether a comment's author may push (its API
+// fails), the webhook is answered 503 so the forge delivers it again, and
+// nothing reaches the thread until the answer is known.
+func TestReviewWebhookWaitsForTheForgesAnswerAboutTheAuthor(t *testing.T) {
+	for _, kind := range []string{"gitlab", "gitea"} {
+		t.Run(kind, func(t *testing.T) {
+			const secret, token = "hook-secret-0123456789", "forge-token-0001"
+			fake := forgefake.New(t, kind, "acme/app", token)
+			fake.SetAccess("7", 30)
+			fake.SetAccess("dev", 30)
+			cfg := &config.Config{}
+			cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: "https://forge.test/acme/app.git", Forge: kind,
+				APIURL: fake.APIURL(), Token: token, WebhookSecret: secret}}
+			var calls reviewCalls
+			srv := httptest.NewServer(webhookHandler(cfg, &calls, slog.New(slog.DiscardHandler)))
+			defer srv.Close()
+			body, header := reviewHook(kind, "bot/slack-x", secret)
+			fake.RateLimit(true)
+			if code := postHook(t, srv.URL+"/hooks/app", body, header); code != http.StatusServiceUnavailable || calls.n.Load() != 0 {
+				t.Fatalf("with the forge failing: %d, %d reviews; want 503 and none", code, calls.n.Load())
+			}
+			fake.RateLimit(false)
+			if code := postHook(t, srv.URL+"/hooks/app", body, header); code != http.StatusAccepted || calls.n.Load() != 1 {
+				t.Fatalf("delivered again: %d, %d reviews; want 202 and one", code, calls.n.Load())
+			}
+		})
+	}
+}
