@@ -30,10 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 // buildBot returns the path of this command compiled (once per test process,
-// shared by every test: none writes to it). ctx and dir are the caller's;
-// the build itself has its own deadline, since the first caller's may be
-// short, and lives in a directory of the process.
-func buildBot(t *testing.T, _ context.Context, _ string) string {
+// shared by every test: none writes to it). The build has its own deadline
+// (a caller's may be short) and lives in a directory of the process.
+func buildBot(t *testing.T) string {
 	t.Helper()
 	botBuild.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -147,7 +147,7 @@ func (term *terminal) mark() int { return len(term.output()) }
 func TestConsoleInATerminal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildBot(t, ctx, t.TempDir())
+	bin := buildBot(t)
 	ctx, cancel = context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 

@@ -28,7 +28,7 @@ func TestCrashBetweenDurableSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bot binary")
 	}
-	bin := buildBot(t, t.Context(), t.TempDir())
+	bin := buildBot(t)
 	const prompt = "please write f.txt"
 	for _, point := range []string{crashpoint.Accepted, crashpoint.Delivered, crashpoint.Answered, crashpoint.Posted, crashpoint.Committed, crashpoint.Pushed} {
 		t.Run(point, func(t *testing.T) {

@@ -19,7 +19,7 @@ func TestASecondBotOnTheDataDirIsRefused(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildBot(t, ctx, t.TempDir())
+	bin := buildBot(t)
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	yaml := fmt.Sprintf("data_dir: %q\nllm: {base_url: %q, api_key: sk-x}\nsandbox: {mode: none}\nslack: {enabled: false}\nworkspace:\n  default_repo: app\n  repos: [{name: app, url: %q}]\n",
 		e.cfg.DataDir, e.llm.URL(), e.remote.Path)
@@ -55,7 +55,7 @@ func TestASecondBotOnTheDataDirIsRefused(t *testing.T) {
 func TestVersionIsPrinted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildBot(t, ctx, t.TempDir())
+	bin := buildBot(t)
 	out, err := exec.CommandContext(ctx, bin, "-version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("-version: %v\n%s", err, out)

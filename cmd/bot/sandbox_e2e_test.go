@@ -130,7 +130,7 @@ func TestNoSandboxRefusesToStartUnlessModeNone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := buildBot(t, ctx, dir)
+	bin := buildBot(t)
 	write := func(name, mode string) string {
 		p := filepath.Join(dir, name)
 		cfg := fmt.Sprintf("data_dir: %q\nllm: {api_key: sk-x, base_url: \"http://127.0.0.1:1/v1\"}\nsandbox: {mode: %s}\nslack: {enabled: false}\n", filepath.Join(dir, "data"), mode)

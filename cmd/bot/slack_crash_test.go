@@ -112,7 +112,7 @@ func TestSlackBotProcessSurvivesKillAndStopsOnSIGTERM(t *testing.T) {
 		t.Skip("builds the bot binary")
 	}
 	e := newSlackFakes(t)
-	bin := buildBot(t, e.ctx, t.TempDir())
+	bin := buildBot(t)
 	// Long enough for the output flush on a machine loaded by the whole -race
 	// suite (3 s failed there with "flushing slack output: deadline").
 	const grace = 6 * time.Second
@@ -198,7 +198,7 @@ func TestSlackAnswerTheShutdownCouldNotSendIsPostedAtTheNextStart(t *testing.T) 
 		t.Skip("builds the bot binary")
 	}
 	e := newSlackFakes(t)
-	bin := buildBot(t, e.ctx, t.TempDir())
+	bin := buildBot(t)
 	const grace = 3 * time.Second
 	config := writeSlackConfig(t, e, grace)
 	release := make(chan struct{})
