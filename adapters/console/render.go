@@ -147,7 +147,7 @@ func (r *renderer) update(id, text string, post bool) {
 		r.settleLater()
 		return
 	}
-	if owner := r.preview; post && len(r.carry) == 0 && owner != "" && owner != id && r.msgs[owner] != nil {
+	if owner := r.preview; post && len(r.carry) == 0 && owner != "" && owner != id {
 		// The answer may come before its preview leaves the status message
 		// (the outbox may send a post before an edit, and a notice such as
 		// "⏹ stopped." may come first): the message last edited is the
