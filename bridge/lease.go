@@ -465,13 +465,15 @@ func (b *Bridge) watchInput(ctx context.Context) {
 const replyWait = 1500 * time.Millisecond
 
 // threadStored reports whether the store has the thread; with wait, it
-// waits up to replyWait for it to appear: told by the store's notifier when
-// input is accepted, else looking again every 100 ms.
+// waits up to replyWait for it to appear: it looks again when the store's
+// notifier tells of accepted input (the mention that starts a thread is
+// accepted just after the thread is stored), and once more at the end, for a
+// notification that was lost. Most replies it sees are in threads the bot is
+// not in: each costs two store queries, not one every few milliseconds.
 func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef, wait bool) (bool, error) {
 	deadline := time.NewTimer(replyWait)
 	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	last := false
 	for {
 		b.mu.Lock()
 		if b.heard == nil {
@@ -483,14 +485,13 @@ func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef, wait bool
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, storage.ErrNotFound) || !wait {
+		if !errors.Is(err, storage.ErrNotFound) || !wait || last {
 			return false, notFoundIsNil(err)
 		}
 		select {
 		case <-heard:
-		case <-tick.C:
 		case <-deadline.C:
-			return false, nil
+			last = true
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}

@@ -605,3 +605,34 @@ func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
 		t.Errorf("a post the lost owner's outbox still held after the owner ended: %v, want %v", err, outbox.ErrWithdrawn)
 	}
 }
+
+// getThreadCounter is the store counting GetThread.
+type getThreadCounter struct {
+	storage.Store
+	calls atomic.Int32
+}
+
+func (s *getThreadCounter) GetThread(ctx context.Context, key storage.ThreadKey) (storage.Thread, error) {
+	s.calls.Add(1)
+	return s.Store.GetThread(ctx, key)
+}
+
+// Most replies a Slack replica sees are in threads the bot is not in (it
+// gets every message of its channels): each waits for a mention racing it,
+// and asks the store when it hears of accepted input and once at the end,
+// not every 100 ms (15 queries for each such reply).
+func TestReplyInAThreadTheBotIsNotInAsksTheStoreTwice(t *testing.T) {
+	var store *getThreadCounter
+	a := newRig(t, leased("replica-a"), func(c *Config, p *Platform) {
+		p.SpreadsThreads = true
+		store = &getThreadCounter{Store: c.Store}
+		c.Store = store
+	})
+	_, rc, err := a.chat.Say(a.ctx, testThread("515.1"), bob, "people talking among themselves", false)
+	if err != nil || rc != chat.Ignored {
+		t.Fatalf("the reply: %v, %v; want ignored", rc, err)
+	}
+	if n := store.calls.Load(); n != 2 {
+		t.Errorf("the reply asked the store for its thread %d times, want 2", n)
+	}
+}
