@@ -200,6 +200,12 @@ func checkFence(ctx context.Context, tx *sql.Tx, threadID int64) error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
+	return stale(l, threadID, owner, cur)
+}
+
+// stale is the *FencedError of a write under l to threadID, whose lease is
+// owner's with fence cur, or nil if l is that lease.
+func stale(l Lease, threadID int64, owner string, cur int64) error {
 	if l.ThreadID != threadID || owner != l.Owner || cur != l.Fence {
 		return &FencedError{ThreadID: threadID, Fence: l.Fence, Current: cur}
 	}
@@ -207,13 +213,25 @@ func checkFence(ctx context.Context, tx *sql.Tx, threadID int64) error {
 }
 
 // checkFenceOf is checkFence for a write known by a row of table (sessions,
-// runs, outbound) whose thread_id says the thread.
+// runs, outbound) whose thread_id says the thread. The row's thread and its
+// lease are read together, one statement for every write under a lease;
+// without a lease row the two are read apart to say which is missing.
 func checkFenceOf(ctx context.Context, tx *sql.Tx, table string, id any) error {
-	if _, ok := LeaseFrom(ctx); !ok {
+	l, ok := LeaseFrom(ctx)
+	if !ok {
 		return nil
 	}
-	var threadID int64
-	err := tx.QueryRowContext(ctx, `SELECT thread_id FROM `+table+` WHERE id = ?`, id).Scan(&threadID)
+	var threadID, cur int64
+	var owner string
+	err := tx.QueryRowContext(ctx, `SELECT x.thread_id, l.owner, l.fence FROM `+table+` x
+		JOIN thread_leases l ON l.thread_id = x.thread_id WHERE x.id = ?`, id).Scan(&threadID, &owner, &cur)
+	if err == nil {
+		return stale(l, threadID, owner, cur)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT thread_id FROM `+table+` WHERE id = ?`, id).Scan(&threadID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // the write itself reports the missing row
 	}

@@ -37,6 +37,7 @@ func BenchmarkAppendConcurrentBackends(b *testing.B) {
 	})
 	for _, v := range []struct{ name, params string }{
 		{"postgres", ""},
+		{"postgres-leased", ""},
 		{"postgres-synchronous-commit-off", "synchronous_commit=off"},
 		{"postgres-pool-4", "pool_max_conns=4"},
 		{"postgres-pool-50", "pool_max_conns=50"},
@@ -51,13 +52,28 @@ func BenchmarkAppendConcurrentBackends(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
+			if v.name == "postgres-leased" {
+				benchLeasedAppend(b, db, 50)
+				return
+			}
 			benchAppend(b, db, 50)
 		})
 	}
 }
 
 func benchAppend(b *testing.B, db storage.Store, sessions int) {
+	benchAppendAs(b, db, sessions, false)
+}
+
+// benchLeasedAppend is benchAppend with each thread leased and every append
+// made under its lease (as a replica writes), fence check included.
+func benchLeasedAppend(b *testing.B, db storage.Store, sessions int) {
+	benchAppendAs(b, db, sessions, true)
+}
+
+func benchAppendAs(b *testing.B, db storage.Store, sessions int, leased bool) {
 	ctx := context.Background()
+	ctxs := make([]context.Context, sessions)
 	ids := make([]string, sessions)
 	pools := make([][]transcript.Entry, sessions)
 	for i := range ids {
@@ -71,6 +87,14 @@ func benchAppend(b *testing.B, db storage.Store, sessions int) {
 		}
 		ids[i] = s.ID
 		pools[i] = sessiongen.Entries(uint64(i), 200)
+		ctxs[i] = ctx
+		if leased {
+			l, ok, err := db.AcquireLease(ctx, th.ID, "bench", time.Hour)
+			if err != nil || !ok {
+				b.Fatalf("AcquireLease: %v, %v", ok, err)
+			}
+			ctxs[i] = storage.WithLease(ctx, l)
+		}
 	}
 	perSession := max(b.N/sessions, 1)
 	lat := make([][]time.Duration, sessions)
@@ -84,7 +108,7 @@ func benchAppend(b *testing.B, db storage.Store, sessions int) {
 				e := pools[i][k%len(pools[i])]
 				e.Seq = int64(k)
 				start := time.Now()
-				if err := db.AppendEntries(ctx, ids[i], []transcript.Entry{e}); err != nil {
+				if err := db.AppendEntries(ctxs[i], ids[i], []transcript.Entry{e}); err != nil {
 					errs[i] = err
 					return
 				}
