@@ -636,3 +636,25 @@ func TestReplyInAThreadTheBotIsNotInAsksTheStoreTwice(t *testing.T) {
 		t.Errorf("the reply asked the store for its thread %d times, want 2", n)
 	}
 }
+
+// A follow-up that the thread's owner receives itself comes to it twice: the
+// receiver hands it over, and the store's notice of it has the owner read
+// the thread's stored input. The owner handles one copy: the model sees the
+// message once, and once more for no second run.
+func TestFollowUpTheOwnerReceivesReachesTheModelOnce(t *testing.T) {
+	a := newRig(t, leased("replica-a"))
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
+	th := testThread("516.1")
+	a.say(th, alice, "start", true)
+	a.waitRuns(th, 1)
+	a.say(th, alice, "FOLLOW-UP once", false)
+	a.waitRuns(th, 2)
+	a.flush()
+	rec, _ := a.thread(th)
+	if n := userMessages(a, rec.SessionID, "FOLLOW-UP once"); n != 1 {
+		t.Errorf("the follow-up reached the model %d times, want once", n)
+	}
+	if runs, err := a.db.ThreadRuns(a.ctx, rec.ID); err != nil || len(runs) != 2 {
+		t.Errorf("runs: %d, %v; want 2", len(runs), err)
+	}
+}
