@@ -19,7 +19,11 @@ const inboundChannel = "threadsmith_inbound"
 func (db *DB) ListenInbound(ctx context.Context, fn func(threadID int64)) error {
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		if err := db.listen(ctx, fn); err != nil && ctx.Err() == nil {
+		err := db.listen(ctx, fn)
+		if db.closed.Load() {
+			break // as on SQLite, nothing more comes until ctx ends
+		}
+		if err != nil && ctx.Err() == nil {
 			db.log.Warn("listening for accepted input failed; polling until it is back", "err", err, "retry_in", pause)
 			select {
 			case <-ctx.Done():
@@ -30,6 +34,7 @@ func (db *DB) ListenInbound(ctx context.Context, fn func(threadID int64)) error 
 		}
 		pause = 100 * time.Millisecond
 	}
+	<-ctx.Done()
 	return nil
 }
 
@@ -37,6 +42,15 @@ func (db *DB) listen(ctx context.Context, fn func(threadID int64)) error {
 	if db.closed.Load() {
 		return storage.ErrClosed
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // Close ends the wait (its pool.Close waits for conn)
+		select {
+		case <-db.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return err

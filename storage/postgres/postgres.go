@@ -91,6 +91,7 @@ type DB struct {
 
 	closed    atomic.Bool
 	closeOnce sync.Once
+	quit      chan struct{} // closed by Close: listeners let their connections go
 }
 
 var _ storage.Store = (*DB)(nil)
@@ -132,7 +133,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, err)
 	}
 	db := &DB{pool: pool, where: where, log: o.log.With("component", "storage", "backend", "postgres"), now: o.now,
-		hooks: o.hooks, eventRetention: o.eventRetention}
+		hooks: o.hooks, eventRetention: o.eventRetention, quit: make(chan struct{})}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, wrap(err))
@@ -152,6 +153,7 @@ func (db *DB) Where() string { return db.where }
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closed.Store(true)
+		close(db.quit) // pool.Close waits for the listeners' connections
 		db.pool.Close()
 	})
 	return nil

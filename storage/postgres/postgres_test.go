@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -305,4 +306,61 @@ func sep(dsn string) string {
 		return "&"
 	}
 	return "?"
+}
+
+// Close returns while a listener runs (as SQLite's does): the listener's
+// connection is let go instead of holding the pool's Close until the
+// listener's context ends, and the listener then waits for its context
+// quietly.
+func TestCloseWhileListeningForInput(t *testing.T) {
+	dsn := storagetest.FreshSchema(t, storagetest.PostgresDSN(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan struct{}, 1)
+	listening := make(chan error, 1)
+	go func() {
+		listening <- db.ListenInbound(ctx, func(int64) {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	// Input until the listener hears it: it holds its connection now.
+	for i := 0; ; i++ {
+		if _, _, err := db.AcceptInbound(ctx, storage.Inbound{ThreadID: th.ID, Platform: "slack", Channel: "C1", MessageID: strconv.Itoa(i), Mode: storage.ModePrompt}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	closed := make(chan struct{})
+	go func() { db.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Error("Close waited for the listener's context")
+	}
+	select {
+	case err := <-listening:
+		t.Errorf("ListenInbound returned %v before its context ended", err)
+	default:
+	}
+	cancel()
+	<-closed
+	if err := <-listening; err != nil {
+		t.Errorf("ListenInbound = %v", err)
+	}
 }
