@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/threadsmith/threadsmith/internal/testwatch"
 )
 
 // The bot's own binary, built once for every test of this package that runs
@@ -22,7 +24,8 @@ var botBuild struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	// go test's own timeout is 10 minutes; a hang says where well before.
+	code := testwatch.Run(m, 9*time.Minute)
 	if botBuild.dir != "" {
 		os.RemoveAll(botBuild.dir)
 	}

@@ -1,0 +1,79 @@
+// Package testwatch turns a test binary that hangs into one that says where.
+//
+// When a package's tests run past go test's -timeout, the test binary dumps
+// every goroutine, runtime and library ones included, and CI logs keep only
+// the tail of that dump: the test that hung and the line it waits on are
+// lost. Main runs the tests under a watchdog that, well before that timeout,
+// prints only the goroutines running this module's code — the running tests
+// first — and exits. Use it in a package's TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testwatch.Run(m, 7*time.Minute)) }
+package testwatch
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Module is the import path prefix whose frames make a goroutine worth
+// printing.
+const Module = "github.com/threadsmith/threadsmith/"
+
+// Run runs m under a watchdog of limit (THREADSMITH_TEST_WATCHDOG, a Go
+// duration, overrides it; "0" turns it off) and returns m's exit code. If the
+// tests run longer, the watchdog prints Report and exits the process with 3.
+func Run(m *testing.M, limit time.Duration) int {
+	if s := os.Getenv("THREADSMITH_TEST_WATCHDOG"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			limit = d
+		}
+	}
+	if limit > 0 {
+		t := time.AfterFunc(limit, func() {
+			fmt.Fprint(os.Stderr, Report(limit))
+			os.Exit(3)
+		})
+		defer t.Stop()
+	}
+	return m.Run()
+}
+
+// Report describes the goroutines running this module's code, the tests'
+// own goroutines first.
+func Report(limit time.Duration) string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var tests, others []string
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		s := string(g)
+		if !strings.Contains(s, Module) || strings.Contains(s, "testwatch.Report") {
+			continue
+		}
+		if strings.Contains(s, "testing.tRunner") {
+			tests = append(tests, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ntestwatch: the tests still run after %v; %d test goroutines and %d others run this module's code:\n\n",
+		limit, len(tests), len(others))
+	for _, s := range append(tests, others...) {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "testwatch: the tests still run after %v (test goroutines listed first, above)\n", limit)
+	return b.String()
+}
