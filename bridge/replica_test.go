@@ -335,7 +335,7 @@ func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
 	// now A stores the mention.
 	b.waitUntil("the reply to reach replica b", func() bool { return len(b.chat.Messages(th)) == 1 })
 	a.say(th, alice, "start here", true)
-	r := <-got
+	r := recv(b, "the racing reply's receipt", got)
 	if r.err != nil || r.rc != chat.Accepted {
 		t.Fatalf("the racing reply: receipt %v, %v; want accepted", r.rc, r.err)
 	}
@@ -407,6 +407,20 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 	rec, _ := a.thread(th)
 	owner := a.owner(th)
 	l := owner.lease.Load()
+	// The owner is held inside an item while it loses the thread (an owner
+	// that notices the loss first ends, and drops the items queued to it).
+	held, paused := make(chan struct{}), make(chan struct{})
+	pushed := make(chan bool, 1)
+	owner.enqueue(item{fn: func() {
+		close(held)
+		<-paused
+		// Work the lost owner still has in its workspace.
+		if err := os.WriteFile(filepath.Join(owner.ws.Root(), "stale.txt"), []byte("stale\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		pushed <- owner.commitRun(a.ctx, &activeRun{request: "stale work"}, storage.RunDone)
+	}})
+	recv(a, "the owner to take the item", held)
 	if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
 		t.Fatal(err)
 	}
@@ -414,15 +428,8 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 		t.Fatalf("the takeover: %v, %v", ok, err)
 	}
 	offset.Store(int64(2 * time.Hour))
-	pushed := make(chan bool, 1)
-	owner.enqueue(item{fn: func() {
-		// Work the lost owner still has in its workspace.
-		if err := os.WriteFile(filepath.Join(owner.ws.Root(), "stale.txt"), []byte("stale\n"), 0o644); err != nil {
-			t.Error(err)
-		}
-		pushed <- owner.commitRun(a.ctx, &activeRun{request: "stale work"}, storage.RunDone)
-	}})
-	if <-pushed {
+	close(paused)
+	if recv(a, "the lost owner's commit", pushed) {
 		t.Error("the replica that lost the thread committed and pushed its work")
 	}
 	if heads := a.remote.Branches(t); slices.Contains(heads, rec.Branch) {
@@ -472,7 +479,7 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 		}
 		got <- string(data)
 	}})
-	if s := <-got; s != "written on a\n" {
+	if s := recv(b, "replica b's owner to read notes.txt", got); s != "written on a\n" {
 		t.Errorf("notes.txt in replica b's workspace: %q, want the pushed work", s)
 	}
 }
@@ -501,7 +508,7 @@ func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
 	owner := r.owner(th)
 	busy, sessc := make(chan struct{}), make(chan *agent.Session, 1)
 	owner.enqueue(item{fn: func() { sessc <- owner.sess; <-busy }}) // the owner is busy…
-	sess := <-sessc
+	sess := recv(r, "the owner to be busy", sessc)
 	r.say(th, bob, "second", false) // …so this waits in its inbox,
 	g.release()                     // and the run ends behind it.
 	r.waitUntil("the session is idle", func() bool { return !sess.IsRunning() })
@@ -549,7 +556,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	owner := a.owner(th)
 	busy, held := make(chan struct{}), make(chan struct{})
 	owner.enqueue(item{fn: func() { close(held); <-busy }})
-	<-held
+	recv(a, "the owner to be busy", held)
 	before := store.calls.Load()
 	for range 50 {
 		a.b.nudge(rec.ID)
@@ -557,7 +564,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	close(busy)
 	done := make(chan struct{})
 	owner.enqueue(item{fn: func() { close(done) }})
-	<-done
+	recv(a, "the owner to take the news", done)
 	if n := store.calls.Load() - before; n != 1 {
 		t.Errorf("50 pieces of news for a busy owner made %d PendingInbound queries, want 1", n)
 	}
@@ -589,7 +596,7 @@ func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
 	offset.Store(int64(2 * time.Hour)) // A wakes up: by its clock, its lease ran out
 	sent := make(chan error, 1)
 	owner.p.Outbox.Post(th, "STALE-POST queued before the pause", outbox.High, func(_ string, err error) { sent <- err })
-	if err := <-sent; !errors.Is(err, outbox.ErrWithdrawn) {
+	if err := recv(a, "the queued post's outcome", sent); !errors.Is(err, outbox.ErrWithdrawn) {
 		t.Errorf("the stale owner's queued post: %v, want %v", err, outbox.ErrWithdrawn)
 	}
 	a.flush()
@@ -610,7 +617,7 @@ func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the owner's goroutine ends after it leaves the thread table
 	}
 	out.Post(th, "STALE-POST after the owner ended", outbox.High, func(_ string, err error) { sent <- err })
-	if err := <-sent; !errors.Is(err, outbox.ErrWithdrawn) {
+	if err := recv(a, "the post's outcome", sent); !errors.Is(err, outbox.ErrWithdrawn) {
 		t.Errorf("a post the lost owner's outbox still held after the owner ended: %v, want %v", err, outbox.ErrWithdrawn)
 	}
 }

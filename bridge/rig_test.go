@@ -149,8 +149,13 @@ func (r *rig) stop(grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	r.cancelRun()
-	if err := <-r.runErr; err != nil {
-		r.tb.Errorf("Run: %v", err)
+	select {
+	case err := <-r.runErr:
+		if err != nil {
+			r.tb.Errorf("Run: %v", err)
+		}
+	case <-time.After(grace + 10*time.Second):
+		r.tb.Errorf("Run did not return within %v of its context's end", grace+10*time.Second)
 	}
 	err := r.b.Shutdown(ctx)
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -257,6 +262,20 @@ func (r *rig) waitUntil(what string, cond func() bool) {
 		case <-r.ctx.Done():
 			r.tb.Fatalf("timed out waiting until %s", what)
 		}
+	}
+}
+
+// recv waits for a value from ch as long as the rig's context lasts: a test
+// that waits on an owner's item waits forever if the owner ended first (its
+// inbox is dropped), so every such wait is bounded and says what it waited for.
+func recv[T any](r *rig, what string, ch <-chan T) T {
+	r.tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-r.ctx.Done():
+		r.tb.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
 	}
 }
 
