@@ -73,74 +73,81 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	if err != nil {
 		return nil, st, fmt.Errorf("read pi session: %w", err)
 	}
-	lines := splitLines(data)
-	fast := decodeMessageLines(lines)
+	regions := decodeRegions(data)
+	n := 0
+	for i := range regions {
+		n += len(regions[i].lines)
+	}
 	var (
-		entries  = make([]Entry, 0, len(lines))
-		ids      = make([]string, 0, len(lines)) // pi id of each returned entry, for branch selection
-		parents  = make([]*string, 0, len(lines))
+		entries  = make([]Entry, 0, n)
+		ids      = make([]string, 0, n) // pi id of each returned entry, for branch selection
+		parents  = make([]*string, 0, n)
 		seqOfID  = map[string]int64{} // the Seq of each id in ids[:mapped]
 		mapped   int
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
-	for i, line := range lines {
-		// Message lines, nearly all of a session, were decoded in one pass
-		// (see msgjson); the header and every other line are decoded here.
-		if f := &fast[i]; sawFirst && f.decoded {
-			index++
-			if f.malformed {
-				st.Malformed++
+	for ri := range regions {
+		rg := &regions[ri]
+		for i, line := range rg.lines {
+			// Message lines, nearly all of a session, were decoded in
+			// parallel (see decodeRegions); the header and every other
+			// line are decoded here.
+			if f := &rg.fast[i]; sawFirst && f.decoded {
+				index++
+				if f.malformed {
+					st.Malformed++
+					continue
+				}
+				seq := int64(index - 1)
+				f.entry.Seq = seq
+				entries = append(entries, f.entry)
+				ids = append(ids, f.id)
+				parents = append(parents, f.parent)
 				continue
 			}
-			seq := int64(index - 1)
-			f.entry.Seq = seq
-			entries = append(entries, f.entry)
-			ids = append(ids, f.id)
-			parents = append(parents, f.parent)
-			continue
-		}
-		var pe piEntry
-		err := json.Unmarshal(line, &pe)
-		validJSON := err == nil || !isSyntaxError(err)
-		if validJSON {
-			index++
-		}
-		if !sawFirst {
-			if err != nil || pe.Type != "session" {
-				return nil, st, errors.New("not a pi session: the first line is not a session header")
+			var pe piEntry
+			err := json.Unmarshal(line, &pe)
+			validJSON := err == nil || !isSyntaxError(err)
+			if validJSON {
+				index++
 			}
-			sawFirst = true
-			st.Version = 1
-			if pe.Version > 0 {
-				st.Version = pe.Version
-			}
-		} else if err != nil || pe.Type == "" {
-			st.Malformed++
-		} else {
-			seq := int64(index - 1)
-			// Ids are looked up only by compactions: the map is made then,
-			// for the entries so far (a later duplicate id wins, as ever).
-			seqOf := func(id string) (int64, bool) {
-				for ; mapped < len(entries); mapped++ {
-					if ids[mapped] != "" {
-						seqOfID[ids[mapped]] = entries[mapped].Seq
-					}
+			if !sawFirst {
+				if err != nil || pe.Type != "session" {
+					return nil, st, errors.New("not a pi session: the first line is not a session header")
 				}
-				s, ok := seqOfID[id]
-				return s, ok
-			}
-			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
-			switch {
-			case !ok:
+				sawFirst = true
+				st.Version = 1
+				if pe.Version > 0 {
+					st.Version = pe.Version
+				}
+			} else if err != nil || pe.Type == "" {
 				st.Malformed++
-			default:
-				if unknown {
-					st.Unknown++
+			} else {
+				seq := int64(index - 1)
+				// Ids are looked up only by compactions: the map is made then,
+				// for the entries so far (a later duplicate id wins, as ever).
+				seqOf := func(id string) (int64, bool) {
+					for ; mapped < len(entries); mapped++ {
+						if ids[mapped] != "" {
+							seqOfID[ids[mapped]] = entries[mapped].Seq
+						}
+					}
+					s, ok := seqOfID[id]
+					return s, ok
 				}
-				entries = append(entries, e)
-				ids = append(ids, pe.ID)
-				parents = append(parents, pe.ParentID)
+				e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
+				switch {
+				case !ok:
+					st.Malformed++
+				default:
+					if unknown {
+						st.Unknown++
+					}
+					entries = append(entries, e)
+					ids = append(ids, pe.ID)
+					parents = append(parents, pe.ParentID)
+				}
 			}
 		}
 	}
@@ -167,21 +174,44 @@ func linear(ids []string, parents []*string) bool {
 	return true
 }
 
-// splitLines returns the non-blank lines of data, trimmed.
-func splitLines(data []byte) [][]byte {
-	var lines [][]byte // no counting pass first: growing the slice costs less
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
+// regionBytes is the size of the parts of a session split into lines and
+// decoded on their own: many more parts than cores keep the cores busy when
+// line sizes vary.
+const regionBytes = 64 << 10
+
+// region holds the lines that start in one part of a session file, and
+// those of them that are messages, decoded.
+type region struct {
+	lines [][]byte // non-blank, trimmed
+	fast  []fastLine
+}
+
+// splitRegion returns the non-blank lines, trimmed, that start in
+// data[from:to]: a line starts at 0 or after a '\n'. The last may run past to.
+// first says whether the first of them is the first non-blank line of data.
+func splitRegion(data []byte, from, to int) (lines [][]byte, first bool) {
+	if from > 0 {
+		// The line that starts in this part starts after the first '\n'
+		// at or after from-1, looked for in the part only: a long line
+		// crossing many parts is not scanned by each of them.
+		i := bytes.IndexByte(data[from-1:to], '\n')
+		if i < 0 {
+			return nil, false
 		}
+		from += i
+	}
+	first = len(bytes.TrimSpace(data[:from])) == 0 // the lines before are blank
+	for from < to {
+		line := data[from:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		from += len(line) + 1
 		if line = bytes.TrimSpace(line); len(line) > 0 {
-			lines = append(lines, line)
+			lines = append(lines, line[:len(line):len(line)])
 		}
 	}
-	return lines
+	return lines, first
 }
 
 // fastLine is a message line decoded ahead of the in-order pass.
@@ -196,73 +226,95 @@ type fastLine struct {
 // fastPath is turned off by a test that compares with encoding/json alone.
 var fastPath = true
 
-// parallelBytes is the session size from which message lines are decoded on
-// all cores: each line decodes on its own, and decoding is nearly all of the
-// time a load takes.
+// parallelBytes is the session size from which reading it and decoding its
+// message lines are done on all cores: each line decodes on its own, and
+// decoding is nearly all of the time a load takes.
 const parallelBytes = 256 << 10
 
-// decodeMessageLines decodes the message lines among lines with the fast
-// path, in parallel for a large session.
-func decodeMessageLines(lines [][]byte) []fastLine {
-	out := make([]fastLine, len(lines))
+// decodeRegions splits data, the buffer readAll made, into lines and decodes
+// the message lines among them with the fast path, on all cores for a large
+// session. The first line (the header) is left to the in-order pass.
+func decodeRegions(data []byte) []region {
+	regions := make([]region, (len(data)+regionBytes-1)/regionBytes)
+	first := make([]bool, len(regions))
+	// Every line is found before any is decoded: decoding changes the
+	// bytes of a line (an escaped "\n" becomes a newline), and a line may
+	// run into the next region.
+	forEach(len(data), len(regions), func(ri int, _ *msgjson.Arena) {
+		from := ri * regionBytes
+		regions[ri].lines, first[ri] = splitRegion(data, from, min(from+regionBytes, len(data)))
+		regions[ri].fast = make([]fastLine, len(regions[ri].lines))
+	})
 	if !fastPath {
-		return out
+		return regions
 	}
-	// The lines are parts of the buffer readAll made, which nothing writes
-	// again: the messages' strings share it (see msgjson.Arena), and the
-	// messages of a run of lines are one allocation.
-	decode := func(from, to int, a *msgjson.Arena) {
-		msgs := make([]llm.Message, to-from)
-		for i := from; i < to; i++ {
-			l, ok := msgjson.DecodePiMessageLineShared(lines[i], a)
+	// Nothing else reads or writes data: the messages' strings share it,
+	// those with escapes unescaped over their own bytes
+	// (msgjson.DecodePiMessageLineInPlace), and the messages of a region
+	// are one allocation.
+	forEach(len(data), len(regions), func(ri int, a *msgjson.Arena) {
+		rg := &regions[ri]
+		var msgs []llm.Message
+		for i, line := range rg.lines {
+			if first[ri] && i == 0 {
+				continue // the header: the in-order pass reads it as it is
+			}
+			l, ok := msgjson.DecodePiMessageLineInPlace(line, a)
 			if !ok {
 				continue
 			}
-			f := &out[i]
+			f := &rg.fast[i]
 			f.decoded = true
-			m := &msgs[i-from]
-			var err error
-			if *m, err = fromPiMessage(l.Message); err != nil {
+			m, err := fromPiMessage(l.Message)
+			if err != nil {
 				f.malformed = true
 				continue
 			}
-			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: m}
+			if msgs == nil {
+				msgs = make([]llm.Message, len(rg.lines)-i)
+			}
+			p := &msgs[0]
+			*p, msgs = m, msgs[1:]
+			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: p}
 			f.id, f.parent = l.ID, l.ParentID
 		}
+	})
+	return regions
+}
+
+// forEach calls do for 0 … n-1, on all cores when size (the session's
+// bytes) is large, each worker with an arena of its own.
+func forEach(size, n int, do func(i int, a *msgjson.Arena)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if size < parallelBytes || workers <= 1 {
+		var a msgjson.Arena
+		for i := range n {
+			do(i, &a)
+		}
+		return
 	}
-	size := 0
-	for _, l := range lines {
-		size += len(l)
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if size < parallelBytes || workers == 1 {
-		decode(0, len(lines), new(msgjson.Arena))
-		return out
-	}
-	// Chunks of lines handed out in order; many more chunks than workers
-	// keep the cores busy when line sizes vary.
-	const chunk = 32
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			a := new(msgjson.Arena)
 			for {
-				from := int(next.Add(chunk)) - chunk
-				if from >= len(lines) {
+				i := int(next.Add(1)) - 1
+				if i >= n {
 					return
 				}
-				decode(from, min(from+chunk, len(lines)), a)
+				do(i, a)
 			}
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // readAll is io.ReadAll with the buffer sized up front when r knows its size
 // (a file, a bytes.Reader): growing it by doubling copies and clears the
-// session several times over.
+// session several times over. A large session that r can read at offsets (a
+// file, a bytes.Reader) is read in parts on all cores; r is then left at its
+// end, as a sequential read leaves it.
 func readAll(r io.Reader) ([]byte, error) {
 	size := -1
 	switch v := r.(type) {
@@ -279,6 +331,9 @@ func readAll(r io.Reader) ([]byte, error) {
 	// +1: EOF is seen without growing. Read overwrites what is used, so
 	// the buffer is not cleared first.
 	buf := msgjson.MakeNoZero(size + 1)[:0]
+	if n, ok := readParallel(r, buf[:size]); ok {
+		buf = buf[:n]
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)] // it grew after all
@@ -292,6 +347,50 @@ func readAll(r io.Reader) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// readParallel reads the rest of r into buf, at most len(buf) bytes, in parts
+// on all cores, when r reads at offsets and seeks and the session is large.
+// It returns how many bytes it read, with r moved past them; ok is false when
+// it read nothing (r not moved), and reading goes on from r's position.
+func readParallel(r io.Reader, buf []byte) (int, bool) {
+	ra, isAt := r.(io.ReaderAt)
+	sk, isSeeker := r.(io.Seeker)
+	workers := runtime.GOMAXPROCS(0)
+	if !isAt || !isSeeker || workers == 1 || len(buf) < parallelBytes {
+		return 0, false
+	}
+	off, err := sk.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, false
+	}
+	if _, isFile := r.(interface{ Stat() (fs.FileInfo, error) }); isFile {
+		// A file's size is its whole length; the rest is what is after
+		// the position.
+		if off >= int64(len(buf)) {
+			return 0, false
+		}
+		buf = buf[:int64(len(buf))-off]
+	}
+	part := (len(buf) + workers - 1) / workers
+	var short atomic.Bool
+	var wg sync.WaitGroup
+	for from := 0; from < len(buf); from += part {
+		to := min(from+part, len(buf))
+		wg.Go(func() {
+			if n, _ := ra.ReadAt(buf[from:to], off+int64(from)); n < to-from {
+				short.Store(true) // an error, or the file shrank
+			}
+		})
+	}
+	wg.Wait()
+	if short.Load() {
+		return 0, false
+	}
+	if _, err := sk.Seek(off+int64(len(buf)), io.SeekStart); err != nil {
+		return 0, false
+	}
+	return len(buf), true
 }
 
 func isSyntaxError(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -181,6 +182,12 @@ func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	inputs := [][]byte{fixture, gen.Bytes()}
+	// The header after more than a region of blank lines; a message line
+	// first (no header) after them, and with nothing before it.
+	blank := bytes.Repeat([]byte(" \r\n\n"), 3*regionBytes/4)
+	inputs = append(inputs, append(bytes.Clone(blank), fixture...))
+	_, afterHeader, _ := bytes.Cut(fixture, []byte("\n"))
+	inputs = append(inputs, append(bytes.Clone(blank), afterHeader...), afterHeader)
 	for range 20 {
 		lines := bytes.Split(bytes.Clone(fixture), []byte("\n"))
 		for range 30 {
@@ -249,5 +256,51 @@ func TestCurrentBranchShortcut(t *testing.T) {
 		if gotOff != wantOff || !reflect.DeepEqual(got, want) {
 			t.Fatalf("ids %q parents %v: currentBranch = %v (%d off), the walk %v (%d off)", ids, parents, got, gotOff, want, wantOff)
 		}
+	}
+}
+
+// A large session read from a file at an offset, or from a bytes.Reader, is
+// read in parts on all cores (readParallel): the entries are those of a
+// sequential read, and the reader is left at its end.
+func TestLoadPiSessionReadsInParts(t *testing.T) {
+	var gen bytes.Buffer
+	if err := sessiongen.WritePi(&gen, sessiongen.Entries(7, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	data := gen.Bytes()
+	if len(data) < 2*parallelBytes {
+		t.Fatalf("the session is only %d bytes", len(data))
+	}
+	want, err := LoadPiSession(io.MultiReader(bytes.NewReader(data))) // no ReadAt: sequential
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte("not part of the session\n")
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, append(bytes.Clone(prefix), data...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(int64(len(prefix)), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadPiSession(f)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("from a file at an offset: %d entries, %v; want %d", len(got), err, len(want))
+	}
+	if pos, _ := f.Seek(0, io.SeekCurrent); pos != int64(len(prefix)+len(data)) {
+		t.Errorf("the file is left at %d, want its end %d", pos, len(prefix)+len(data))
+	}
+	br := bytes.NewReader(data)
+	got, err = LoadPiSession(br)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("from a bytes.Reader: %d entries, %v; want %d", len(got), err, len(want))
+	}
+	if br.Len() != 0 {
+		t.Errorf("the bytes.Reader has %d bytes left", br.Len())
 	}
 }

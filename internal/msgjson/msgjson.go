@@ -107,8 +107,29 @@ func DecodePiMessageLineShared(line []byte, a *Arena) (l PiLine, ok bool) {
 	return decodePiMessageLine(line, true, a)
 }
 
+// DecodePiMessageLineInPlace is DecodePiMessageLineShared for a line the
+// caller gives up to the result: a string with escapes is unescaped over its
+// own escaped text in line (the text is never longer than its JSON), so that
+// its bytes are neither copied nor allocated. What the decoded line holds
+// points into line, which must not be modified afterwards. When ok is false,
+// line is as it was (what was unescaped is put back from a copy kept in a),
+// ready for the slow path.
+func DecodePiMessageLineInPlace(line []byte, a *Arena) (l PiLine, ok bool) {
+	r := reader{data: line, shared: true, inPlace: true, saved: -1, arena: a}
+	l, ok = r.piLine()
+	if !ok && r.saved >= 0 {
+		copy(line[r.saved:], a.undo)
+	}
+	return l, ok
+}
+
 func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool) {
-	r := reader{data: line, shared: shared, arena: a}
+	r := reader{data: line, shared: shared, saved: -1, arena: a}
+	return r.piLine()
+}
+
+// piLine reads a pi session line of type "message" (see DecodePiMessageLine).
+func (r *reader) piLine() (l PiLine, ok bool) {
 	if !r.open('{') {
 		return l, false
 	}
@@ -140,7 +161,7 @@ func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool)
 		case "message":
 			bit = 16
 			hasMessage = true
-			if !decodeMessage(&r, &l.Message.Message, &l.Message) {
+			if !decodeMessage(r, &l.Message.Message, &l.Message) {
 				return l, false
 			}
 		default:
@@ -517,6 +538,9 @@ type Arena struct {
 	buf      []byte        // the current chunk of bytes; len is what was handed out
 	contents []llm.Content // the current chunk of content blocks, likewise
 	inChunk  bool          // what reserve returned is at the end of buf
+	// undo holds the original bytes of a line being decoded in place, from
+	// its first unescaped string on (DecodePiMessageLineInPlace).
+	undo []byte
 	// exact, when not 0, is the size of the only chunk of bytes needed: the
 	// decoded input's length, which bounds what is taken from it (the
 	// non-shared decoders, one arena per message).

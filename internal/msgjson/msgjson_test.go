@@ -131,6 +131,7 @@ func checkPi(t *testing.T, data []byte) {
 	if ok1 != ok2 || !reflect.DeepEqual(l1, l2) {
 		t.Fatalf("%q: DecodePiMessageLine = %v, %#v; shared = %v, %#v", line, ok1, l1, ok2, l2)
 	}
+	checkInPlace(t, line)
 	if ok1 {
 		if want, ok := DecodePiMessage(data); !ok || !reflect.DeepEqual(l1.Message, want) {
 			t.Fatalf("%q: the line's message differs from DecodePiMessage", line)

@@ -26,7 +26,12 @@ type reader struct {
 	// shared says that data is never modified while the result lives:
 	// strings and raw values without escapes then point into it.
 	shared bool
-	arena  *Arena // what is built or copied comes from here
+	// inPlace says that data belongs to the result: strings with escapes
+	// are unescaped over their own bytes (see unescapeInPlace). saved is
+	// where arena.undo's copy of data starts (-1: nothing changed yet).
+	inPlace bool
+	saved   int
+	arena   *Arena // what is built or copied comes from here
 	// strStart is where the content of the last string scanString read
 	// starts in data.
 	strStart int
@@ -353,6 +358,9 @@ func (r *reader) str() string {
 			}
 			return r.keep(raw)
 		case c == '\\':
+			if r.inPlace {
+				return r.unescapeInPlace(start, i)
+			}
 			return r.unescapeFrom(start, i)
 		case c < 0x20:
 			r.bad()
@@ -458,6 +466,97 @@ func (r *reader) unescapeFrom(start, e int) string {
 			break
 		}
 		i, n = len(d)-len(src), len(dst)-len(out)
+	}
+}
+
+// unescapeInPlace is unescapeFrom writing the text over the string's own
+// bytes in data: the text of an escape is shorter than the escape, so the
+// write position n never passes the read position i. Before the first change
+// to data, the rest of it is copied to arena.undo, from which a failed decode
+// restores it. Eight bytes are stored whole only when all eight were read
+// (they then land on bytes already read); the plain bytes before an escape
+// are merged into the word at n, leaving the unread bytes it covers as they
+// were.
+func (r *reader) unescapeInPlace(start, e int) string {
+	const highs = 0x8080808080808080
+	d := r.data
+	if r.saved < 0 {
+		r.arena.undo = append(r.arena.undo[:0], d[start:]...)
+		r.saved = start
+	}
+	hi := uint64(0)
+	if !isASCII(d[start:e]) {
+		hi = highs
+	}
+	n, i := e, e
+	for {
+		if i >= len(d) {
+			r.bad()
+			return ""
+		}
+		switch c := d[i]; {
+		case c == '"':
+			r.pos = i + 1
+			text := d[start:n]
+			if hi&highs != 0 && !utf8.Valid(text) {
+				r.bad()
+				return ""
+			}
+			if len(text) == 0 {
+				return ""
+			}
+			return unsafe.String(unsafe.SliceData(text), len(text))
+		case c == '\\':
+			if i+1 >= len(d) {
+				r.bad()
+				return ""
+			}
+			// decodeEscape reads the whole escape before it writes, and
+			// writes fewer bytes than it reads.
+			w, k := decodeEscape(d[n:], d[i:])
+			if k == 0 {
+				r.bad()
+				return ""
+			}
+			n += w
+			i += k
+		case c < 0x20:
+			r.bad()
+			return ""
+		default:
+			d[n] = c
+			hi |= uint64(c)
+			n++
+			i++
+		}
+		// src and out shrink from the front; out is never shorter than src.
+		src, out := d[i:], d[n:]
+		for len(src) >= 8 {
+			w := binary.LittleEndian.Uint64(src)
+			m := special(w)
+			if m == 0 {
+				binary.LittleEndian.PutUint64(out, w)
+				hi |= w
+				src, out = src[8:], out[8:]
+				continue
+			}
+			j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
+			if j > 0 {
+				plain := uint64(1)<<(8*j) - 1
+				binary.LittleEndian.PutUint64(out, w&plain|binary.LittleEndian.Uint64(out)&^plain)
+				hi |= w & plain
+				src, out = src[j:], out[j:]
+			}
+			if len(src) >= 2 && src[0] == '\\' {
+				if c := unescaped[src[1]]; c != 0 {
+					out[0] = c
+					src, out = src[2:], out[1:]
+					continue
+				}
+			}
+			break
+		}
+		i, n = len(d)-len(src), len(d)-len(out)
 	}
 }
 

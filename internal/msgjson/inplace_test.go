@@ -1,0 +1,105 @@
+package msgjson
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// checkInPlace compares DecodePiMessageLineInPlace with DecodePiMessageLine
+// on line: the same verdict and result, and a line it refuses left as it was.
+func checkInPlace(t *testing.T, line []byte) {
+	t.Helper()
+	want, wantOK := DecodePiMessageLine(line)
+	buf := bytes.Clone(line)
+	got, ok := DecodePiMessageLineInPlace(buf, new(Arena))
+	if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("%q: in place = %v, %#v; DecodePiMessageLine = %v, %#v", line, ok, got, wantOK, want)
+	}
+	if !ok && !bytes.Equal(buf, line) {
+		t.Fatalf("%q: refused, but the line was left as %q", line, buf)
+	}
+}
+
+// randomJSONText returns the inside of a JSON string: plain runs of random
+// lengths, every escape JSON has (surrogate pairs, lone halves, bad ones),
+// non-ASCII text, and now and then invalid UTF-8, a control byte or a quote
+// cut short — at every offset from an eight-byte word's start.
+func randomJSONText(r *rand.Rand) string {
+	var b strings.Builder
+	pieces := []string{`\n`, `\"`, `\\`, `\/`, `\t`, `\r`, `\b`, `\f`, `\u00e9`, `\u0041`, `\ud83d\ude00`, `é`, `日本`, `\u2028`}
+	rare := []string{"\xff", "\x01", "\n", `\ud83d`, `\x`, `\u12`, "\xe6\x97", `\`}
+	for range r.IntN(12) {
+		b.WriteString(strings.Repeat("abcdefghij"[:1+r.IntN(10)], r.IntN(4)))
+		switch k := r.IntN(100); {
+		case k < 85:
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		case k < 90:
+			b.WriteString(rare[r.IntN(len(rare))])
+		default:
+			b.WriteString(strings.Repeat("x", r.IntN(40)))
+		}
+	}
+	return b.String()
+}
+
+// TestInPlaceMatchesCopying decodes random lines whose strings have escapes
+// in place and by copying, and with encoding/json (checkPi): a string that
+// fails after earlier ones were unescaped leaves the whole line restored.
+func TestInPlaceMatchesCopying(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 4))
+	for range 20000 {
+		text, other := randomJSONText(r), randomJSONText(r)
+		msg := `{"role":"user","content":[{"type":"text","text":"` + text + `"},{"type":"thinking","thinking":"` + other + `"}],"errorMessage":"` + other + `"}`
+		switch r.IntN(4) {
+		case 0: // a repeated key after the strings: refused at the end
+			msg = strings.TrimSuffix(msg, "}") + `,"role":"user"}`
+		case 1: // content as pi's plain string
+			msg = `{"role":"user","content":"` + text + `"}`
+		}
+		checkPi(t, []byte(msg))
+		line := []byte(`{"id":"` + other + `","message":` + msg + `,"type":"message"}`)
+		checkInPlace(t, line)
+		// The type after the message, and not a message: refused last.
+		checkInPlace(t, []byte(`{"message":`+msg+`,"type":"custom"}`))
+	}
+}
+
+// TestInPlaceFixture decodes every line of the fixture in place with one
+// arena, as LoadPiSession does, and compares with DecodePiMessageLine.
+func TestInPlaceFixture(t *testing.T) {
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a Arena
+	n := 0
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSpace(line)
+		want, wantOK := DecodePiMessageLine(line)
+		buf := bytes.Clone(line)
+		got, ok := DecodePiMessageLineInPlace(buf, &a)
+		if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) || (!ok && !bytes.Equal(buf, line)) {
+			t.Fatalf("%q: in place %v, want %v", line, ok, wantOK)
+		}
+		if ok {
+			n++
+		}
+	}
+	if n < 900 {
+		t.Fatalf("only %d lines decoded", n)
+	}
+}
+
+func FuzzInPlace(f *testing.F) {
+	for _, c := range edgeCases {
+		f.Add([]byte(`{"type":"message","message":` + c + `}`))
+	}
+	f.Add([]byte(`{"type":"message","message":{"role":"user","content":"a\n\"b\u00e9"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkInPlace(t, line)
+	})
+}
