@@ -74,7 +74,6 @@ func userMessages(r *rig, sessionID, s string) int {
 // and the receiver says nothing.
 func TestReplicaInputReachesTheOwner(t *testing.T) {
 	a := newRig(t, leased("replica-a"))
-	b := newRig(t, replicaOf(a, "replica-b"))
 	var n atomic.Int32
 	a.llm.Handle(func(req llmfake.Request) llmfake.Response {
 		return llmfake.TextReply("ANSWER-" + string(rune('0'+n.Add(1))))
@@ -85,6 +84,10 @@ func TestReplicaInputReachesTheOwner(t *testing.T) {
 	if !a.live(th) {
 		t.Fatal("the receiving replica does not own the thread it started")
 	}
+	// B starts once A holds the thread: a replica running meanwhile may take
+	// a thread whose mention is stored before its receiver's owner claims it
+	// (either answers in the same chat thread; here each has its own chat).
+	b := newRig(t, replicaOf(a, "replica-b"))
 
 	// The reply comes in on replica B's connection (Slack spreads events
 	// over an app's connections): B knows the thread from the store.
@@ -441,7 +444,21 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 // workspace is made from the remote branch (PRODUCT §9), not from the
 // default branch, so the previous owner's pushed work is there.
 func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
-	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) { c.IdleEvict = 300 * time.Millisecond })
+	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) {
+		c.IdleEvict = 300 * time.Millisecond
+		// A does not look for threads without an owner: it would race B
+		// for the thread once B stored its input, before B's owner claims it.
+		c.Lease.Poll = time.Hour
+	})
+	a.llm.Push(writeThenAnswer("notes.txt", "written on a", "WROTE on a")...)
+	th := testThread("511.1")
+	a.say(th, alice, "write the notes", true)
+	a.waitRuns(th, 1)
+	rec, _ := a.thread(th)
+	a.waitUntil("the work is pushed", func() bool { return slices.Contains(a.remote.Branches(t), rec.Branch) })
+	a.waitUntil("replica a gives the idle thread up", func() bool { return !a.live(th) })
+	// B starts now: running while A's mention was stored, it could have
+	// taken the thread before A's owner claimed it.
 	b := newRig(t, replicaOf(a, "replica-b"), func(c *Config, _ *Platform) {
 		// The same remote as a's, through workspaces of its own.
 		wsm, err := workspace.New(workspace.Config{
@@ -456,13 +473,6 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 		t.Cleanup(func() { _ = wsm.Close(context.Background()) })
 		c.Workspaces = wsm
 	})
-	a.llm.Push(writeThenAnswer("notes.txt", "written on a", "WROTE on a")...)
-	th := testThread("511.1")
-	a.say(th, alice, "write the notes", true)
-	a.waitRuns(th, 1)
-	rec, _ := a.thread(th)
-	a.waitUntil("the work is pushed", func() bool { return slices.Contains(a.remote.Branches(t), rec.Branch) })
-	a.waitUntil("replica a gives the idle thread up", func() bool { return !a.live(th) })
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("CONTINUED on b") })
 	b.say(th, bob, "go on", false)
 	b.waitText(th, "CONTINUED on b")
