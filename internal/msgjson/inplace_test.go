@@ -103,3 +103,21 @@ func FuzzInPlace(f *testing.F) {
 		checkInPlace(t, line)
 	})
 }
+
+// BenchmarkInPlaceCode decodes in place lines whose text is code and tool
+// output with an escape every ~24 bytes, as in the generated sessions.
+func BenchmarkInPlaceCode(b *testing.B) {
+	unit := `\t\thttp.Error(w, \"bad request: \"+err.Error(), http.StatusBadRequest)\n--- PASS: TestHandle (0.00s)\n\tif err := json.NewDecoder(r.Body).Decode(\u0026req); err != nil {\n\tfor i, item := range items {\n\t\treturn\nok  \tgithub.com/acme/app/server\t0.412s\n`
+	unit = strings.ReplaceAll(unit, `\u0026`, `&`)
+	text := strings.Repeat(unit, 40)
+	line := []byte(`{"id":"e2","message":{"role":"toolResult","content":[{"type":"text","text":"` + text + `"}],"timestamp":1750000006649,"toolCallId":"call_1","toolName":"read","isError":false},"parentId":"e1","timestamp":"2025-06-15T15:06:46.649Z","type":"message"}`)
+	buf := make([]byte, len(line))
+	var a Arena
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		copy(buf, line)
+		if _, ok := DecodePiMessageLineInPlace(buf, &a); !ok {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -529,34 +529,40 @@ func (r *reader) unescapeInPlace(start, e int) string {
 			n++
 			i++
 		}
-		// src and out shrink from the front; out is never shorter than src.
-		src, out := d[i:], d[n:]
-		for len(src) >= 8 {
-			w := binary.LittleEndian.Uint64(src)
+		// Eight bytes at a time, with indices (n <= i). A word is stored
+		// whole when it lands on bytes already read (eight or more bytes
+		// shorter than the escaped text so far) or is all plain; otherwise
+		// only its plain bytes are, merged into the word at n, leaving the
+		// unread bytes it covers as they were. hi takes whole words, bytes
+		// past the string too: it may ask for a UTF-8 check the text did
+		// not need, never the reverse. (A branch-free step, tried, ran 2.6
+		// times slower: each step then waits for the one before.)
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i : i+8])
 			m := special(w)
+			hi |= w
+			if i-n >= 8 || m == 0 {
+				binary.LittleEndian.PutUint64(d[n:n+8], w)
+			} else {
+				plain := (m&-m)>>7 - 1 // the bytes before the first special one
+				old := binary.LittleEndian.Uint64(d[n : n+8])
+				binary.LittleEndian.PutUint64(d[n:n+8], w&plain|old&^plain)
+			}
 			if m == 0 {
-				binary.LittleEndian.PutUint64(out, w)
-				hi |= w
-				src, out = src[8:], out[8:]
+				i, n = i+8, n+8
 				continue
 			}
-			j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
-			if j > 0 {
-				plain := uint64(1)<<(8*j) - 1
-				binary.LittleEndian.PutUint64(out, w&plain|binary.LittleEndian.Uint64(out)&^plain)
-				hi |= w & plain
-				src, out = src[j:], out[j:]
-			}
-			if len(src) >= 2 && src[0] == '\\' {
-				if c := unescaped[src[1]]; c != 0 {
-					out[0] = c
-					src, out = src[2:], out[1:]
+			j := bits.TrailingZeros64(m) >> 3
+			i, n = i+j, n+j
+			if d[i] == '\\' && i+1 < len(d) {
+				if c := unescaped[d[i+1]]; c != 0 {
+					d[n] = c
+					i, n = i+2, n+1
 					continue
 				}
 			}
 			break
 		}
-		i, n = len(d)-len(src), len(d)-len(out)
 	}
 }
 
