@@ -121,3 +121,31 @@ func BenchmarkInPlaceCode(b *testing.B) {
 		}
 	}
 }
+
+// keyIndex finds every key of each set through its index, skips keys the
+// types do not have, and refuses a key that matches one only without
+// regard to case (encoding/json would take it for that field).
+func TestKeySets(t *testing.T) {
+	for _, set := range []*keySet{messageSet, contentSet, usageSet, costSet, piSet} {
+		for i, k := range set.keys {
+			r := reader{}
+			if got := keyIndex(&r, []byte(k), set); got != i || r.fail {
+				t.Errorf("keyIndex(%q) = %d (fail %v), want %d", k, got, r.fail, i)
+			}
+			r = reader{}
+			if keyIndex(&r, []byte(strings.ToUpper(k)), set); !r.fail {
+				t.Errorf("keyIndex(%q) did not refuse a case variant", strings.ToUpper(k))
+			}
+		}
+		for _, k := range append(skippedKeys, "API", "unknownKey", "x") {
+			r := reader{}
+			folds := false
+			for _, name := range set.keys {
+				folds = folds || strings.EqualFold(k, name)
+			}
+			if got := keyIndex(&r, []byte(k), set); got != -1 || r.fail != folds {
+				t.Errorf("keyIndex(%q) = %d (fail %v), want -1 (fail %v)", k, got, r.fail, folds)
+			}
+		}
+	}
+}

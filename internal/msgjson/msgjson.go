@@ -152,8 +152,7 @@ func (r *reader) piLine() (l PiLine, ok bool) {
 		case "parentId":
 			bit = 4
 			if !r.null() {
-				s := r.str()
-				l.ParentID = &s
+				l.ParentID = r.arena.str(r.str())
 			}
 		case "timestamp":
 			bit = 8
@@ -218,10 +217,73 @@ func jsonKeys(t reflect.Type) []string {
 	return keys
 }
 
+// keySet is a list of keys with an index by length and first byte: a key
+// is then found with one comparison instead of one per key before it (whose
+// outcomes, key after key, the processor could not predict).
+type keySet struct {
+	keys []string
+	// by[len][first byte] is 1 + the index of the only key of that length
+	// and first byte, 0 when there is none, -1 when there are several.
+	by [32][128]int8
+	// skip are the skippedKeys that match no key, even without regard to
+	// case.
+	skip []string
+}
+
+// skippedKeys are keys pi writes that llm.Message's types do not have
+// (encoding/json skips them); newKeySet keeps those that match none of a
+// set's keys, even without regard to case, so that they are skipped without
+// the case-insensitive comparisons with every key.
+var skippedKeys = []string{"api", "thinkingSignature", "textSignature", "partialJson", "responseId", "redacted"}
+
+func newKeySet(keys []string) *keySet {
+	s := &keySet{keys: keys}
+	for _, k := range skippedKeys {
+		folds := false
+		for _, name := range keys {
+			folds = folds || strings.EqualFold(k, name)
+		}
+		if !folds {
+			s.skip = append(s.skip, k)
+		}
+	}
+	for i, k := range keys {
+		if len(k) == 0 || len(k) >= len(s.by) || k[0] >= 128 {
+			continue // found by the list
+		}
+		p := &s.by[len(k)][k[0]]
+		if *p == 0 {
+			*p = int8(i + 1)
+		} else {
+			*p = -1
+		}
+	}
+	return s
+}
+
+var (
+	messageSet = newKeySet(messageKeys)
+	contentSet = newKeySet(contentKeys)
+	usageSet   = newKeySet(usageKeys)
+	costSet    = newKeySet(costKeys)
+	piSet      = newKeySet(piKeys)
+)
+
 // keyIndex returns the index of k in keys, -1 for a key to skip (unknown to
 // the Go type, so encoding/json ignores it too), or fails the reader for a
 // key encoding/json might match case-insensitively.
-func keyIndex(r *reader, k []byte, keys []string) int {
+func keyIndex(r *reader, k []byte, set *keySet) int {
+	if len(k) > 0 && len(k) < len(set.by) && k[0] < 128 {
+		if i := set.by[len(k)][k[0]]; i > 0 && set.keys[i-1] == string(k) {
+			return int(i - 1)
+		}
+	}
+	for _, name := range set.skip {
+		if string(k) == name {
+			return -1
+		}
+	}
+	keys := set.keys
 	for i, name := range keys {
 		if string(k) == name {
 			return i
@@ -246,8 +308,8 @@ func keyIndex(r *reader, k []byte, keys []string) int {
 // its name; "" when the key is one to skip (its value is skipped too) or the
 // reader failed, which ends the caller's loop. seen holds the keys read so far:
 // a repeated key fails the reader (encoding/json merges it into the first value).
-func (r *reader) field(keys []string, seen *uint64) string {
-	i := keyIndex(r, r.key(), keys)
+func (r *reader) field(set *keySet, seen *uint64) string {
+	i := keyIndex(r, r.key(), set)
 	if i < 0 {
 		r.raw()
 		return ""
@@ -257,7 +319,7 @@ func (r *reader) field(keys []string, seen *uint64) string {
 		return ""
 	}
 	*seen |= 1 << i
-	return keys[i]
+	return set.keys[i]
 }
 
 // decodeMessage reads a message object into m; pi, when not nil, selects
@@ -267,9 +329,9 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 	if !r.open('{') {
 		return false
 	}
-	keys := messageKeys
+	keys := messageSet
 	if pi != nil {
-		keys = piKeys
+		keys = piSet
 	}
 	var seen uint64
 	for first := true; r.more('}', &first); {
@@ -383,7 +445,7 @@ func decodeContent(r *reader) []llm.Content {
 		var c llm.Content
 		var seen uint64
 		for first := true; r.more('}', &first); {
-			name := r.field(contentKeys, &seen)
+			name := r.field(contentSet, &seen)
 			if name == "" {
 				continue
 			}
@@ -430,10 +492,10 @@ func decodeUsage(r *reader) *llm.Usage {
 	if !r.open('{') {
 		return nil
 	}
-	u := new(llm.Usage)
+	u := r.arena.usage()
 	var seen uint64
 	for first := true; r.more('}', &first); {
-		name := r.field(usageKeys, &seen)
+		name := r.field(usageSet, &seen)
 		if name == "" {
 			continue
 		}
@@ -467,10 +529,10 @@ func decodeCost(r *reader) *llm.Cost {
 	if !r.open('{') {
 		return nil
 	}
-	c := new(llm.Cost)
+	c := r.arena.cost()
 	var seen uint64
 	for first := true; r.more('}', &first); {
-		name := r.field(costKeys, &seen)
+		name := r.field(costSet, &seen)
 		if name == "" {
 			continue
 		}
@@ -538,6 +600,11 @@ type Arena struct {
 	buf      []byte        // the current chunk of bytes; len is what was handed out
 	contents []llm.Content // the current chunk of content blocks, likewise
 	inChunk  bool          // what reserve returned is at the end of buf
+	// Slabs of the small objects a message points to, handed out one by
+	// one (not for exact arenas, which serve one message).
+	usages []llm.Usage
+	costs  []llm.Cost
+	strs   []string
 	// undo holds the original bytes of a line being decoded in place, from
 	// its first unescaped string on (DecodePiMessageLineInPlace).
 	undo []byte
@@ -639,6 +706,46 @@ func (a *Arena) blocks(bs []llm.Content) []llm.Content {
 	start := len(a.contents)
 	a.contents = append(a.contents, bs...)
 	return a.contents[start:len(a.contents):len(a.contents)]
+}
+
+// arenaSmall is the number of small objects of a kind in a slab.
+const arenaSmall = 128
+
+func (a *Arena) usage() *llm.Usage {
+	if a.exact > 0 {
+		return new(llm.Usage)
+	}
+	if len(a.usages) == 0 {
+		a.usages = make([]llm.Usage, arenaSmall)
+	}
+	u := &a.usages[0]
+	a.usages = a.usages[1:]
+	return u
+}
+
+func (a *Arena) cost() *llm.Cost {
+	if a.exact > 0 {
+		return new(llm.Cost)
+	}
+	if len(a.costs) == 0 {
+		a.costs = make([]llm.Cost, arenaSmall)
+	}
+	c := &a.costs[0]
+	a.costs = a.costs[1:]
+	return c
+}
+
+// str returns a pointer to a copy of s.
+func (a *Arena) str(s string) *string {
+	if a.exact > 0 {
+		return &s
+	}
+	if len(a.strs) == 0 {
+		a.strs = make([]string, arenaSmall)
+	}
+	p := &a.strs[0]
+	*p, a.strs = s, a.strs[1:]
+	return p
 }
 
 // MakeNoZero returns a byte slice of length and capacity n whose bytes are
