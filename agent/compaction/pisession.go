@@ -69,15 +69,12 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 // For v2+ files, which are trees, only the current branch is returned.
 func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	var st LoadStats
-	data, err := readAll(r)
+	data, lines, err := readLines(r)
 	if err != nil {
 		return nil, st, fmt.Errorf("read pi session: %w", err)
 	}
-	regions := decodeRegions(data)
-	n := 0
-	for i := range regions {
-		n += len(regions[i].lines)
-	}
+	fast := decodeMessageLines(lines)
+	n := len(lines)
 	var (
 		entries  = make([]Entry, 0, n)
 		ids      = make([]string, 0, n) // pi id of each returned entry, for branch selection
@@ -87,13 +84,13 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
-	for ri := range regions {
-		rg := &regions[ri]
-		for i, line := range rg.lines {
+	_ = data // the entries' strings point into it
+	{
+		for i, line := range lines {
 			// Message lines, nearly all of a session, were decoded in
-			// parallel (see decodeRegions); the header and every other
-			// line are decoded here.
-			if f := &rg.fast[i]; sawFirst && f.decoded {
+			// parallel (see decodeMessageLines); the header and every
+			// other line are decoded here.
+			if f := &fast[i]; sawFirst && f.decoded {
 				index++
 				if f.malformed {
 					st.Malformed++
@@ -174,46 +171,6 @@ func linear(ids []string, parents []*string) bool {
 	return true
 }
 
-// regionBytes is the size of the parts of a session split into lines and
-// decoded on their own: many more parts than cores keep the cores busy when
-// line sizes vary.
-const regionBytes = 64 << 10
-
-// region holds the lines that start in one part of a session file, and
-// those of them that are messages, decoded.
-type region struct {
-	lines [][]byte // non-blank, trimmed
-	fast  []fastLine
-}
-
-// splitRegion returns the non-blank lines, trimmed, that start in
-// data[from:to]: a line starts at 0 or after a '\n'. The last may run past to.
-// first says whether the first of them is the first non-blank line of data.
-func splitRegion(data []byte, from, to int) (lines [][]byte, first bool) {
-	if from > 0 {
-		// The line that starts in this part starts after the first '\n'
-		// at or after from-1, looked for in the part only: a long line
-		// crossing many parts is not scanned by each of them.
-		i := bytes.IndexByte(data[from-1:to], '\n')
-		if i < 0 {
-			return nil, false
-		}
-		from += i
-	}
-	first = len(bytes.TrimSpace(data[:from])) == 0 // the lines before are blank
-	for from < to {
-		line := data[from:]
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line = line[:i]
-		}
-		from += len(line) + 1
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			lines = append(lines, line[:len(line):len(line)])
-		}
-	}
-	return lines, first
-}
-
 // fastLine is a message line decoded ahead of the in-order pass.
 type fastLine struct {
 	decoded   bool // the fast path decided; otherwise the line is decoded in order
@@ -226,96 +183,18 @@ type fastLine struct {
 // fastPath is turned off by a test that compares with encoding/json alone.
 var fastPath = true
 
-// parallelBytes is the session size from which reading it and decoding its
-// message lines are done on all cores: each line decodes on its own, and
-// decoding is nearly all of the time a load takes.
+// parallelBytes is the session size from which reading it, splitting it
+// into lines and decoding its message lines are done on all cores: each
+// line decodes on its own, and decoding is nearly all of the time a load
+// takes.
 const parallelBytes = 256 << 10
 
-// decodeRegions splits data, the buffer readAll made, into lines and decodes
-// the message lines among them with the fast path, on all cores for a large
-// session. The first line (the header) is left to the in-order pass.
-func decodeRegions(data []byte) []region {
-	regions := make([]region, (len(data)+regionBytes-1)/regionBytes)
-	first := make([]bool, len(regions))
-	// Every line is found before any is decoded: decoding changes the
-	// bytes of a line (an escaped "\n" becomes a newline), and a line may
-	// run into the next region.
-	forEach(len(data), len(regions), func(ri int, _ *msgjson.Arena) {
-		from := ri * regionBytes
-		regions[ri].lines, first[ri] = splitRegion(data, from, min(from+regionBytes, len(data)))
-		regions[ri].fast = make([]fastLine, len(regions[ri].lines))
-	})
-	if !fastPath {
-		return regions
-	}
-	// Nothing else reads or writes data: the messages' strings share it,
-	// those with escapes unescaped over their own bytes
-	// (msgjson.DecodePiMessageLineInPlace), and the messages of a region
-	// are one allocation.
-	forEach(len(data), len(regions), func(ri int, a *msgjson.Arena) {
-		rg := &regions[ri]
-		var msgs []llm.Message
-		for i, line := range rg.lines {
-			if first[ri] && i == 0 {
-				continue // the header: the in-order pass reads it as it is
-			}
-			l, ok := msgjson.DecodePiMessageLineInPlace(line, a)
-			if !ok {
-				continue
-			}
-			f := &rg.fast[i]
-			f.decoded = true
-			m, err := fromPiMessage(l.Message)
-			if err != nil {
-				f.malformed = true
-				continue
-			}
-			if msgs == nil {
-				msgs = make([]llm.Message, len(rg.lines)-i)
-			}
-			p := &msgs[0]
-			*p, msgs = m, msgs[1:]
-			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: p}
-			f.id, f.parent = l.ID, l.ParentID
-		}
-	})
-	return regions
-}
-
-// forEach calls do for 0 … n-1, on all cores when size (the session's
-// bytes) is large, each worker with an arena of its own.
-func forEach(size, n int, do func(i int, a *msgjson.Arena)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if size < parallelBytes || workers <= 1 {
-		var a msgjson.Arena
-		for i := range n {
-			do(i, &a)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			a := new(msgjson.Arena)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				do(i, a)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// readAll is io.ReadAll with the buffer sized up front when r knows its size
-// (a file, a bytes.Reader): growing it by doubling copies and clears the
-// session several times over. A large session that r can read at offsets (a
-// file, a bytes.Reader) is read in parts on all cores; r is then left at its
-// end, as a sequential read leaves it.
-func readAll(r io.Reader) ([]byte, error) {
+// readLines reads r whole and returns the buffer and its non-blank lines,
+// trimmed. A large session that r can read at offsets (a file, a
+// bytes.Reader) is read in parts on all cores, each part split into lines
+// by the goroutine that read it; r is then left at its end, as a
+// sequential read leaves it.
+func readLines(r io.Reader) ([]byte, [][]byte, error) {
 	size := -1
 	switch v := r.(type) {
 	case interface{ Len() int }:
@@ -326,71 +205,248 @@ func readAll(r io.Reader) ([]byte, error) {
 		}
 	}
 	if size < 0 {
-		return io.ReadAll(r)
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return data, splitLines(data), nil
 	}
 	// +1: EOF is seen without growing. Read overwrites what is used, so
 	// the buffer is not cleared first.
 	buf := msgjson.MakeNoZero(size + 1)[:0]
-	if n, ok := readParallel(r, buf[:size]); ok {
-		buf = buf[:n]
-	}
+	n, lines, ok := readParallel(r, buf[:size])
+	buf = buf[:n]
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)] // it grew after all
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
 		if err == io.EOF {
-			return buf, nil
+			break
 		}
 		if err != nil {
-			return buf, err
+			return nil, nil, err
+		}
+	}
+	if !ok || len(buf) > n {
+		// Read in one piece, or the file grew while it was read in parts
+		// (its last line may go on).
+		lines = splitLines(buf)
+	}
+	return buf, lines, nil
+}
+
+// part is a part of a session's buffer and the lines split from it.
+type part struct {
+	from, to int
+	lines    [][]byte // those that start and end in it, trimmed and non-blank
+	cut      int      // the start of a line that runs past to; -1: none
+}
+
+// splitLines returns the non-blank lines of data, trimmed, split in parts
+// on all cores when data is large.
+func splitLines(data []byte) [][]byte {
+	n := runtime.GOMAXPROCS(0)
+	if len(data) < parallelBytes {
+		n = 1
+	}
+	return splitInParts(data, makeParts(len(data), n))
+}
+
+// splitInParts splits data's parts on a goroutine each and joins them.
+func splitInParts(data []byte, parts []part) [][]byte {
+	if len(parts) == 1 {
+		parts[0].split(data)
+	} else {
+		var wg sync.WaitGroup
+		for i := range parts {
+			wg.Go(func() { parts[i].split(data) })
+		}
+		wg.Wait()
+	}
+	return joinParts(data, parts)
+}
+
+// makeParts cuts size bytes into n parts.
+func makeParts(size, n int) []part {
+	parts := make([]part, n)
+	per := (size + n - 1) / n
+	for i := range parts {
+		parts[i] = part{from: min(i*per, size), to: min((i+1)*per, size), cut: -1}
+	}
+	return parts
+}
+
+// split finds the lines of p, reading only data[p.from:p.to]: a line starts
+// at 0 or after a '\n'. A line that starts at p.from (after a '\n' in the
+// part before) and the end of the line at p.cut are found by joinParts.
+func (p *part) split(data []byte) {
+	start := p.from
+	if start > 0 {
+		i := bytes.IndexByte(data[start:p.to], '\n')
+		if i < 0 {
+			return // no line starts after p.from in the part
+		}
+		start += i + 1
+	}
+	for start < p.to {
+		line := data[start:p.to]
+		i := bytes.IndexByte(line, '\n')
+		switch {
+		case i >= 0:
+			line = line[:i]
+		case p.to < len(data):
+			p.cut = start
+			return
+		}
+		start += len(line) + 1
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			p.lines = append(p.lines, line[:len(line):len(line)])
 		}
 	}
 }
 
+// joinParts puts the parts' lines together with those split finds at their
+// edges, in order.
+func joinParts(data []byte, parts []part) [][]byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p.lines) + 2
+	}
+	lines := make([][]byte, 0, n)
+	whole := func(start int) {
+		line := data[start:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			lines = append(lines, line[:len(line):len(line)])
+		}
+	}
+	for _, p := range parts {
+		if p.from > 0 && p.from < p.to && data[p.from-1] == '\n' {
+			whole(p.from)
+		}
+		lines = append(lines, p.lines...)
+		if p.cut >= 0 {
+			whole(p.cut)
+		}
+	}
+	return lines
+}
+
+// decodeMessageLines decodes the message lines among lines (all but the
+// first, the header) with the fast path, on all cores for a large session.
+func decodeMessageLines(lines [][]byte) []fastLine {
+	out := make([]fastLine, len(lines))
+	if !fastPath || len(lines) < 2 {
+		return out
+	}
+	// The lines are parts of the buffer readLines made, which nothing
+	// else reads or writes: the messages' strings share it, those with
+	// escapes unescaped over their own bytes
+	// (msgjson.DecodePiMessageLineInPlace), and the messages of a run of
+	// lines are one allocation.
+	decode := func(from, to int, a *msgjson.Arena) {
+		from = max(from, 1) // the header: the in-order pass reads it as it is
+		var msgs []llm.Message
+		for i := from; i < to; i++ {
+			l, ok := msgjson.DecodePiMessageLineInPlace(lines[i], a)
+			if !ok {
+				continue
+			}
+			f := &out[i]
+			f.decoded = true
+			m, err := fromPiMessage(l.Message)
+			if err != nil {
+				f.malformed = true
+				continue
+			}
+			if msgs == nil {
+				msgs = make([]llm.Message, to-i)
+			}
+			p := &msgs[0]
+			*p, msgs = m, msgs[1:]
+			f.entry = Entry{Type: transcript.EntryMessage, Timestamp: piTime(l.Timestamp), Message: p}
+			f.id, f.parent = l.ID, l.ParentID
+		}
+	}
+	size := 0
+	for _, l := range lines {
+		size += len(l)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if size < parallelBytes || workers == 1 {
+		decode(0, len(lines), new(msgjson.Arena))
+		return out
+	}
+	// Chunks of lines handed out in order; many more chunks than workers
+	// keep the cores busy when line sizes vary.
+	const chunk = 32
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			a := new(msgjson.Arena)
+			for {
+				from := int(next.Add(chunk)) - chunk
+				if from >= len(lines) {
+					return
+				}
+				decode(from, min(from+chunk, len(lines)), a)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // readParallel reads the rest of r into buf, at most len(buf) bytes, in parts
-// on all cores, when r reads at offsets and seeks and the session is large.
-// It returns how many bytes it read, with r moved past them; ok is false when
-// it read nothing (r not moved), and reading goes on from r's position.
-func readParallel(r io.Reader, buf []byte) (int, bool) {
+// on all cores, when r reads at offsets and seeks and the session is large;
+// each part is split into lines as it is read (see splitPart, joinParts).
+// It returns how many bytes it read, with r moved past them, and the lines;
+// ok is false when it read nothing (r not moved), and reading goes on from
+// r's position.
+func readParallel(r io.Reader, buf []byte) (int, [][]byte, bool) {
 	ra, isAt := r.(io.ReaderAt)
 	sk, isSeeker := r.(io.Seeker)
-	workers := runtime.GOMAXPROCS(0)
-	if !isAt || !isSeeker || workers == 1 || len(buf) < parallelBytes {
-		return 0, false
+	if !isAt || !isSeeker || runtime.GOMAXPROCS(0) == 1 || len(buf) < parallelBytes {
+		return 0, nil, false
 	}
 	off, err := sk.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return 0, false
+		return 0, nil, false
 	}
 	if _, isFile := r.(interface{ Stat() (fs.FileInfo, error) }); isFile {
 		// A file's size is its whole length; the rest is what is after
 		// the position.
 		if off >= int64(len(buf)) {
-			return 0, false
+			return 0, nil, false
 		}
 		buf = buf[:int64(len(buf))-off]
 	}
-	part := (len(buf) + workers - 1) / workers
+	ps := makeParts(len(buf), runtime.GOMAXPROCS(0))
 	var short atomic.Bool
 	var wg sync.WaitGroup
-	for from := 0; from < len(buf); from += part {
-		to := min(from+part, len(buf))
+	for i := range ps {
+		p := &ps[i]
 		wg.Go(func() {
-			if n, _ := ra.ReadAt(buf[from:to], off+int64(from)); n < to-from {
+			if n, _ := ra.ReadAt(buf[p.from:p.to], off+int64(p.from)); n < p.to-p.from {
 				short.Store(true) // an error, or the file shrank
+				return
 			}
+			p.split(buf) // reads only the part just read
 		})
 	}
 	wg.Wait()
 	if short.Load() {
-		return 0, false
+		return 0, nil, false
 	}
 	if _, err := sk.Seek(off+int64(len(buf)), io.SeekStart); err != nil {
-		return 0, false
+		return 0, nil, false
 	}
-	return len(buf), true
+	return len(buf), joinParts(buf, ps), true
 }
 
 func isSyntaxError(err error) bool {

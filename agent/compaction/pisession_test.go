@@ -182,9 +182,9 @@ func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	inputs := [][]byte{fixture, gen.Bytes()}
-	// The header after more than a region of blank lines; a message line
+	// The header after more than a part of blank lines; a message line
 	// first (no header) after them, and with nothing before it.
-	blank := bytes.Repeat([]byte(" \r\n\n"), 3*regionBytes/4)
+	blank := bytes.Repeat([]byte(" \r\n\n"), parallelBytes/2)
 	inputs = append(inputs, append(bytes.Clone(blank), fixture...))
 	_, afterHeader, _ := bytes.Cut(fixture, []byte("\n"))
 	inputs = append(inputs, append(bytes.Clone(blank), afterHeader...), afterHeader)
@@ -302,5 +302,32 @@ func TestLoadPiSessionReadsInParts(t *testing.T) {
 	}
 	if br.Len() != 0 {
 		t.Errorf("the bytes.Reader has %d bytes left", br.Len())
+	}
+}
+
+// Splitting in parts finds the lines a plain split finds: random lines,
+// blank ones, Unicode spaces, lines longer than a part, '\n' just before,
+// at and after the parts' edges, 1 to 7 parts.
+func TestSplitInParts(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 5))
+	pieces := []string{"\n", "\n\n", " \r\n", "\u00a0\n", "{\"a\":1}", "x", strings.Repeat("y", 300), " z ", "\u2028"}
+	for range 3000 {
+		var b strings.Builder
+		for range r.IntN(40) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		data := []byte(b.String())
+		var want [][]byte
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if l = bytes.TrimSpace(l); len(l) > 0 {
+				want = append(want, l)
+			}
+		}
+		for n := 1; n <= 7; n++ {
+			got := splitInParts(data, makeParts(len(data), n))
+			if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+				t.Fatalf("%q in %d parts:\n got  %q\n want %q", data, n, got, want)
+			}
+		}
 	}
 }
