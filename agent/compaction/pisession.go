@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -79,8 +80,9 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 		entries  = make([]Entry, 0, n)
 		ids      = make([]string, 0, n) // pi id of each returned entry, for branch selection
 		parents  = make([]*string, 0, n)
-		seqOfID  = map[string]int64{} // the Seq of each id in ids[:mapped]
+		seqOfID  map[string]int64 // the Seq of each id in ids[:mapped], once looked up often
 		mapped   int
+		scanned  int  // entries compared by seqOf before it made seqOfID
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
@@ -122,9 +124,24 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 				st.Malformed++
 			} else {
 				seq := int64(index - 1)
-				// Ids are looked up only by compactions: the map is made then,
-				// for the entries so far (a later duplicate id wins, as ever).
+				// Ids are looked up only by compactions, for the entries so
+				// far (a later duplicate id wins, as ever). The id a
+				// compaction keeps from is usually among the last ones:
+				// they are looked at from the end, until the lookups have
+				// compared more ids than a map of them costs to make.
 				seqOf := func(id string) (int64, bool) {
+					if seqOfID == nil && scanned <= 4*len(entries)+1024 {
+						for j := len(entries) - 1; j >= 0; j-- {
+							scanned++
+							if ids[j] == id && id != "" {
+								return entries[j].Seq, true
+							}
+						}
+						return 0, false
+					}
+					if seqOfID == nil {
+						seqOfID = make(map[string]int64, len(entries))
+					}
 					for ; mapped < len(entries); mapped++ {
 						if ids[mapped] != "" {
 							seqOfID[ids[mapped]] = entries[mapped].Seq
@@ -378,7 +395,9 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if size < parallelBytes || workers == 1 {
-		decode(0, len(lines), new(msgjson.Arena))
+		a := new(msgjson.Arena)
+		decode(0, len(lines), a)
+		a.Release()
 		return out
 	}
 	// Chunks of lines handed out in order; many more chunks than workers
@@ -389,6 +408,7 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	for range workers {
 		wg.Go(func() {
 			a := new(msgjson.Arena)
+			defer a.Release()
 			for {
 				from := int(next.Add(chunk)) - chunk
 				if from >= len(lines) {
@@ -467,11 +487,11 @@ func currentBranch(entries []Entry, ids []string, parents []*string) ([]Entry, i
 // walkBranch is currentBranch without its shortcut for linear sessions: it
 // follows the parents from the last entry.
 func walkBranch(entries []Entry, ids []string, parents []*string) ([]Entry, int) {
+	if slices.Contains(ids, "") {
+		return entries, 0 // a v1 file, or damaged: keep everything
+	}
 	pos := make(map[string]int, len(ids))
 	for i, id := range ids {
-		if id == "" {
-			return entries, 0
-		}
 		pos[id] = i
 	}
 	on := make([]bool, len(entries))

@@ -3,12 +3,14 @@ package compaction
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -329,5 +331,66 @@ func TestSplitInParts(t *testing.T) {
 				t.Fatalf("%q in %d parts:\n got  %q\n want %q", data, n, got, want)
 			}
 		}
+	}
+}
+
+// A compaction's firstKeptEntryId is looked up among the entries before it,
+// the last of a repeated id winning, whether the lookups scan from the end
+// or (after many) use a map: many compactions keeping from early, late,
+// repeated and missing ids.
+func TestCompactionIDLookups(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 6))
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":3,"id":"s"}` + "\n")
+	var ids []string
+	want := map[int]int64{} // line's entry position -> expected FirstKeptSeq
+	parent := "null"
+	for i := range 3000 {
+		id := fmt.Sprintf("e%d", i)
+		if i%97 == 5 && i > 0 {
+			id = ids[r.IntN(len(ids))] // a repeated id
+		}
+		if i%10 == 9 {
+			var keep string
+			switch r.IntN(4) {
+			case 0:
+				keep = ids[r.IntN(min(len(ids), 20))] // early
+			case 1:
+				keep = ids[len(ids)-1-r.IntN(min(len(ids), 20))] // late
+			case 2:
+				keep = "missing"
+			default:
+				keep = ids[r.IntN(len(ids))]
+			}
+			exp := int64(i) // not found: nothing before is kept
+			for j := len(ids) - 1; j >= 0; j-- {
+				if ids[j] == keep {
+					exp = int64(j)
+					break
+				}
+			}
+			want[i] = exp
+			fmt.Fprintf(&b, `{"type":"compaction","id":%q,"parentId":%s,"summary":"s","firstKeptEntryId":%q,"tokensBefore":1}`+"\n", id, parent, keep)
+		} else {
+			fmt.Fprintf(&b, `{"type":"message","id":%q,"parentId":%s,"message":{"role":"user","content":"m"}}`+"\n", id, parent)
+		}
+		ids = append(ids, id)
+		parent = strconv.Quote(id)
+	}
+	entries, err := LoadPiSession(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Compaction != nil {
+			n++
+			if w := want[int(e.Seq)]; e.Compaction.FirstKeptSeq != w {
+				t.Fatalf("compaction at %d keeps from %d, want %d", e.Seq, e.Compaction.FirstKeptSeq, w)
+			}
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("%d compactions, want %d", n, len(want))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -706,6 +707,31 @@ func (a *Arena) blocks(bs []llm.Content) []llm.Content {
 	start := len(a.contents)
 	a.contents = append(a.contents, bs...)
 	return a.contents[start:len(a.contents):len(a.contents)]
+}
+
+// undoPool keeps the scratch space of released arenas (Arena.Release): a
+// load's workers need it again for every session.
+var undoPool sync.Pool
+
+// Release gives the arena's scratch space (the copy DecodePiMessageLineInPlace
+// keeps of a line) back for other arenas to use. What the arena handed out
+// stays valid; the arena may be used again.
+func (a *Arena) Release() {
+	if cap(a.undo) > 0 {
+		b := a.undo[:0]
+		undoPool.Put(&b)
+		a.undo = nil
+	}
+}
+
+// keepUndo copies b to a.undo, taking released scratch space first.
+func (a *Arena) keepUndo(b []byte) {
+	if a.undo == nil {
+		if p, ok := undoPool.Get().(*[]byte); ok {
+			a.undo = *p
+		}
+	}
+	a.undo = append(a.undo[:0], b...)
 }
 
 // arenaSmall is the number of small objects of a kind in a slab.

@@ -481,7 +481,7 @@ func (r *reader) unescapeInPlace(start, e int) string {
 	const highs = 0x8080808080808080
 	d := r.data
 	if r.saved < 0 {
-		r.arena.undo = append(r.arena.undo[:0], d[start:]...)
+		r.arena.keepUndo(d[start:])
 		r.saved = start
 	}
 	hi := uint64(0)
