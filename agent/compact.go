@@ -116,7 +116,7 @@ func (s *Session) Compact(ctx context.Context, focus string) (CompactionResult, 
 	if s.settle() {
 		s.wg.Done()
 	} else {
-		go s.drive(runCtx, nil) // deliver what was queued meanwhile
+		go s.drive(runCtx, s.queuedPrompt) // deliver what was queued meanwhile
 	}
 	return res, err
 }
@@ -183,6 +183,7 @@ func (s *Session) compact(ctx context.Context, reason CompactionReason, focus st
 		s.agent.DropLastAssistant()
 	}
 	after := estimateAll(rebuilt.Messages)
+	s.compactions++
 	s.emit(AutoCompactionEnd{Reason: reason, TokensBefore: before, TokensAfter: after, Summary: res.Summary, WillRetry: willRetry})
 	return CompactionResult{Summary: res.Summary, TokensBefore: before, TokensAfter: after, FirstKeptSeq: prep.FirstKeptSeq}, nil
 }

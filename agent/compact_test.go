@@ -3,12 +3,15 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
@@ -265,6 +268,73 @@ func TestInputQueuedDuringCompactionIsDeliveredAfterwards(t *testing.T) {
 	h.wait()
 	if got := lastUser(h); got != "queued meanwhile" {
 		t.Fatalf("last request's user message = %q, want the queued input", got)
+	}
+}
+
+// Input queued while the context is compacted (a manual compaction, or one
+// at the end of a run) opens the next run as a prompt: before_agent_start
+// hooks run for it, so what they tell (the bridge's "who asks" header) is told
+// again when the compaction summarised it away. Delivered as a plain
+// continuation it reached the model without it.
+func TestInputQueuedDuringCompactionOpensARunThroughTheHooks(t *testing.T) {
+	for _, manual := range []bool{true, false} {
+		name := map[bool]string{true: "manual", false: "threshold"}[manual]
+		t.Run(name, func(t *testing.T) {
+			var hooked []string
+			var mu sync.Mutex
+			h := newHarness(t, withCompaction, func(c *agent.Config) {
+				c.Extensions = append(c.Extensions, agent.Extension{Name: "header",
+					BeforeAgentStart: func(_ context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
+						mu.Lock()
+						hooked = append(hooked, ev.Prompt)
+						mu.Unlock()
+						return agent.BeforeAgentStartResult{Preface: []llm.Message{{Content: []llm.Content{llm.Text("[header for " + ev.Prompt + "]")}}}}
+					}})
+			})
+			release := make(chan struct{})
+			summarizing := make(chan struct{}, 4)
+			var turn atomic.Int32
+			h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+				if isSummaryRequest(req) {
+					summarizing <- struct{}{}
+					<-release
+					return llmfake.TextReply("## Goal\nsummary")
+				}
+				if turn.Add(1) == 1 && !manual {
+					return bigReply(3500) // past the threshold: compacted at the run's end
+				}
+				return bigReply(300)
+			})
+			done := make(chan error, 1)
+			if manual {
+				h.prompt("one " + strings.Repeat("a", 400))
+				go func() {
+					_, err := h.sess.Compact(context.Background(), "")
+					done <- err
+				}()
+			} else {
+				h.start("one "+strings.Repeat("a", 400), agent.PromptOptions{})
+				close(done)
+			}
+			<-summarizing
+			if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
+				t.Fatalf("input during compaction: %v, want queued", out)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			h.wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"one " + strings.Repeat("a", 400), "queued meanwhile"}; !slices.Equal(hooked, want) {
+				t.Errorf("hooks ran for %.40q, want both prompts", hooked)
+			}
+			u := userTexts(h.llm.Requests()[len(h.llm.Requests())-1])
+			if n := len(u); n < 2 || u[n-2] != "[header for queued meanwhile]" || u[n-1] != "queued meanwhile" {
+				t.Errorf("the last request's user messages end %.60q, want the hook's header before the queued input", u)
+			}
+		})
 	}
 }
 

@@ -206,6 +206,22 @@ func (a *Agent) enqueue(q *[]llm.Message, m llm.Message) {
 	a.mu.Unlock()
 }
 
+// takeFirstQueued takes the first queued message off its queue: steer's
+// before followUp's.
+func (a *Agent) takeFirstQueued() (llm.Message, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, q := range []*[]llm.Message{&a.steer, &a.followUp} {
+		if len(*q) > 0 {
+			m := (*q)[0]
+			*q = append([]llm.Message(nil), (*q)[1:]...)
+			a.notifyQueueLocked()
+			return m, true
+		}
+	}
+	return llm.Message{}, false
+}
+
 // Queued returns copies of both queues.
 func (a *Agent) Queued() (steer, followUp []llm.Message) {
 	a.mu.Lock()

@@ -160,6 +160,7 @@ type Session struct {
 	retryAttempt  int
 	overflowTried bool
 	lastAssistant *llm.Message
+	compactions   int // compactions that succeeded (by the run goroutine or Compact's caller)
 }
 
 type listener struct {
@@ -481,13 +482,42 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 		// Everything the run emitted, persistence included, is processed before
 		// deciding what comes next; nothing else emits meanwhile.
 		_ = s.events.wait(context.Background())
+		compactions := s.compactions
 		if s.afterRun(ctx) {
 			continue
 		}
 		if s.settle() {
 			return
 		}
+		if s.compactions != compactions {
+			// Input that arrived while the context was compacted opens the
+			// next run as a prompt would (see queuedPrompt).
+			if prompts = s.queuedPrompt(ctx); prompts != nil {
+				resume = false
+			}
+		}
 	}
+}
+
+// queuedPrompt takes the first queued message (steer before followUp) off
+// its queue and returns the messages that open a run with it as the prompt:
+// stages 6–8 of the pipeline run for it, so hooks see it and what they tell
+// is told. Input delivered after a compaction goes this way: the context
+// was rebuilt, and what a hook told before (who asks, the date) may have been
+// summarised away — delivered as a plain continuation, the hooks would not
+// run and the model would not be told again. Nil when nothing is queued.
+func (s *Session) queuedPrompt(ctx context.Context) []llm.Message {
+	m, ok := s.agent.takeFirstQueued()
+	if !ok {
+		return nil
+	}
+	var images []llm.Content
+	for _, c := range m.Content {
+		if c.Type == llm.ContentImage {
+			images = append(images, c)
+		}
+	}
+	return s.preparePrompt(ctx, m, images)
 }
 
 // afterRun handles the end of a run and reports whether to continue it: a retry

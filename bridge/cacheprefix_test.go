@@ -116,7 +116,11 @@ func TestRequestHeaderIsToldAgainAfterACompaction(t *testing.T) {
 		for _, q := range reqs {
 			seen = append(seen, fmt.Sprintf("%d tools, last %.60q", len(q.Tools), q.LastMessage().Content))
 		}
-		t.Errorf("after a compaction, the request headers in the context are %q; want Alice's, once\nrequests: %q", told, seen)
+		var msgs []string
+		for _, m := range last.Messages {
+			msgs = append(msgs, fmt.Sprintf("%s: %.100q", m.Role, m.Content))
+		}
+		t.Errorf("after a compaction, the request headers in the context are %q; want Alice's, once\nrequests: %q\nthe request read: %q", told, seen, msgs)
 	}
 }
 
