@@ -151,3 +151,16 @@ func TestKeySets(t *testing.T) {
 		}
 	}
 }
+
+func TestInternedValue(t *testing.T) {
+	for _, v := range []string{"user", "assistant", "toolResult", "text", "toolCall", "stop", "anthropic", "image/png", "read", "ls"} {
+		if got := internedValue([]byte(v)); got != v {
+			t.Errorf("internedValue(%q) = %q", v, got)
+		}
+	}
+	for _, v := range []string{"", "User", "users", "x", "image/gif"} {
+		if got := internedValue([]byte(v)); got != "" {
+			t.Errorf("internedValue(%q) = %q, want none", v, got)
+		}
+	}
+}

@@ -570,25 +570,75 @@ func (r *reader) internedStr() string {
 		r.pos = r.strStart - 1 // read it again, unescaping
 		return r.str()
 	}
-	if s, ok := interned[string(raw)]; ok {
+	if s := internedValue(raw); s != "" {
 		return s
 	}
 	return r.keep(raw)
 }
 
-var interned = func() map[string]string {
-	m := map[string]string{}
-	for _, s := range []string{
-		"user", "assistant", "toolResult", "custom", "compactionSummary", "bashExecution",
-		"text", "thinking", "image", "toolCall",
-		"stop", "length", "toolUse", "error", "aborted",
-		"openai", "anthropic", "google", "image/png", "image/jpeg",
-		"read", "write", "edit", "bash", "grep", "find", "ls",
-	} {
-		m[s] = s
+// internedValue returns the constant for raw when it is one of the few
+// values of roles, block types, stop reasons, providers, mime types and tool
+// names, else "" (a switch: the compiler compares lengths and then a few of
+// the values, cheaper than hashing raw for a map).
+func internedValue(raw []byte) string {
+	switch string(raw) {
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "toolResult":
+		return "toolResult"
+	case "custom":
+		return "custom"
+	case "compactionSummary":
+		return "compactionSummary"
+	case "bashExecution":
+		return "bashExecution"
+	case "text":
+		return "text"
+	case "thinking":
+		return "thinking"
+	case "image":
+		return "image"
+	case "toolCall":
+		return "toolCall"
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "toolUse":
+		return "toolUse"
+	case "error":
+		return "error"
+	case "aborted":
+		return "aborted"
+	case "openai":
+		return "openai"
+	case "anthropic":
+		return "anthropic"
+	case "google":
+		return "google"
+	case "image/png":
+		return "image/png"
+	case "image/jpeg":
+		return "image/jpeg"
+	case "read":
+		return "read"
+	case "write":
+		return "write"
+	case "edit":
+		return "edit"
+	case "bash":
+		return "bash"
+	case "grep":
+		return "grep"
+	case "find":
+		return "find"
+	case "ls":
+		return "ls"
 	}
-	return m
-}()
+	return ""
+}
 
 // Arena hands out the memory of decoded strings and content slices in large
 // chunks: a session's tens of thousands of strings become a few allocations,
