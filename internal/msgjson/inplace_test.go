@@ -164,3 +164,41 @@ func TestInternedValue(t *testing.T) {
 		}
 	}
 }
+
+// Long texts with escapes, in place and copying: random runs of 0 to 100
+// plain bytes between escapes (one-letter ones, \u, a bad escape now and
+// then, a control byte, invalid UTF-8), escapes and the closing quote at
+// every offset of the eight-byte words and near the end of the line;
+// strings after them on the same line must be intact.
+func TestInPlaceLongTexts(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 7))
+	one := []string{`\n`, `\"`, `\\`, `\/`, `\t`, `\r`, `\b`, `\f`}
+	text := func() string {
+		var b strings.Builder
+		for b.Len() < 50+r.IntN(3000) {
+			b.WriteString(strings.Repeat("abcdefgh"[:1+r.IntN(8)], r.IntN(14)))
+			switch k := r.IntN(1000); {
+			case k < 900:
+				b.WriteString(one[r.IntN(len(one))])
+			case k < 960:
+				b.WriteString(`\u00e9é`)
+			case k < 990:
+				b.WriteString("\xe6\x97\xa5")
+			case k < 994:
+				b.WriteString("\x01")
+			case k < 997:
+				b.WriteString("\xff")
+			default:
+				b.WriteString(`\x`)
+			}
+		}
+		return b.String()
+	}
+	for range 3000 {
+		a, c := text(), text()
+		tail := strings.Repeat(" ", r.IntN(200))
+		line := []byte(`{"id":"x","message":{"role":"user","content":[{"type":"text","text":"` + a + `"},{"type":"text","text":"` + c + `"}],"errorMessage":"` + c[:len(c)/3] + `"},"type":"message"}` + tail)
+		checkInPlace(t, line)
+		checkPi(t, []byte(`{"role":"user","content":"`+a+`"}`))
+	}
+}
