@@ -73,48 +73,13 @@ type Inbound struct {
 // (platform, channel, message id) — is not stored again: duplicate is true and id
 // is the first copy's.
 func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicate bool, err error) {
-	switch {
-	case in.Platform == "" || in.Channel == "":
-		return 0, false, opError("accept inbound", errors.New("platform and channel are required"))
-	case in.Mode != ModePrompt && in.Mode != ModeSteer && in.Mode != ModeFollowUp && in.Mode != ModeCommand:
-		return 0, false, opError("accept inbound", fmt.Errorf("unknown mode %q", in.Mode))
-	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
-		return 0, false, opError("accept inbound", errors.New("attachments are not valid JSON"))
-	}
-	var attachments any
-	if len(in.Attachments) > 0 {
-		attachments = string(in.Attachments)
+	if err := checkInbound(in); err != nil {
+		return 0, false, opError("accept inbound", err)
 	}
 	err = db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		now := db.nowMS()
-		ins, err := db.stmts.insertInbound.in(ctx, tx)
-		if err != nil {
-			return err
-		}
-		err = ins.QueryRowContext(ctx, in.Platform, nullIfEmpty(in.EventID), in.Channel, nullIfEmpty(in.MessageID), in.ThreadID,
-			in.AuthorID, in.AuthorName, in.AuthorEmail, in.Text, attachments, in.Mode, now, now).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			duplicate = true
-			find, err := db.stmts.findInbound.in(ctx, tx)
-			if err != nil {
-				return err
-			}
-			return find.QueryRowContext(ctx, in.Platform, in.EventID, in.Channel, in.MessageID).Scan(&id)
-		}
-		if err != nil {
-			if isExtCode(err, codeForeignKey) {
-				return fmt.Errorf("thread %d: %w", in.ThreadID, ErrNotFound)
-			}
-			return err
-		}
-		touch, err := db.stmts.touchThread.in(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, err := touch.ExecContext(ctx, now, in.ThreadID); err != nil {
-			return err
-		}
-		return db.bumpLastSeen(ctx, tx, in.ThreadID, in.MessageID)
+		var err error
+		id, duplicate, err = db.acceptIn(ctx, tx, in)
+		return err
 	})
 	if err != nil {
 		return 0, false, opError("accept inbound", err)
@@ -123,6 +88,97 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 		db.inbound.Notify(in.ThreadID)
 	}
 	return id, duplicate, nil
+}
+
+// AcceptInboundInThread is EnsureThread and AcceptInbound in one transaction,
+// for the first message of a thread: the thread with key is created with init
+// unless it exists, and in (whose ThreadID is that thread's, whatever it was)
+// is accepted in it. Both are committed when it returns, or neither is: a
+// message refused (invalid, or the store full) leaves no thread behind.
+func (db *DB) AcceptInboundInThread(ctx context.Context, key ThreadKey, init ThreadInit, in Inbound) (Accepted, error) {
+	if err := key.validate(); err != nil {
+		return Accepted{}, opError("accept inbound", err)
+	}
+	if err := checkInbound(in); err != nil {
+		return Accepted{}, opError("accept inbound", err)
+	}
+	var a Accepted
+	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init); err != nil {
+			return err
+		}
+		in := in
+		in.ThreadID = a.Thread.ID
+		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in)
+		return err
+	})
+	if err != nil {
+		return Accepted{}, opError("accept inbound", err)
+	}
+	if !a.Duplicate {
+		db.inbound.Notify(a.Thread.ID)
+	}
+	return a, nil
+}
+
+// Accepted is what AcceptInboundInThread did: the thread (and whether it was
+// created), and the input's id (the first copy's if it is a duplicate).
+type Accepted struct {
+	Thread    Thread
+	Created   bool
+	ID        int64
+	Duplicate bool
+}
+
+// checkInbound refuses input that cannot be stored.
+func checkInbound(in Inbound) error {
+	switch {
+	case in.Platform == "" || in.Channel == "":
+		return errors.New("platform and channel are required")
+	case in.Mode != ModePrompt && in.Mode != ModeSteer && in.Mode != ModeFollowUp && in.Mode != ModeCommand:
+		return fmt.Errorf("unknown mode %q", in.Mode)
+	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
+		return errors.New("attachments are not valid JSON")
+	}
+	return nil
+}
+
+// acceptIn stores in in tx, or finds its first copy.
+func (db *DB) acceptIn(ctx context.Context, tx *sql.Tx, in Inbound) (id int64, duplicate bool, err error) {
+	var attachments any
+	if len(in.Attachments) > 0 {
+		attachments = string(in.Attachments)
+	}
+	now := db.nowMS()
+	ins, err := db.stmts.insertInbound.in(ctx, tx)
+	if err != nil {
+		return 0, false, err
+	}
+	err = ins.QueryRowContext(ctx, in.Platform, nullIfEmpty(in.EventID), in.Channel, nullIfEmpty(in.MessageID), in.ThreadID,
+		in.AuthorID, in.AuthorName, in.AuthorEmail, in.Text, attachments, in.Mode, now, now).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		find, err := db.stmts.findInbound.in(ctx, tx)
+		if err != nil {
+			return 0, false, err
+		}
+		err = find.QueryRowContext(ctx, in.Platform, in.EventID, in.Channel, in.MessageID).Scan(&id)
+		return id, true, err
+	}
+	if err != nil {
+		if isExtCode(err, codeForeignKey) {
+			return 0, false, fmt.Errorf("thread %d: %w", in.ThreadID, ErrNotFound)
+		}
+		return 0, false, err
+	}
+	touch, err := db.stmts.touchThread.in(ctx, tx)
+	if err != nil {
+		return 0, false, err
+	}
+	if _, err := touch.ExecContext(ctx, now, in.ThreadID); err != nil {
+		return 0, false, err
+	}
+	return id, false, db.bumpLastSeen(ctx, tx, in.ThreadID, in.MessageID)
 }
 
 // allowedFrom lists, per target state, the states an inbound message may leave

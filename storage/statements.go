@@ -31,6 +31,8 @@ type statements struct {
 	touchThread   hotStmt
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
+	insertThread  hotStmt
+	threadByKey   hotStmt // getThread's query, in the write transaction
 
 	// Reads of the ack path, prepared on the read pool (database/sql
 	// prepares them on each connection as it first uses it): every
@@ -39,7 +41,7 @@ type statements struct {
 }
 
 func (s *statements) all() []*hotStmt {
-	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent}
+	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent, &s.insertThread, &s.threadByKey}
 }
 
 func (s *statements) reads() []*hotStmt { return []*hotStmt{&s.getThread} }
@@ -52,6 +54,9 @@ func (h *hotStmt) queryRow(ctx context.Context, r *sql.DB, args ...any) *sql.Row
 	}
 	return r.QueryRowContext(ctx, h.query, args...)
 }
+
+const threadByKeyQuery = `SELECT ` + threadColumns + threadFrom +
+	`WHERE t.platform = ? AND t.team = ? AND t.channel = ? AND t.thread = ?`
 
 func newStatements() statements {
 	return statements{
@@ -75,8 +80,12 @@ func newStatements() statements {
 			WHERE id = ?2 AND (active_at < ?1 OR state <> 'active')`},
 		updateOutbnd: hotStmt{query: `UPDATE outbound SET text = ?, updated_at = ? WHERE id = ?`},
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
-		getThread: hotStmt{query: `SELECT ` + threadColumns + threadFrom +
-			`WHERE t.platform = ? AND t.team = ? AND t.channel = ? AND t.thread = ?`},
+		// A new thread: its first message creates it (EnsureThread,
+		// AcceptInboundInThread), on the ack path of that message.
+		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?8) ON CONFLICT (platform, team, channel, thread) DO NOTHING`},
+		threadByKey: hotStmt{query: threadByKeyQuery},
+		getThread:   hotStmt{query: threadByKeyQuery},
 	}
 }
 

@@ -47,6 +47,7 @@ type SessionStore interface {
 // platform events already processed.
 type InboundStore interface {
 	AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicate bool, err error)
+	AcceptInboundInThread(ctx context.Context, key ThreadKey, init ThreadInit, in Inbound) (Accepted, error)
 	MarkInbound(ctx context.Context, id int64, state InboundState, detail string) error
 	GetInbound(ctx context.Context, id int64) (Inbound, error)
 	PendingInbound(ctx context.Context, threadID int64) ([]Inbound, error)

@@ -100,27 +100,37 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 	var t Thread
 	var created bool
 	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		now := db.nowMS()
-		res, err := tx.ExecContext(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
-			key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, now, now, now)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		created = n == 1
-		t, err = scanThread(tx.QueryRowContext(ctx, `SELECT `+threadColumns+threadFrom+
-			`WHERE t.platform = ? AND t.team = ? AND t.channel = ? AND t.thread = ?`,
-			key.Platform, key.Team, key.Channel, key.Thread))
+		var err error
+		t, created, err = db.ensureThreadIn(ctx, tx, key, init)
 		return err
 	})
 	if err != nil {
 		return Thread{}, false, opError("ensure thread", err)
 	}
 	return t, created, nil
+}
+
+// ensureThreadIn creates the thread with key in tx unless it exists, and
+// returns it.
+func (db *DB) ensureThreadIn(ctx context.Context, tx *sql.Tx, key ThreadKey, init ThreadInit) (Thread, bool, error) {
+	ins, err := db.stmts.insertThread.in(ctx, tx)
+	if err != nil {
+		return Thread{}, false, err
+	}
+	res, err := ins.ExecContext(ctx, key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, db.nowMS())
+	if err != nil {
+		return Thread{}, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Thread{}, false, err
+	}
+	sel, err := db.stmts.threadByKey.in(ctx, tx)
+	if err != nil {
+		return Thread{}, false, err
+	}
+	t, err := scanThread(sel.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread))
+	return t, n == 1, err
 }
 
 // GetThread returns the thread with that key, or ErrNotFound.

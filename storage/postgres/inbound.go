@@ -18,58 +18,98 @@ import (
 // it returns; a message already accepted (same platform and event id, or same
 // platform, channel and message id) is a duplicate with the first copy's id.
 func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, duplicate bool, err error) {
-	switch {
-	case in.Platform == "" || in.Channel == "":
-		return 0, false, opError("accept inbound", errors.New("platform and channel are required"))
-	case in.Mode != storage.ModePrompt && in.Mode != storage.ModeSteer && in.Mode != storage.ModeFollowUp && in.Mode != storage.ModeCommand:
-		return 0, false, opError("accept inbound", fmt.Errorf("unknown mode %q", in.Mode))
-	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
-		return 0, false, opError("accept inbound", errors.New("attachments are not valid JSON"))
-	}
-	var attachments *string
-	if len(in.Attachments) > 0 {
-		s := string(in.Attachments)
-		attachments = &s
+	if err := checkInbound(in); err != nil {
+		return 0, false, opError("accept inbound", err)
 	}
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		duplicate = false
-		now := db.nowMS()
-		err := tx.QueryRow(ctx, `INSERT INTO inbound (platform, event_id, channel, message_id, thread_id,
-			author_id, author_name, author_email, text, attachments, mode, received_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::json, $11, $12, $12)
-			ON CONFLICT DO NOTHING RETURNING id`,
-			in.Platform, nullIfEmpty(in.EventID), in.Channel, nullIfEmpty(in.MessageID), in.ThreadID,
-			text(in.AuthorID), text(in.AuthorName), text(in.AuthorEmail), text(in.Text), attachments, string(in.Mode), now).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			duplicate = true
-			return tx.QueryRow(ctx, `SELECT id FROM inbound
-				WHERE (platform = $1 AND event_id = $2) OR (platform = $1 AND channel = $3 AND message_id = $4)
-				ORDER BY id LIMIT 1`, in.Platform, in.EventID, in.Channel, in.MessageID).Scan(&id)
-		}
-		if err != nil {
-			if isCode(err, codeForeignKey) {
-				return fmt.Errorf("thread %d: %w", in.ThreadID, storage.ErrNotFound)
-			}
-			return err
-		}
-		// The replicas hear of it when this commits (ListenInbound).
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, inboundChannel, strconv.FormatInt(in.ThreadID, 10)); err != nil {
-			return err
-		}
-		// Input is activity, and shows the thread exists: a closed one is active again.
-		if _, err := tx.Exec(ctx, `UPDATE threads SET active_at = $1, state = 'active'
-			WHERE id = $2 AND (active_at < $1 OR state <> 'active')`, now, in.ThreadID); err != nil {
-			return err
-		}
-		if in.MessageID == "" {
-			return nil
-		}
-		return db.bumpLastSeen(ctx, tx, in.ThreadID, in.MessageID)
+		var err error
+		id, duplicate, err = db.acceptIn(ctx, tx, in)
+		return err
 	})
 	if err != nil {
 		return 0, false, opError("accept inbound", err)
 	}
 	return id, duplicate, nil
+}
+
+// AcceptInboundInThread implements storage.InboundStore: EnsureThread and
+// AcceptInbound in one transaction, both committed or neither.
+func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
+	if err := storage.ValidThreadKey(key); err != nil {
+		return storage.Accepted{}, opError("accept inbound", err)
+	}
+	if err := checkInbound(in); err != nil {
+		return storage.Accepted{}, opError("accept inbound", err)
+	}
+	var a storage.Accepted
+	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init); err != nil {
+			return err
+		}
+		in := in
+		in.ThreadID = a.Thread.ID
+		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in)
+		return err
+	})
+	if err != nil {
+		return storage.Accepted{}, opError("accept inbound", err)
+	}
+	return a, nil
+}
+
+// checkInbound refuses input that cannot be stored.
+func checkInbound(in storage.Inbound) error {
+	switch {
+	case in.Platform == "" || in.Channel == "":
+		return errors.New("platform and channel are required")
+	case in.Mode != storage.ModePrompt && in.Mode != storage.ModeSteer && in.Mode != storage.ModeFollowUp && in.Mode != storage.ModeCommand:
+		return fmt.Errorf("unknown mode %q", in.Mode)
+	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
+		return errors.New("attachments are not valid JSON")
+	}
+	return nil
+}
+
+// acceptIn stores in in tx, or finds its first copy.
+func (db *DB) acceptIn(ctx context.Context, tx pgx.Tx, in storage.Inbound) (id int64, duplicate bool, err error) {
+	var attachments *string
+	if len(in.Attachments) > 0 {
+		s := string(in.Attachments)
+		attachments = &s
+	}
+	now := db.nowMS()
+	err = tx.QueryRow(ctx, `INSERT INTO inbound (platform, event_id, channel, message_id, thread_id,
+		author_id, author_name, author_email, text, attachments, mode, received_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::json, $11, $12, $12)
+		ON CONFLICT DO NOTHING RETURNING id`,
+		in.Platform, nullIfEmpty(in.EventID), in.Channel, nullIfEmpty(in.MessageID), in.ThreadID,
+		text(in.AuthorID), text(in.AuthorName), text(in.AuthorEmail), text(in.Text), attachments, string(in.Mode), now).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, `SELECT id FROM inbound
+			WHERE (platform = $1 AND event_id = $2) OR (platform = $1 AND channel = $3 AND message_id = $4)
+			ORDER BY id LIMIT 1`, in.Platform, in.EventID, in.Channel, in.MessageID).Scan(&id)
+		return id, true, err
+	}
+	if err != nil {
+		if isCode(err, codeForeignKey) {
+			return 0, false, fmt.Errorf("thread %d: %w", in.ThreadID, storage.ErrNotFound)
+		}
+		return 0, false, err
+	}
+	// The replicas hear of it when this commits (ListenInbound).
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, inboundChannel, strconv.FormatInt(in.ThreadID, 10)); err != nil {
+		return 0, false, err
+	}
+	// Input is activity, and shows the thread exists: a closed one is active again.
+	if _, err := tx.Exec(ctx, `UPDATE threads SET active_at = $1, state = 'active'
+		WHERE id = $2 AND (active_at < $1 OR state <> 'active')`, now, in.ThreadID); err != nil {
+		return 0, false, err
+	}
+	if in.MessageID == "" {
+		return id, false, nil
+	}
+	return id, false, db.bumpLastSeen(ctx, tx, in.ThreadID, in.MessageID)
 }
 
 // MarkInbound implements storage.InboundStore.

@@ -41,23 +41,29 @@ func (db *DB) EnsureThread(ctx context.Context, key storage.ThreadKey, init stor
 	var t storage.Thread
 	var created bool
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		now := db.nowMS()
-		tag, err := tx.Exec(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
-			key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, now)
-		if err != nil {
-			return err
-		}
-		created = tag.RowsAffected() == 1
-		t, err = scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+
-			`WHERE t.platform = $1 AND t.team = $2 AND t.channel = $3 AND t.thread = $4`,
-			key.Platform, key.Team, key.Channel, key.Thread))
+		var err error
+		t, created, err = db.ensureThreadIn(ctx, tx, key, init)
 		return err
 	})
 	if err != nil {
 		return storage.Thread{}, false, opError("ensure thread", err)
 	}
 	return t, created, nil
+}
+
+// ensureThreadIn creates the thread with key in tx unless it exists, and
+// returns it.
+func (db *DB) ensureThreadIn(ctx context.Context, tx pgx.Tx, key storage.ThreadKey, init storage.ThreadInit) (storage.Thread, bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
+		key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, db.nowMS())
+	if err != nil {
+		return storage.Thread{}, false, err
+	}
+	t, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+
+		`WHERE t.platform = $1 AND t.team = $2 AND t.channel = $3 AND t.thread = $4`,
+		key.Platform, key.Team, key.Channel, key.Thread))
+	return t, tag.RowsAffected() == 1, err
 }
 
 // GetThread implements storage.ThreadStore.

@@ -90,6 +90,8 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
 		{"ConcurrentEnsureThread", testConcurrentEnsureThread},
+		{"AcceptInboundInThread", testAcceptInboundInThread},
+		{"ConcurrentAcceptInboundInThread", testConcurrentAcceptInboundInThread},
 		{"ConcurrentSameSeq", testConcurrentSameSeq},
 		{"Reopen", testReopen},
 		{"Closed", testClosed},
