@@ -70,7 +70,7 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 // For v2+ files, which are trees, only the current branch is returned.
 func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 	var st LoadStats
-	data, lines, err := readLines(r)
+	lines, err := readLines(r)
 	if err != nil {
 		return nil, st, fmt.Errorf("read pi session: %w", err)
 	}
@@ -86,82 +86,79 @@ func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
 		index    = -1 // position among valid-JSON lines; the header is 0
 		sawFirst bool
 	)
-	_ = data // the entries' strings point into it
-	{
-		for i, line := range lines {
-			// Message lines, nearly all of a session, were decoded in
-			// parallel (see decodeMessageLines); the header and every
-			// other line are decoded here.
-			if f := &fast[i]; sawFirst && f.decoded {
-				index++
-				if f.malformed {
-					st.Malformed++
-					continue
-				}
-				seq := int64(index - 1)
-				f.entry.Seq = seq
-				entries = append(entries, f.entry)
-				ids = append(ids, f.id)
-				parents = append(parents, f.parent)
+	for i, line := range lines {
+		// Message lines, nearly all of a session, were decoded in
+		// parallel (see decodeMessageLines); the header and every
+		// other line are decoded here.
+		if f := &fast[i]; sawFirst && f.decoded {
+			index++
+			if f.malformed {
+				st.Malformed++
 				continue
 			}
-			var pe piEntry
-			err := json.Unmarshal(line, &pe)
-			validJSON := err == nil || !isSyntaxError(err)
-			if validJSON {
-				index++
+			seq := int64(index - 1)
+			f.entry.Seq = seq
+			entries = append(entries, f.entry)
+			ids = append(ids, f.id)
+			parents = append(parents, f.parent)
+			continue
+		}
+		var pe piEntry
+		err := json.Unmarshal(line, &pe)
+		validJSON := err == nil || !isSyntaxError(err)
+		if validJSON {
+			index++
+		}
+		if !sawFirst {
+			if err != nil || pe.Type != "session" {
+				return nil, st, errors.New("not a pi session: the first line is not a session header")
 			}
-			if !sawFirst {
-				if err != nil || pe.Type != "session" {
-					return nil, st, errors.New("not a pi session: the first line is not a session header")
+			sawFirst = true
+			st.Version = 1
+			if pe.Version > 0 {
+				st.Version = pe.Version
+			}
+		} else if err != nil || pe.Type == "" {
+			st.Malformed++
+		} else {
+			seq := int64(index - 1)
+			// Ids are looked up only by compactions, for the entries so
+			// far (a later duplicate id wins, as ever). The id a
+			// compaction keeps from is usually among the last ones:
+			// they are looked at from the end, until the lookups have
+			// compared more ids than a map of them costs to make.
+			seqOf := func(id string) (int64, bool) {
+				if seqOfID == nil && scanned <= 4*len(entries)+1024 {
+					for j := len(entries) - 1; j >= 0; j-- {
+						scanned++
+						if ids[j] == id && id != "" {
+							return entries[j].Seq, true
+						}
+					}
+					return 0, false
 				}
-				sawFirst = true
-				st.Version = 1
-				if pe.Version > 0 {
-					st.Version = pe.Version
+				if seqOfID == nil {
+					seqOfID = make(map[string]int64, len(entries))
 				}
-			} else if err != nil || pe.Type == "" {
+				for ; mapped < len(entries); mapped++ {
+					if ids[mapped] != "" {
+						seqOfID[ids[mapped]] = entries[mapped].Seq
+					}
+				}
+				s, ok := seqOfID[id]
+				return s, ok
+			}
+			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
+			switch {
+			case !ok:
 				st.Malformed++
-			} else {
-				seq := int64(index - 1)
-				// Ids are looked up only by compactions, for the entries so
-				// far (a later duplicate id wins, as ever). The id a
-				// compaction keeps from is usually among the last ones:
-				// they are looked at from the end, until the lookups have
-				// compared more ids than a map of them costs to make.
-				seqOf := func(id string) (int64, bool) {
-					if seqOfID == nil && scanned <= 4*len(entries)+1024 {
-						for j := len(entries) - 1; j >= 0; j-- {
-							scanned++
-							if ids[j] == id && id != "" {
-								return entries[j].Seq, true
-							}
-						}
-						return 0, false
-					}
-					if seqOfID == nil {
-						seqOfID = make(map[string]int64, len(entries))
-					}
-					for ; mapped < len(entries); mapped++ {
-						if ids[mapped] != "" {
-							seqOfID[ids[mapped]] = entries[mapped].Seq
-						}
-					}
-					s, ok := seqOfID[id]
-					return s, ok
+			default:
+				if unknown {
+					st.Unknown++
 				}
-				e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
-				switch {
-				case !ok:
-					st.Malformed++
-				default:
-					if unknown {
-						st.Unknown++
-					}
-					entries = append(entries, e)
-					ids = append(ids, pe.ID)
-					parents = append(parents, pe.ParentID)
-				}
+				entries = append(entries, e)
+				ids = append(ids, pe.ID)
+				parents = append(parents, pe.ParentID)
 			}
 		}
 	}
@@ -206,12 +203,12 @@ var fastPath = true
 // takes.
 const parallelBytes = 256 << 10
 
-// readLines reads r whole and returns the buffer and its non-blank lines,
-// trimmed. A large session that r can read at offsets (a file, a
+// readLines reads r whole into a buffer of its own and returns the
+// non-blank lines of it, trimmed. A large session that r can read at offsets (a file, a
 // bytes.Reader) is read in parts on all cores, each part split into lines
 // by the goroutine that read it; r is then left at its end, as a
 // sequential read leaves it.
-func readLines(r io.Reader) ([]byte, [][]byte, error) {
+func readLines(r io.Reader) ([][]byte, error) {
 	size := -1
 	switch v := r.(type) {
 	case interface{ Len() int }:
@@ -224,9 +221,9 @@ func readLines(r io.Reader) ([]byte, [][]byte, error) {
 	if size < 0 {
 		data, err := io.ReadAll(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return data, splitLines(data), nil
+		return splitLines(data), nil
 	}
 	// +1: EOF is seen without growing. Read overwrites what is used, so
 	// the buffer is not cleared first.
@@ -243,7 +240,7 @@ func readLines(r io.Reader) ([]byte, [][]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if !ok || len(buf) > n {
@@ -251,7 +248,7 @@ func readLines(r io.Reader) ([]byte, [][]byte, error) {
 		// (its last line may go on).
 		lines = splitLines(buf)
 	}
-	return buf, lines, nil
+	return lines, nil
 }
 
 // part is a part of a session's buffer and the lines split from it.
