@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,6 +141,9 @@ func TestKeySets(t *testing.T) {
 			}
 		}
 		for _, k := range append(skippedKeys, "API", "unknownKey", "x") {
+			if slices.Contains(set.keys, k) {
+				continue // a key of this set (inputId of llm.Message)
+			}
 			r := reader{}
 			folds := false
 			for _, name := range set.keys {

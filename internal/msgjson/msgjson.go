@@ -235,7 +235,7 @@ type keySet struct {
 // (encoding/json skips them); newKeySet keeps those that match none of a
 // set's keys, even without regard to case, so that they are skipped without
 // the case-insensitive comparisons with every key.
-var skippedKeys = []string{"api", "thinkingSignature", "textSignature", "partialJson", "responseId", "redacted"}
+var skippedKeys = []string{"api", "thinkingSignature", "textSignature", "partialJson", "responseId", "redacted", "inputId"}
 
 func newKeySet(keys []string) *keySet {
 	s := &keySet{keys: keys}
