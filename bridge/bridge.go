@@ -161,6 +161,8 @@ type Bridge struct {
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
 
+	intake *intakeGate // new thread owners wait while input is being accepted
+
 	catchUpBucket int64           // the minute of catchUps
 	catchUps      map[string]bool // catch-ups this replica claimed in it
 }
@@ -213,6 +215,7 @@ func New(cfg Config) (*Bridge, error) {
 		byID:      map[int64]*thread{},
 		released:  map[int64]int64{},
 		known:     map[string]bool{},
+		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
 	}
 	if b.leasing() {
 		b.cfg.Lease.setDefaults()
@@ -463,7 +466,10 @@ func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) 
 		b.threads[ref.Key()] = t
 		b.byID[rec.ID] = t
 		b.wg.Add(1)
-		go t.loop()
+		go func() {
+			b.intake.wait(t.stop)
+			t.loop()
+		}()
 	}
 	t.enqueue(mk(t))
 }
@@ -510,6 +516,8 @@ var (
 // Receive implements chat.Handler.
 func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
 	b := h.b
+	b.intake.enter()
+	defer b.intake.leave()
 	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return chat.Ignored, nil
 	}
@@ -576,27 +584,31 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	b, p := h.b, h.p
 	key := in.Thread.Key()
 	skey := storeKey(in.Thread)
+	attachments, _ := marshalAttachments(in.Attachments)
+	sin := storage.Inbound{
+		Platform: p.name, EventID: in.EventID, Channel: in.Thread.Channel, MessageID: in.MessageID,
+		AuthorID: in.Author.ID, AuthorName: in.Author.Name, AuthorEmail: in.Author.Email,
+		Text: in.Text, Attachments: attachments, Mode: classify(in.Text).mode(),
+	}
+	var id int64
+	var dup bool
 	rec, err := b.cfg.Store.GetThread(ctx, skey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
+		// A new thread: created with its first message in one transaction,
+		// one commit for the acknowledgement to wait for.
 		repo, rerr := b.resolveRepo(p, in)
 		if rerr != nil {
 			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
 			return chat.Ignored, nil
 		}
-		rec, _, err = b.cfg.Store.EnsureThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread))})
-		if err != nil {
-			return 0, err
-		}
-	case err != nil:
-		return 0, err
+		var a storage.Accepted
+		a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread))}, sin)
+		rec, id, dup = a.Thread, a.ID, a.Duplicate
+	case err == nil:
+		sin.ThreadID = rec.ID
+		id, dup, err = b.cfg.Store.AcceptInbound(ctx, sin)
 	}
-	attachments, _ := marshalAttachments(in.Attachments)
-	id, dup, err := b.cfg.Store.AcceptInbound(ctx, storage.Inbound{
-		Platform: p.name, EventID: in.EventID, Channel: in.Thread.Channel, MessageID: in.MessageID,
-		ThreadID: rec.ID, AuthorID: in.Author.ID, AuthorName: in.Author.Name, AuthorEmail: in.Author.Email,
-		Text: in.Text, Attachments: attachments, Mode: classify(in.Text).mode(),
-	})
 	if err != nil {
 		return 0, err
 	}

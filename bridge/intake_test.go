@@ -1,0 +1,238 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// fakeTimers stands in for time.AfterFunc in the intake gate's tests: a
+// timer fires when the test says so.
+type fakeTimers struct {
+	mu     sync.Mutex
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	d       time.Duration
+	f       func()
+	stopped bool
+}
+
+func (t *fakeTimer) Stop() bool { t.stopped = true; return true }
+
+func (ft *fakeTimers) after(d time.Duration, f func()) stopper {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	t := &fakeTimer{d: d, f: f}
+	ft.timers = append(ft.timers, t)
+	return t
+}
+
+// fire runs the newest live timer of duration d, and reports whether there
+// was one.
+func (ft *fakeTimers) fire(d time.Duration) bool {
+	ft.mu.Lock()
+	var t *fakeTimer
+	for i := len(ft.timers) - 1; i >= 0; i-- {
+		if c := ft.timers[i]; c.d == d && !c.stopped {
+			t = c
+			break
+		}
+	}
+	ft.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.stopped = true
+	t.f()
+	return true
+}
+
+func TestIntakeGate(t *testing.T) {
+	const hold, linger = time.Second, 5 * time.Millisecond
+	now := time.Unix(1000, 0)
+	ft := &fakeTimers{}
+	g := newIntakeGate(hold, linger)
+	g.now = func() time.Time { return now }
+	g.after = ft.after
+	shut := func(what string, want bool) {
+		t.Helper()
+		if g.isOpen() == want {
+			t.Errorf("%s: gate shut = %v, want %v", what, !want, want)
+		}
+	}
+
+	// A lone message: its thread starts as soon as it is stored.
+	g.enter()
+	shut("a lone message in flight", true)
+	g.leave()
+	shut("a lone message stored", false)
+
+	// A burst: messages overlapping, then following closely.
+	now = now.Add(time.Second)
+	g.enter()
+	g.enter()
+	g.leave()
+	shut("one of two overlapping messages stored", true)
+	g.leave()
+	shut("both stored, the burst may go on", true)
+	now = now.Add(time.Millisecond)
+	g.enter() // within linger of the last: the quiet timer is stopped
+	g.leave()
+	if ft.fire(linger) {
+		// fired the second quiet timer; the first was stopped
+	} else {
+		t.Fatal("no quiet timer after the burst's last message")
+	}
+	shut("linger after the burst's last message", false)
+
+	// Messages following each other within linger, never overlapping, are
+	// a burst too.
+	now = now.Add(time.Second)
+	g.enter()
+	g.leave()
+	shut("the first message after a quiet second", false)
+	now = now.Add(time.Millisecond)
+	g.enter()
+	g.leave()
+	shut("a message 1 ms after the last", true)
+	ft.fire(linger)
+	shut("linger after it", false)
+
+	// However long the burst, a new thread waits maxHold at most.
+	now = now.Add(time.Second)
+	g.enter()
+	g.enter()
+	if !ft.fire(hold) {
+		t.Fatal("no hold timer while the gate is shut")
+	}
+	shut("maxHold after the gate shut, messages still in flight", false)
+	g.leave()
+	g.leave()
+	shut("after maxHold", false)
+
+	// A timer of an earlier shut does not open a later one.
+	now = now.Add(time.Second)
+	g.enter()
+	g.enter()
+	stale := ft.timers[len(ft.timers)-1]
+	g.leave()
+	g.leave()
+	ft.fire(linger)
+	shut("opened by its quiet timer", false)
+	now = now.Add(time.Second)
+	g.enter()
+	g.enter()
+	stale.f()
+	shut("a stale hold timer fired", true)
+	g.leave()
+	g.leave()
+	ft.fire(linger)
+
+	// wait returns once open, or when the owner is stopped.
+	done := make(chan struct{})
+	go func() { g.wait(make(chan struct{})); close(done) }()
+	<-done
+	now = now.Add(time.Second)
+	g.enter()
+	g.enter()
+	stopped := make(chan struct{})
+	close(stopped)
+	g.wait(stopped) // returns: the owner is stopping
+	g.leave()
+	g.leave()
+	ft.fire(linger)
+}
+
+// acceptStore counts the writes accepting input makes, and can hold a new
+// thread's first message in AcceptInboundInThread.
+type acceptStore struct {
+	storage.Store
+	ensures, accepts, firsts atomic.Int32
+
+	holdThread string
+	arrived    chan struct{}
+	release    chan struct{}
+}
+
+func (s *acceptStore) EnsureThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit) (storage.Thread, bool, error) {
+	s.ensures.Add(1)
+	return s.Store.EnsureThread(ctx, key, init)
+}
+
+func (s *acceptStore) AcceptInbound(ctx context.Context, in storage.Inbound) (int64, bool, error) {
+	s.accepts.Add(1)
+	return s.Store.AcceptInbound(ctx, in)
+}
+
+func (s *acceptStore) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
+	s.firsts.Add(1)
+	if key.Thread == s.holdThread {
+		s.arrived <- struct{}{}
+		<-s.release
+	}
+	return s.Store.AcceptInboundInThread(ctx, key, init, in)
+}
+
+func withAcceptStore(s *acceptStore) rigOption {
+	return func(c *Config, _ *Platform) {
+		s.Store = c.Store
+		c.Store = s
+	}
+}
+
+// A new thread's first message is stored with its thread in one write (one
+// commit before the platform's acknowledgement), the next ones in theirs.
+func TestNewThreadsFirstMessageIsOneWrite(t *testing.T) {
+	s := &acceptStore{}
+	r := newRig(t, withAcceptStore(s))
+	th := testThread("1.1")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+	if e, a, f := s.ensures.Load(), s.accepts.Load(), s.firsts.Load(); e != 0 || a != 0 || f != 1 {
+		t.Errorf("first message: %d EnsureThread, %d AcceptInbound, %d AcceptInboundInThread; want 0, 0, 1", e, a, f)
+	}
+	r.say(th, alice, "and again", false)
+	r.waitRuns(th, 2)
+	if a, f := s.accepts.Load(), s.firsts.Load(); a != 1 || f != 1 {
+		t.Errorf("second message: %d AcceptInbound, %d AcceptInboundInThread in all; want 1, 1", a, f)
+	}
+}
+
+// While other input is still being stored (a burst), a new thread's owner
+// waits: its status post and session start come after, so that they do not
+// take the CPU from the acknowledgements still to be sent.
+func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
+	s := &acceptStore{holdThread: "1.1", arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	r := newRig(t, withAcceptStore(s))
+	r.b.intake = newIntakeGate(time.Minute, intakeLinger) // no maxHold in this test
+	held, other := testThread("1.1"), testThread("2.1")
+	type said struct {
+		rc  chat.Receipt
+		err error
+	}
+	first := make(chan said, 1)
+	go func() {
+		_, rc, err := r.chat.Say(r.ctx, held, alice, "first", true)
+		first <- said{rc, err}
+	}()
+	recv(r, "the held message in the store", s.arrived)
+	r.say(other, alice, "second", true) // stored and accepted meanwhile
+	wctx, cancel := context.WithTimeout(r.ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := r.chat.WaitFor(wctx, func() bool { return len(r.chat.BotTexts(other)) > 0 }); err == nil {
+		t.Errorf("the new thread posted while other input was still being stored: %q", r.chat.BotTexts(other))
+	}
+	close(s.release)
+	if got := recv(r, "the held message's receipt", first); got.err != nil || got.rc != chat.Accepted {
+		t.Fatalf("held message: %v, %v", got.rc, got.err)
+	}
+	r.waitRuns(other, 1)
+	r.waitRuns(held, 1)
+}
