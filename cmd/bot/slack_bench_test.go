@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,14 +86,18 @@ func BenchmarkSlackMentionBurst(b *testing.B) {
 		}
 		b.ResetTimer()
 		var threads []burstThread
+		var cpu time.Duration
 		for i := range b.N {
+			before := processCPU(b)
 			threads = append(threads, mentionBurst(srv, i)...)
 			if err := srv.WaitAllAcked(wctx); err != nil {
 				b.Fatal(err)
 			}
+			cpu += processCPU(b) - before
 		}
 		b.StopTimer()
 		reportAcks(b, srv, threads)
+		b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms-to-acked")
 	})
 	b.Run("main", func(b *testing.B) {
 		rssBefore := vmRSS(b)
@@ -97,16 +105,22 @@ func BenchmarkSlackMentionBurst(b *testing.B) {
 		e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("answer to: " + lastUserText(r)) })
 		b.ResetTimer()
 		var threads []burstThread
+		var cpu time.Duration
 		for i := range b.N {
+			stopProfile := profileBurst(b, i)
+			before := processCPU(b)
 			burst := mentionBurst(e.slack, i)
 			threads = append(threads, burst...)
 			if err := e.slack.WaitAllAcked(e.ctx); err != nil {
 				b.Fatal(err)
 			}
+			cpu += processCPU(b) - before
+			stopProfile()
 			waitAnswered(b, e, burst)
 		}
 		b.StopTimer()
 		reportAcks(b, e.slack, threads)
+		b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms-to-acked")
 		var first []time.Duration
 		for _, th := range threads {
 			post, ok := e.firstPostIn(th.root)
@@ -185,6 +199,16 @@ func reportAcks(b *testing.B, srv *slackfake.Server, threads []burstThread) {
 	b.ReportMetric(float64(len(lat))/float64(b.N), "acks/op")
 }
 
+// processCPU is the CPU time (user and system) this process has used so far:
+// the benchmark's process runs the fakes too, which the floor shares.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // vmRSS reads this process's resident set size from /proc/self/status.
@@ -205,4 +229,41 @@ func vmRSS(b *testing.B) int64 {
 	}
 	b.Fatal("no VmRSS in /proc/self/status")
 	return 0
+}
+
+// profileBurst profiles the program from the burst's first mention until
+// its last ack when THREADSMITH_BURST_PROFILE names a folder: a CPU profile
+// (cpu.pprof-*, 100 Hz: merge several bursts' with go tool pprof), and with THREADSMITH_BURST_TRACE=1 an execution
+// trace (trace.out-*, for go tool trace). It returns the function ending it.
+func profileBurst(b *testing.B, burst int) func() {
+	dir := os.Getenv("THREADSMITH_BURST_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	create := func(name string) *os.File {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), burst)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
+	cpu := create("cpu.pprof")
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		b.Fatal(err)
+	}
+	var tr *os.File
+	if os.Getenv("THREADSMITH_BURST_TRACE") != "" {
+		tr = create("trace.out")
+		if err := trace.Start(tr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		cpu.Close()
+		if tr != nil {
+			trace.Stop()
+			tr.Close()
+		}
+	}
 }
