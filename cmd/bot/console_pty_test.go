@@ -71,7 +71,9 @@ func startTerminal(t *testing.T, bin, dir string, env []string, args ...string) 
 		t.Fatal(err)
 	}
 	slave.Close()
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -91,6 +93,13 @@ func startTerminal(t *testing.T, bin, dir string, env []string, args ...string) 
 	}()
 	go func() {
 		term.err = term.cmd.Wait()
+		// What the bot wrote just before it exited may still be in the
+		// terminal: exited says the output is read too (a child that kept
+		// the terminal open is given 2 s; the tests look for such children).
+		select {
+		case <-drained:
+		case <-time.After(2 * time.Second):
+		}
 		close(term.exited)
 	}()
 	t.Cleanup(func() {
