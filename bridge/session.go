@@ -201,7 +201,14 @@ func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 	x := agent.Extension{
 		Name:     "chat",
 		Commands: t.commands(),
-		BeforeAgentStart: func(_ context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
+		BeforeAgentStart: func(ctx context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
+			// The run is recorded before its prompt is stored (runRecorded).
+			if p := t.runRecorded.Load(); p != nil {
+				select {
+				case <-*p:
+				case <-ctx.Done():
+				}
+			}
 			// The system prompt holds only what stays the same for the
 			// session, so that every request extends the previous one and the
 			// provider's prompt cache serves the history; who asks and the

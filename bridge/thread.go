@@ -63,6 +63,13 @@ type thread struct {
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
 	store storage.Store
+	// runRecorded is set while deliver hands input to the session: closed
+	// once the run it may start is recorded (StartRun). The session's
+	// before_agent_start hook waits for it, so that the run's prompt — whose
+	// append marks the input delivered — is never stored before its run: a
+	// crash between the two left input delivered with no run to report as
+	// interrupted, and the person was never told.
+	runRecorded atomic.Pointer[chan struct{}]
 
 	// The session and its resources (owner goroutine).
 	rec         storage.Thread

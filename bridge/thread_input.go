@@ -213,6 +213,12 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 		t.armStatus()
 		t.syncBranch(ctx)
 	}
+	recorded := make(chan struct{})
+	t.runRecorded.Store(&recorded)
+	defer func() {
+		t.runRecorded.Store(nil)
+		close(recorded)
+	}()
 	status := t.pendingStatus
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
 	if author.ID == forgeAuthorID {
