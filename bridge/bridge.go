@@ -592,12 +592,32 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	}
 	var id int64
 	var dup bool
-	rec, err := b.cfg.Store.GetThread(ctx, skey)
+	// A mention in a thread this process has not stored input for is most
+	// often a new thread: no look-up before the write, which creates the
+	// thread or finds it. (Without a repository for it, the look-up says
+	// whether it needs one.)
+	b.mu.Lock()
+	known := b.known[key]
+	b.mu.Unlock()
+	var repo string
+	var rerr error
+	lookUp := true
+	if !known && in.Mention {
+		repo, rerr = b.resolveRepo(p, in)
+		lookUp = rerr != nil
+	}
+	var rec storage.Thread
+	err := storage.ErrNotFound
+	if lookUp {
+		rec, err = b.cfg.Store.GetThread(ctx, skey)
+	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		// A new thread: created with its first message in one transaction,
 		// one commit for the acknowledgement to wait for.
-		repo, rerr := b.resolveRepo(p, in)
+		if lookUp {
+			repo, rerr = b.resolveRepo(p, in)
+		}
 		if rerr != nil {
 			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
 			return chat.Ignored, nil

@@ -154,7 +154,8 @@ func TestIntakeGate(t *testing.T) {
 // thread's first message in AcceptInboundInThread.
 type acceptStore struct {
 	storage.Store
-	ensures, accepts, firsts atomic.Int32
+	ensures, accepts, firsts, gets atomic.Int32
+	getsBeforeHeld                 atomic.Int32 // GetThread calls before the held message reached the store
 
 	holdThread string
 	arrived    chan struct{}
@@ -166,6 +167,11 @@ func (s *acceptStore) EnsureThread(ctx context.Context, key storage.ThreadKey, i
 	return s.Store.EnsureThread(ctx, key, init)
 }
 
+func (s *acceptStore) GetThread(ctx context.Context, key storage.ThreadKey) (storage.Thread, error) {
+	s.gets.Add(1)
+	return s.Store.GetThread(ctx, key)
+}
+
 func (s *acceptStore) AcceptInbound(ctx context.Context, in storage.Inbound) (int64, bool, error) {
 	s.accepts.Add(1)
 	return s.Store.AcceptInbound(ctx, in)
@@ -174,6 +180,7 @@ func (s *acceptStore) AcceptInbound(ctx context.Context, in storage.Inbound) (in
 func (s *acceptStore) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
 	s.firsts.Add(1)
 	if key.Thread == s.holdThread {
+		s.getsBeforeHeld.Store(s.gets.Load())
 		s.arrived <- struct{}{}
 		<-s.release
 	}
@@ -223,6 +230,9 @@ func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
 		first <- said{rc, err}
 	}()
 	recv(r, "the held message in the store", s.arrived)
+	if n := s.getsBeforeHeld.Load(); n != 0 {
+		t.Errorf("a mention in a new thread looked its thread up %d times before storing it; want 0 (the write creates or finds it)", n)
+	}
 	r.say(other, alice, "second", true) // stored and accepted meanwhile
 	wctx, cancel := context.WithTimeout(r.ctx, 300*time.Millisecond)
 	defer cancel()
