@@ -77,17 +77,26 @@ func redact(s string) string {
 // https://llm-proxy.example.com/v1?key=…).
 func redactLink(s string) string { return redactQuery(redactURL(s)) }
 
-// redactQuery hides the values of a URL's query.
+// redactQuery hides the values of a URL's query, and a bare word in it
+// (?TOKEN): only the names of name=value pairs are kept. A URL with a query
+// that does not parse is hidden whole.
 func redactQuery(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.RawQuery == "" {
+	switch {
+	case err != nil && strings.Contains(s, "?"):
+		return redactedValue
+	case err != nil || u.RawQuery == "":
 		return s
 	}
-	q := u.Query()
-	for k := range q {
-		q[k] = []string{redactedValue}
+	pairs := strings.Split(u.RawQuery, "&")
+	for i, p := range pairs {
+		if name, _, ok := strings.Cut(p, "="); ok {
+			pairs[i] = name + "=" + redactedValue
+		} else if p != "" {
+			pairs[i] = redactedValue
+		}
 	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = strings.Join(pairs, "&")
 	return u.String()
 }
 

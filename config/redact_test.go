@@ -132,3 +132,27 @@ func TestAccessors(t *testing.T) {
 		t.Error("LogLevel.Slog() maps a level wrongly")
 	}
 }
+
+// A URL's query is hidden however it is written: a bare token (?TOKEN)
+// has no name=value to keep the name of, and a URL that does not parse
+// (here its port) still holds its query.
+func TestRedactedHidesQueriesItCannotName(t *testing.T) {
+	c := validConfig()
+	c.LLM.Models = []Model{
+		{Name: "bare", BaseURL: "https://hooks.example.com/v1?SECRET13"},
+		{Name: "unparsable", BaseURL: "https://llm-proxy.example.com:port/v1?key=SECRET14"},
+		{Name: "semicolon", BaseURL: "https://llm-proxy.example.com/v1?v=2;SECRET15"},
+	}
+	r := c.Redacted()
+	if out := fmt.Sprintf("%+v", r.LLM.Models); strings.Contains(out, "SECRET") {
+		t.Errorf("Redacted() still shows a secret: %s", out)
+	}
+	if got := r.LLM.Models[0].BaseURL; got != "https://hooks.example.com/v1?***" {
+		t.Errorf("bare token: got %q, want the host and path kept", got)
+	}
+	k := validConfig()
+	k.LLM.BaseURL = "https://llm-proxy.example.com/v1?key=SECRET16&transport=stream"
+	if got := k.Redacted().LLM.BaseURL; got != "https://llm-proxy.example.com/v1?key=***&transport=***" {
+		t.Errorf("got %q, want the names kept in their order", got)
+	}
+}
