@@ -38,6 +38,28 @@ func leased(owner string) rigOption {
 	}
 }
 
+// lapse plays a lease l that ran out while its holder paused: another
+// replica, to, takes the thread for an hour. The holder's keeper, when it
+// runs, may renew the released lease before to's acquire (a renewal moves
+// the expiry of a lease that is still the holder's), so the lapse is played
+// again until to holds the thread.
+func (r *rig) lapse(l storage.Lease, to string) storage.Lease {
+	r.tb.Helper()
+	var nl storage.Lease
+	r.waitUntil(to+" takes the thread", func() bool {
+		if err := r.db.ReleaseLease(r.ctx, l); err != nil {
+			r.tb.Fatal(err)
+		}
+		var ok bool
+		var err error
+		if nl, ok, err = r.db.AcquireLease(r.ctx, l.ThreadID, to, time.Hour); err != nil {
+			r.tb.Fatalf("the takeover: %v", err)
+		}
+		return ok
+	})
+	return nl
+}
+
 // replicaOf makes a rig's bridge a replica of first's: the same store and
 // model.
 func replicaOf(first *rig, owner string) rigOption {
@@ -191,22 +213,7 @@ func TestReplicaThatLostItsLeaseStops(t *testing.T) {
 		t.Fatal("the owner has no lease")
 	}
 	// Another replica takes the thread: its lease lapsed while A paused.
-	// A's keeper runs meanwhile and may renew the released lease before B
-	// takes it (a renewal moves the expiry of a lease that is still A's), so
-	// the lapse is played again until B holds the thread.
-	var nl storage.Lease
-	a.waitUntil("replica-b takes the thread", func() bool {
-		if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
-			t.Fatal(err)
-		}
-		var ok bool
-		var err error
-		nl, ok, err = a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour)
-		if err != nil {
-			t.Fatalf("the takeover: %v", err)
-		}
-		return ok
-	})
+	nl := a.lapse(*l, "replica-b")
 	a.waitUntil("the old owner lets the thread go", func() bool { return !a.live(th) })
 	g.release()
 	a.flush()
@@ -296,12 +303,7 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 	a.waitArrived(g)
 	rec, _ := a.thread(th)
 	l := a.owner(th).lease.Load()
-	if err := a.db.ReleaseLease(a.ctx, *l); err != nil { // it lapsed while A slept…
-		t.Fatal(err)
-	}
-	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok { // …and B took it
-		t.Fatalf("the takeover: %v, %v", ok, err)
-	}
+	a.lapse(*l, "replica-b")           // it lapsed while A slept, and B took it
 	offset.Store(int64(2 * time.Hour)) // A wakes up: by its clock, its lease ran out
 	g.release()
 	a.waitUntil("the paused owner lets the thread go", func() bool { return !a.live(th) })
@@ -424,12 +426,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 		pushed <- owner.commitRun(a.ctx, &activeRun{request: "stale work"}, storage.RunDone)
 	}})
 	recv(a, "the owner to take the item", held)
-	if err := a.db.ReleaseLease(a.ctx, *l); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok {
-		t.Fatalf("the takeover: %v, %v", ok, err)
-	}
+	a.lapse(*l, "replica-b")
 	offset.Store(int64(2 * time.Hour))
 	close(paused)
 	if recv(a, "the lost owner's commit", pushed) {
@@ -595,15 +592,9 @@ func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
 	th := testThread("514.1")
 	a.say(th, alice, "hello", true)
 	a.waitRuns(th, 1)
-	rec, _ := a.thread(th)
 	owner := a.owner(th)
-	if err := a.db.ReleaseLease(a.ctx, *owner.lease.Load()); err != nil { // it lapsed while A slept…
-		t.Fatal(err)
-	}
-	if _, ok, err := a.db.AcquireLease(a.ctx, rec.ID, "replica-b", time.Hour); err != nil || !ok { // …and B took it
-		t.Fatalf("the takeover: %v, %v", ok, err)
-	}
-	offset.Store(int64(2 * time.Hour)) // A wakes up: by its clock, its lease ran out
+	a.lapse(*owner.lease.Load(), "replica-b") // it lapsed while A slept, and B took it
+	offset.Store(int64(2 * time.Hour))        // A wakes up: by its clock, its lease ran out
 	sent := make(chan error, 1)
 	owner.p.Outbox.Post(th, "STALE-POST queued before the pause", outbox.High, func(_ string, err error) { sent <- err })
 	if err := recv(a, "the queued post's outcome", sent); !errors.Is(err, outbox.ErrWithdrawn) {
