@@ -21,6 +21,30 @@ func isSummaryRequest(req llmfake.Request) bool {
 		strings.HasPrefix(req.Messages[0].Content, "You write context checkpoints")
 }
 
+// summaryGate holds the model's summary requests until opened; the others
+// are answered by reply.
+type summaryGate struct {
+	summarizing chan struct{} // told of each summary request as it arrives
+	release     chan struct{}
+	once        sync.Once
+}
+
+func holdSummaries(h *harness, reply func(llmfake.Request) llmfake.Response) *summaryGate {
+	g := &summaryGate{summarizing: make(chan struct{}, 4), release: make(chan struct{})}
+	h.t.Cleanup(g.open)
+	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if isSummaryRequest(req) {
+			g.summarizing <- struct{}{}
+			<-g.release
+			return llmfake.TextReply("## Goal\nsummary")
+		}
+		return reply(req)
+	})
+	return g
+}
+
+func (g *summaryGate) open() { g.once.Do(func() { close(g.release) }) }
+
 // withCompaction gives a small window: 4000 tokens, compaction above 3000, about
 // 50 tokens kept verbatim.
 func withCompaction(c *agent.Config) {
@@ -113,26 +137,19 @@ func TestThresholdCompactionAfterARun(t *testing.T) {
 
 func TestThresholdCompactionThenQueuedInputIsDelivered(t *testing.T) {
 	h := newHarness(t, withCompaction)
-	release := make(chan struct{})
-	summarizing := make(chan struct{}, 4)
 	var turn atomic.Int32
-	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if isSummaryRequest(req) {
-			summarizing <- struct{}{}
-			<-release
-			return llmfake.TextReply("## Goal\nsummary")
-		}
+	g := holdSummaries(h, func(llmfake.Request) llmfake.Response {
 		if turn.Add(1) == 1 {
 			return bigReply(3500)
 		}
 		return llmfake.TextReply("follow-up answered")
 	})
 	h.start("big "+strings.Repeat("q", 400), agent.PromptOptions{})
-	<-summarizing
+	<-g.summarizing
 	if out := h.start("after compaction", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
 		t.Fatalf("outcome %v, want queued", out)
 	}
-	close(release)
+	g.open()
 	h.wait()
 	msgs := find[agent.MessageEnd](h.recorded())
 	if got := msgs[len(msgs)-1].Message.TextContent(); got != "follow-up answered" {
@@ -237,16 +254,7 @@ func TestManualCompactionWithFocus(t *testing.T) {
 
 func TestInputQueuedDuringCompactionIsDeliveredAfterwards(t *testing.T) {
 	h := newHarness(t, withCompaction)
-	release := make(chan struct{})
-	summarizing := make(chan struct{}, 4)
-	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-		if isSummaryRequest(req) {
-			summarizing <- struct{}{}
-			<-release
-			return llmfake.TextReply("## Goal\nsummary")
-		}
-		return bigReply(300)
-	})
+	g := holdSummaries(h, func(llmfake.Request) llmfake.Response { return bigReply(300) })
 	h.prompt("one " + strings.Repeat("a", 400))
 	done := make(chan error, 1)
 	go func() {
@@ -254,14 +262,14 @@ func TestInputQueuedDuringCompactionIsDeliveredAfterwards(t *testing.T) {
 		done <- err
 	}()
 	select {
-	case <-summarizing:
+	case <-g.summarizing:
 	case err := <-done:
 		t.Fatalf("Compact returned before asking for a summary: %v", err)
 	}
 	if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
 		t.Fatalf("input during compaction: %v, want queued", out)
 	}
-	close(release)
+	g.open()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -291,15 +299,8 @@ func TestInputQueuedDuringCompactionOpensARunThroughTheHooks(t *testing.T) {
 						return agent.BeforeAgentStartResult{Preface: []llm.Message{{Content: []llm.Content{llm.Text("[header for " + ev.Prompt + "]")}}}}
 					}})
 			})
-			release := make(chan struct{})
-			summarizing := make(chan struct{}, 4)
 			var turn atomic.Int32
-			h.llm.Handle(func(req llmfake.Request) llmfake.Response {
-				if isSummaryRequest(req) {
-					summarizing <- struct{}{}
-					<-release
-					return llmfake.TextReply("## Goal\nsummary")
-				}
+			g := holdSummaries(h, func(llmfake.Request) llmfake.Response {
 				if turn.Add(1) == 1 && !manual {
 					return bigReply(3500) // past the threshold: compacted at the run's end
 				}
@@ -316,11 +317,11 @@ func TestInputQueuedDuringCompactionOpensARunThroughTheHooks(t *testing.T) {
 				h.start("one "+strings.Repeat("a", 400), agent.PromptOptions{})
 				close(done)
 			}
-			<-summarizing
+			<-g.summarizing
 			if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
 				t.Fatalf("input during compaction: %v, want queued", out)
 			}
-			close(release)
+			g.open()
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
