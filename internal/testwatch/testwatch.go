@@ -58,7 +58,9 @@ func Report(limit time.Duration) string {
 	var tests, others []string
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
 		s := string(g)
-		if !strings.Contains(s, Module) || strings.Contains(s, "testwatch.Report") {
+		// The main goroutine (TestMain → Run → m.Run) waits on the tests
+		// and says nothing of them.
+		if !strings.Contains(s, Module) || strings.Contains(s, "testwatch.Report") || strings.Contains(s, "testing.(*M).Run(") {
 			continue
 		}
 		if strings.Contains(s, "testing.tRunner") {

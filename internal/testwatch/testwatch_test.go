@@ -1,6 +1,9 @@
 package testwatch
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +39,33 @@ func TestReportListsTheTestFirstAndThisModulesGoroutines(t *testing.T) {
 	}
 	if !strings.HasSuffix(r, "the tests still run after 1m0s (test goroutines listed first, above)\n") {
 		t.Errorf("the report does not end with its summary line (a CI log keeps the tail):\n%s", r)
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(Run(m, 0)) }
+
+// TestHangsForTheWatchdog hangs when TestWatchdogNamesTheHungTestAndExits
+// runs it in a child process; otherwise it does nothing.
+func TestHangsForTheWatchdog(t *testing.T) {
+	if os.Getenv("THREADSMITH_TESTWATCH_HANG") == "" {
+		t.Skip("run by TestWatchdogNamesTheHungTestAndExits")
+	}
+	select {}
+}
+
+// A package whose test hangs exits with 3 once the watchdog's time
+// (THREADSMITH_TEST_WATCHDOG) is up, and its stderr names the test.
+func TestWatchdogNamesTheHungTestAndExits(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHangsForTheWatchdog$", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), "THREADSMITH_TESTWATCH_HANG=1", "THREADSMITH_TEST_WATCHDOG=500ms")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("the hung child ended with %v, want exit code 3\n%s", err, stderr.String())
+	}
+	if s := stderr.String(); !strings.Contains(s, "testwatch.TestHangsForTheWatchdog") || !strings.Contains(s, "the tests still run after 500ms") {
+		t.Errorf("the report does not name the hung test or the limit:\n%s", s)
 	}
 }
