@@ -52,8 +52,17 @@ func mcpSecrets(cfg *config.Config) []string {
 			if p, ok := u.User.Password(); ok {
 				s = append(s, p)
 			}
-			for _, vs := range u.Query() {
-				tokens(vs...)
+			// Every value as written and decoded, and a bare word
+			// (?TOKEN), which u.Query() takes for a name.
+			for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+				_, v, ok := strings.Cut(pair, "=")
+				if !ok {
+					v = pair
+				}
+				tokens(v)
+				if d, err := url.QueryUnescape(v); err == nil && d != v {
+					tokens(d)
+				}
 			}
 		}
 		for _, v := range srv.Headers {
