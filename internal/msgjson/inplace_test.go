@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // checkInPlace compares DecodePiMessageLineInPlace with DecodePiMessageLine
@@ -204,5 +205,48 @@ func TestInPlaceLongTexts(t *testing.T) {
 		line := []byte(`{"id":"x","message":{"role":"user","content":[{"type":"text","text":"` + a + `"},{"type":"text","text":"` + c + `"}],"errorMessage":"` + c[:len(c)/3] + `"},"type":"message"}` + tail)
 		checkInPlace(t, line)
 		checkPi(t, []byte(`{"role":"user","content":"`+a+`"}`))
+	}
+}
+
+// A string with escapes is unescaped over its own bytes in the line: its
+// text lies inside the line and the arena gives no bytes for it. What a line
+// decoded in place holds stays as it was while the arena decodes other lines
+// in place, refused ones (restored from the undo copy) among them.
+func TestInPlaceWritesOverTheLine(t *testing.T) {
+	line := func(text string) []byte {
+		return []byte(`{"id":"e\"1","message":{"role":"user","content":[{"type":"text","text":"` + text + `"}]},"type":"message"}`)
+	}
+	inside := func(s string, buf []byte) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		b := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+		return p >= b && p+uintptr(len(s)) <= b+uintptr(len(buf))
+	}
+	var a Arena
+	defer a.Release()
+	first := line(`a\tb\n\"c\"\u00e9 ` + strings.Repeat(`x\\y`, 40))
+	want, _ := DecodePiMessageLine(first)
+	got, ok := DecodePiMessageLineInPlace(first, &a)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("in place = %v, %#v; want %#v", ok, got, want)
+	}
+	text := got.Message.Content[0].Text
+	if !inside(text, first) || !inside(got.ID, first) {
+		t.Errorf("the unescaped strings were copied, not written over the line")
+	}
+	if len(a.buf) != 0 {
+		t.Errorf("the arena gave %d bytes for strings unescaped in place", len(a.buf))
+	}
+	// Other lines with the same arena: a refused one (a repeated key after
+	// its strings were unescaped) and one decoded.
+	refused := []byte(strings.TrimSuffix(string(line(`p\nq`+strings.Repeat(`\"`, 30))), "}") + `,"type":"message"}`)
+	orig := bytes.Clone(refused)
+	if _, ok := DecodePiMessageLineInPlace(refused, &a); ok || !bytes.Equal(refused, orig) {
+		t.Fatalf("a repeated key: ok %v, line left as %q", ok, refused)
+	}
+	if _, ok := DecodePiMessageLineInPlace(line(strings.Repeat(`\u0041\/`, 50)), &a); !ok {
+		t.Fatal("refused")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the first line's message changed after other lines: %#v", got)
 	}
 }
