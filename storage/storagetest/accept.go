@@ -46,10 +46,17 @@ func testAcceptInboundInThread(t *testing.T, s *suite) {
 
 	// A thread that exists takes new input.
 	old := s.thread("slack", "1.0")
-	c, err := s.db.AcceptInboundInThread(s.ctx, old.Key, storage.ThreadInit{Repo: "other"},
+	c, err := s.db.AcceptInboundInThread(s.ctx, old.Key, storage.ThreadInit{Repo: "other", Branch: "other"},
 		storage.Inbound{Platform: "slack", Channel: "C1", MessageID: "1.5", Mode: storage.ModePrompt})
 	if err != nil || c.Created || c.Duplicate || c.Thread.ID != old.ID {
 		t.Errorf("input in an existing thread = %+v, %v; want stored in thread %d", c, err, old.ID)
+	}
+	// init is for a new thread: an existing one keeps its repository and branch.
+	if kept, err := s.db.GetThread(s.ctx, old.Key); err != nil || kept.Repo != old.Repo || kept.Branch != old.Branch || c.Thread.Repo != old.Repo {
+		t.Errorf("existing thread after AcceptInboundInThread = %+v, %v (returned %+v); want repo %q branch %q kept", kept, err, c.Thread, old.Repo, old.Branch)
+	}
+	if got, err := s.db.GetInbound(s.ctx, c.ID); err != nil || got.ThreadID != old.ID {
+		t.Errorf("GetInbound = %+v, %v; want it in thread %d", got, err, old.ID)
 	}
 
 	// Input that cannot be stored: no thread either.
