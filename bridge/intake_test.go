@@ -2,13 +2,18 @@ package bridge
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
 )
 
 // fakeTimers stands in for time.AfterFunc in the intake gate's tests: a
@@ -245,4 +250,46 @@ func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
 	}
 	r.waitRuns(other, 1)
 	r.waitRuns(held, 1)
+}
+
+// A mention in an old thread this process has not seen (stored before a
+// restart, or by another replica) goes into that thread, whose repository
+// stays as it was: the mention's repository (here the default, app) is for
+// a new thread, it does not move one. One naming a repository that does not
+// resolve is still input of the old thread, not an error.
+func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# tools\n"}})
+	r := newRig(t, func(c *Config, _ *Platform) {
+		wsm, err := workspace.New(workspace.Config{
+			DataDir:         filepath.Join(t.TempDir(), "workspaces"),
+			Repos:           []workspace.Repo{{Name: "app", URL: remote.Path, DefaultBranch: "main"}, {Name: "tools", URL: remote.Path, DefaultBranch: "main"}},
+			CleanupInterval: -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { wsm.Close(context.Background()) })
+		c.Workspaces = wsm
+	})
+	// Two old threads: after its first message a thread is known here.
+	for i, text := range []string{"more please", "and repo=nope too"} {
+		th := testThread(fmt.Sprint(7+i, ".1"))
+		old, _, err := r.db.EnsureThread(r.ctx, storeKey(th), storage.ThreadInit{Repo: "tools", Branch: r.cfg.Workspaces.BranchFor(wsKey(th))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.say(th, alice, text, true)
+		got, err := r.thread(th)
+		if err != nil || got.ID != old.ID || got.Repo != "tools" {
+			t.Errorf("after mention %q: thread %+v, %v; want thread %d on tools", text, got, err, old.ID)
+		}
+		ins, err := r.db.ThreadInbound(r.ctx, old.ID)
+		if err != nil || len(ins) != 1 || ins[0].Text != text {
+			t.Errorf("after mention %q: the old thread's input is %+v, %v; want it alone", text, ins, err)
+		}
+		r.waitRuns(th, 1)
+		if s := r.chat.Transcript(th); strings.Contains(s, "unknown repository") {
+			t.Errorf("a mention in an existing thread was refused for its repository:\n%s", s)
+		}
+	}
 }
