@@ -787,40 +787,27 @@ func (a *Arena) keepUndo(b []byte) {
 // arenaSmall is the number of small objects of a kind in a slab.
 const arenaSmall = 128
 
-func (a *Arena) usage() *llm.Usage {
-	if a.exact > 0 {
-		return new(llm.Usage)
-	}
-	if len(a.usages) == 0 {
-		a.usages = make([]llm.Usage, arenaSmall)
-	}
-	u := &a.usages[0]
-	a.usages = a.usages[1:]
-	return u
-}
+func (a *Arena) usage() *llm.Usage { return take(a, &a.usages) }
 
-func (a *Arena) cost() *llm.Cost {
-	if a.exact > 0 {
-		return new(llm.Cost)
-	}
-	if len(a.costs) == 0 {
-		a.costs = make([]llm.Cost, arenaSmall)
-	}
-	c := &a.costs[0]
-	a.costs = a.costs[1:]
-	return c
-}
+func (a *Arena) cost() *llm.Cost { return take(a, &a.costs) }
 
 // str returns a pointer to a copy of s.
 func (a *Arena) str(s string) *string {
+	p := take(a, &a.strs)
+	*p = s
+	return p
+}
+
+// take hands out the next zero T of a's slab (a new one for an exact arena).
+func take[T any](a *Arena, slab *[]T) *T {
 	if a.exact > 0 {
-		return &s
+		return new(T)
 	}
-	if len(a.strs) == 0 {
-		a.strs = make([]string, arenaSmall)
+	if len(*slab) == 0 {
+		*slab = make([]T, arenaSmall)
 	}
-	p := &a.strs[0]
-	*p, a.strs = s, a.strs[1:]
+	p := &(*slab)[0]
+	*slab = (*slab)[1:]
 	return p
 }
 
