@@ -293,3 +293,33 @@ func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
 		}
 	}
 }
+
+// Receive shuts the intake gate while it runs and leaves it on every return:
+// a lone mention's thread starts as its Receive ends (no maxHold nor linger
+// in this test to open it otherwise), and a message ignored opens it again.
+func TestReceiveLeavesTheIntakeGateOnEveryReturn(t *testing.T) {
+	r := newRig(t)
+	r.b.intake = newIntakeGate(time.Hour, time.Hour)
+	th := testThread("1.1")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+
+	open := func(g *intakeGate) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.isOpen() && g.inflight == 0
+	}
+	for _, m := range []struct {
+		text    string
+		mention bool
+	}{{"not for the bot", false}, {"  ", true}} {
+		g := newIntakeGate(time.Hour, time.Hour)
+		r.b.intake = g
+		if _, rc, err := r.chat.Say(r.ctx, testThread("2.1"), alice, m.text, m.mention); err != nil || rc != chat.Ignored {
+			t.Fatalf("Say(%q): %v, %v; want ignored", m.text, rc, err)
+		}
+		if !open(g) {
+			t.Errorf("after %q was ignored the intake gate is shut", m.text)
+		}
+	}
+}
