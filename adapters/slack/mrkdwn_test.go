@@ -114,3 +114,14 @@ func TestFitText(t *testing.T) {
 		t.Errorf("truncation kept part of a link: %q", got[maxTextRunes-200:])
 	}
 }
+
+// Backticks the model writes in prose are text: cutting after them must not
+// add a closing fence, which would open a code block in Slack and show the
+// notice inside it.
+func TestFitTextTakesNoProseBackticksForAFence(t *testing.T) {
+	md := "Type ``` to start a block.\n\n" + strings.Repeat("plain words ", 1000)
+	body := strings.TrimSuffix(fitText(Mrkdwn(md)), truncatedNotice)
+	if strings.HasSuffix(body, "```") {
+		t.Errorf("truncated prose was given a fence: ends %q", body[len(body)-20:])
+	}
+}
