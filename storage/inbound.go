@@ -131,6 +131,10 @@ type Accepted struct {
 	Duplicate bool
 }
 
+// ValidInbound reports whether in can be stored: AcceptInbound's checks, for
+// another backend to make the same ones.
+func ValidInbound(in Inbound) error { return checkInbound(in) }
+
 // checkInbound refuses input that cannot be stored.
 func checkInbound(in Inbound) error {
 	switch {

@@ -18,7 +18,7 @@ import (
 // it returns; a message already accepted (same platform and event id, or same
 // platform, channel and message id) is a duplicate with the first copy's id.
 func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, duplicate bool, err error) {
-	if err := checkInbound(in); err != nil {
+	if err := storage.ValidInbound(in); err != nil {
 		return 0, false, opError("accept inbound", err)
 	}
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -38,7 +38,7 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, 
 	if err := storage.ValidThreadKey(key); err != nil {
 		return storage.Accepted{}, opError("accept inbound", err)
 	}
-	if err := checkInbound(in); err != nil {
+	if err := storage.ValidInbound(in); err != nil {
 		return storage.Accepted{}, opError("accept inbound", err)
 	}
 	var a storage.Accepted
@@ -56,19 +56,6 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, 
 		return storage.Accepted{}, opError("accept inbound", err)
 	}
 	return a, nil
-}
-
-// checkInbound refuses input that cannot be stored.
-func checkInbound(in storage.Inbound) error {
-	switch {
-	case in.Platform == "" || in.Channel == "":
-		return errors.New("platform and channel are required")
-	case in.Mode != storage.ModePrompt && in.Mode != storage.ModeSteer && in.Mode != storage.ModeFollowUp && in.Mode != storage.ModeCommand:
-		return fmt.Errorf("unknown mode %q", in.Mode)
-	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
-		return errors.New("attachments are not valid JSON")
-	}
-	return nil
 }
 
 // acceptIn stores in in tx, or finds its first copy.
