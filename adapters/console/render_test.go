@@ -312,3 +312,38 @@ func TestAnAnswerStoppedMidStreamIsPrintedOnce(t *testing.T) {
 		}
 	}
 }
+
+// Once its answer is posted (or its seal carried the preview), the status
+// message is no one's preview: a later post that repeats its lines is
+// printed whole, not taken for the answer again.
+func TestAPostAfterTheAnswerIsNotTakenForItsPreview(t *testing.T) {
+	for name, c := range map[string]struct {
+		sealed bool
+		next   string
+	}{
+		"the answer posted":  {false, "Hello world."},
+		"the preview sealed": {true, "✓ done"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, out, ts := newTestAdapter()
+			ctx := context.Background()
+			th := a.Thread()
+			id, _ := a.Post(ctx, th, "⏳ working…\n\nHel")
+			a.Edit(ctx, th, id, "⏳ working…\n\nHello world.")
+			want := "bot> ⏳ working…\nbot> Hello world.\n"
+			if c.sealed {
+				a.Edit(ctx, th, id, "✓ done")
+				ts.fire()
+				want += "bot> ✓ done\n"
+			}
+			a.Post(ctx, th, "Hello world.")
+			ts.fire()
+			a.Post(ctx, th, c.next)
+			ts.fire()
+			want += "bot> " + c.next + "\n"
+			if got := out.String(); got != want {
+				t.Fatalf("console shows\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
