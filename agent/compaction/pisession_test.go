@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 
@@ -392,5 +394,51 @@ func TestCompactionIDLookups(t *testing.T) {
 	}
 	if n != len(want) {
 		t.Fatalf("%d compactions, want %d", n, len(want))
+	}
+}
+
+// countingReader is a bytes.Reader that counts the reads at offsets.
+type countingReader struct {
+	*bytes.Reader
+	readAts atomic.Int32
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.readAts.Add(1)
+	return c.Reader.ReadAt(p, off)
+}
+
+// A large session whose reader reads at offsets is read in one part per
+// core (TestLoadPiSessionReadsInParts checks what is read, which a
+// sequential read gives as well); a small one is read sequentially.
+func TestLoadPiSessionReadsLargeSessionsAtOffsets(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var gen bytes.Buffer
+	if err := sessiongen.WritePi(&gen, sessiongen.Entries(7, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	want, err := LoadPiSession(io.MultiReader(bytes.NewReader(gen.Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := &countingReader{Reader: bytes.NewReader(gen.Bytes())}
+	got, err := LoadPiSession(large)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d entries, %v; want %d", len(got), err, len(want))
+	}
+	if n := large.readAts.Load(); n != 2 {
+		t.Errorf("a %d-byte session was read with %d ReadAt calls, want 2 (one per core)", gen.Len(), n)
+	}
+	data, err := os.ReadFile("testdata/before-compaction.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = data[:bytes.LastIndexByte(data[:parallelBytes/2], '\n')+1]
+	small := &countingReader{Reader: bytes.NewReader(data)}
+	if _, err := LoadPiSession(small); err != nil {
+		t.Fatal(err)
+	}
+	if n := small.readAts.Load(); n != 0 {
+		t.Errorf("a small session was read with %d ReadAt calls, want 0", n)
 	}
 }
