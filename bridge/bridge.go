@@ -601,21 +601,20 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	b.mu.Unlock()
 	var repo string
 	var rerr error
-	lookUp := true
-	if !known && in.Mention {
+	resolved := !known && in.Mention
+	if resolved {
 		repo, rerr = b.resolveRepo(p, in)
-		lookUp = rerr != nil
 	}
 	var rec storage.Thread
 	err := storage.ErrNotFound
-	if lookUp {
+	if !resolved || rerr != nil {
 		rec, err = b.cfg.Store.GetThread(ctx, skey)
 	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		// A new thread: created with its first message in one transaction,
 		// one commit for the acknowledgement to wait for.
-		if lookUp {
+		if !resolved {
 			repo, rerr = b.resolveRepo(p, in)
 		}
 		if rerr != nil {
