@@ -73,11 +73,24 @@ func TestIntakeGate(t *testing.T) {
 		}
 	}
 
+	// An open gate leaves no timer behind.
+	noTimers := func(what string) {
+		t.Helper()
+		ft.mu.Lock()
+		defer ft.mu.Unlock()
+		for _, tm := range ft.timers {
+			if !tm.stopped {
+				t.Errorf("%s: a %v timer is still live", what, tm.d)
+			}
+		}
+	}
+
 	// A lone message: its thread starts as soon as it is stored.
 	g.enter()
 	shut("a lone message in flight", true)
 	g.leave()
 	shut("a lone message stored", false)
+	noTimers("a lone message stored")
 
 	// A burst: messages overlapping, then following closely.
 	now = now.Add(time.Second)
@@ -96,6 +109,7 @@ func TestIntakeGate(t *testing.T) {
 		t.Fatal("no quiet timer after the burst's last message")
 	}
 	shut("linger after the burst's last message", false)
+	noTimers("linger after the burst's last message")
 
 	// Messages following each other within linger, never overlapping, are
 	// a burst too.
@@ -121,6 +135,7 @@ func TestIntakeGate(t *testing.T) {
 	g.leave()
 	g.leave()
 	shut("after maxHold", false)
+	noTimers("after maxHold")
 
 	// A timer of an earlier shut does not open a later one.
 	now = now.Add(time.Second)
@@ -153,6 +168,7 @@ func TestIntakeGate(t *testing.T) {
 	g.leave()
 	g.leave()
 	ft.fire(linger)
+	noTimers("the end")
 }
 
 // acceptStore counts the writes accepting input makes, and can hold a new
