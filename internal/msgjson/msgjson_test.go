@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -388,9 +389,10 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []PiLine
-	var want []PiLine
-	var b Arena
+	var lines, inPlace []PiLine
+	var want, wantInPlace []PiLine
+	var b, c Arena // c: in place, as LoadPiSession decodes
+	defer c.Release()
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimSpace(line)
 		l, ok := DecodePiMessageLineShared(line, &b)
@@ -401,7 +403,20 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 		if !ok {
 			t.Fatalf("the shared decoder took a line the other refused: %q", line)
 		}
+		// With a parent id (the fixture has none), escaped, as the
+		// arena's slab of them keeps it.
+		withParent := append([]byte(`{"parentId":"p\"`+strconv.Itoa(len(lines))+`",`), line[1:]...)
+		wp := w
+		wp.ParentID = new(`p"` + strconv.Itoa(len(lines)))
+		p, ok := DecodePiMessageLineInPlace(withParent, &c)
+		if !ok {
+			t.Fatalf("the in-place decoder refused a line the others took: %q", line)
+		}
 		lines, want = append(lines, l), append(want, w)
+		inPlace, wantInPlace = append(inPlace, p), append(wantInPlace, wp)
+	}
+	if !reflect.DeepEqual(inPlace, wantInPlace) {
+		t.Fatal("lines decoded in place with one arena differ from lines decoded one by one")
 	}
 	if len(lines) < 900 {
 		t.Fatalf("only %d lines decoded", len(lines))
