@@ -421,7 +421,7 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 
 // readParallel reads the rest of r into buf, at most len(buf) bytes, in parts
 // on all cores, when r reads at offsets and seeks and the session is large;
-// each part is split into lines as it is read (see splitPart, joinParts).
+// each part is split into lines as it is read (see part.split, joinParts).
 // It returns how many bytes it read, with r moved past them, and the lines;
 // ok is false when it read nothing (r not moved), and reading goes on from
 // r's position.
