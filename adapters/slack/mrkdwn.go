@@ -59,7 +59,7 @@ func Mrkdwn(md string) string {
 			out = append(out, "```")
 			continue
 		}
-		out = append(out, convertLine(line))
+		out = append(out, proseLine(convertLine(line)))
 	}
 	return strings.Join(out, "\n")
 }
@@ -76,6 +76,17 @@ var (
 
 func isTableRow(line string) bool {
 	return strings.HasPrefix(strings.TrimSpace(line), "|")
+}
+
+// proseLine keeps a converted line of prose from beginning with ```, as
+// \`\`\` (escaped, text in Markdown) does once unescaped: Slack would take
+// it for a fence and turn the message's code inside out, and inCodeBlock
+// would count it.
+func proseLine(s string) string {
+	if strings.HasPrefix(strings.TrimLeft(s, " \t"), "```") {
+		return mdsplit.BreakFences(s)
+	}
+	return s
 }
 
 // convertLine converts one line outside code blocks.
