@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -181,6 +182,8 @@ type acceptStore struct {
 	holdThread string
 	arrived    chan struct{}
 	release    chan struct{}
+
+	failFirsts atomic.Int32 // AcceptInboundInThread calls to fail with ErrFull
 }
 
 func (s *acceptStore) EnsureThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit) (storage.Thread, bool, error) {
@@ -200,6 +203,9 @@ func (s *acceptStore) AcceptInbound(ctx context.Context, in storage.Inbound) (in
 
 func (s *acceptStore) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
 	s.firsts.Add(1)
+	if s.failFirsts.Add(-1) >= 0 {
+		return storage.Accepted{}, storage.ErrFull
+	}
 	if key.Thread == s.holdThread {
 		s.getsBeforeHeld.Store(s.gets.Load())
 		s.arrived <- struct{}{}
@@ -338,4 +344,25 @@ func TestReceiveLeavesTheIntakeGateOnEveryReturn(t *testing.T) {
 			t.Errorf("after %q was ignored the intake gate is shut", m.text)
 		}
 	}
+}
+
+// A new thread's first message the store refuses (full) is not acknowledged
+// and leaves nothing behind, not even in the bridge's recent deliveries: the
+// platform's redelivery is taken as a first delivery.
+func TestFirstMessageRefusedByTheStoreIsTakenWhenRedelivered(t *testing.T) {
+	s := &acceptStore{}
+	s.failFirsts.Store(1)
+	r := newRig(t, withAcceptStore(s))
+	th := testThread("1.1")
+	id, rc, err := r.chat.Say(r.ctx, th, alice, "hello", true)
+	if !errors.Is(err, storage.ErrFull) || rc == chat.Accepted {
+		t.Fatalf("first message with the store full: %v, %v; want ErrFull, not acknowledged", rc, err)
+	}
+	if _, err := r.thread(th); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the refused message's thread: %v; want none", err)
+	}
+	if rc, err := r.chat.Redeliver(r.ctx, id, true); err != nil || rc != chat.Accepted {
+		t.Fatalf("redelivery: %v, %v; want accepted", rc, err)
+	}
+	r.waitRuns(th, 1)
 }
