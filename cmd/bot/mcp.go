@@ -66,7 +66,12 @@ func mcpSecrets(cfg *config.Config) []string {
 			}
 		}
 		for _, v := range srv.Headers {
-			s = append(s, strings.TrimPrefix(strings.TrimPrefix(v, "Bearer "), "token "), v)
+			s = append(s, v)
+			// The credential alone, after its scheme in any case:
+			// Bearer, bearer, Basic, token.
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				s = append(s, strings.TrimSpace(cred))
+			}
 		}
 		for _, v := range srv.Env {
 			tokens(v)

@@ -174,13 +174,19 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 	cfg.MCP.Servers = []config.MCPServer{{Name: "a", URL: "https://x/mcp", Headers: map[string]string{"Authorization": "Bearer hdr-secret-123456"}},
 		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}},
 		{Name: "c", URL: "https://u:pw-secret-1@y/mcp?transport=stream&api_key=query-secret-0123456789"},
-		{Name: "d", URL: "https://z/mcp?bare-secret-0123456789"},
+		{Name: "d", URL: "https://z/mcp?bare-secret-0123456789", Headers: map[string]string{"Authorization": "bearer lower-secret-0123", "X-Basic": "Basic YmFzaWMtc2VjcmV0LTAxMjM="}},
 		{Name: "e", URL: "https://z/mcp?key=escaped%2Bsecret-0123456789"}}
 	list := secrets(&cfg)
 	got := strings.Join(list, " ")
 	for _, want := range []string{"hdr-secret-123456", "env-secret-0123456789", "query-secret-0123456789", "pw-secret-1",
 		"bare-secret-0123456789", "escaped%2Bsecret-0123456789", "escaped+secret-0123456789"} {
 		if !strings.Contains(got, want) {
+			t.Errorf("secrets() lacks %q", want)
+		}
+	}
+	// A header's credential alone, whatever its scheme's case.
+	for _, want := range []string{"hdr-secret-123456", "lower-secret-0123", "YmFzaWMtc2VjcmV0LTAxMjM="} {
+		if !slices.Contains(list, want) {
 			t.Errorf("secrets() lacks %q", want)
 		}
 	}
