@@ -444,8 +444,10 @@ func secrets(cfg *config.Config) []string {
 	for _, r := range cfg.Workspace.Repos {
 		s = append(s, r.Token, r.WebhookSecret)
 	}
+	s = append(s, urlSecrets(cfg.LLM.BaseURL)...) // a proxy's key in base_url?key=
 	for _, m := range cfg.LLM.Models {
 		s = append(s, m.APIKey) // an endpoint's own key, as secret as llm.api_key
+		s = append(s, urlSecrets(m.BaseURL)...)
 	}
 	s = append(s, mcpSecrets(cfg)...)
 	var out []string

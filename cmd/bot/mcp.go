@@ -48,23 +48,7 @@ func mcpSecrets(cfg *config.Config) []string {
 		}
 	}
 	for _, srv := range cfg.MCP.Servers {
-		if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {
-			if p, ok := u.User.Password(); ok {
-				s = append(s, p)
-			}
-			// Every value as written and decoded, and a bare word
-			// (?TOKEN), which u.Query() takes for a name.
-			for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
-				_, v, ok := strings.Cut(pair, "=")
-				if !ok {
-					v = pair
-				}
-				tokens(v)
-				if d, err := url.QueryUnescape(v); err == nil && d != v {
-					tokens(d)
-				}
-			}
-		}
+		s = append(s, urlSecrets(srv.URL)...)
 		for _, v := range srv.Headers {
 			s = append(s, v)
 			// The credential alone, after its scheme in any case:
@@ -75,6 +59,40 @@ func mcpSecrets(cfg *config.Config) []string {
 		}
 		for _, v := range srv.Env {
 			tokens(v)
+		}
+	}
+	return s
+}
+
+// urlSecrets returns the secrets a configured URL may carry: its password,
+// and each query value of token length (16+: `?transport=stream` is a
+// setting), as written and decoded, a bare word (?TOKEN, which u.Query()
+// takes for a name) included. An endpoint's error quotes its URL, query and
+// all, and errors reach the thread.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return nil
+	}
+	var s []string
+	if p, ok := u.User.Password(); ok {
+		s = append(s, p)
+	}
+	tokens := func(vs ...string) {
+		for _, v := range vs {
+			if len(v) >= 16 {
+				s = append(s, v)
+			}
+		}
+	}
+	for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		_, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			v = pair
+		}
+		tokens(v)
+		if d, err := url.QueryUnescape(v); err == nil && d != v {
+			tokens(d)
 		}
 	}
 	return s

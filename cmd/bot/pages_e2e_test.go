@@ -86,11 +86,13 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 func TestSecretsListEveryKey(t *testing.T) {
 	cfg := config.Default()
 	cfg.LLM.APIKey = "sk-main-key"
-	cfg.LLM.Models = []config.Model{{Name: "other", APIKey: "sk-other-endpoint"}}
+	cfg.LLM.BaseURL = "https://proxy.example/v1?key=proxy-key-0123456789&region=eu"
+	cfg.LLM.Models = []config.Model{{Name: "other", APIKey: "sk-other-endpoint", BaseURL: "https://user:endpoint-password@other.example/v1?api-key=other-query-key-0123"}}
 	cfg.HTTP.SessionKey = "the-session-key-0123456789abcdef0123"
 	cfg.Workspace.Repos = []config.Repo{{Name: "app", Token: "ghp-repo-token"}}
 	got := secrets(&cfg)
-	for _, want := range []string{"sk-main-key", "sk-other-endpoint", cfg.HTTP.SessionKey, "ghp-repo-token"} {
+	for _, want := range []string{"sk-main-key", "sk-other-endpoint", cfg.HTTP.SessionKey, "ghp-repo-token",
+		"proxy-key-0123456789", "endpoint-password", "other-query-key-0123"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("secrets lack %q: %q", want, got)
 		}
