@@ -366,3 +366,41 @@ func TestFirstMessageRefusedByTheStoreIsTakenWhenRedelivered(t *testing.T) {
 	}
 	r.waitRuns(th, 1)
 }
+
+// Shutdown does not wait for the intake gate: a new owner waiting at a shut
+// gate (here a Receive that never ends, and no timer to open it) stops
+// without starting a run; its input stays in the store for the next start.
+func TestShutdownDoesNotWaitForTheIntakeGate(t *testing.T) {
+	r := newRig(t)
+	g := newIntakeGate(time.Hour, time.Hour)
+	r.b.intake = g
+	g.enter() // a Receive in flight until the end of the test
+	defer func() {
+		g.leave()
+		g.mu.Lock()
+		g.openLocked()
+		g.mu.Unlock()
+	}()
+	// Several owners: each one's select would start its run half the time.
+	var threads []chat.ThreadRef
+	for i := range 8 {
+		th := testThread(fmt.Sprint(i+1, ".1"))
+		r.say(th, alice, "hello", true)
+		threads = append(threads, th)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.stop(5 * time.Second) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Shutdown waited for the intake gate")
+	}
+	for _, th := range threads {
+		if len(r.chat.BotTexts(th)) != 0 {
+			t.Errorf("held thread %s started: %q", th.Thread, r.chat.BotTexts(th))
+		}
+	}
+}

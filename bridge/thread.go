@@ -127,6 +127,14 @@ func (t *thread) loop() {
 		if t.statusTick != nil {
 			tick = t.statusTick.C
 		}
+		// Shutting down: no new run, whatever else is ready (an owner
+		// that waited at the intake gate finds its input and stop at once).
+		select {
+		case <-t.stop:
+			t.drain()
+			return
+		default:
+		}
 		select {
 		case <-t.wake:
 			for {
