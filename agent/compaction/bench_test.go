@@ -105,6 +105,34 @@ func BenchmarkLoadPiSession(b *testing.B) {
 	}
 }
 
+// BenchmarkParsePiSession parses the fixture already in memory, the
+// operation pi's anchor times as its load (parseSessionEntries of the file's
+// text, read before the clock starts).
+func BenchmarkParsePiSession(b *testing.B) {
+	data, err := os.ReadFile("testdata/before-compaction.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchParse(b, data)
+}
+
+// benchParse times ParsePiSession of data. ParsePiSession takes the bytes it
+// parses, so each parse gets a fresh copy in one buffer, made with the clock
+// stopped, as pi's text is in memory before its clock starts.
+func benchParse(b *testing.B, data []byte) {
+	buf := make([]byte, len(data))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		copy(buf, data)
+		b.StartTimer()
+		if _, err := ParsePiSession(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkArgumentsLength compares the length-only scanner EstimateTokens uses
 // with building the JSON.stringify text and measuring it (the baseline).
 func BenchmarkArgumentsLength(b *testing.B) {
@@ -170,6 +198,7 @@ func BenchmarkSession5000(b *testing.B) {
 			}
 		}
 	})
+	b.Run("ParsePiSession", func(b *testing.B) { benchParse(b, data) })
 	b.Run("EstimateTokens", func(b *testing.B) {
 		for b.Loop() {
 			for i := range entries {

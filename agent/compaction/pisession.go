@@ -69,11 +69,33 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 //
 // For v2+ files, which are trees, only the current branch is returned.
 func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
-	var st LoadStats
 	lines, err := readLines(r)
 	if err != nil {
-		return nil, st, fmt.Errorf("read pi session: %w", err)
+		return nil, LoadStats{}, fmt.Errorf("read pi session: %w", err)
 	}
+	return parseLines(lines)
+}
+
+// ParsePiSession is LoadPiSession for a session file already in memory, the
+// operation pi's own loader (parseSessionEntries) is: it reads no input. It
+// takes data for the entries, which point into it (their strings with
+// escapes unescaped over their own text), so the caller must neither use nor
+// modify data afterwards.
+func ParsePiSession(data []byte) ([]Entry, error) {
+	entries, _, err := ParsePiSessionStats(data)
+	return entries, err
+}
+
+// ParsePiSessionStats is LoadPiSessionStats for a session already in memory,
+// taking data as ParsePiSession does.
+func ParsePiSessionStats(data []byte) ([]Entry, LoadStats, error) {
+	return parseLines(splitLines(data))
+}
+
+// parseLines converts the non-blank, trimmed lines of a session file, which
+// it takes (see ParsePiSession), as LoadPiSessionStats describes.
+func parseLines(lines [][]byte) ([]Entry, LoadStats, error) {
+	var st LoadStats
 	fast := decodeMessageLines(lines)
 	n := len(lines)
 	var (

@@ -174,7 +174,8 @@ func TestLoadPiSessionLongLines(t *testing.T) {
 
 // TestLoadPiSessionFastPathChangesNothing loads the fixture, a generated
 // session and damaged copies of the fixture with and without the one-pass
-// message decoder: entries and statistics must be the same.
+// message decoder, and parses them in memory (ParsePiSessionStats): entries
+// and statistics must be the same.
 func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
 	fixture, err := os.ReadFile("testdata/before-compaction.jsonl")
 	if err != nil {
@@ -218,6 +219,12 @@ func TestLoadPiSessionFastPathChangesNothing(t *testing.T) {
 	for i, in := range inputs {
 		fastPath = true
 		fast, fastStats, fastErr := LoadPiSessionStats(bytes.NewReader(in))
+		// The same bytes parsed in memory (ParsePiSession takes them).
+		parsed, parsedStats, parsedErr := ParsePiSessionStats(bytes.Clone(in))
+		if (fastErr == nil) != (parsedErr == nil) || fastStats != parsedStats || !reflect.DeepEqual(fast, parsed) {
+			t.Fatalf("input %d: ParsePiSessionStats %d entries, %+v, %v; LoadPiSessionStats %d, %+v, %v",
+				i, len(parsed), parsedStats, parsedErr, len(fast), fastStats, fastErr)
+		}
 		fastPath = false
 		slow, slowStats, slowErr := LoadPiSessionStats(bytes.NewReader(in))
 		if (fastErr == nil) != (slowErr == nil) || fastStats != slowStats {
