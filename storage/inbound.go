@@ -78,7 +78,7 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 	}
 	err = db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		id, duplicate, err = db.acceptIn(ctx, tx, in)
+		id, duplicate, err = db.acceptIn(ctx, tx, in, db.nowMS(), false)
 		return err
 	})
 	if err != nil {
@@ -94,7 +94,9 @@ func (db *DB) AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicat
 // for the first message of a thread: the thread with key is created with init
 // unless it exists, and in (whose ThreadID is that thread's, whatever it was)
 // is accepted in it. Both are committed when it returns, or neither is: a
-// message refused (invalid, or the store full) leaves no thread behind.
+// message refused (invalid, or the store full) leaves no thread behind. A new
+// thread is created with the message as its activity and newest message
+// seen, so its first message costs two statements (the INSERTs).
 func (db *DB) AcceptInboundInThread(ctx context.Context, key ThreadKey, init ThreadInit, in Inbound) (Accepted, error) {
 	if err := key.validate(); err != nil {
 		return Accepted{}, opError("accept inbound", err)
@@ -105,12 +107,13 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key ThreadKey, init Thr
 	var a Accepted
 	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init); err != nil {
+		now := db.nowMS()
+		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init, in.MessageID, now); err != nil {
 			return err
 		}
 		in := in
 		in.ThreadID = a.Thread.ID
-		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in)
+		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in, now, a.Created)
 		return err
 	})
 	if err != nil {
@@ -123,7 +126,9 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key ThreadKey, init Thr
 }
 
 // Accepted is what AcceptInboundInThread did: the thread (and whether it was
-// created), and the input's id (the first copy's if it is a duplicate).
+// created), and the input's id (the first copy's if it is a duplicate). A
+// created thread is as stored: active at the input's time, the input's
+// message as the newest seen. An existing one is as it was before the input.
 type Accepted struct {
 	Thread    Thread
 	Created   bool
@@ -148,13 +153,14 @@ func checkInbound(in Inbound) error {
 	return nil
 }
 
-// acceptIn stores in in tx, or finds its first copy.
-func (db *DB) acceptIn(ctx context.Context, tx *sql.Tx, in Inbound) (id int64, duplicate bool, err error) {
+// acceptIn stores in in tx at now, or finds its first copy. Stored input is
+// its thread's activity and newest message seen, unless fresh says the
+// thread was created with both in this transaction.
+func (db *DB) acceptIn(ctx context.Context, tx *sql.Tx, in Inbound, now int64, fresh bool) (id int64, duplicate bool, err error) {
 	var attachments any
 	if len(in.Attachments) > 0 {
 		attachments = string(in.Attachments)
 	}
-	now := db.nowMS()
 	ins, err := db.stmts.insertInbound.in(ctx, tx)
 	if err != nil {
 		return 0, false, err
@@ -174,6 +180,9 @@ func (db *DB) acceptIn(ctx context.Context, tx *sql.Tx, in Inbound) (id int64, d
 			return 0, false, fmt.Errorf("thread %d: %w", in.ThreadID, ErrNotFound)
 		}
 		return 0, false, err
+	}
+	if fresh {
+		return id, false, nil
 	}
 	touch, err := db.stmts.touchThread.in(ctx, tx)
 	if err != nil {

@@ -32,7 +32,7 @@ type statements struct {
 	updateOutbnd  hotStmt
 	markEvent     hotStmt
 	insertThread  hotStmt
-	threadByKey   hotStmt // getThread's query, in the write transaction
+	threadByKey   hotStmt // getThread's query, in the write transaction (the thread existed)
 
 	// Reads of the ack path, prepared on the read pool (database/sql
 	// prepares them on each connection as it first uses it): every
@@ -82,8 +82,12 @@ func newStatements() statements {
 		markEvent:    hotStmt{query: `INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
 		// A new thread: its first message creates it (EnsureThread,
 		// AcceptInboundInThread), on the ack path of that message.
-		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?8) ON CONFLICT (platform, team, channel, thread) DO NOTHING`},
+		// The row comes back from the INSERT (a new thread has no session),
+		// with the message that created it as its last seen: no SELECT, and
+		// no touch or last-seen UPDATE after it.
+		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9) ON CONFLICT (platform, team, channel, thread) DO NOTHING
+			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at`},
 		threadByKey: hotStmt{query: threadByKeyQuery},
 		getThread:   hotStmt{query: threadByKeyQuery},
 	}

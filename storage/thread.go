@@ -101,7 +101,7 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 	var created bool
 	err := db.inUrgentTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		t, created, err = db.ensureThreadIn(ctx, tx, key, init)
+		t, created, err = db.ensureThreadIn(ctx, tx, key, init, "", db.nowMS())
 		return err
 	})
 	if err != nil {
@@ -111,26 +111,23 @@ func (db *DB) EnsureThread(ctx context.Context, key ThreadKey, init ThreadInit) 
 }
 
 // ensureThreadIn creates the thread with key in tx unless it exists, and
-// returns it.
-func (db *DB) ensureThreadIn(ctx context.Context, tx *sql.Tx, key ThreadKey, init ThreadInit) (Thread, bool, error) {
+// returns it. A new thread is stored as active at now, with lastSeen (the id
+// of the message that creates it, or "") as its newest message seen.
+func (db *DB) ensureThreadIn(ctx context.Context, tx *sql.Tx, key ThreadKey, init ThreadInit, lastSeen string, now int64) (Thread, bool, error) {
 	ins, err := db.stmts.insertThread.in(ctx, tx)
 	if err != nil {
 		return Thread{}, false, err
 	}
-	res, err := ins.ExecContext(ctx, key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, db.nowMS())
-	if err != nil {
-		return Thread{}, false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return Thread{}, false, err
+	t, err := scanThread(ins.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return t, err == nil, err
 	}
 	sel, err := db.stmts.threadByKey.in(ctx, tx)
 	if err != nil {
 		return Thread{}, false, err
 	}
-	t, err := scanThread(sel.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread))
-	return t, n == 1, err
+	t, err = scanThread(sel.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread))
+	return t, false, err
 }
 
 // GetThread returns the thread with that key, or ErrNotFound.

@@ -23,7 +23,7 @@ func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, 
 	}
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		id, duplicate, err = db.acceptIn(ctx, tx, in)
+		id, duplicate, err = db.acceptIn(ctx, tx, in, db.nowMS(), false)
 		return err
 	})
 	if err != nil {
@@ -33,7 +33,9 @@ func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, 
 }
 
 // AcceptInboundInThread implements storage.InboundStore: EnsureThread and
-// AcceptInbound in one transaction, both committed or neither.
+// AcceptInbound in one transaction, both committed or neither. A new thread is
+// created with the message as its activity and newest message seen (no
+// UPDATE after the INSERT).
 func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
 	if err := storage.ValidThreadKey(key); err != nil {
 		return storage.Accepted{}, opError("accept inbound", err)
@@ -44,12 +46,13 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, 
 	var a storage.Accepted
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init); err != nil {
+		now := db.nowMS()
+		if a.Thread, a.Created, err = db.ensureThreadIn(ctx, tx, key, init, in.MessageID, now); err != nil {
 			return err
 		}
 		in := in
 		in.ThreadID = a.Thread.ID
-		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in)
+		a.ID, a.Duplicate, err = db.acceptIn(ctx, tx, in, now, a.Created)
 		return err
 	})
 	if err != nil {
@@ -58,14 +61,15 @@ func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, 
 	return a, nil
 }
 
-// acceptIn stores in in tx, or finds its first copy.
-func (db *DB) acceptIn(ctx context.Context, tx pgx.Tx, in storage.Inbound) (id int64, duplicate bool, err error) {
+// acceptIn stores in in tx at now, or finds its first copy. Stored input is
+// its thread's activity and newest message seen, unless fresh says the
+// thread was created with both in this transaction.
+func (db *DB) acceptIn(ctx context.Context, tx pgx.Tx, in storage.Inbound, now int64, fresh bool) (id int64, duplicate bool, err error) {
 	var attachments *string
 	if len(in.Attachments) > 0 {
 		s := string(in.Attachments)
 		attachments = &s
 	}
-	now := db.nowMS()
 	err = tx.QueryRow(ctx, `INSERT INTO inbound (platform, event_id, channel, message_id, thread_id,
 		author_id, author_name, author_email, text, attachments, mode, received_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::json, $11, $12, $12)
@@ -87,6 +91,9 @@ func (db *DB) acceptIn(ctx context.Context, tx pgx.Tx, in storage.Inbound) (id i
 	// The replicas hear of it when this commits (ListenInbound).
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, inboundChannel, strconv.FormatInt(in.ThreadID, 10)); err != nil {
 		return 0, false, err
+	}
+	if fresh {
+		return id, false, nil
 	}
 	// Input is activity, and shows the thread exists: a closed one is active again.
 	if _, err := tx.Exec(ctx, `UPDATE threads SET active_at = $1, state = 'active'

@@ -42,7 +42,7 @@ func (db *DB) EnsureThread(ctx context.Context, key storage.ThreadKey, init stor
 	var created bool
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		t, created, err = db.ensureThreadIn(ctx, tx, key, init)
+		t, created, err = db.ensureThreadIn(ctx, tx, key, init, "", db.nowMS())
 		return err
 	})
 	if err != nil {
@@ -52,18 +52,21 @@ func (db *DB) EnsureThread(ctx context.Context, key storage.ThreadKey, init stor
 }
 
 // ensureThreadIn creates the thread with key in tx unless it exists, and
-// returns it.
-func (db *DB) ensureThreadIn(ctx context.Context, tx pgx.Tx, key storage.ThreadKey, init storage.ThreadInit) (storage.Thread, bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, active_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8) ON CONFLICT (platform, team, channel, thread) DO NOTHING`,
-		key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, db.nowMS())
-	if err != nil {
-		return storage.Thread{}, false, err
+// returns it. A new thread is stored as active at now, with lastSeen (the id
+// of the message that creates it, or "") as its newest message seen, and
+// comes back from the INSERT (it has no session yet).
+func (db *DB) ensureThreadIn(ctx context.Context, tx pgx.Tx, key storage.ThreadKey, init storage.ThreadInit, lastSeen string, now int64) (storage.Thread, bool, error) {
+	t, err := scanThread(tx.QueryRow(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9) ON CONFLICT (platform, team, channel, thread) DO NOTHING
+		RETURNING id, platform, team, channel, thread, ''::text, repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at`,
+		key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return t, err == nil, err
 	}
-	t, err := scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+
+	t, err = scanThread(tx.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+
 		`WHERE t.platform = $1 AND t.team = $2 AND t.channel = $3 AND t.thread = $4`,
 		key.Platform, key.Team, key.Channel, key.Thread))
-	return t, tag.RowsAffected() == 1, err
+	return t, false, err
 }
 
 // GetThread implements storage.ThreadStore.

@@ -30,6 +30,15 @@ func testAcceptInboundInThread(t *testing.T, s *suite) {
 	if err != nil || stored.ID != a.Thread.ID || stored.LastSeenMessage != "9.0" {
 		t.Errorf("GetThread = %+v, %v; want thread %d, last seen 9.0", stored, err, a.Thread.ID)
 	}
+	// The new thread comes back as stored: the message that created it is
+	// its activity and its newest message seen.
+	if a.Thread.LastSeenMessage != stored.LastSeenMessage || !a.Thread.ActiveAt.Equal(stored.ActiveAt) ||
+		!a.Thread.UpdatedAt.Equal(stored.UpdatedAt) || !a.Thread.CreatedAt.Equal(stored.CreatedAt) || a.Thread.State != stored.State {
+		t.Errorf("AcceptInboundInThread returned %+v, stored is %+v; want the new thread as stored", a.Thread, stored)
+	}
+	if !stored.ActiveAt.Equal(got.ReceivedAt) {
+		t.Errorf("new thread active at %v, its first input received at %v; want the same", stored.ActiveAt, got.ReceivedAt)
+	}
 	pending, err := s.db.PendingInbound(s.ctx, a.Thread.ID)
 	if err != nil || len(pending) != 1 || pending[0].ID != a.ID {
 		t.Errorf("PendingInbound = %+v, %v; want the one input", pending, err)
