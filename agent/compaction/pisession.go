@@ -65,7 +65,9 @@ func LoadPiSession(r io.Reader) ([]Entry, error) {
 //     firstKeptEntryId (v2+); when neither names an entry, nothing before the
 //     compaction is kept (FirstKeptSeq = the compaction's Seq), as pi behaves. Read
 //     and modified files come from details unless the compaction was made by a hook.
-//   - Any other type is kept with Type as written and the line in Raw.
+//   - Any other type is kept with Type as written and the line in Raw. (A line
+//     whose "type" comes after strings with escapes, which pi never writes, may
+//     have those strings spelled again: the same JSON.)
 //
 // For v2+ files, which are trees, only the current branch is returned.
 func LoadPiSessionStats(r io.Reader) ([]Entry, LoadStats, error) {
@@ -388,8 +390,9 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 		from = max(from, 1) // the header: the in-order pass reads it as it is
 		var msgs []llm.Message
 		for i := from; i < to; i++ {
-			l, ok := msgjson.DecodePiMessageLineInPlace(lines[i], a)
+			l, ok, slow := msgjson.DecodePiMessageLineInPlace(lines[i], a)
 			if !ok {
+				lines[i] = slow
 				continue
 			}
 			f := &out[i]

@@ -2,6 +2,7 @@ package msgjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -12,19 +13,49 @@ import (
 )
 
 // checkInPlace compares DecodePiMessageLineInPlace with DecodePiMessageLine
-// on line: the same verdict and result, and a line it refuses left as it was.
+// on line: the same verdict and result, and for a line it refuses, a line
+// for the slow path that is the same JSON, in line's memory.
 func checkInPlace(t *testing.T, line []byte) {
 	t.Helper()
 	want, wantOK := DecodePiMessageLine(line)
 	buf := bytes.Clone(line)
 	a := new(Arena)
-	defer a.Release() // the next arena takes its scratch space (with what it held)
-	got, ok := DecodePiMessageLineInPlace(buf, a)
+	defer a.Release()
+	got, ok, slow := DecodePiMessageLineInPlace(buf, a)
 	if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%q: in place = %v, %#v; DecodePiMessageLine = %v, %#v", line, ok, got, wantOK, want)
 	}
-	if !ok && !bytes.Equal(buf, line) {
-		t.Fatalf("%q: refused, but the line was left as %q", line, buf)
+	if !ok {
+		checkSlowLine(t, line, buf, slow)
+	}
+}
+
+// checkSlowLine checks that slow, what DecodePiMessageLineInPlace gave for
+// the slow path after refusing line (decoded in buf), lies at the start of
+// buf and is the same JSON as line: valid or not alike, and the same value.
+func checkSlowLine(t *testing.T, line, buf, slow []byte) {
+	t.Helper()
+	if len(slow) == 0 && len(line) > 0 || len(slow) > 0 && unsafe.SliceData(slow) != unsafe.SliceData(buf) {
+		t.Fatalf("%q: refused, the line for the slow path is not at the start of the line's memory", line)
+	}
+	if json.Valid(slow) != json.Valid(line) {
+		t.Fatalf("%q: refused, and the line for the slow path %q is valid JSON: %v", line, slow, json.Valid(slow))
+	}
+	if !json.Valid(line) {
+		return
+	}
+	value := func(b []byte) any {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber() // as they are written: any size
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, b := value(line), value(slow)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("%q: refused, and the line for the slow path %q holds another value", line, slow)
 	}
 }
 
@@ -34,7 +65,7 @@ func checkInPlace(t *testing.T, line []byte) {
 // cut short — at every offset from an eight-byte word's start.
 func randomJSONText(r *rand.Rand) string {
 	var b strings.Builder
-	pieces := []string{`\n`, `\"`, `\\`, `\/`, `\t`, `\r`, `\b`, `\f`, `\u00e9`, `\u0041`, `\ud83d\ude00`, `é`, `日本`, `\u2028`}
+	pieces := []string{`\n`, `\"`, `\\`, `\/`, `\t`, `\r`, `\b`, `\f`, `\u0000`, `\u001f`, `\u00e9`, `\u0041`, `\ud83d\ude00`, `é`, `日本`, `\u2028`}
 	rare := []string{"\xff", "\x01", "\n", `\ud83d`, `\x`, `\u12`, "\xe6\x97", `\`}
 	for range r.IntN(12) {
 		b.WriteString(strings.Repeat("abcdefghij"[:1+r.IntN(10)], r.IntN(4)))
@@ -85,9 +116,12 @@ func TestInPlaceFixture(t *testing.T) {
 		line = bytes.TrimSpace(line)
 		want, wantOK := DecodePiMessageLine(line)
 		buf := bytes.Clone(line)
-		got, ok := DecodePiMessageLineInPlace(buf, &a)
-		if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) || (!ok && !bytes.Equal(buf, line)) {
+		got, ok, slow := DecodePiMessageLineInPlace(buf, &a)
+		if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) {
 			t.Fatalf("%q: in place %v, want %v", line, ok, wantOK)
+		}
+		if !ok {
+			checkSlowLine(t, line, buf, slow)
 		}
 		if ok {
 			n++
@@ -120,7 +154,7 @@ func BenchmarkInPlaceCode(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
 		copy(buf, line)
-		if _, ok := DecodePiMessageLineInPlace(buf, &a); !ok {
+		if _, ok, _ := DecodePiMessageLineInPlace(buf, &a); !ok {
 			b.Fatal("refused")
 		}
 	}
@@ -211,10 +245,10 @@ func TestInPlaceLongTexts(t *testing.T) {
 // A string with escapes is unescaped over its own bytes in the line: its
 // text lies inside the line and the arena gives no bytes for it. What a line
 // decoded in place holds stays as it was while the arena decodes other lines
-// in place, refused ones (restored from the undo copy) among them.
+// in place, refused ones (spelled again for the slow path) among them.
 func TestInPlaceWritesOverTheLine(t *testing.T) {
 	line := func(text string) []byte {
-		return []byte(`{"id":"e\"1","message":{"role":"user","content":[{"type":"text","text":"` + text + `"}]},"type":"message"}`)
+		return []byte(`{"type":"message","id":"e\"1","message":{"role":"user","content":[{"type":"text","text":"` + text + `"}]}}`)
 	}
 	inside := func(s string, buf []byte) bool {
 		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
@@ -225,7 +259,7 @@ func TestInPlaceWritesOverTheLine(t *testing.T) {
 	defer a.Release()
 	first := line(`a\tb\n\"c\"\u00e9 ` + strings.Repeat(`x\\y`, 40))
 	want, _ := DecodePiMessageLine(first)
-	got, ok := DecodePiMessageLineInPlace(first, &a)
+	got, ok, _ := DecodePiMessageLineInPlace(first, &a)
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("in place = %v, %#v; want %#v", ok, got, want)
 	}
@@ -238,12 +272,17 @@ func TestInPlaceWritesOverTheLine(t *testing.T) {
 	}
 	// Other lines with the same arena: a refused one (a repeated key after
 	// its strings were unescaped) and one decoded.
-	refused := []byte(strings.TrimSuffix(string(line(`p\nq`+strings.Repeat(`\"`, 30))), "}") + `,"type":"message"}`)
+	refused := []byte(strings.TrimSuffix(string(line(`p\nq\/\u00e9`+strings.Repeat(`\"`, 30))), "}") + `,"type":"message"}`)
 	orig := bytes.Clone(refused)
-	if _, ok := DecodePiMessageLineInPlace(refused, &a); ok || !bytes.Equal(refused, orig) {
-		t.Fatalf("a repeated key: ok %v, line left as %q", ok, refused)
+	_, ok, slow := DecodePiMessageLineInPlace(refused, &a)
+	if ok {
+		t.Fatal("a repeated key: decoded")
 	}
-	if _, ok := DecodePiMessageLineInPlace(line(strings.Repeat(`\u0041\/`, 50)), &a); !ok {
+	checkSlowLine(t, orig, refused, slow)
+	if len(slow) >= len(orig) {
+		t.Errorf("the refused line was given back as it was, not spelled again: %q", slow)
+	}
+	if _, ok, _ := DecodePiMessageLineInPlace(line(strings.Repeat(`\u0041\/`, 50)), &a); !ok {
 		t.Fatal("refused")
 	}
 	if !reflect.DeepEqual(got, want) {

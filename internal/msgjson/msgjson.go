@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -112,20 +111,72 @@ func DecodePiMessageLineShared(line []byte, a *Arena) (l PiLine, ok bool) {
 // caller gives up to the result: a string with escapes is unescaped over its
 // own escaped text in line (the text is never longer than its JSON), so that
 // its bytes are neither copied nor allocated. What the decoded line holds
-// points into line, which must not be modified afterwards. When ok is false,
-// line is as it was (what was unescaped is put back from a copy kept in a),
-// ready for the slow path.
-func DecodePiMessageLineInPlace(line []byte, a *Arena) (l PiLine, ok bool) {
-	r := reader{data: line, shared: true, inPlace: true, saved: -1, arena: a}
-	l, ok = r.piLine()
-	if !ok && r.saved >= 0 {
-		copy(line[r.saved:], a.undo)
+// points into line, which must not be modified afterwards.
+//
+// When ok is false, slow is the line for the slow path: line itself, or,
+// when strings of it were unescaped before the decoder gave up, line with
+// those strings escaped again (the same JSON, which may spell their escapes
+// differently, and so be shorter), in line's own memory. Keeping a copy of
+// every line in case it is refused cost more than a tenth of a load.
+func DecodePiMessageLineInPlace(line []byte, a *Arena) (l PiLine, ok bool, slow []byte) {
+	a.spans = a.spans[:0]
+	r := reader{data: line, shared: true, inPlace: true, arena: a}
+	if l, ok = r.piLine(); ok {
+		return l, true, nil
 	}
-	return l, ok
+	if len(a.spans) == 0 {
+		return PiLine{}, false, line
+	}
+	return PiLine{}, false, respell(line, a)
+}
+
+// respell writes line again with the strings in a.spans escaped: each
+// span's text, then line from where its string stopped being read. The
+// text of a span is never longer than what it replaces, escaped again:
+// a character's escape is never longer than the one it came from (control
+// characters, quotes and backslashes came from escapes of at least their
+// length; the rest is written as it is).
+func respell(line []byte, a *Arena) []byte {
+	out := a.scratch[:0]
+	prev := 0
+	for _, s := range a.spans {
+		out = append(out, line[prev:s.start]...)
+		out = appendEscaped(out, line[s.start:s.n])
+		prev = s.rest
+	}
+	out = append(out, line[prev:]...)
+	a.scratch = out[:0]
+	return line[:copy(line, out)]
+}
+
+// appendEscaped appends text as the content of a JSON string.
+func appendEscaped(dst, text []byte) []byte {
+	const hex = "0123456789abcdef"
+	for _, c := range text {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool) {
-	r := reader{data: line, shared: shared, saved: -1, arena: a}
+	r := reader{data: line, shared: shared, arena: a}
 	return r.piLine()
 }
 
@@ -142,7 +193,9 @@ func (r *reader) piLine() (l PiLine, ok bool) {
 		switch string(k) {
 		case "type":
 			bit = 1
-			isMessage = r.str() == "message"
+			if isMessage = r.str() == "message"; !isMessage {
+				return l, false // before any string is unescaped when "type" comes first, as pi writes it
+			}
 		case "id":
 			bit = 2
 			if r.null() {
@@ -656,9 +709,11 @@ type Arena struct {
 	usages []llm.Usage
 	costs  []llm.Cost
 	strs   []string
-	// undo holds the original bytes of a line being decoded in place, from
-	// its first unescaped string on (DecodePiMessageLineInPlace).
-	undo []byte
+	// spans are the strings of the line being decoded in place that were
+	// unescaped, and scratch the space respell writes a refused line in
+	// (DecodePiMessageLineInPlace).
+	spans   []span
+	scratch []byte
 	// exact, when not 0, is the size of the only chunk of bytes needed: the
 	// decoded input's length, which bounds what is taken from it (the
 	// non-shared decoders, one arena per message).
@@ -759,29 +814,11 @@ func (a *Arena) blocks(bs []llm.Content) []llm.Content {
 	return a.contents[start:len(a.contents):len(a.contents)]
 }
 
-// undoPool keeps the scratch space of released arenas (Arena.Release): a
-// load's workers need it again for every session.
-var undoPool sync.Pool
-
-// Release gives the arena's scratch space (the copy DecodePiMessageLineInPlace
-// keeps of a line) back for other arenas to use. What the arena handed out
-// stays valid; the arena may be used again.
+// Release lets go of the arena's scratch space (what DecodePiMessageLineInPlace
+// needs per line). What the arena handed out stays valid; the arena may be
+// used again.
 func (a *Arena) Release() {
-	if cap(a.undo) > 0 {
-		b := a.undo[:0]
-		undoPool.Put(&b)
-		a.undo = nil
-	}
-}
-
-// keepUndo copies b to a.undo, taking released scratch space first.
-func (a *Arena) keepUndo(b []byte) {
-	if a.undo == nil {
-		if p, ok := undoPool.Get().(*[]byte); ok {
-			a.undo = *p
-		}
-	}
-	a.undo = append(a.undo[:0], b...)
+	a.spans, a.scratch = nil, nil
 }
 
 // arenaSmall is the number of small objects of a kind in a slab.

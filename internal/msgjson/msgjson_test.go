@@ -408,7 +408,7 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 		withParent := append([]byte(`{"parentId":"p\"`+strconv.Itoa(len(lines))+`",`), line[1:]...)
 		wp := w
 		wp.ParentID = new(`p"` + strconv.Itoa(len(lines)))
-		p, ok := DecodePiMessageLineInPlace(withParent, &c)
+		p, ok, _ := DecodePiMessageLineInPlace(withParent, &c)
 		if !ok {
 			t.Fatalf("the in-place decoder refused a line the others took: %q", line)
 		}

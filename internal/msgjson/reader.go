@@ -27,10 +27,9 @@ type reader struct {
 	// strings and raw values without escapes then point into it.
 	shared bool
 	// inPlace says that data belongs to the result: strings with escapes
-	// are unescaped over their own bytes (see unescapeInPlace). saved is
-	// where arena.undo's copy of data starts (-1: nothing changed yet).
+	// are unescaped over their own bytes (see unescapeInPlace), each
+	// recorded in arena.spans.
 	inPlace bool
-	saved   int
 	arena   *Arena // what is built or copied comes from here
 	// strStart is where the content of the last string scanString read
 	// starts in data.
@@ -477,19 +476,16 @@ func (r *reader) unescapeFrom(start, e int) string {
 
 // unescapeInPlace is unescapeFrom writing the text over the string's own
 // bytes in data: the text of an escape is shorter than the escape, so the
-// write position n never passes the read position i. Before the first change
-// to data, the rest of it is copied to arena.undo, from which a failed decode
-// restores it. Eight bytes are stored whole only when all eight were read
-// (they then land on bytes already read); the plain bytes before an escape
-// are merged into the word at n, leaving the unread bytes it covers as they
-// were.
+// write position n never passes the read position i. Eight bytes are stored
+// whole only when all eight were read (they then land on bytes already
+// read); the plain bytes before an escape are merged into the word at n,
+// leaving the unread bytes it covers as they were. So from i on, data is as
+// it was, also when the string fails: each string is recorded in
+// arena.spans with its text so far and where reading stopped, from which
+// DecodePiMessageLineInPlace spells a refused line again.
 func (r *reader) unescapeInPlace(start, e int) string {
 	const highs = 0x8080808080808080
 	d := r.data
-	if r.saved < 0 {
-		r.arena.keepUndo(d[start:])
-		r.saved = start
-	}
 	hi := uint64(0)
 	if !isASCII(d[start:e]) {
 		hi = highs
@@ -497,12 +493,12 @@ func (r *reader) unescapeInPlace(start, e int) string {
 	n, i := e, e
 	for {
 		if i >= len(d) {
-			r.bad()
-			return ""
+			return r.failInPlace(start, n, i)
 		}
 		switch c := d[i]; {
 		case c == '"':
 			r.pos = i + 1
+			r.arena.spans = append(r.arena.spans, span{start, n, i})
 			text := d[start:n]
 			if hi&highs != 0 && !utf8.Valid(text) {
 				r.bad()
@@ -514,21 +510,18 @@ func (r *reader) unescapeInPlace(start, e int) string {
 			return unsafe.String(unsafe.SliceData(text), len(text))
 		case c == '\\':
 			if i+1 >= len(d) {
-				r.bad()
-				return ""
+				return r.failInPlace(start, n, i)
 			}
 			// decodeEscape reads the whole escape before it writes, and
 			// writes fewer bytes than it reads.
 			w, k := decodeEscape(d[n:], d[i:])
 			if k == 0 {
-				r.bad()
-				return ""
+				return r.failInPlace(start, n, i)
 			}
 			n += w
 			i += k
 		case c < 0x20:
-			r.bad()
-			return ""
+			return r.failInPlace(start, n, i)
 		default:
 			d[n] = c
 			hi |= uint64(c)
@@ -583,6 +576,19 @@ func (r *reader) unescapeInPlace(start, e int) string {
 			}
 		}
 	}
+}
+
+// span is a string unescapeInPlace wrote over: its text is data[start:n],
+// and data from rest on is as it was (the closing quote, or where a failed
+// string stopped being read).
+type span struct{ start, n, rest int }
+
+// failInPlace fails the reader in a string unescapeInPlace was writing,
+// recording how far it got.
+func (r *reader) failInPlace(start, n, i int) string {
+	r.arena.spans = append(r.arena.spans, span{start, n, i})
+	r.bad()
+	return ""
 }
 
 // load8 and store8 read and write the eight bytes at p+i as a little-endian
