@@ -37,11 +37,17 @@ type intakeGate struct {
 // stopper is a timer as the gate uses it.
 type stopper interface{ Stop() bool }
 
-// The intake gate's defaults: a burst's messages are read a fraction of a
-// millisecond apart; a new thread waits a quarter second at most.
+// The intake gate's defaults: a new thread waits a quarter second at most.
+// A burst's messages are read a fraction of a millisecond apart, but the one
+// goroutine that reads and decodes them (slack-go's) can wait for a CPU
+// longer than that: the Go scheduler lets a busy goroutine run 10 ms before
+// it preempts it, and on shared cores the process itself waits its turn. A
+// 5 ms linger opened the gate in the middle of bursts (one core: after 11–27
+// ms of a 70–120 ms burst), and the threads it let go took the CPU from the
+// acknowledgements still to come; the linger outlasts two time slices.
 const (
 	intakeMaxHold = 250 * time.Millisecond
-	intakeLinger  = 5 * time.Millisecond
+	intakeLinger  = 25 * time.Millisecond
 )
 
 func newIntakeGate(maxHold, linger time.Duration) *intakeGate {

@@ -172,6 +172,64 @@ func TestIntakeGate(t *testing.T) {
 	noTimers("the end")
 }
 
+// clockTimers is a clock whose timers fire as the test moves it on.
+type clockTimers struct {
+	now    time.Time
+	timers []*clockTimer
+}
+
+type clockTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func (t *clockTimer) Stop() bool { t.stopped = true; return true }
+
+func (c *clockTimers) after(d time.Duration, f func()) stopper {
+	t := &clockTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// advance moves the clock on by d and fires the timers due by then.
+func (c *clockTimers) advance(d time.Duration) {
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if !t.stopped && !t.at.After(c.now) {
+			t.stopped = true
+			t.f()
+		}
+	}
+}
+
+// TestIntakeGateHoldsWhileTheReaderWaitsForACPU: a burst whose messages
+// reach the handler 12 ms apart (the goroutine reading them waited out
+// another's 10 ms time slice) is still one burst: new threads wait until it
+// is over, with the gate's defaults. With a 5 ms linger each message was
+// taken for a lone one and let its thread start in the middle of the burst.
+func TestIntakeGateHoldsWhileTheReaderWaitsForACPU(t *testing.T) {
+	c := &clockTimers{now: time.Unix(1000, 0)}
+	g := newIntakeGate(intakeMaxHold, intakeLinger)
+	g.now = func() time.Time { return c.now }
+	g.after = c.after
+	g.enter()
+	g.leave() // the burst's first message: nothing before it, its thread starts
+	for i := range 15 {
+		c.advance(12 * time.Millisecond)
+		g.enter()
+		c.advance(200 * time.Microsecond)
+		g.leave()
+		if g.isOpen() {
+			t.Fatalf("message %d of a burst, 12 ms after the last: the gate is open, want shut until the burst is over", i+2)
+		}
+	}
+	c.advance(intakeLinger)
+	if !g.isOpen() {
+		t.Errorf("the gate is shut %v after the burst's last message, want open", intakeLinger)
+	}
+}
+
 // acceptStore counts the writes accepting input makes, and can hold a new
 // thread's first message in AcceptInboundInThread.
 type acceptStore struct {
