@@ -379,11 +379,13 @@ func (r *reader) str() string {
 
 // special returns, for eight bytes of a string, a word whose lowest set bit
 // is the high bit of the first quote, backslash or control character (bits
-// above it may be set by borrows).
+// above it may be set by borrows). A byte is a quote or a control character
+// when, with its bit 1 flipped, it is below 0x21 (the flip moves the quote
+// to 0x20 and keeps 0x00–0x1f below it): one test for both.
 func special(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q, b := w^(ones*'"'), w^(ones*'\\')
-	return ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
+	x, b := w^(ones*0x02), w^(ones*'\\')
+	return ((x-ones*0x21)&^x | (b-ones)&^b) & highs
 }
 
 // unescapeFrom reads the rest of a string whose content starts at start and
