@@ -150,6 +150,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	log.Info("starting threadsmith", "config", cfg.Redacted())
 	hardenProcess(cfg, log)
+	keepHeapFloor(log)
 	m.Metrics = ops.NewMetrics(buildInfo())
 	sb, err := m.openSandbox(cfg)
 	if err != nil {
