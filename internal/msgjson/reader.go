@@ -446,33 +446,38 @@ func (r *reader) unescapeFrom(start, e int) string {
 		if i+8 <= len(d) && len(dst)-n < 8 {
 			dst = r.arena.grow(dst, n, limit)
 		}
-		// src and out shrink from the front as the text is read and
-		// written, which spares the loop its bounds checks.
-		src, out := d[i:], dst[n:]
-		for len(src) >= 8 && len(out) >= 8 {
-			w := binary.LittleEndian.Uint64(src)
-			binary.LittleEndian.PutUint64(out, w)
+		// Eight bytes at a time through pointers, as in unescapeInPlace
+		// (i+8 <= len(d) and n+8 <= len(dst) bound them), with the usual
+		// escapes, one after another, stepped over in the loop.
+		p, q := unsafe.Pointer(unsafe.SliceData(d)), unsafe.Pointer(unsafe.SliceData(dst))
+	words:
+		for lastI, lastN := len(d)-8, len(dst)-8; i <= lastI && n <= lastN; {
+			w := load8(p, i)
+			store8(q, n, w)
 			m := special(w)
 			if m == 0 {
 				hi |= w
-				src, out = src[8:], out[8:]
+				i, n = i+8, n+8
 				continue
 			}
-			j := bits.TrailingZeros64(m) / 8 & 7 // m is not 0: j < 8
-			hi |= w & (1<<(8*j) - 1)
-			src, out = src[j:], out[j:]
-			// The usual escapes without leaving the loop (out has room:
-			// 8 bytes were free before the j written).
-			if len(src) >= 2 && src[0] == '\\' {
-				if c := unescaped[src[1]]; c != 0 {
-					out[0] = c
-					src, out = src[2:], out[1:]
-					continue
+			hi |= w & ((m&-m)>>7 - 1) // the plain bytes before the first special one
+			j := bits.TrailingZeros64(m) >> 3
+			i, n = i+j, n+j // n < len(dst): eight bytes were free
+			for {
+				if at(p, i) != '\\' || i+1 >= len(d) {
+					break words
+				}
+				c := unescaped[at(p, i+1)]
+				if c == 0 {
+					break words
+				}
+				*(*byte)(unsafe.Add(q, n)) = c
+				i, n = i+2, n+1
+				if i >= len(d) || n >= len(dst) || at(p, i) != '\\' {
+					break
 				}
 			}
-			break
 		}
-		i, n = len(d)-len(src), len(dst)-len(out)
 	}
 }
 
