@@ -158,9 +158,13 @@ func String(src []byte, i int) (int, Str) {
 }
 
 // special returns a word with the high bit set in each byte of w that is a
-// quote, a backslash or a control character; exactly those (no borrows).
+// quote, a backslash or a control character; exactly those (no borrows). A
+// byte is a quote or a control character when, with its bit 1 flipped, it
+// is below 0x21 (the flip moves the quote to 0x20 and keeps 0x00–0x1f below
+// it): one test for both.
 func special(w uint64) uint64 {
-	return zeros(w^(ones*'"')) | zeros(w^(ones*'\\')) | controls(w)
+	x := w ^ (ones * 0x02)
+	return ^((x&lows + ones*(0x80-0x21)) | x) & highs | zeros(w^(ones*'\\'))
 }
 
 // zeros sets the high bit of each zero byte of x, exactly: adding 0x7f to a

@@ -1,6 +1,8 @@
 package jsonscan
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -95,4 +97,31 @@ func FuzzString(f *testing.F) {
 		}
 		check(t, src, i)
 	})
+}
+
+// special marks exactly the quotes, backslashes and control characters of a
+// word: every byte value at every position, among random bytes.
+func TestSpecialIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 9))
+	for pos := range 8 {
+		for v := range 256 {
+			for range 8 {
+				var b [8]byte
+				for k := range b {
+					b[k] = byte(r.IntN(256))
+				}
+				b[pos] = byte(v)
+				m := special(binary.LittleEndian.Uint64(b[:]))
+				for k, c := range b {
+					want := c == '"' || c == '\\' || c < 0x20
+					if got := m>>(8*k+7)&1 == 1; got != want {
+						t.Fatalf("%q: byte %d marked %v, want %v", b, k, got, want)
+					}
+				}
+				if m&^highs != 0 {
+					t.Fatalf("%q: bits other than the bytes' high bits set: %#x", b, m)
+				}
+			}
+		}
+	}
 }
