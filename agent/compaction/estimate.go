@@ -155,6 +155,18 @@ func utf8Units[T ~string | ~[]byte](s T) (adjust int, nonASCII bool) {
 		}
 		s = s[64:]
 	}
+	if !nonASCII && len(s) >= 8 {
+		// ASCII so far: the rest is too when its words and its last
+		// eight bytes (read again in part) are, which spares the byte
+		// loop below and its branches.
+		w := le64(s[len(s)-8:])
+		for t := s; len(t) >= 8; t = t[8:] {
+			w |= le64(t[0:8])
+		}
+		if w&highs == 0 {
+			return 0, false
+		}
+	}
 	for len(s) >= 8 {
 		if w := le64(s[0:8]); w&highs != 0 {
 			nonASCII = true

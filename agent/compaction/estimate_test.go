@@ -118,7 +118,8 @@ func TestShouldCompact(t *testing.T) {
 // (invalid bytes become one U+FFFD each, as []rune does).
 func FuzzUTF16Len(f *testing.F) {
 	for _, seed := range []string{"", "abc", "héllo wörld, a longer line of text ✓ ✓ ✓ 😀😀😀 and more ASCII after it",
-		strings.Repeat("ü", 40), strings.Repeat("😀", 17) + "x", "a\xffb\xf0\x9f\x98", "\xf0\x9f\x98\x80\x80\x80\x80\x80" + strings.Repeat("a", 40)} {
+		strings.Repeat("ü", 40), strings.Repeat("😀", 17) + "x", "a\xffb\xf0\x9f\x98", "\xf0\x9f\x98\x80\x80\x80\x80\x80" + strings.Repeat("a", 40),
+		strings.Repeat("a", 70) + "é", strings.Repeat("b", 64) + "\xff" + strings.Repeat("c", 9)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
