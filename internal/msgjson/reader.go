@@ -463,19 +463,11 @@ func (r *reader) unescapeFrom(start, e int) string {
 			hi |= w & ((m&-m)>>7 - 1) // the plain bytes before the first special one
 			j := bits.TrailingZeros64(m) >> 3
 			i, n = i+j, n+j // n < len(dst): eight bytes were free
-			for {
-				if at(p, i) != '\\' || i+1 >= len(d) {
-					break words
-				}
-				c := unescaped[at(p, i+1)]
-				if c == 0 {
-					break words
-				}
-				*(*byte)(unsafe.Add(q, n)) = c
-				i, n = i+2, n+1
-				if i >= len(d) || n >= len(dst) || at(p, i) != '\\' {
-					break
-				}
+			var stop bool
+			// Each escape writes one byte for two read: reading stops
+			// where writing would pass dst's end.
+			if i, n, stop = escapes(p, q, min(len(d), i+2*(len(dst)-n)), i, n); stop {
+				break words
 			}
 		}
 	}
@@ -564,25 +556,35 @@ func (r *reader) unescapeInPlace(start, e int) string {
 			}
 			j := bits.TrailingZeros64(m) >> 3
 			i, n = i+j, n+j
-			// d[i] is the special byte (i < len(d)). The usual escapes,
-			// one after another as in indented code, without going back
-			// to the words.
-			for {
-				if at(p, i) != '\\' || i+1 >= len(d) {
-					break words
-				}
-				c := unescaped[at(p, i+1)]
-				if c == 0 {
-					break words
-				}
-				*(*byte)(unsafe.Add(p, n)) = c
-				i, n = i+2, n+1
-				if i >= len(d) || at(p, i) != '\\' {
-					break
-				}
+			// d[i] is the special byte (i < len(d)); n < i leaves room.
+			var stop bool
+			if i, n, stop = escapes(p, p, len(d), i, n); stop {
+				break words
 			}
 		}
 	}
+}
+
+// escapes writes the text of the usual escapes that start at p+i, one after
+// another as in indented code, at q+n, sparing the word loops of
+// unescapeFrom and unescapeInPlace a word per escape. It reads below p+end,
+// and so writes fewer than (end-i)/2 bytes, which the caller makes fit. It
+// returns where reading and writing stopped, and stop when a special byte
+// the loops must leave to their switch comes first (a quote, a control
+// character, another escape, one cut by end).
+func escapes(p, q unsafe.Pointer, end, i, n int) (int, int, bool) {
+	for i+1 < end && at(p, i) == '\\' {
+		c := unescaped[at(p, i+1)]
+		if c == 0 {
+			break
+		}
+		*(*byte)(unsafe.Add(q, n)) = c
+		i, n = i+2, n+1
+		if i >= end || at(p, i) != '\\' {
+			return i, n, false
+		}
+	}
+	return i, n, true
 }
 
 // span is a string unescapeInPlace wrote over: its text is data[start:n],
