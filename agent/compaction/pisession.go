@@ -127,8 +127,11 @@ func parseLines(lines [][]byte) ([]Entry, LoadStats, error) {
 			parents = append(parents, f.parent)
 			continue
 		}
-		var pe piEntry
-		err := json.Unmarshal(line, &pe)
+		pe, err := fast[i].pe, fast[i].err
+		if pe == nil {
+			pe = new(piEntry)
+			err = json.Unmarshal(line, pe)
+		}
 		validJSON := err == nil || !isSyntaxError(err)
 		if validJSON {
 			index++
@@ -172,7 +175,7 @@ func parseLines(lines [][]byte) ([]Entry, LoadStats, error) {
 				s, ok := seqOfID[id]
 				return s, ok
 			}
-			e, ok, unknown := convertPiEntry(&pe, line, seq, seqOf)
+			e, ok, unknown := convertPiEntry(pe, line, seq, seqOf)
 			switch {
 			case !ok:
 				st.Malformed++
@@ -209,13 +212,20 @@ func linear(ids []string, parents []*string) bool {
 	return true
 }
 
-// fastLine is a message line decoded ahead of the in-order pass.
+// fastLine is a line decoded ahead of the in-order pass.
 type fastLine struct {
 	decoded   bool // the fast path decided; otherwise the line is decoded in order
 	malformed bool // valid JSON, but not a message compaction can use
 	entry     Entry
 	id        string
 	parent    *string
+	// pe and err are encoding/json's reading of a line the fast path
+	// refused (a compaction, a model change, a message it does not take),
+	// made by the same worker when pe is not nil: the in-order pass only
+	// converts it. A generated session's 22 compactions, read in order,
+	// were most of that pass.
+	pe  *piEntry
+	err error
 }
 
 // fastPath is turned off by a test that compares with encoding/json alone.
@@ -391,11 +401,13 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 		var msgs []llm.Message
 		for i := from; i < to; i++ {
 			l, ok, slow := msgjson.DecodePiMessageLineInPlace(lines[i], a)
+			f := &out[i]
 			if !ok {
 				lines[i] = slow
+				f.pe = new(piEntry)
+				f.err = json.Unmarshal(slow, f.pe)
 				continue
 			}
-			f := &out[i]
 			f.decoded = true
 			m, err := fromPiMessage(l.Message)
 			if err != nil {
