@@ -449,3 +449,69 @@ func TestLoadPiSessionReadsLargeSessionsAtOffsets(t *testing.T) {
 		t.Errorf("a small session was read with %d ReadAt calls, want 0", n)
 	}
 }
+
+// growing is a session file that is appended to while it is read: its size,
+// taken first (Len), is the session's; reads at offsets and reads on from its
+// end see the appended lines, as with a real file.
+type growing struct {
+	all  []byte // the session and what was appended
+	size int    // the session's size when its length was taken
+	pos  int64
+}
+
+func (g *growing) Len() int { return g.size - int(g.pos) }
+
+func (g *growing) ReadAt(p []byte, off int64) (int, error) {
+	return bytes.NewReader(g.all).ReadAt(p, off)
+}
+
+func (g *growing) Read(p []byte) (int, error) {
+	n, err := g.ReadAt(p, g.pos)
+	g.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (g *growing) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		g.pos = off
+	case io.SeekCurrent:
+		g.pos += off
+	default:
+		g.pos = int64(len(g.all)) + off
+	}
+	return g.pos, nil
+}
+
+// A session that grows while it is read in parts gives the entries of the
+// whole file, whether the growth starts a line, ends one or is a newline.
+func TestLoadPiSessionThatGrowsWhileRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var gen bytes.Buffer
+	if err := sessiongen.WritePi(&gen, sessiongen.Entries(7, 1200)); err != nil {
+		t.Fatal(err)
+	}
+	data := gen.Bytes()
+	if data[len(data)-1] != '\n' {
+		t.Fatal("the session does not end with a newline")
+	}
+	last := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1 // where its last line starts
+	want, err := LoadPiSession(io.MultiReader(bytes.NewReader(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file when its size was taken: without its last line, cut in
+	// the middle of it, without the final newline.
+	for _, size := range []int{last, last + (len(data)-last)/2, len(data) - 1} {
+		if size < 2*parallelBytes {
+			t.Fatalf("a %d-byte session is not read in parts", size)
+		}
+		got, err := LoadPiSession(&growing{all: bytes.Clone(data), size: size})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("grown from %d to %d bytes: %d entries, %v; want %d", size, len(data), len(got), err, len(want))
+		}
+	}
+}
