@@ -123,6 +123,8 @@ func oneLine(s string, max int) string {
 
 func shortDuration(d time.Duration) string {
 	switch {
+	case d < time.Millisecond:
+		return "<1ms"
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < time.Minute:
@@ -170,7 +172,7 @@ type runStats struct {
 func footer(st runStats, end time.Time, contextTokens, window int, priced bool) string {
 	in := st.usage.Input + st.usage.CacheRead + st.usage.CacheWrite
 	parts := []string{
-		"⏱ " + shortDuration(end.Sub(st.started).Round(100*time.Millisecond)),
+		"⏱ " + shortDuration(end.Sub(st.started)),
 		fmt.Sprintf("%s in / %s out", tokens(in), tokens(st.usage.Output)),
 	}
 	if window > 0 {

@@ -92,6 +92,12 @@ func TestFooter(t *testing.T) {
 	if got := footer(runStats{started: start}, start.Add(1500*time.Millisecond), 10, 0, false); got != "_⏱ 1.5s · 0 in / 0 out_" {
 		t.Errorf("footer without a known window = %q, want no context part", got)
 	}
+	// A quick run (a local model, a cached reply) says how quick, not 0ms.
+	for d, want := range map[time.Duration]string{42 * time.Millisecond: "42ms", 300 * time.Microsecond: "<1ms", 999 * time.Millisecond: "999ms"} {
+		if got := footer(runStats{started: start}, start.Add(d), 10, 0, false); got != "_⏱ "+want+" · 0 in / 0 out_" {
+			t.Errorf("footer of a %v run = %q, want ⏱ %s", d, got, want)
+		}
+	}
 }
 
 func TestPriceCost(t *testing.T) {
