@@ -164,7 +164,7 @@ func String(src []byte, i int) (int, Str) {
 // it): one test for both.
 func special(w uint64) uint64 {
 	x := w ^ (ones * 0x02)
-	return ^((x&lows + ones*(0x80-0x21)) | x) & highs | zeros(w^(ones*'\\'))
+	return ^((x&lows+ones*(0x80-0x21))|x)&highs | zeros(w^(ones*'\\'))
 }
 
 // zeros sets the high bit of each zero byte of x, exactly: adding 0x7f to a
