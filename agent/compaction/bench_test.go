@@ -93,34 +93,45 @@ func BenchmarkEstimateTokensByRole(b *testing.B) {
 }
 
 // BenchmarkLoadPiSession reads the 2.3 MB fixture file.
-func BenchmarkLoadPiSession(b *testing.B) {
+func BenchmarkLoadPiSession(b *testing.B) { benchLoad(b, fixtureBytes(b)) }
+
+// fixtureBytes returns the fixture session file.
+func fixtureBytes(b *testing.B) []byte {
 	data, err := os.ReadFile("testdata/before-compaction.jsonl")
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchLoad(b, data)
+	return data
 }
 
-// benchLoad times LoadPiSession of data from a bytes.Reader. Both load
-// benchmarks report, next to the mean (ns/op), the median load (median-ms),
-// the figure pi's anchor gives for its loads (load_median_ms): a load that a
-// collection lands in lifts the mean, not the median.
+// benchLoad times LoadPiSession of data from a bytes.Reader.
 func benchLoad(b *testing.B, data []byte) {
+	benchLoads(b, data, nil, func() error {
+		_, err := LoadPiSession(bytes.NewReader(data))
+		return err
+	})
+}
+
+// benchLoads times load, a load of data, after prepare (if not nil) with
+// the clock stopped. Next to the mean (ns/op) it reports the median load
+// (median-ms), the figure pi's anchor gives for its loads (load_median_ms):
+// a load that a collection lands in lifts the mean, not the median.
+func benchLoads(b *testing.B, data []byte, prepare func(), load func() error) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var times []time.Duration
 	for b.Loop() {
+		if prepare != nil {
+			b.StopTimer()
+			prepare()
+			b.StartTimer()
+		}
 		t := time.Now()
-		if _, err := LoadPiSession(bytes.NewReader(data)); err != nil {
+		if err := load(); err != nil {
 			b.Fatal(err)
 		}
 		times = append(times, time.Since(t))
 	}
-	reportMedian(b, times)
-}
-
-// reportMedian reports the median of times in milliseconds.
-func reportMedian(b *testing.B, times []time.Duration) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
 }
@@ -128,33 +139,17 @@ func reportMedian(b *testing.B, times []time.Duration) {
 // BenchmarkParsePiSession parses the fixture already in memory, the
 // operation pi's anchor times as its load (parseSessionEntries of the file's
 // text, read before the clock starts).
-func BenchmarkParsePiSession(b *testing.B) {
-	data, err := os.ReadFile("testdata/before-compaction.jsonl")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchParse(b, data)
-}
+func BenchmarkParsePiSession(b *testing.B) { benchParse(b, fixtureBytes(b)) }
 
 // benchParse times ParsePiSession of data. ParsePiSession takes the bytes it
 // parses, so each parse gets a fresh copy in one buffer, made with the clock
 // stopped, as pi's text is in memory before its clock starts.
 func benchParse(b *testing.B, data []byte) {
 	buf := make([]byte, len(data))
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	var times []time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		copy(buf, data)
-		b.StartTimer()
-		t := time.Now()
-		if _, err := ParsePiSession(buf); err != nil {
-			b.Fatal(err)
-		}
-		times = append(times, time.Since(t))
-	}
-	reportMedian(b, times)
+	benchLoads(b, data, func() { copy(buf, data) }, func() error {
+		_, err := ParsePiSession(buf)
+		return err
+	})
 }
 
 // BenchmarkArgumentsLength compares the length-only scanner EstimateTokens uses
