@@ -329,3 +329,46 @@ func TestSpecialFindsTheFirstSpecialByte(t *testing.T) {
 		}
 	}
 }
+
+// key reads a plain key in one step and checks the others as a string:
+// invalid UTF-8, an escape or a control character fails the reader.
+func TestKey(t *testing.T) {
+	const value = `1234567890` // the value after it: the word after the quote is whole
+	for in, want := range map[string]string{`"type":`: "type", `"":`: "", `"toolCallIdx1":`: "toolCallIdx1", `"é":`: "é", `"a" :`: "a", `"abcdefghijklmnopq":`: "abcdefghijklmnopq", `"abcdefghijklmno":`: "abcdefghijklmno"} {
+		for _, in := range []string{in, in + value} {
+			r := reader{data: []byte(in)}
+			if k := r.key(); r.fail || string(k) != want {
+				t.Errorf("key of %q = %q (failed: %v), want %q", in, k, r.fail, want)
+			}
+		}
+	}
+	for _, in := range []string{"\"\xff\":", "\"a\xff\":", `"a\"b":`, "\"a\x01\":", `"abc"`, `"abc",`, "\"toolCallId\xff\":", "\"toolCall\x01\":"} {
+		for _, in := range []string{in, in + value} {
+			r := reader{data: []byte(in)}
+			if k := r.key(); !r.fail {
+				t.Errorf("key of %q = %q, want the reader failed", in, k)
+			}
+		}
+	}
+}
+
+// key returns exactly the key and moves past its ':' whatever follows:
+// keys of every length up to 20, then random bytes full of quotes and
+// colons where the one-step read must not look.
+func TestKeyEveryLength(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 10))
+	const tailBytes = `":a,1 "`
+	for n := range 21 {
+		for range 200 {
+			key := strings.Repeat("k", n)
+			tail := make([]byte, 24)
+			for i := range tail {
+				tail[i] = tailBytes[r.IntN(len(tailBytes))]
+			}
+			rd := reader{data: append([]byte(`"`+key+`":`), tail...)}
+			if k := rd.key(); rd.fail || string(k) != key || rd.pos != n+3 {
+				t.Fatalf("key of %q = %q at %d (failed: %v), want %q at %d", rd.data, k, rd.pos, rd.fail, key, n+3)
+			}
+		}
+	}
+}

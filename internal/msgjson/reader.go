@@ -101,6 +101,25 @@ func (r *reader) more(c byte, first *bool) bool {
 // key reads an object key and the ':' after it. Keys with escapes go to
 // encoding/json (which would unescape them before matching).
 func (r *reader) key() []byte {
+	// Nearly every key is up to 16 ASCII letters right after the '{' or
+	// ',' and right before its ':': two words after the quote tell its end
+	// (i+18 <= len(d): the quote after them is in d too).
+	if d, i := r.data, r.pos; !r.fail && i+18 <= len(d) && d[i] == '"' {
+		const highs = 0x8080808080808080
+		p := unsafe.Pointer(unsafe.SliceData(d))
+		w0, w1 := load8(p, i+1), load8(p, i+9)
+		m0, m1 := special(w0), special(w1)
+		// Without a branch on which word ends it (keys of 8 letters and
+		// more are common): z is 1 when the first word has no special
+		// byte, and then all of it is plain.
+		z := ((m0 - 1) &^ m0) >> 63
+		j := bits.TrailingZeros64(m0)>>3 + int(z)*(bits.TrailingZeros64(m1)>>3)
+		hi := w0&((m0&-m0)>>7-1) | w1&((m1&-m1)>>7-1)&-z
+		if e := i + 1 + j; at(p, e) == '"' && hi&highs == 0 && e+1 < len(d) && at(p, e+1) == ':' {
+			r.pos = e + 2
+			return d[i+1 : e]
+		}
+	}
 	raw, esc := r.rawString(true)
 	if esc {
 		r.bad()
