@@ -429,9 +429,7 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if size < parallelBytes || workers == 1 {
-		a := new(msgjson.Arena)
-		decode(0, len(lines), a)
-		a.Release()
+		decode(0, len(lines), new(msgjson.Arena))
 		return out
 	}
 	// Chunks of lines handed out in order; many more chunks than workers
@@ -442,7 +440,6 @@ func decodeMessageLines(lines [][]byte) []fastLine {
 	for range workers {
 		wg.Go(func() {
 			a := new(msgjson.Arena)
-			defer a.Release()
 			for {
 				from := int(next.Add(chunk)) - chunk
 				if from >= len(lines) {

@@ -22,7 +22,6 @@ func checkInPlace(t *testing.T, line []byte) {
 	want, wantOK := DecodePiMessageLine(line)
 	buf := bytes.Clone(line)
 	a := new(Arena)
-	defer a.Release()
 	got, ok, slow := DecodePiMessageLineInPlace(buf, a)
 	if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%q: in place = %v, %#v; DecodePiMessageLine = %v, %#v", line, ok, got, wantOK, want)
@@ -258,7 +257,6 @@ func TestInPlaceWritesOverTheLine(t *testing.T) {
 		return p >= b && p+uintptr(len(s)) <= b+uintptr(len(buf))
 	}
 	var a Arena
-	defer a.Release()
 	first := line(`a\tb\n\"c\"\u00e9 ` + strings.Repeat(`x\\y`, 40))
 	want, _ := DecodePiMessageLine(first)
 	got, ok, _ := DecodePiMessageLineInPlace(first, &a)

@@ -814,13 +814,6 @@ func (a *Arena) blocks(bs []llm.Content) []llm.Content {
 	return a.contents[start:len(a.contents):len(a.contents)]
 }
 
-// Release lets go of the arena's scratch space (what DecodePiMessageLineInPlace
-// needs per line). What the arena handed out stays valid; the arena may be
-// used again.
-func (a *Arena) Release() {
-	a.spans, a.scratch = nil, nil
-}
-
 // arenaSmall is the number of small objects of a kind in a slab.
 const arenaSmall = 128
 

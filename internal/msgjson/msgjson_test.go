@@ -392,7 +392,6 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 	var lines, inPlace []PiLine
 	var want, wantInPlace []PiLine
 	var b, c Arena // c: in place, as LoadPiSession decodes
-	defer c.Release()
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimSpace(line)
 		l, ok := DecodePiMessageLineShared(line, &b)
