@@ -98,17 +98,12 @@ type PiLine struct {
 // other line, or when the fast path cannot decide: the caller then decodes it
 // with encoding/json.
 func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
-	return decodePiMessageLine(line, false, &Arena{exact: len(line)})
+	r := reader{data: line, arena: &Arena{exact: len(line)}}
+	return r.piLine()
 }
 
-// DecodePiMessageLineShared is DecodePiMessageLine for a line that nobody
-// modifies afterwards, with UnmarshalMessageShared's sharing of memory.
-func DecodePiMessageLineShared(line []byte, a *Arena) (l PiLine, ok bool) {
-	return decodePiMessageLine(line, true, a)
-}
-
-// DecodePiMessageLineInPlace is DecodePiMessageLineShared for a line the
-// caller gives up to the result: a string with escapes is unescaped over its
+// DecodePiMessageLineInPlace is DecodePiMessageLine for a line the caller
+// gives up to the result, sharing its memory as UnmarshalMessageShared does: a string with escapes is unescaped over its
 // own escaped text in line (the text is never longer than its JSON), so that
 // its bytes are neither copied nor allocated. What the decoded line holds
 // points into line, which must not be modified afterwards.
@@ -173,11 +168,6 @@ func appendEscaped(dst, text []byte) []byte {
 		}
 	}
 	return dst
-}
-
-func decodePiMessageLine(line []byte, shared bool, a *Arena) (l PiLine, ok bool) {
-	r := reader{data: line, shared: shared, arena: a}
-	return r.piLine()
 }
 
 // piLine reads a pi session line of type "message" (see DecodePiMessageLine).
