@@ -167,6 +167,17 @@ func special(w uint64) uint64 {
 	return ^((x&lows+ones*(0x80-0x21))|x)&highs | zeros(w^(ones*'\\'))
 }
 
+// FirstSpecial returns, for eight bytes of a string, a word whose lowest set
+// bit is the high bit of the first quote, backslash or control character
+// (bits above it may be set by borrows): cheaper than special for a loop
+// that wants only the first. A byte is a quote or a control character when,
+// with its bit 1 flipped, it is below 0x21 (the flip moves the quote to 0x20
+// and keeps 0x00–0x1f below it): one test for both.
+func FirstSpecial(w uint64) uint64 {
+	x, b := w^(ones*0x02), w^(ones*'\\')
+	return ((x-ones*0x21)&^x | (b-ones)&^b) & highs
+}
+
 // zeros sets the high bit of each zero byte of x, exactly: adding 0x7f to a
 // byte's low bits reaches its high bit unless they are all clear.
 func zeros(x uint64) uint64 {

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -99,9 +100,11 @@ func FuzzString(f *testing.F) {
 	})
 }
 
-// special marks exactly the quotes, backslashes and control characters of a
-// word: every byte value at every position, among random bytes.
-func TestSpecialIsExact(t *testing.T) {
+func isSpecial(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+
+// eachWord calls f with words whose byte at pos takes every value, the
+// bytes before it plain when plainBefore is set, the others random.
+func eachWord(plainBefore bool, f func(b [8]byte)) {
 	r := rand.New(rand.NewPCG(19, 9))
 	for pos := range 8 {
 		for v := range 256 {
@@ -109,19 +112,48 @@ func TestSpecialIsExact(t *testing.T) {
 				var b [8]byte
 				for k := range b {
 					b[k] = byte(r.IntN(256))
-				}
-				b[pos] = byte(v)
-				m := special(binary.LittleEndian.Uint64(b[:]))
-				for k, c := range b {
-					want := c == '"' || c == '\\' || c < 0x20
-					if got := m>>(8*k+7)&1 == 1; got != want {
-						t.Fatalf("%q: byte %d marked %v, want %v", b, k, got, want)
+					for plainBefore && k < pos && isSpecial(b[k]) {
+						b[k] = byte(r.IntN(256))
 					}
 				}
-				if m&^highs != 0 {
-					t.Fatalf("%q: bits other than the bytes' high bits set: %#x", b, m)
-				}
+				b[pos] = byte(v)
+				f(b)
 			}
 		}
 	}
+}
+
+// special marks exactly the quotes, backslashes and control characters of a
+// word: every byte value at every position, among random bytes.
+func TestSpecialIsExact(t *testing.T) {
+	eachWord(false, func(b [8]byte) {
+		m := special(binary.LittleEndian.Uint64(b[:]))
+		for k, c := range b {
+			if got := m>>(8*k+7)&1 == 1; got != isSpecial(c) {
+				t.Fatalf("%q: byte %d marked %v, want %v", b, k, got, isSpecial(c))
+			}
+		}
+		if m&^highs != 0 {
+			t.Fatalf("%q: bits other than the bytes' high bits set: %#x", b, m)
+		}
+	})
+}
+
+// FirstSpecial's lowest set bit is the first quote, backslash or control
+// character of a word: every byte value at every position, after plain
+// bytes and before random ones (borrows may set bits above it only).
+func TestFirstSpecial(t *testing.T) {
+	eachWord(true, func(b [8]byte) {
+		first := bits.TrailingZeros64(FirstSpecial(binary.LittleEndian.Uint64(b[:]))) / 8 // 8: none
+		want := 8
+		for k, c := range b {
+			if isSpecial(c) {
+				want = k
+				break
+			}
+		}
+		if first != want {
+			t.Fatalf("%q: first special byte %d, want %d", b, first, want)
+		}
+	})
 }

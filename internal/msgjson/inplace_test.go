@@ -2,9 +2,7 @@ package msgjson
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -287,44 +285,6 @@ func TestInPlaceWritesOverTheLine(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the first line's message changed after other lines: %#v", got)
-	}
-}
-
-// special's lowest set bit is the first quote, backslash or control
-// character of a word: every byte value at every position, after plain
-// bytes, and before random bytes (borrows may set bits above it only).
-func TestSpecialFindsTheFirstSpecialByte(t *testing.T) {
-	isSpecial := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
-	r := rand.New(rand.NewPCG(19, 8))
-	for pos := range 8 {
-		for v := range 256 {
-			for range 8 {
-				var b [8]byte
-				for k := range b {
-					switch {
-					case k < pos:
-						for b[k] = byte(r.IntN(256)); isSpecial(b[k]); b[k] = byte(r.IntN(256)) {
-						}
-					case k == pos:
-						b[k] = byte(v)
-					default:
-						b[k] = byte(r.IntN(256))
-					}
-				}
-				m := special(binary.LittleEndian.Uint64(b[:]))
-				first := bits.TrailingZeros64(m) / 8 // 8: none
-				want := 8
-				for k, c := range b {
-					if isSpecial(c) {
-						want = k
-						break
-					}
-				}
-				if first != want {
-					t.Fatalf("%q: special's first byte %d, want %d", b, first, want)
-				}
-			}
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/threadsmith/threadsmith/internal/jsonscan"
 	"math/bits"
 	"strconv"
 	"unicode/utf16"
@@ -396,16 +397,9 @@ func (r *reader) str() string {
 	}
 }
 
-// special returns, for eight bytes of a string, a word whose lowest set bit
-// is the high bit of the first quote, backslash or control character (bits
-// above it may be set by borrows). A byte is a quote or a control character
-// when, with its bit 1 flipped, it is below 0x21 (the flip moves the quote
-// to 0x20 and keeps 0x00–0x1f below it): one test for both.
-func special(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	x, b := w^(ones*0x02), w^(ones*'\\')
-	return ((x-ones*0x21)&^x | (b-ones)&^b) & highs
-}
+// special is jsonscan.FirstSpecial: the lowest set bit of special(w) is the
+// high bit of the first quote, backslash or control character in w.
+func special(w uint64) uint64 { return jsonscan.FirstSpecial(w) }
 
 // unescapeFrom reads the rest of a string whose content starts at start and
 // whose first escape is at e, writing its text to the arena as it goes.
