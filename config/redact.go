@@ -78,7 +78,8 @@ func redact(s string) string {
 func redactLink(s string) string { return redactQuery(redactURL(s)) }
 
 // redactQuery hides the values of a URL's query, and a bare word in it
-// (?TOKEN): only the names of name=value pairs are kept. A URL with a query
+// (?TOKEN): only the names of name=value pairs (separated by '&' or ';')
+// are kept. A URL with a query
 // that does not parse is hidden whole.
 func redactQuery(s string) string {
 	u, err := url.Parse(s)
@@ -88,15 +89,25 @@ func redactQuery(s string) string {
 	case err != nil || u.RawQuery == "":
 		return s
 	}
-	pairs := strings.Split(u.RawQuery, "&")
-	for i, p := range pairs {
-		if name, _, ok := strings.Cut(p, "="); ok {
-			pairs[i] = name + "=" + redactedValue
-		} else if p != "" {
-			pairs[i] = redactedValue
+	// Pairs end at '&' or ';', as urlSecrets reads them: split at '&'
+	// alone, "?TOKEN;v=2" kept "TOKEN;v" as a name.
+	var q strings.Builder
+	for rest := u.RawQuery; ; {
+		p, sep := rest, ""
+		if i := strings.IndexAny(rest, "&;"); i >= 0 {
+			p, sep, rest = rest[:i], rest[i:i+1], rest[i+1:]
 		}
+		if name, _, ok := strings.Cut(p, "="); ok {
+			q.WriteString(name + "=" + redactedValue)
+		} else if p != "" {
+			q.WriteString(redactedValue)
+		}
+		if sep == "" {
+			break
+		}
+		q.WriteString(sep)
 	}
-	u.RawQuery = strings.Join(pairs, "&")
+	u.RawQuery = q.String()
 	return u.String()
 }
 

@@ -142,6 +142,8 @@ func TestRedactedHidesQueriesItCannotName(t *testing.T) {
 		{Name: "bare", BaseURL: "https://hooks.example.com/v1?SECRET13"},
 		{Name: "unparsable", BaseURL: "https://llm-proxy.example.com:port/v1?key=SECRET14"},
 		{Name: "semicolon", BaseURL: "https://llm-proxy.example.com/v1?v=2;SECRET15"},
+		// A bare token before a ';' pair: the name of "SECRET18;v=2" is not "SECRET18;v".
+		{Name: "semicolon first", BaseURL: "https://llm-proxy.example.com/v1?SECRET18;v=2&w=3"},
 	}
 	r := c.Redacted()
 	if out := fmt.Sprintf("%+v", r.LLM.Models); strings.Contains(out, "SECRET") {
@@ -149,6 +151,9 @@ func TestRedactedHidesQueriesItCannotName(t *testing.T) {
 	}
 	if got := r.LLM.Models[0].BaseURL; got != "https://hooks.example.com/v1?***" {
 		t.Errorf("bare token: got %q, want the host and path kept", got)
+	}
+	if got := r.LLM.Models[3].BaseURL; got != "https://llm-proxy.example.com/v1?***;v=***&w=***" {
+		t.Errorf("';' pairs: got %q, want each value hidden and the names kept", got)
 	}
 	k := validConfig()
 	k.LLM.BaseURL = "https://llm-proxy.example.com/v1?key=SECRET16&transport=stream"
