@@ -90,8 +90,18 @@ func (g *intakeGate) leave() {
 		g.openLocked()
 		return
 	}
-	ch := g.opened
-	g.quiet = g.after(g.linger, func() { g.open(ch) })
+	// The timer opens the gate if it is still the one armed: one that fired
+	// as a Receive began (too late for enter to stop it) waits for the lock
+	// while enter clears it, and must not open the gate under that Receive.
+	var quiet stopper
+	quiet = g.after(g.linger, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.quiet == quiet {
+			g.openLocked()
+		}
+	})
+	g.quiet = quiet
 }
 
 // open opens the gate ch stands for, if it is still the one shut.

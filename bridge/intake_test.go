@@ -172,6 +172,36 @@ func TestIntakeGate(t *testing.T) {
 	noTimers("the end")
 }
 
+// A quiet timer that fired as a Receive began (its callback waiting for the
+// lock enter holds, too late for enter to stop it) does not open the gate
+// under that Receive: the burst is not over.
+func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
+	const hold, linger = time.Second, 5 * time.Millisecond
+	ft := &fakeTimers{}
+	g := newIntakeGate(hold, linger)
+	g.now = func() time.Time { return time.Unix(1000, 0) }
+	g.after = ft.after
+	g.enter()
+	g.enter()
+	g.leave()
+	g.leave()
+	ft.mu.Lock()
+	quiet := ft.timers[len(ft.timers)-1]
+	ft.mu.Unlock()
+	if quiet.d != linger {
+		t.Fatalf("the newest timer is a %v one, want the quiet timer (%v)", quiet.d, linger)
+	}
+	g.enter()
+	quiet.f() // fired before enter stopped it
+	if g.isOpen() {
+		t.Error("a quiet timer that fired as a Receive began opened the gate while it runs")
+	}
+	g.leave()
+	if !ft.fire(linger) || !g.isOpen() {
+		t.Error("the gate is not opened linger after the Receive")
+	}
+}
+
 // clockTimers is a clock whose timers fire as the test moves it on.
 type clockTimers struct {
 	now    time.Time
