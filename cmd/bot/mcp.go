@@ -52,8 +52,9 @@ func mcpSecrets(cfg *config.Config) []string {
 		for _, v := range srv.Headers {
 			s = append(s, v)
 			// The credential alone, after its scheme in any case:
-			// Bearer, bearer, Basic, token.
-			if _, cred, ok := strings.Cut(v, " "); ok {
+			// Bearer, bearer, Basic, token. Only after a scheme: the
+			// tail of "application/json, text/event-stream" is no secret.
+			if scheme, cred, ok := strings.Cut(v, " "); ok && isAuthScheme(scheme) {
 				s = append(s, strings.TrimSpace(cred))
 			}
 		}
@@ -62,6 +63,12 @@ func mcpSecrets(cfg *config.Config) []string {
 		}
 	}
 	return s
+}
+
+// isAuthScheme reports whether w can be an Authorization header's scheme
+// (Bearer, Basic, token, Digest): a word of ASCII letters, digits and '-'.
+func isAuthScheme(w string) bool {
+	return w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == ""
 }
 
 // urlSecrets returns the secrets a configured URL may carry: its password,

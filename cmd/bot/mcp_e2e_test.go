@@ -175,7 +175,7 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}},
 		{Name: "c", URL: "https://u:pw-secret-1@y/mcp?transport=stream&api_key=query-secret-0123456789"},
 		{Name: "d", URL: "https://z/mcp?bare-secret-0123456789", Headers: map[string]string{"Authorization": "bearer lower-secret-0123", "X-Basic": "Basic YmFzaWMtc2VjcmV0LTAxMjM="}},
-		{Name: "e", URL: "https://z/mcp?key=escaped%2Bsecret-0123456789"}}
+		{Name: "e", URL: "https://z/mcp?key=escaped%2Bsecret-0123456789", Headers: map[string]string{"Accept": "application/json, text/event-stream"}}}
 	list := secrets(&cfg)
 	got := strings.Join(list, " ")
 	for _, want := range []string{"hdr-secret-123456", "env-secret-0123456789", "query-secret-0123456789", "pw-secret-1",
@@ -197,6 +197,11 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 	// "stream" in the threads, tool output and logs would read [redacted].
 	if slices.Contains(list, "stream") {
 		t.Errorf("a URL's plain query setting is treated as a secret: %s", got)
+	}
+	// Nor is the tail of a plain header after its first space: only a
+	// credential after an auth scheme (one word) is one alone.
+	if slices.Contains(list, "text/event-stream") {
+		t.Errorf("a plain header's second word is treated as a secret: %s", got)
 	}
 }
 
