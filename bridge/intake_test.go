@@ -335,15 +335,7 @@ func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
 	r := newRig(t, withAcceptStore(s))
 	r.b.intake = newIntakeGate(time.Minute, intakeLinger) // no maxHold in this test
 	held, other := testThread("1.1"), testThread("2.1")
-	type said struct {
-		rc  chat.Receipt
-		err error
-	}
-	first := make(chan said, 1)
-	go func() {
-		_, rc, err := r.chat.Say(r.ctx, held, alice, "first", true)
-		first <- said{rc, err}
-	}()
+	first := r.sayLater(held, alice, "first", true)
 	recv(r, "the held message in the store", s.arrived)
 	if n := s.getsBeforeHeld.Load(); n != 0 {
 		t.Errorf("a mention in a new thread looked its thread up %d times before storing it; want 0 (the write creates or finds it)", n)

@@ -327,15 +327,7 @@ func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
 	b := newRig(t, replicaOf(a, "replica-b"), spreads)
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("508.1")
-	type result struct {
-		rc  chat.Receipt
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		_, rc, err := b.chat.Say(b.ctx, th, bob, "RACING-REPLY from b", false)
-		got <- result{rc, err}
-	}()
+	got := b.sayLater(th, bob, "RACING-REPLY from b", false)
 	// The reply is waiting on B (it asked the store, which has no thread);
 	// now A stores the mention.
 	b.waitUntil("the reply to reach replica b", func() bool { return len(b.chat.Messages(th)) == 1 })

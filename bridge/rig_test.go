@@ -185,6 +185,23 @@ func (r *rig) say(th chat.ThreadRef, who chatfake.Person, text string, mention b
 	return id
 }
 
+// receipt is the outcome of a Say made in the background.
+type receipt struct {
+	rc  chat.Receipt
+	err error
+}
+
+// sayLater says text in the background (a message the test holds on its way
+// in) and hands its receipt on the channel it returns; recv waits for it.
+func (r *rig) sayLater(th chat.ThreadRef, who chatfake.Person, text string, mention bool) <-chan receipt {
+	got := make(chan receipt, 1)
+	go func() {
+		_, rc, err := r.chat.Say(r.ctx, th, who, text, mention)
+		got <- receipt{rc, err}
+	}()
+	return got
+}
+
 func (r *rig) waitText(th chat.ThreadRef, s string) {
 	r.tb.Helper()
 	if err := r.chat.WaitText(r.ctx, th, s); err != nil {
