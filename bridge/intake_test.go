@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,191 +15,6 @@ import (
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
-
-// fakeTimers stands in for time.AfterFunc in the intake gate's tests: a
-// timer fires when the test says so.
-type fakeTimers struct {
-	mu     sync.Mutex
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	d       time.Duration
-	f       func()
-	stopped bool
-}
-
-func (t *fakeTimer) Stop() bool { t.stopped = true; return true }
-
-func (ft *fakeTimers) after(d time.Duration, f func()) stopper {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	t := &fakeTimer{d: d, f: f}
-	ft.timers = append(ft.timers, t)
-	return t
-}
-
-// fire runs the newest live timer of duration d, and reports whether there
-// was one.
-func (ft *fakeTimers) fire(d time.Duration) bool {
-	ft.mu.Lock()
-	var t *fakeTimer
-	for i := len(ft.timers) - 1; i >= 0; i-- {
-		if c := ft.timers[i]; c.d == d && !c.stopped {
-			t = c
-			break
-		}
-	}
-	ft.mu.Unlock()
-	if t == nil {
-		return false
-	}
-	t.stopped = true
-	t.f()
-	return true
-}
-
-func TestIntakeGate(t *testing.T) {
-	const hold, linger = time.Second, 5 * time.Millisecond
-	now := time.Unix(1000, 0)
-	ft := &fakeTimers{}
-	g := newIntakeGate(hold, linger)
-	g.now = func() time.Time { return now }
-	g.after = ft.after
-	shut := func(what string, want bool) {
-		t.Helper()
-		if g.isOpen() == want {
-			t.Errorf("%s: gate shut = %v, want %v", what, !want, want)
-		}
-	}
-
-	// An open gate leaves no timer behind.
-	noTimers := func(what string) {
-		t.Helper()
-		ft.mu.Lock()
-		defer ft.mu.Unlock()
-		for _, tm := range ft.timers {
-			if !tm.stopped {
-				t.Errorf("%s: a %v timer is still live", what, tm.d)
-			}
-		}
-	}
-
-	// A lone message: its thread starts as soon as it is stored.
-	g.enter()
-	shut("a lone message in flight", true)
-	g.leave()
-	shut("a lone message stored", false)
-	noTimers("a lone message stored")
-
-	// A burst: messages overlapping, then following closely.
-	now = now.Add(time.Second)
-	g.enter()
-	g.enter()
-	g.leave()
-	shut("one of two overlapping messages stored", true)
-	g.leave()
-	shut("both stored, the burst may go on", true)
-	now = now.Add(time.Millisecond)
-	g.enter() // within linger of the last: the quiet timer is stopped
-	g.leave()
-	if ft.fire(linger) {
-		// fired the second quiet timer; the first was stopped
-	} else {
-		t.Fatal("no quiet timer after the burst's last message")
-	}
-	shut("linger after the burst's last message", false)
-	noTimers("linger after the burst's last message")
-
-	// Messages following each other within linger, never overlapping, are
-	// a burst too.
-	now = now.Add(time.Second)
-	g.enter()
-	g.leave()
-	shut("the first message after a quiet second", false)
-	now = now.Add(time.Millisecond)
-	g.enter()
-	g.leave()
-	shut("a message 1 ms after the last", true)
-	ft.fire(linger)
-	shut("linger after it", false)
-
-	// However long the burst, a new thread waits maxHold at most.
-	now = now.Add(time.Second)
-	g.enter()
-	g.enter()
-	if !ft.fire(hold) {
-		t.Fatal("no hold timer while the gate is shut")
-	}
-	shut("maxHold after the gate shut, messages still in flight", false)
-	g.leave()
-	g.leave()
-	shut("after maxHold", false)
-	noTimers("after maxHold")
-
-	// A timer of an earlier shut does not open a later one.
-	now = now.Add(time.Second)
-	g.enter()
-	g.enter()
-	stale := ft.timers[len(ft.timers)-1]
-	g.leave()
-	g.leave()
-	ft.fire(linger)
-	shut("opened by its quiet timer", false)
-	now = now.Add(time.Second)
-	g.enter()
-	g.enter()
-	stale.f()
-	shut("a stale hold timer fired", true)
-	g.leave()
-	g.leave()
-	ft.fire(linger)
-
-	// wait returns once open, or when the owner is stopped.
-	done := make(chan struct{})
-	go func() { g.wait(make(chan struct{})); close(done) }()
-	<-done
-	now = now.Add(time.Second)
-	g.enter()
-	g.enter()
-	stopped := make(chan struct{})
-	close(stopped)
-	g.wait(stopped) // returns: the owner is stopping
-	g.leave()
-	g.leave()
-	ft.fire(linger)
-	noTimers("the end")
-}
-
-// A quiet timer that fired as a Receive began (its callback waiting for the
-// lock enter holds, too late for enter to stop it) does not open the gate
-// under that Receive: the burst is not over.
-func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
-	const hold, linger = time.Second, 5 * time.Millisecond
-	ft := &fakeTimers{}
-	g := newIntakeGate(hold, linger)
-	g.now = func() time.Time { return time.Unix(1000, 0) }
-	g.after = ft.after
-	g.enter()
-	g.enter()
-	g.leave()
-	g.leave()
-	ft.mu.Lock()
-	quiet := ft.timers[len(ft.timers)-1]
-	ft.mu.Unlock()
-	if quiet.d != linger {
-		t.Fatalf("the newest timer is a %v one, want the quiet timer (%v)", quiet.d, linger)
-	}
-	g.enter()
-	quiet.f() // fired before enter stopped it
-	if g.isOpen() {
-		t.Error("a quiet timer that fired as a Receive began opened the gate while it runs")
-	}
-	g.leave()
-	if !ft.fire(linger) || !g.isOpen() {
-		t.Error("the gate is not opened linger after the Receive")
-	}
-}
 
 // clockTimers is a clock whose timers fire as the test moves it on.
 type clockTimers struct {
@@ -230,6 +44,144 @@ func (c *clockTimers) advance(d time.Duration) {
 			t.stopped = true
 			t.f()
 		}
+	}
+}
+
+func TestIntakeGate(t *testing.T) {
+	const hold, linger = time.Second, 5 * time.Millisecond
+	c := &clockTimers{now: time.Unix(1000, 0)}
+	g := newIntakeGate(hold, linger)
+	g.now = func() time.Time { return c.now }
+	g.after = c.after
+	shut := func(what string, want bool) {
+		t.Helper()
+		if g.isOpen() == want {
+			t.Errorf("%s: gate shut = %v, want %v", what, !want, want)
+		}
+	}
+
+	// An open gate leaves no timer behind.
+	noTimers := func(what string) {
+		t.Helper()
+		for _, tm := range c.timers {
+			if !tm.stopped {
+				t.Errorf("%s: a timer due at %v is still live", what, tm.at)
+			}
+		}
+	}
+
+	// A lone message: its thread starts as soon as it is stored.
+	g.enter()
+	shut("a lone message in flight", true)
+	g.leave()
+	shut("a lone message stored", false)
+	noTimers("a lone message stored")
+
+	// A burst: messages overlapping, then following closely.
+	c.advance(time.Second)
+	g.enter()
+	g.enter()
+	g.leave()
+	shut("one of two overlapping messages stored", true)
+	g.leave()
+	shut("both stored, the burst may go on", true)
+	c.advance(time.Millisecond)
+	quiet := c.timers[len(c.timers)-1]
+	g.enter() // within linger of the last: the quiet timer is stopped
+	if !quiet.stopped {
+		t.Error("a Receive within linger of the last left the quiet timer running")
+	}
+	g.leave()
+	c.advance(linger - time.Millisecond)
+	shut("linger after the burst's next-to-last message", true)
+	c.advance(time.Millisecond)
+	shut("linger after the burst's last message", false)
+	noTimers("linger after the burst's last message")
+
+	// Messages following each other within linger, never overlapping, are
+	// a burst too.
+	c.advance(time.Second)
+	g.enter()
+	g.leave()
+	shut("the first message after a quiet second", false)
+	c.advance(time.Millisecond)
+	g.enter()
+	g.leave()
+	shut("a message 1 ms after the last", true)
+	c.advance(linger)
+	shut("linger after it", false)
+
+	// However long the burst, a new thread waits maxHold at most.
+	c.advance(time.Second)
+	g.enter()
+	g.enter()
+	c.advance(hold)
+	shut("maxHold after the gate shut, messages still in flight", false)
+	g.leave()
+	g.leave()
+	shut("after maxHold", false)
+	noTimers("after maxHold")
+
+	// A timer of an earlier shut does not open a later one.
+	c.advance(time.Second)
+	g.enter()
+	g.enter()
+	stale := c.timers[len(c.timers)-1]
+	g.leave()
+	g.leave()
+	c.advance(linger)
+	shut("opened by its quiet timer", false)
+	c.advance(time.Second)
+	g.enter()
+	g.enter()
+	stale.f()
+	shut("a stale hold timer fired", true)
+	g.leave()
+	g.leave()
+	c.advance(linger)
+
+	// wait returns once open, or when the owner is stopped.
+	done := make(chan struct{})
+	go func() { g.wait(make(chan struct{})); close(done) }()
+	<-done
+	c.advance(time.Second)
+	g.enter()
+	g.enter()
+	stopped := make(chan struct{})
+	close(stopped)
+	g.wait(stopped) // returns: the owner is stopping
+	g.leave()
+	g.leave()
+	c.advance(linger)
+	noTimers("the end")
+}
+
+// A quiet timer that fired as a Receive began (its callback waiting for the
+// lock enter holds, too late for enter to stop it) does not open the gate
+// under that Receive: the burst is not over.
+func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
+	const hold, linger = time.Second, 5 * time.Millisecond
+	c := &clockTimers{now: time.Unix(1000, 0)}
+	g := newIntakeGate(hold, linger)
+	g.now = func() time.Time { return c.now }
+	g.after = c.after
+	g.enter()
+	g.enter()
+	g.leave()
+	g.leave()
+	quiet := c.timers[len(c.timers)-1]
+	if !quiet.at.Equal(c.now.Add(linger)) {
+		t.Fatalf("the newest timer is due at %v, want the quiet timer (%v)", quiet.at, c.now.Add(linger))
+	}
+	g.enter()
+	quiet.f() // fired before enter stopped it
+	if g.isOpen() {
+		t.Error("a quiet timer that fired as a Receive began opened the gate while it runs")
+	}
+	g.leave()
+	c.advance(linger)
+	if !g.isOpen() {
+		t.Error("the gate is not opened linger after the Receive")
 	}
 }
 
