@@ -70,8 +70,7 @@ func (g *intakeGate) enter() {
 	if g.isOpen() {
 		g.burst = !g.last.IsZero() && now.Sub(g.last) < g.linger
 		g.opened = make(chan struct{})
-		ch := g.opened
-		g.hold = g.after(g.maxHold, func() { g.open(ch) })
+		g.arm(&g.hold, g.maxHold)
 	} else {
 		g.burst = true // overlapping, or within the linger of the last
 	}
@@ -90,27 +89,24 @@ func (g *intakeGate) leave() {
 		g.openLocked()
 		return
 	}
-	// The timer opens the gate if it is still the one armed: one that fired
-	// as a Receive began (too late for enter to stop it) waits for the lock
-	// while enter clears it, and must not open the gate under that Receive.
-	var quiet stopper
-	quiet = g.after(g.linger, func() {
+	g.arm(&g.quiet, g.linger)
+}
+
+// arm sets *slot to a timer that opens the gate after d if it is still
+// *slot then. One stopped too late (it fired as enter, leave or an opening
+// took the lock, and waits for it) finds *slot cleared or re-armed and
+// leaves the gate as it is: a stale quiet timer would open the gate under a
+// Receive that has just begun, a stale hold timer a later shut's gate.
+func (g *intakeGate) arm(slot *stopper, d time.Duration) {
+	var t stopper
+	t = g.after(d, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.quiet == quiet {
+		if *slot == t {
 			g.openLocked()
 		}
 	})
-	g.quiet = quiet
-}
-
-// open opens the gate ch stands for, if it is still the one shut.
-func (g *intakeGate) open(ch chan struct{}) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.opened == ch {
-		g.openLocked()
-	}
+	*slot = t
 }
 
 func (g *intakeGate) openLocked() {
