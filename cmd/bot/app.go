@@ -15,6 +15,8 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
@@ -204,7 +206,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	b, err := bridge.New(bridge.Config{
 		Store:             db,
 		Workspaces:        ws,
-		Model:             m.instrument(model),
+		Model:             m.instrument(redactErrors(model, secrets(cfg))),
 		Agent:             agentConfig(cfg),
 		Platforms:         platforms,
 		DefaultRepo:       cfg.Workspace.DefaultRepo,
@@ -459,6 +461,47 @@ func secrets(cfg *config.Config) []string {
 	}
 	return out
 }
+
+// redactErrors hides the secrets in a model call's error: an endpoint (a
+// proxy) may quote the URL it was asked at, base_url's ?key= and all, and
+// Go's own transport errors quote the URL's query. The error reaches the
+// thread, the retry notice, the log and the session's storage.
+func redactErrors(model llm.Model, secrets []string) llm.Model {
+	return redactingModel{model, secrets}
+}
+
+type redactingModel struct {
+	next    llm.Model
+	secrets []string
+}
+
+func (r redactingModel) Stream(ctx context.Context, req llm.Request, fn llm.StreamFunc) (llm.Message, error) {
+	msg, err := r.next.Stream(ctx, req, fn)
+	msg.ErrorMessage = tools.RedactString(msg.ErrorMessage, r.secrets)
+	if e := msg.ErrorInfo; e != nil {
+		e.Message = tools.RedactString(e.Message, r.secrets) // err's too when it is the same
+	}
+	if err != nil {
+		var e *llm.Error
+		if errors.As(err, &e) {
+			e.Message = tools.RedactString(e.Message, r.secrets)
+		}
+		if s := tools.RedactString(err.Error(), r.secrets); s != err.Error() {
+			err = redactedError{s, err}
+		}
+	}
+	return msg, err
+}
+
+// redactedError is an error's text with the secrets hidden; errors.Is and
+// errors.As still see what it wraps.
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e redactedError) Error() string { return e.text }
+func (e redactedError) Unwrap() error { return e.err }
 
 func limitsFor(cfg *config.Config, platform string) outbox.Limits {
 	switch platform {

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/config"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/ops/opstest"
@@ -184,4 +190,52 @@ func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
 			t.Errorf("opened %s for a thread on %s/%s", log, other.Repo, other.Branch)
 		}
 	}
+}
+
+// The attacker's way to a key in llm.base_url: an endpoint (a proxy) that
+// fails quoting the URL it was asked at, query and all. The error reaches the
+// thread; the key must not.
+func TestLLMEndpointKeyInItsErrorIsRedacted(t *testing.T) {
+	const key = "proxy-key-0123456789abcdef"
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		msg, _ := json.Marshal("no such route: " + r.URL.String())
+		fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error"}}`, msg)
+	}))
+	t.Cleanup(proxy.Close)
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.LLM.BaseURL = proxy.URL + "/v1?key=" + key }))
+	root := e.slack.Mention(slackChan, aliceID, "hello", "")
+	e.waitText(slackChan, root, "no such route")
+	if tr := e.threadText(slackChan, root); strings.Contains(tr, key) || !strings.Contains(tr, "[redacted]") {
+		t.Errorf("the thread shows the endpoint's key (or no [redacted] where it was):\n%s", tr)
+	}
+}
+
+// A model call's error loses the key wherever it is told: the typed error's
+// message (ErrorInfo, stored with the session), the reply's ErrorMessage and
+// a wrapping error's text (Go's transport quotes the URL's query), while
+// errors.As still finds the typed error retry decides on.
+func TestModelErrorsAreRedacted(t *testing.T) {
+	const key = "proxy-key-0123456789abcdef"
+	typed := &llm.Error{Kind: llm.ErrorNetwork, Message: `Post "https://proxy/v1/chat/completions?key=` + key + `": connection refused`}
+	model := redactErrors(modelFunc(func() (llm.Message, error) {
+		return llm.Message{ErrorMessage: typed.Error(), ErrorInfo: typed}, fmt.Errorf("via %s?key=%s: %w", "proxy", key, typed)
+	}), []string{key})
+	msg, err := model.Stream(t.Context(), llm.Request{}, nil)
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Kind != llm.ErrorNetwork {
+		t.Fatalf("errors.As does not find the typed error in %v", err)
+	}
+	for what, s := range map[string]string{"err": err.Error(), "typed": e.Message, "ErrorMessage": msg.ErrorMessage, "ErrorInfo": msg.ErrorInfo.Message} {
+		if strings.Contains(s, key) || !strings.Contains(s, "[redacted]") {
+			t.Errorf("%s shows the key (or no [redacted] where it was): %s", what, s)
+		}
+	}
+}
+
+type modelFunc func() (llm.Message, error)
+
+func (f modelFunc) Stream(context.Context, llm.Request, llm.StreamFunc) (llm.Message, error) {
+	return f()
 }
