@@ -27,16 +27,20 @@ var gcFloorOnce sync.Once
 // keepHeapFloor keeps the heap floor for the life of the process (once,
 // whatever Mains it runs) unless GOGC is set.
 func keepHeapFloor(log *slog.Logger) {
-	gcFloorOnce.Do(func() {
-		if v := os.Getenv("GOGC"); v != "" {
-			log.Info("no heap floor: GOGC is set", "GOGC", v)
-			return
-		}
-		f := newGCFloor(gcHeapFloor, 100)
-		f.adjust()
-		f.arm()
-		log.Debug("heap floor", "bytes", gcHeapFloor)
-	})
+	gcFloorOnce.Do(func() { startHeapFloor(log) })
+}
+
+// startHeapFloor starts the floor and returns it, or nil when GOGC is set.
+func startHeapFloor(log *slog.Logger) *gcFloor {
+	if v := os.Getenv("GOGC"); v != "" {
+		log.Info("no heap floor: GOGC is set", "GOGC", v)
+		return nil
+	}
+	f := newGCFloor(gcHeapFloor, 100)
+	f.adjust()
+	f.arm()
+	log.Debug("heap floor", "bytes", gcHeapFloor)
+	return f
 }
 
 // gcFloor sets GOGC after each collection so that the next goal is at least

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -53,5 +55,20 @@ func TestHeapFloorAfterEachCollection(t *testing.T) {
 		if g, live := goal[0].Value.Uint64(), goal[1].Value.Uint64(); live < floor/4 && (g < floor || g > floor*9/8) {
 			t.Errorf("collection %d: heap goal %d MiB with %d MiB live, want the floor, %d MiB", i+1, g>>20, live>>20, floor>>20)
 		}
+	}
+}
+
+// The operator's GOGC stands: with it set there is no floor, and GOGC is
+// left as the runtime read it.
+func TestHeapFloorOffWhenGOGCIsSet(t *testing.T) {
+	t.Setenv("GOGC", "150")
+	before := debug.SetGCPercent(150)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if f := startHeapFloor(slog.New(slog.DiscardHandler)); f != nil {
+		f.stop()
+		t.Fatal("a heap floor with GOGC set")
+	}
+	if got := debug.SetGCPercent(150); got != 150 {
+		t.Errorf("GOGC is %d after startHeapFloor, want the operator's 150", got)
 	}
 }
