@@ -436,3 +436,27 @@ func TestShutdownDoesNotWaitForTheIntakeGate(t *testing.T) {
 		}
 	}
 }
+
+// Only a new owner waits at the intake gate: input for a thread whose owner
+// runs goes to it at once, however long the gate stays shut (here a Receive
+// that never ends, and no timer to open it).
+func TestIntakeGateDoesNotHoldARunningOwner(t *testing.T) {
+	r := newRig(t)
+	th := testThread("1.1")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+	g := newIntakeGate(time.Hour, time.Hour)
+	r.b.intake = g
+	g.enter() // a Receive in flight until the end of the test
+	defer func() {
+		g.leave()
+		g.mu.Lock()
+		g.openLocked()
+		g.mu.Unlock()
+	}()
+	r.say(th, alice, "and again", false)
+	r.waitRuns(th, 2)
+	if g.isOpen() {
+		t.Fatal("the gate opened: the test shows nothing")
+	}
+}
