@@ -12,6 +12,7 @@ package testwatch
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -27,7 +28,20 @@ const Module = "github.com/threadsmith/threadsmith/"
 // Run runs m under a watchdog of limit (THREADSMITH_TEST_WATCHDOG, a Go
 // duration, overrides it; "0" turns it off) and returns m's exit code. If the
 // tests run longer, the watchdog prints Report and exits the process with 3.
+// limit is meant for go test's default -timeout of 10 minutes: another
+// -timeout scales it (-timeout 30m, three times limit; -timeout 0, no
+// watchdog), so that a longer run asked for is not cut short.
 func Run(m *testing.M, limit time.Duration) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if d, ok := g.Get().(time.Duration); ok {
+				limit = scaled(limit, d)
+			}
+		}
+	}
 	if s := os.Getenv("THREADSMITH_TEST_WATCHDOG"); s != "" {
 		if d, err := time.ParseDuration(s); err == nil {
 			limit = d
@@ -41,6 +55,17 @@ func Run(m *testing.M, limit time.Duration) int {
 		defer t.Stop()
 	}
 	return m.Run()
+}
+
+// defaultTimeout is go test's -timeout when none is given.
+const defaultTimeout = 10 * time.Minute
+
+// scaled is limit for a test binary run with -test.timeout timeout.
+func scaled(limit, timeout time.Duration) time.Duration {
+	if timeout == defaultTimeout {
+		return limit
+	}
+	return time.Duration(float64(limit) * float64(timeout) / float64(defaultTimeout))
 }
 
 // Report describes the goroutines running this module's code, the tests'

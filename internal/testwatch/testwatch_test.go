@@ -2,6 +2,7 @@ package testwatch
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"strings"
@@ -67,5 +68,24 @@ func TestWatchdogNamesTheHungTestAndExits(t *testing.T) {
 	}
 	if s := stderr.String(); !strings.Contains(s, "testwatch.TestHangsForTheWatchdog") || !strings.Contains(s, "the tests still run after 500ms") {
 		t.Errorf("the report does not name the hung test or the limit:\n%s", s)
+	}
+}
+
+// A -timeout other than go test's default moves the watchdog with it: a run
+// given 30 minutes is not cut at 9.
+func TestWatchdogFollowsTheTimeout(t *testing.T) {
+	for _, c := range []struct{ timeout, want time.Duration }{
+		{10 * time.Minute, 9 * time.Minute},
+		{30 * time.Minute, 27 * time.Minute},
+		{5 * time.Minute, 270 * time.Second},
+		{0, 0},
+	} {
+		if got := scaled(9*time.Minute, c.timeout); got != c.want {
+			t.Errorf("scaled(9m, -timeout %v) = %v, want %v", c.timeout, got, c.want)
+		}
+	}
+	// In the binary: this test runs with go test's -timeout; Run saw it.
+	if f := flag.Lookup("test.timeout"); f == nil || f.Value.String() == "" {
+		t.Fatal("no -test.timeout flag to scale by")
 	}
 }
