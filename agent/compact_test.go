@@ -45,6 +45,21 @@ func holdSummaries(h *harness, reply func(llmfake.Request) llmfake.Response) *su
 
 func (g *summaryGate) open() { g.once.Do(func() { close(g.release) }) }
 
+// queueWhileSummarizing sends text as follow-up input while g holds a
+// compaction's summary (it must be queued), then lets the summary through
+// and waits for the compaction (done: its error) and the session to end.
+func queueWhileSummarizing(h *harness, g *summaryGate, done <-chan error, text string) {
+	h.t.Helper()
+	if out := h.start(text, agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
+		h.t.Fatalf("input during compaction: %v, want queued", out)
+	}
+	g.open()
+	if err := <-done; err != nil {
+		h.t.Fatal(err)
+	}
+	h.wait()
+}
+
 // withCompaction gives a small window: 4000 tokens, compaction above 3000, about
 // 50 tokens kept verbatim.
 func withCompaction(c *agent.Config) {
@@ -266,14 +281,7 @@ func TestInputQueuedDuringCompactionIsDeliveredAfterwards(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Compact returned before asking for a summary: %v", err)
 	}
-	if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
-		t.Fatalf("input during compaction: %v, want queued", out)
-	}
-	g.open()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	h.wait()
+	queueWhileSummarizing(h, g, done, "queued meanwhile")
 	if got := lastUser(h); got != "queued meanwhile" {
 		t.Fatalf("last request's user message = %q, want the queued input", got)
 	}
@@ -318,14 +326,7 @@ func TestInputQueuedDuringCompactionOpensARunThroughTheHooks(t *testing.T) {
 				close(done)
 			}
 			<-g.summarizing
-			if out := h.start("queued meanwhile", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued {
-				t.Fatalf("input during compaction: %v, want queued", out)
-			}
-			g.open()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			h.wait()
+			queueWhileSummarizing(h, g, done, "queued meanwhile")
 			mu.Lock()
 			defer mu.Unlock()
 			if want := []string{"one " + strings.Repeat("a", 400), "queued meanwhile"}; !slices.Equal(hooked, want) {
