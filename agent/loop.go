@@ -209,14 +209,9 @@ func (a *Agent) enqueue(q *[]llm.Message, m llm.Message) {
 // takeFirstQueued takes the first queued message off its queue: steer's
 // before followUp's.
 func (a *Agent) takeFirstQueued() (llm.Message, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, q := range []*[]llm.Message{&a.steer, &a.followUp} {
-		if len(*q) > 0 {
-			m := (*q)[0]
-			*q = append([]llm.Message(nil), (*q)[1:]...)
-			a.notifyQueueLocked()
-			return m, true
+		if m := a.dequeue(q, OneAtATime); len(m) > 0 {
+			return m[0], true
 		}
 	}
 	return llm.Message{}, false
