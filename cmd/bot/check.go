@@ -17,6 +17,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/config"
 )
 
@@ -34,6 +35,10 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		}
 		return false
 	}
+	// What the services answer may quote a secret (an unreachable
+	// base_url's ?key=, a DSN's password): every line goes to the
+	// operator's terminal or a CI log, redacted.
+	w = redactingWriter{w, secrets(cfg)}
 	ok := true
 	fail := func(format string, args ...any) {
 		ok = false
@@ -190,4 +195,18 @@ func slackCall(ctx context.Context, client *http.Client, endpoint, token string)
 		return fmt.Errorf("rejected by Slack: %q", body.Error)
 	}
 	return nil
+}
+
+// redactingWriter writes each write with the secrets in it redacted; each
+// of RunCheck's lines is one write.
+type redactingWriter struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, tools.RedactString(string(p), r.secrets)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -128,3 +128,18 @@ func TestCheckLeavesARunningBotsDatabaseAlone(t *testing.T) {
 		t.Errorf("-check created or opened the running bot's database: %v", err)
 	}
 }
+
+// A key in llm.base_url (a proxy's ?key=) is not printed when the endpoint
+// cannot be reached: Go's transport error quotes the URL, query and all.
+func TestCheckDoesNotPrintTheBaseURLKey(t *testing.T) {
+	cfg, _ := checkConfig(t)
+	const key = "proxy-key-0123456789abcdef"
+	cfg.LLM.BaseURL = "http://127.0.0.1:1/v1?key=" + key
+	ok, out := runCheck(t, cfg)
+	if ok || !strings.Contains(out, "llm") {
+		t.Fatalf("check of an unreachable endpoint passed or named no llm problem:\n%s", out)
+	}
+	if strings.Contains(out, key) {
+		t.Fatalf("the base_url key was printed:\n%s", out)
+	}
+}
