@@ -88,11 +88,16 @@ func New(cfg Config) (*Client, error) {
 	if base == nil {
 		base = defaultTransport()
 	}
-	hc.Transport = &transport{base: base}
+	// go-openai appends each endpoint's path to BaseURL as a string, which
+	// would put it inside a query (a proxy's ?key=): the query is taken off
+	// the base and added to every request by the transport.
+	query := u.Query()
+	u.RawQuery = ""
+	hc.Transport = &transport{base: base, query: query}
 	hc.Timeout = 0
 
 	gc := goopenai.DefaultConfig(cfg.APIKey)
-	gc.BaseURL = cfg.BaseURL
+	gc.BaseURL = u.String()
 	gc.HTTPClient = &hc
 	gc.EmptyMessagesLimit = emptyMessagesLimit
 

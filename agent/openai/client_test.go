@@ -819,3 +819,22 @@ func TestStreamBareJSONErrorWith200(t *testing.T) {
 		})
 	}
 }
+
+// A base URL with a query (a proxy that takes its key as ?key=) reaches the
+// model: the query goes on every request, after the endpoint's path, not
+// before it.
+func TestBaseURLQueryIsSentWithEveryRequest(t *testing.T) {
+	srv := llmfake.New(t)
+	srv.RequireQueryKey("proxy-key-1")
+	srv.SetModels("gpt-a")
+	srv.Push(llmfake.Stream(llmfake.Content("ok"), llmfake.Finish("stop"), llmfake.Done()))
+	c := newClient(t, srv.URL()+"?key=proxy-key-1")
+	if ids, err := c.ListModels(testCtx(t)); err != nil || len(ids) != 1 {
+		t.Fatalf("ListModels = %v, %v", ids, err)
+	}
+	var rec recorder
+	msg, err := c.Stream(testCtx(t), simpleRequest("hi"), rec.fn)
+	if err != nil || msg.TextContent() != "ok" {
+		t.Fatalf("Stream = %q, %v; want ok", msg.TextContent(), err)
+	}
+}

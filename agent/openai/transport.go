@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -36,10 +37,21 @@ const maxErrorBody = 1 << 20
 // the call's responseMeta, filters the bodies of streaming answers (see
 // sseFilter) and reads, bounds and closes error bodies.
 type transport struct {
-	base http.RoundTripper
+	base  http.RoundTripper
+	query url.Values // the base URL's query, added to every request's
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.query) > 0 {
+		req = req.Clone(req.Context()) // a RoundTripper does not change its request
+		q := req.URL.Query()
+		for k, vs := range t.query {
+			for _, v := range vs {
+				q.Add(k, v)
+			}
+		}
+		req.URL.RawQuery = q.Encode()
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return resp, err

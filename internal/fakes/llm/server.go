@@ -40,6 +40,7 @@ type Server struct {
 	changed     chan struct{} // closed and replaced whenever requests or disconnects change
 	models      []string
 	apiKey      string
+	queryKey    string // a proxy's key in the URL's query (?key=), if required
 }
 
 // recorded keeps what arrived, not the decoded form, so every Requests call can
@@ -179,12 +180,20 @@ func (s *Server) sawDisconnect() {
 	s.notifyLocked()
 }
 
+// RequireQueryKey makes every request need key=k in its URL's query, as a
+// proxy that takes its key there does (401 otherwise).
+func (s *Server) RequireQueryKey(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queryKey = k
+}
+
 // authorized answers 401 and reports false when a key is required and missing.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
-	key := s.apiKey
+	key, qkey := s.apiKey, s.queryKey
 	s.mu.Unlock()
-	if key == "" || r.Header.Get("Authorization") == "Bearer "+key {
+	if (key == "" || r.Header.Get("Authorization") == "Bearer "+key) && (qkey == "" || r.URL.Query().Get("key") == qkey) {
 		return true
 	}
 	writeJSON(w, http.StatusUnauthorized, errorBody(apiError{
