@@ -399,20 +399,27 @@ func TestFirstMessageRefusedByTheStoreIsTakenWhenRedelivered(t *testing.T) {
 	r.waitRuns(th, 1)
 }
 
+// shutGate gives r's bridge an intake gate held shut by a Receive in flight
+// until the end of the test, with no timer to open it.
+func shutGate(t *testing.T, r *rig) *intakeGate {
+	g := newIntakeGate(time.Hour, time.Hour)
+	r.b.intake = g
+	g.enter()
+	t.Cleanup(func() {
+		g.leave()
+		g.mu.Lock()
+		g.openLocked()
+		g.mu.Unlock()
+	})
+	return g
+}
+
 // Shutdown does not wait for the intake gate: a new owner waiting at a shut
 // gate (here a Receive that never ends, and no timer to open it) stops
 // without starting a run; its input stays in the store for the next start.
 func TestShutdownDoesNotWaitForTheIntakeGate(t *testing.T) {
 	r := newRig(t)
-	g := newIntakeGate(time.Hour, time.Hour)
-	r.b.intake = g
-	g.enter() // a Receive in flight until the end of the test
-	defer func() {
-		g.leave()
-		g.mu.Lock()
-		g.openLocked()
-		g.mu.Unlock()
-	}()
+	shutGate(t, r)
 	// Several owners: each one's select would start its run half the time.
 	var threads []chat.ThreadRef
 	for i := range 8 {
@@ -445,15 +452,7 @@ func TestIntakeGateDoesNotHoldARunningOwner(t *testing.T) {
 	th := testThread("1.1")
 	r.say(th, alice, "hello", true)
 	r.waitRuns(th, 1)
-	g := newIntakeGate(time.Hour, time.Hour)
-	r.b.intake = g
-	g.enter() // a Receive in flight until the end of the test
-	defer func() {
-		g.leave()
-		g.mu.Lock()
-		g.openLocked()
-		g.mu.Unlock()
-	}()
+	g := shutGate(t, r)
 	r.say(th, alice, "and again", false)
 	r.waitRuns(th, 2)
 	if g.isOpen() {
