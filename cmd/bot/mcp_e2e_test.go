@@ -68,10 +68,11 @@ func TestSlackMCPToolInTheSandbox(t *testing.T) {
 	if !strings.Contains(tr, "FAKE_SETTING=on") {
 		t.Errorf("the server did not get its configured environment:\n%s", tr)
 	}
-	// The server's environment is what launchMCP sets and what its config
-	// names, nothing of the bot's own; its secret is hidden from the model.
+	// The server's environment is what mcptool.Start sets and what its
+	// config names, nothing of the bot's own; its secret is hidden from the
+	// model.
 	env, _ := envSeen.Load().(string)
-	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "FAKE_SETTING", "TRACKER_TOKEN"}
+	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "THREADSMITH_WORKTREE", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "FAKE_SETTING", "TRACKER_TOKEN"}
 	for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
 		if name, _, _ := strings.Cut(line, "="); !slices.Contains(allowed, name) {
 			t.Errorf("the server's environment has %s, which its config does not name:\n%s", name, env)
