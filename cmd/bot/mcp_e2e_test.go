@@ -78,6 +78,13 @@ func TestSlackMCPToolInTheSandbox(t *testing.T) {
 			t.Errorf("the server's environment has %s, which its config does not name:\n%s", name, env)
 		}
 	}
+	// It runs as mcptool.Start runs an operator's server: out of the
+	// agent's folders, told where the worktree is.
+	for _, want := range []string{"HOME=/tmp\n", "TMPDIR=/tmp\n", "PYTHONSAFEPATH=1\n", "PYTHONNOUSERSITE=1\n", "THREADSMITH_WORKTREE=" + filepath.Join(e.cfg.DataDir, "workspaces", "app") + "/"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the server's environment lacks %q:\n%s", want, env)
+		}
+	}
 	if !strings.Contains(env, "TRACKER_TOKEN=[redacted]") {
 		t.Errorf("the model's view of the server's environment: want TRACKER_TOKEN=[redacted]:\n%s", env)
 	}
