@@ -1,6 +1,7 @@
 package mcptool
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -42,42 +43,37 @@ var closedImports = map[string]string{
 //
 // The agent's bash writes the worktree, its own HOME and TMPDIR; an
 // operator's server, which holds the operator's secrets (its env), uses none
-// of them for its own files: it runs in an empty, read-only folder of its
-// own (not the worktree, whose files `python -m`, `npx` and friends would
-// load), with HOME and TMPDIR a private tmpfs that starts empty at each
-// start and that no other sandbox sees, and with closedImports. A
-// repository's server is the repository's code and holds no secrets: it
-// runs in the worktree (its own files are there), with the same private
-// HOME and TMPDIR and the environment its file states.
+// of them for its own files. Its working directory (not the worktree, whose
+// files `python -m`, `npx` and friends would load), HOME and TMPDIR are the
+// sandbox's /tmp: a tmpfs of its own, empty at each start, that no other
+// sandbox sees. Its environment has closedImports. A repository's server is
+// the repository's code and holds no secrets: it runs in the worktree (its
+// own files are there), with the same private HOME and TMPDIR and the
+// environment its file states.
 //
 // A variable the server's Env names is taken as written, whatever the
 // above: the operator's choice wins. Without a sandbox (sb not Confined)
-// HOME and TMPDIR are a fresh folder removed when the server stops, but
-// nothing there is out of the agent's reach.
+// the working directory is an empty folder and HOME and TMPDIR a fresh
+// one, both removed when the server stops, but nothing there is out of
+// the agent's reach.
 //
 // stderr receives the server's standard error, line by line (nil: dropped).
 func Start(sb *sandbox.Sandbox, s Server, path string, w Where, stderr func(line string)) (*Process, error) {
-	own, err := os.MkdirTemp("", "threadsmith-mcp-")
-	if err != nil {
-		return nil, fmt.Errorf("a folder for the server: %w", err)
-	}
-	dir, home := filepath.Join(own, "cwd"), "/tmp"
-	mounts := slices.Clone(w.Mounts)
-	if err := os.Mkdir(dir, 0o555); err != nil {
-		os.RemoveAll(own)
-		return nil, fmt.Errorf("a folder for the server: %w", err)
-	}
+	dir, home, cleanup := "/tmp", "/tmp", func() {}
 	if !sb.Confined() {
-		home = filepath.Join(own, "home")
-		if err := os.Mkdir(home, 0o700); err != nil {
-			os.RemoveAll(own)
+		own, err := os.MkdirTemp("", "threadsmith-mcp-")
+		if err != nil {
+			return nil, fmt.Errorf("a folder for the server: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(own) }
+		dir, home = filepath.Join(own, "cwd"), filepath.Join(own, "home")
+		if err := errors.Join(os.Mkdir(dir, 0o555), os.Mkdir(home, 0o700)); err != nil {
+			cleanup()
 			return nil, fmt.Errorf("a folder for the server: %w", err)
 		}
 	}
 	if s.FromRepo {
 		dir = w.Worktree
-	} else {
-		mounts = append(mounts, sandbox.Mount{Path: filepath.Join(own, "cwd"), Access: sandbox.ReadOnly})
 	}
 	env := map[string]string{
 		"PATH":      w.PATH,
@@ -96,16 +92,16 @@ func Start(sb *sandbox.Sandbox, s Server, path string, w Where, stderr func(line
 	}
 	p, err := StartInSandbox(sb, sandbox.Spec{
 		Path: path, Args: append([]string{s.Command}, s.Args...), Env: list,
-		Dir: dir, Mounts: mounts,
+		Dir: dir, Mounts: w.Mounts,
 	}, stderr)
 	if err != nil {
-		os.RemoveAll(own)
+		cleanup()
 		return nil, err
 	}
 	stop := p.Stop
 	p.Stop = func() {
 		stop()
-		os.RemoveAll(own)
+		cleanup()
 	}
 	return p, nil
 }

@@ -44,15 +44,16 @@ func envOf(t *testing.T, set *mcptool.Set, server string) map[string]string {
 	return env
 }
 
-// An operator's server runs in an empty folder it cannot write (not the
-// worktree), with a HOME and TMPDIR of its own that start empty at every
-// start, and with Python's import path closed; it is told where the
-// worktree is and works on it by absolute path; what its config sets wins.
-// A repository's server runs in the worktree, with the same private HOME.
+// An operator's server runs in the sandbox's private /tmp (not the
+// worktree), its HOME and TMPDIR too, which start empty at every start, and
+// with Python's import path closed; it is told where the worktree is and
+// works on it by absolute path; what its config sets wins. A repository's
+// server runs in the worktree, with the same private HOME. Nothing of
+// theirs is left on the host.
 func TestStartKeepsTheServerOutOfTheAgentsFolders(t *testing.T) {
 	bin := mcpfake.Build(t)
 	sb := sandboxtest.New(t, sandbox.Config{})
-	t.Setenv("TMPDIR", t.TempDir()) // where Start makes the server's own folder
+	t.Setenv("TMPDIR", t.TempDir()) // Start leaves nothing of the servers' on the host
 	wt := t.TempDir()
 	binDir := sandbox.Mount{Path: filepath.Dir(bin), Access: sandbox.ReadOnly}
 	op := mcptool.Server{Name: "op", Command: bin, Timeout: 30 * time.Second,
@@ -72,8 +73,11 @@ func TestStartKeepsTheServerOutOfTheAgentsFolders(t *testing.T) {
 			t.Errorf("the server's environment has %s, which neither Start nor its config sets", k)
 		}
 	}
-	if r := call(t, t.Context(), set.Tools(), "op__write", `{"path":"planted.py","text":"x"}`); !r.IsError {
-		t.Errorf("the server could write its working directory: %s", text(r))
+	if r := call(t, t.Context(), set.Tools(), "op__write", `{"path":"own.py","text":"x"}`); r.IsError || text(r) != "wrote own.py" {
+		t.Errorf("the server cannot write its own working directory: %s", text(r))
+	}
+	if r := call(t, t.Context(), set.Tools(), "op__read", `{"path":"/tmp/own.py"}`); r.IsError {
+		t.Errorf("the server's working directory is not its private /tmp: %s", text(r))
 	}
 	if r := call(t, t.Context(), set.Tools(), "op__write", `{"path":"/tmp/.bashrc","text":"from the last start"}`); r.IsError {
 		t.Fatalf("the server cannot write its HOME: %s", text(r))
@@ -84,7 +88,7 @@ func TestStartKeepsTheServerOutOfTheAgentsFolders(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, "by-the-server.txt")); err != nil {
 		t.Errorf("the server's file is not in the worktree: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(wt, "planted.py")); err == nil {
+	if _, err := os.Stat(filepath.Join(wt, "own.py")); err == nil {
 		t.Errorf("the server wrote the worktree through its working directory")
 	}
 	set.Close()
