@@ -223,7 +223,8 @@ func (t *thread) refreshTools() {
 
 // launchMCP starts a stdio server in the thread's sandbox: it sees what bash
 // sees, has the network only when its config says so (never for a
-// repository's server), and gets only the environment its config names.
+// repository's server), gets only the environment its config names, and
+// runs where nothing the agent wrote becomes its code (mcptool.Start).
 func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
 	path, err := serverPath(s, t.tws.Root())
 	if err != nil {
@@ -234,20 +235,10 @@ func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Proces
 		sb = sandbox.None()
 	}
 	sb = sb.WithNetwork(s.Network && !s.FromRepo)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.tws.Home(),
-		"TMPDIR=" + t.tws.TmpDir(),
-		"LANG=C.UTF-8",
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		env = append(env, k+"="+s.Env[k])
-	}
 	log := t.log.With("component", "mcp", "mcp_server", s.Name)
 	lines := 0
-	return mcptool.StartInSandbox(sb, sandbox.Spec{
-		Path: path, Args: append([]string{s.Command}, s.Args...), Env: env,
-		Dir: t.tws.Root(), Mounts: t.tws.Mounts(),
+	return mcptool.Start(sb, s, path, mcptool.Where{
+		Worktree: t.tws.Root(), Mounts: t.tws.Mounts(), PATH: os.Getenv("PATH"),
 	}, func(line string) {
 		// What a server says on stderr is for the operator's logs only (it
 		// may echo its environment), redacted and capped.

@@ -5,7 +5,8 @@
 //   - Open connects to every server of a session (in parallel) and lists its
 //     tools; a server that cannot start is recorded (Status) and its tools are
 //     missing, the others work. Stdio servers are started by the caller's
-//     Launch (the bot runs them in the thread's sandbox); Streamable HTTP
+//     Launch (the bot runs them in the thread's sandbox through Start, where
+//     nothing the agent wrote can become their code); Streamable HTTP
 //     servers are reached from the bot with the configured headers.
 //   - A call runs with the run's context (so !stop cancels it, and the server
 //     is told) and the server's timeout. Results keep to the built-in tools'

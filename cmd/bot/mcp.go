@@ -146,17 +146,13 @@ func checkMCP(ctx context.Context, cfg *config.Config, sb *sandbox.Sandbox, w io
 	return problems
 }
 
-// startInSandbox runs a stdio server in sb with dir as its only writable
-// folder and only its configured environment.
+// startInSandbox runs a stdio server in sb as a thread's would run, with
+// dir (empty) as the thread's worktree.
 func startInSandbox(sb *sandbox.Sandbox, s mcptool.Server, dir string) (*mcptool.Process, error) {
 	path, err := exec.LookPath(s.Command)
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=/tmp", "LANG=C.UTF-8"}
-	for k, v := range s.Env {
-		env = append(env, k+"="+v)
-	}
-	return mcptool.StartInSandbox(sb, sandbox.Spec{Path: path, Args: append([]string{s.Command}, s.Args...), Env: env, Dir: dir,
+	return mcptool.Start(sb, s, path, mcptool.Where{Worktree: dir, PATH: os.Getenv("PATH"),
 		Mounts: []sandbox.Mount{{Path: dir, Access: sandbox.ReadWrite}}}, nil)
 }

@@ -68,13 +68,21 @@ func TestSlackMCPToolInTheSandbox(t *testing.T) {
 	if !strings.Contains(tr, "FAKE_SETTING=on") {
 		t.Errorf("the server did not get its configured environment:\n%s", tr)
 	}
-	// The server's environment is what launchMCP sets and what its config
-	// names, nothing of the bot's own; its secret is hidden from the model.
+	// The server's environment is what mcptool.Start sets and what its
+	// config names, nothing of the bot's own; its secret is hidden from the
+	// model.
 	env, _ := envSeen.Load().(string)
-	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "FAKE_SETTING", "TRACKER_TOKEN"}
+	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "THREADSMITH_WORKTREE", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "FAKE_SETTING", "TRACKER_TOKEN"}
 	for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
 		if name, _, _ := strings.Cut(line, "="); !slices.Contains(allowed, name) {
 			t.Errorf("the server's environment has %s, which its config does not name:\n%s", name, env)
+		}
+	}
+	// It runs as mcptool.Start runs an operator's server: out of the
+	// agent's folders, told where the worktree is.
+	for _, want := range []string{"HOME=/tmp\n", "TMPDIR=/tmp\n", "PYTHONSAFEPATH=1\n", "PYTHONNOUSERSITE=1\n", "THREADSMITH_WORKTREE=" + filepath.Join(e.cfg.DataDir, "workspaces", "app") + "/"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the server's environment lacks %q:\n%s", want, env)
 		}
 	}
 	if !strings.Contains(env, "TRACKER_TOKEN=[redacted]") {
