@@ -38,6 +38,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
@@ -172,6 +173,10 @@ type Bridge struct {
 
 	catchUpBucket int64           // the minute of catchUps
 	catchUps      map[string]bool // catch-ups this replica claimed in it
+
+	// redact replaces cfg.Secrets in text shown in the chat, as the tools'
+	// redaction does in their results.
+	redact func(string) string
 }
 
 type platform struct {
@@ -223,6 +228,7 @@ func New(cfg Config) (*Bridge, error) {
 		released:  map[int64]int64{},
 		known:     map[string]bool{},
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
+		redact:    tools.Redactor(cfg.Secrets),
 	}
 	if b.leasing() {
 		b.cfg.Lease.setDefaults()
