@@ -129,8 +129,9 @@ type Platform struct {
 	// Channels maps a channel id to the repositories its threads may work
 	// on: the first is the one they get, the others may be named with
 	// repo=<name>, and AnyRepo allows every repository. A repository that
-	// some channel (of any platform) lists is opened only in the channels
-	// that list it: not in DMs nor in unmapped channels.
+	// a binding mapping (one without AnyRepo, of any platform) lists is
+	// opened only in the channels that list it: not in DMs nor in unmapped
+	// channels.
 	Channels map[string][]string
 	// AllowedUsers, AllowedRoles and AllowedChannels restrict who may use the
 	// bot; empty lists allow everyone.
@@ -914,7 +915,8 @@ func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
 
 // openRepos are the repositories a thread may open given its channel's
 // mapping: the mapped ones (all, with AnyRepo); without a mapping, the
-// repositories no channel of any platform maps.
+// repositories no binding mapping (one without AnyRepo) of any platform
+// names.
 func (b *Bridge) openRepos(mapped []string) []string {
 	known := b.cfg.Workspaces.Repos()
 	switch {
@@ -926,7 +928,7 @@ func (b *Bridge) openRepos(mapped []string) []string {
 	return slices.DeleteFunc(known, func(r string) bool {
 		for _, p := range b.platforms {
 			for _, repos := range p.Channels {
-				if slices.Contains(repos, r) {
+				if slices.Contains(repos, r) && !slices.Contains(repos, AnyRepo) {
 					return true
 				}
 			}

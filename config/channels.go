@@ -4,8 +4,8 @@ import "go.yaml.in/yaml/v3"
 
 // ChannelRepos are the repositories a mapped channel's threads may work on:
 // the first is the one they get, the others may be named with repo=<name>,
-// and AnyRepo among them allows every repository. In YAML a single name or
-// a list of names.
+// and AnyRepo among them allows every repository (the mapping is then a
+// default that binds nothing). In YAML a single name or a list of names.
 type ChannelRepos []string
 
 // AnyRepo in a channel's repositories lets its threads name any repository.

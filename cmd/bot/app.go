@@ -543,7 +543,12 @@ func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.P
 func channelRepos(m map[string]config.ChannelRepos) map[string][]string {
 	out := make(map[string][]string, len(m))
 	for ch, repos := range m {
-		out[ch] = repos
+		for _, r := range repos {
+			if r == config.AnyRepo {
+				r = bridge.AnyRepo
+			}
+			out[ch] = append(out[ch], r)
+		}
 	}
 	return out
 }

@@ -95,12 +95,13 @@ func TestSlackChannelMappingIsBindingAndDMsNeedAllowing(t *testing.T) {
 
 // With DMs allowed, a DM opens the repositories no channel is mapped to (the
 // default here) but not one a mapping keeps to its channel, and neither
-// does an unmapped channel.
+// does an unmapped channel; a mapping with "*" opens any repository.
 func TestSlackDMsReachOnlyUnmappedRepos(t *testing.T) {
 	yes := true
+	const anyChan = "C0ANYREPO"
 	e := newSlackEnv(t, withSecretRepo(t, func(c *config.Config) {
 		c.Slack.AllowDMs = &yes
-		c.Slack.Channels = map[string]config.ChannelRepos{secretChan: {"secret"}}
+		c.Slack.Channels = map[string]config.ChannelRepos{secretChan: {"secret"}, anyChan: {"app", config.AnyRepo}}
 	}))
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("working on " + systemRepo(r)) })
 
@@ -117,8 +118,10 @@ func TestSlackDMsReachOnlyUnmappedRepos(t *testing.T) {
 	e.waitText(dm, ok, "working on app")
 	sec := e.slack.Mention(secretChan, aliceID, "say hi", "")
 	e.waitText(secretChan, sec, "working on secret")
-	if n := len(e.llm.Requests()); n != 2 {
-		t.Errorf("LLM requests = %d, want 2 (the allowed messages only)", n)
+	wide := e.slack.Mention(anyChan, aliceID, "repo=secret say hi", "")
+	e.waitText(anyChan, wide, "working on secret")
+	if n := len(e.llm.Requests()); n != 3 {
+		t.Errorf("LLM requests = %d, want 3 (the allowed messages only)", n)
 	}
 }
 
