@@ -38,6 +38,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
@@ -125,11 +126,19 @@ type ModelInfo struct {
 type Platform struct {
 	Adapter chat.Adapter
 	Outbox  *outbox.Outbox
-	// Channels maps a channel id to the repository its threads work on.
-	Channels map[string]string
+	// Channels maps a channel id to the repositories its threads may work
+	// on: the first is the one they get, the others may be named with
+	// repo=<name>, and AnyRepo allows every repository. A repository that
+	// a binding mapping (one without AnyRepo, of any platform) lists is
+	// opened only in the channels that list it: not in DMs nor in unmapped
+	// channels.
+	Channels map[string][]string
 	// AllowedUsers, AllowedRoles and AllowedChannels restrict who may use the
 	// bot; empty lists allow everyone.
 	AllowedUsers, AllowedRoles, AllowedChannels []string
+	// RefuseDMs keeps direct messages from using the bot (the channel
+	// allowlist cannot name a direct conversation).
+	RefuseDMs bool
 	// SpreadsThreads says that, with replicas, one thread's events may
 	// reach different replicas (Slack); a reply the store does not know
 	// then waits a moment for its thread's mention, stored by another
@@ -165,6 +174,10 @@ type Bridge struct {
 
 	catchUpBucket int64           // the minute of catchUps
 	catchUps      map[string]bool // catch-ups this replica claimed in it
+
+	// redact replaces cfg.Secrets in text shown in the chat, as the tools'
+	// redaction does in their results.
+	redact func(string) string
 }
 
 type platform struct {
@@ -216,6 +229,7 @@ func New(cfg Config) (*Bridge, error) {
 		released:  map[int64]int64{},
 		known:     map[string]bool{},
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
+		redact:    tools.Redactor(cfg.Secrets),
 	}
 	if b.leasing() {
 		b.cfg.Lease.setDefaults()
@@ -563,20 +577,30 @@ func (h *handler) admit(ctx context.Context, in chat.Inbound, trusted bool) (cha
 		return chat.Duplicate, nil
 	}
 	if !trusted && !h.allowed(in) {
-		// One note per message, though platforms deliver a mention twice.
-		if first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "refused/"+in.Thread.Channel+"/"+refusalID(in)); err != nil || !first {
-			return chat.Refused, err
+		note := "Sorry, you're not allowed to use this bot here. Ask an admin to add you."
+		if in.DM && p.RefuseDMs {
+			note = "Sorry, this bot doesn't take direct messages here. Mention it in a channel it works in."
 		}
-		if w, ok := p.Adapter.(chat.Whisperer); ok {
-			note := "Sorry, you're not allowed to use this bot here. Ask an admin to add you."
-			if err := w.Whisper(ctx, in, note); err != nil {
-				b.log.Warn("refusal note failed", "thread", key, "err", err)
-			}
-		}
-		b.log.Info("refused input from a user who is not allowed", "thread", key, "user", in.Author.ID)
-		return chat.Refused, nil
+		b.log.Info("refused input from a user who is not allowed", "thread", key, "user", in.Author.ID, "dm", in.DM)
+		return h.refuse(ctx, in, note)
 	}
 	return h.accept(ctx, in, deliveryKeys)
+}
+
+// refuse tells the author privately why their message was refused: one note
+// per message, though platforms deliver a mention twice. Nothing is stored
+// but that the note was sent.
+func (h *handler) refuse(ctx context.Context, in chat.Inbound, note string) (chat.Receipt, error) {
+	b, p := h.b, h.p
+	if first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "refused/"+in.Thread.Channel+"/"+refusalID(in)); err != nil || !first {
+		return chat.Refused, err
+	}
+	if w, ok := p.Adapter.(chat.Whisperer); ok {
+		if err := w.Whisper(ctx, in, note); err != nil {
+			b.log.Warn("refusal note failed", "thread", in.Thread.Key(), "err", err)
+		}
+	}
+	return chat.Refused, nil
 }
 
 // accept stores an allowed message and hands it to its thread's owner.
@@ -616,6 +640,10 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 		// one commit for the acknowledgement to wait for.
 		if !resolved {
 			repo, rerr = b.resolveRepo(p, in)
+		}
+		if na := (*chat.NotAllowedError)(nil); errors.As(rerr, &na) {
+			b.log.Info("refused a repository the channel may not open", "thread", key, "user", in.Author.ID)
+			return h.refuse(ctx, in, na.Note)
 		}
 		if rerr != nil {
 			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
@@ -733,9 +761,15 @@ func refusalID(in chat.Inbound) string {
 	return in.EventID
 }
 
+// AnyRepo among a channel's repositories lets its threads name any one.
+const AnyRepo = "*"
+
 func (h *handler) allowed(in chat.Inbound) bool {
 	p := h.p
-	if len(p.AllowedChannels) > 0 && !in.DM && !slices.Contains(p.AllowedChannels, in.Thread.Channel) {
+	if in.DM && p.RefuseDMs {
+		return false
+	}
+	if len(p.AllowedChannels) > 0 && !in.DM && !slices.Contains(p.AllowedChannels, mappedChannel(in)) {
 		return false
 	}
 	if len(p.AllowedUsers) == 0 && len(p.AllowedRoles) == 0 {
@@ -753,12 +787,12 @@ func (h *handler) allowed(in chat.Inbound) bool {
 }
 
 // Describe implements chat.Handler.
-func (h *handler) Describe(thread chat.ThreadRef, repo string) (string, string, error) {
-	name, err := h.b.pickRepo(h.p, repo, "", thread.Channel)
+func (h *handler) Describe(in chat.Inbound) (string, string, error) {
+	name, err := h.b.resolveRepo(h.p, in)
 	if err != nil {
 		return "", "", err
 	}
-	return name, h.b.cfg.Workspaces.BranchFor(wsKey(thread)), nil
+	return name, h.b.cfg.Workspaces.BranchFor(wsKey(in.Thread)), nil
 }
 
 // ActiveThreads implements chat.Handler: the platform's threads with a
@@ -836,35 +870,80 @@ func (b *Bridge) caughtUp(key string, bucket int64, add bool) bool {
 var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)
 
 // resolveRepo picks the repository of a new thread: the platform's explicit
-// argument, a repo=<name> word in the text, the channel's mapping, else the
-// default.
+// argument, else a repo=<name> word in the text, else the channel's
+// repository, else the default; then holds it to the channel mapping (see
+// Platform.Channels). A repository the place may not open is refused with a
+// *chat.NotAllowedError naming the ones it may.
 func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
-	word := ""
-	if m := repoWord.FindStringSubmatch(in.Text); m != nil {
-		word = m[1]
-	}
-	return b.pickRepo(p, in.Repo, word, in.Thread.Channel)
-}
-
-func (b *Bridge) pickRepo(p *platform, explicit, word, channel string) (string, error) {
-	name := explicit
+	name := in.Repo
 	if name == "" {
-		name = word
+		if m := repoWord.FindStringSubmatch(in.Text); m != nil {
+			name = m[1]
+		}
 	}
-	if name == "" {
-		name = p.Channels[channel]
+	var mapped []string
+	if !in.DM {
+		mapped = p.Channels[mappedChannel(in)]
+	}
+	if name == "" && len(mapped) > 0 {
+		name = mapped[0]
 	}
 	if name == "" {
 		name = b.cfg.DefaultRepo
 	}
+	open := b.openRepos(mapped)
+	switch {
+	case name == "":
+		return "", fmt.Errorf("no repository is configured for this channel; known repositories: %s", strings.Join(open, ", "))
+	case slices.Contains(open, name):
+		return name, nil
+	case !slices.Contains(b.cfg.Workspaces.Repos(), name):
+		return "", fmt.Errorf("unknown repository %q; known repositories: %s", name, strings.Join(open, ", "))
+	}
+	note := fmt.Sprintf("Sorry, `%s` can't be opened in this channel.", name)
+	switch {
+	case in.DM:
+		note = fmt.Sprintf("Sorry, `%s` can't be opened from a direct message: it is kept to the channels mapped to it.", name)
+	case len(mapped) == 0:
+		note = fmt.Sprintf("Sorry, `%s` can't be opened in this channel: it is kept to the channels mapped to it.", name)
+	}
+	if len(open) > 0 {
+		note += " Here you may use: " + strings.Join(open, ", ") + "."
+	}
+	return "", &chat.NotAllowedError{Note: note}
+}
+
+// openRepos are the repositories a thread may open given its channel's
+// mapping: the mapped ones (all, with AnyRepo); without a mapping, the
+// repositories no binding mapping (one without AnyRepo) of any platform
+// names.
+func (b *Bridge) openRepos(mapped []string) []string {
 	known := b.cfg.Workspaces.Repos()
-	if name == "" {
-		return "", fmt.Errorf("no repository is configured for this channel; known repositories: %s", strings.Join(known, ", "))
+	switch {
+	case slices.Contains(mapped, AnyRepo):
+		return known
+	case len(mapped) > 0:
+		return slices.DeleteFunc(slices.Clone(mapped), func(r string) bool { return !slices.Contains(known, r) })
 	}
-	if !slices.Contains(known, name) {
-		return "", fmt.Errorf("unknown repository %q; known repositories: %s", name, strings.Join(known, ", "))
+	return slices.DeleteFunc(known, func(r string) bool {
+		for _, p := range b.platforms {
+			for _, repos := range p.Channels {
+				if slices.Contains(repos, r) && !slices.Contains(repos, AnyRepo) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// mappedChannel is the channel whose mapping and allowlist entry apply to
+// in: its thread's parent channel where the thread is a channel of its own.
+func mappedChannel(in chat.Inbound) string {
+	if in.Parent != "" {
+		return in.Parent
 	}
-	return name, nil
+	return in.Thread.Channel
 }
 
 // commandWord returns the name of a leading !command (or /command) and its arguments.

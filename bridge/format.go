@@ -74,9 +74,15 @@ func firstStringArg(args json.RawMessage) string {
 }
 
 // toolLine is the one line shown for a tool call: running (done=false), or
-// finished with ✓/✗ and its duration.
-func toolLine(tool string, args json.RawMessage, done, failed bool, d time.Duration) string {
-	arg := oneLine(mainArg(tool, args), 80)
+// finished with ✓/✗ and its duration. The argument shown goes through
+// redact (configured secrets) whole, before it is cut: a secret the cut
+// would split is still replaced.
+func toolLine(tool string, args json.RawMessage, done, failed bool, d time.Duration, redact func(string) string) string {
+	arg := mainArg(tool, args)
+	if redact != nil {
+		arg = redact(arg)
+	}
+	arg = oneLine(arg, 80)
 	var b strings.Builder
 	switch {
 	case !done:

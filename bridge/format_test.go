@@ -9,6 +9,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
@@ -33,7 +34,7 @@ func TestToolLine(t *testing.T) {
 		{"only the first line of a script", "bash", `{"command":"cd x\nmake all"}`, false, false, 0, "⏳ `bash` `cd x…`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := toolLine(tc.tool, json.RawMessage(tc.args), tc.done, tc.failed, tc.d)
+			got := toolLine(tc.tool, json.RawMessage(tc.args), tc.done, tc.failed, tc.d, nil)
 			if got != tc.want {
 				t.Errorf("toolLine = %q, want %q", got, tc.want)
 			}
@@ -43,10 +44,27 @@ func TestToolLine(t *testing.T) {
 
 func TestToolLineCutsLongArguments(t *testing.T) {
 	cmd := strings.Repeat("é", 200)
-	got := toolLine("bash", json.RawMessage(`{"command":"`+cmd+`"}`), false, false, 0)
+	got := toolLine("bash", json.RawMessage(`{"command":"`+cmd+`"}`), false, false, 0, nil)
 	want := "⏳ `bash` `" + strings.Repeat("é", 80) + "…`"
 	if got != want {
 		t.Errorf("toolLine = %q, want %q (80 runes and an ellipsis)", got, want)
+	}
+}
+
+// A secret is redacted before the line is cut: one the cut falls inside
+// shows none of its characters.
+func TestToolLineRedactsBeforeTheCut(t *testing.T) {
+	const secret = "sk-live-0123456789"
+	redact := tools.Redactor([]string{secret})
+	for _, pad := range []int{0, 70, 76, 79} {
+		cmd := strings.Repeat("x", pad) + secret + " tail"
+		got := toolLine("bash", json.RawMessage(`{"command":"`+cmd+`"}`), true, false, 0, redact)
+		if strings.Contains(got, secret[:4]) {
+			t.Errorf("pad %d: toolLine = %q shows part of the secret", pad, got)
+		}
+		if want := strings.Repeat("x", pad) + "[r"; pad < 79 && !strings.Contains(got, want) {
+			t.Errorf("pad %d: toolLine = %q, want %q in it", pad, got, want)
+		}
 	}
 }
 

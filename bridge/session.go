@@ -123,6 +123,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.view.delivered = t.delivered
 		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
 		t.view.onText = t.saver.update
+		t.view.redact = b.redact
 		threadID := t.rec.ID
 		t.view.final = func(runID int64, chunks []string) { t.postAnswer(threadID, runID, chunks) }
 		t.view.price = func() Price {

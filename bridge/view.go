@@ -48,6 +48,9 @@ type view struct {
 	// set: the thread stores them first, so a crash cannot lose them
 	// (thread_answer.go). runID is the run's storage id, 0 if not known yet.
 	final func(runID int64, chunks []string)
+	// redact replaces configured secrets in what the model wrote into a
+	// tool call's arguments; nil leaves them.
+	redact func(string) string
 
 	mu      sync.Mutex
 	run     *runState
@@ -337,13 +340,13 @@ func (v *view) handle(ev agent.Event) {
 		if r == nil {
 			return
 		}
-		r.seg.blocks = append(r.seg.blocks, block{text: toolLine(e.ToolName, e.Args, false, false, 0), toolID: e.ToolCallID})
+		r.seg.blocks = append(r.seg.blocks, block{text: toolLine(e.ToolName, e.Args, false, false, 0, v.redact), toolID: e.ToolCallID})
 		v.renderLocked(r, outbox.Normal)
 	case agent.ToolExecutionEnd:
 		if r == nil {
 			return
 		}
-		line := toolLine(e.ToolName, e.Args, true, e.Result.IsError, e.Duration)
+		line := toolLine(e.ToolName, e.Args, true, e.Result.IsError, e.Duration, v.redact)
 		for i := len(r.seg.blocks) - 1; i >= 0; i-- {
 			if r.seg.blocks[i].toolID == e.ToolCallID {
 				r.seg.blocks[i].text = line

@@ -81,6 +81,10 @@ type Inbound struct {
 	Mention bool
 	// DM says the message came from a direct conversation with the bot.
 	DM bool
+	// Parent is the channel a thread hangs off when the thread is a channel
+	// of its own (Discord): the channel mappings name it. "" means
+	// Thread.Channel.
+	Parent string
 	// Repo is a repository named explicitly by the platform's command (Discord
 	// /code repo:); "repo=<name>" in the text of a first message works too.
 	Repo        string
@@ -264,10 +268,11 @@ type Handler interface {
 	// Messages that are not input (a thread without session and no mention, a
 	// duplicate) return a Receipt saying so and no error.
 	Receive(ctx context.Context, in Inbound) (Receipt, error)
-	// Describe resolves the repository and branch a new session in thread would
-	// use (Discord shows them in the /code starter message). repo may be "".
-	// An unknown repo is an error whose text lists the known ones.
-	Describe(thread ThreadRef, repo string) (repoName, branch string, err error)
+	// Describe resolves the repository and branch a new session started by
+	// in would use (Discord shows them in the /code starter message): in.Repo
+	// may be "". An unknown repo is an error whose text lists the ones open
+	// there; one the operator keeps from that place is a *NotAllowedError.
+	Describe(in Inbound) (repoName, branch string, err error)
 	// ActiveThreads lists this platform's threads that have a session and were
 	// active lately (a day), with the id of the newest message seen in each,
 	// so that after a reconnect the adapter can fetch what was typed during
@@ -275,6 +280,13 @@ type Handler interface {
 	// out: a reconnect costs API calls per thread listed.
 	ActiveThreads(ctx context.Context) ([]ThreadCursor, error)
 }
+
+// NotAllowedError is the operator's policy refusing a request (a repository
+// the channel may not open). Its text is a note for the person who asked,
+// meant to be shown to them alone.
+type NotAllowedError struct{ Note string }
+
+func (e *NotAllowedError) Error() string { return e.Note }
 
 // ThreadCloser is implemented by handlers that want to hear of threads the
 // platform no longer has (deleted, or the bot was removed from them), so

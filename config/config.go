@@ -351,12 +351,26 @@ type Slack struct {
 	Listen string `yaml:"listen"`
 	// APIURL replaces DefaultSlackAPIURL; use BaseURL.
 	APIURL string `yaml:"api_url"`
-	// Channels maps a channel id to the name of its repository.
-	Channels map[string]string `yaml:"channels"`
+	// Channels maps a channel id to the repositories its threads may work
+	// on (see ChannelRepos).
+	Channels map[string]ChannelRepos `yaml:"channels"`
 	// AllowedUsers and AllowedChannels restrict who may use the bot; empty = all.
-	AllowedUsers    []string  `yaml:"allowed_users"`
-	AllowedChannels []string  `yaml:"allowed_channels"`
-	Rate            SlackRate `yaml:"rate"`
+	AllowedUsers    []string `yaml:"allowed_users"`
+	AllowedChannels []string `yaml:"allowed_channels"`
+	// AllowDMs lets direct messages use the bot; unset, they may unless
+	// AllowedChannels is set (see DMsAllowed).
+	AllowDMs *bool     `yaml:"allow_dms"`
+	Rate     SlackRate `yaml:"rate"`
+}
+
+// DMsAllowed says whether direct messages may use the bot: allow_dms when
+// set, else only without a channel allowlist (a DM is no channel the list
+// could name, so an allowlist would otherwise be bypassed by one).
+func (s Slack) DMsAllowed() bool {
+	if s.AllowDMs != nil {
+		return *s.AllowDMs
+	}
+	return len(s.AllowedChannels) == 0
 }
 
 // BaseURL is the Web API base URL, always ending with "/".
@@ -389,11 +403,15 @@ type Discord struct {
 	GuildIDs []string `yaml:"guild_ids"`
 	// APIURL replaces DefaultDiscordAPIURL for REST and the gateway lookup; use BaseURL.
 	APIURL string `yaml:"api_url"`
-	// Channels maps a channel id to the name of its repository.
-	Channels     map[string]string `yaml:"channels"`
-	AllowedRoles []string          `yaml:"allowed_roles"`
-	AllowedUsers []string          `yaml:"allowed_users"`
-	Rate         DiscordRate       `yaml:"rate"`
+	// Channels maps a channel id to the repositories its threads may work
+	// on (see ChannelRepos).
+	Channels     map[string]ChannelRepos `yaml:"channels"`
+	AllowedRoles []string                `yaml:"allowed_roles"`
+	AllowedUsers []string                `yaml:"allowed_users"`
+	// AllowDMs lets direct messages use the bot; unset, they may (see
+	// DMsAllowed).
+	AllowDMs *bool       `yaml:"allow_dms"`
+	Rate     DiscordRate `yaml:"rate"`
 	// ShardID and ShardCount split the bot's guilds over several gateway
 	// connections, one per replica: Discord sends a guild's events (and its
 	// slash commands) to shard (guild_id >> 22) % shard_count, DMs to shard 0.
@@ -401,6 +419,10 @@ type Discord struct {
 	ShardID    int `yaml:"shard_id"`
 	ShardCount int `yaml:"shard_count"`
 }
+
+// DMsAllowed says whether direct messages may use the bot: allow_dms, true
+// when unset (Discord has no channel allowlist a DM could bypass).
+func (d Discord) DMsAllowed() bool { return d.AllowDMs == nil || *d.AllowDMs }
 
 // Sharded reports whether the bot's guilds are split over several gateway
 // connections.

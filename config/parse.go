@@ -222,6 +222,7 @@ const maxVisits = 50_000
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	byteSizeType = reflect.TypeFor[ByteSize]()
+	reposType    = reflect.TypeFor[ChannelRepos]()
 )
 
 func (w *walker) walk(n *yaml.Node, t reflect.Type, key string) {
@@ -256,6 +257,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, key string) {
 			return
 		}
 		w.mapping(n, t, key, func(string) (reflect.Type, string) { return t.Elem(), "" })
+	case t == reposType && n.Kind == yaml.ScalarNode:
+		w.scalar(n, t.Elem(), key) // one repository: a list of one
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.errs.add(key, fmt.Sprintf("must be a list, not %s (line %d)", kindName(n), n.Line))

@@ -144,7 +144,7 @@ slack:
 		{"slack.enabled (bool)", c.Slack.Enabled, false},
 		{"slack.allowed_users (list)", c.Slack.AllowedUsers, []string{"U1", "U2"}},
 		{"slack.allowed_channels (flow list)", c.Slack.AllowedChannels, []string{"U1"}},
-		{"slack.channels (map)", c.Slack.Channels, map[string]string{"C1": "app"}},
+		{"slack.channels (map)", c.Slack.Channels, map[string]ChannelRepos{"C1": {"app"}}},
 		{"slack.rate.post_per_second (float)", c.Slack.Rate.PostPerSecond, 0.5},
 	}
 	for _, ch := range checks {
@@ -435,4 +435,44 @@ func TestLoad(t *testing.T) {
 	if !errors.As(err, &es) || !strings.Contains(err.Error(), "cannot read the configuration file") {
 		t.Errorf("missing file: got %v, want Errors saying it cannot be read", err)
 	}
+}
+
+// A channel maps to one repository or to a list of them; allow_dms defaults
+// to "only without a channel allowlist".
+func TestParseChannelReposAndDMs(t *testing.T) {
+	c, err := parseString(`
+slack:
+  channels:
+    C1: app
+    C2: [lib, app]
+    C3: ["${REPO}", "*"]
+  allowed_channels: [C1]
+discord:
+  channels: {"1": lib}
+  allow_dms: false
+`, map[string]string{"REPO": "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ChannelRepos{"C1": {"app"}, "C2": {"lib", "app"}, "C3": {"app", AnyRepo}}
+	if !reflect.DeepEqual(c.Slack.Channels, want) {
+		t.Errorf("slack.channels = %#v, want %#v", c.Slack.Channels, want)
+	}
+	if !reflect.DeepEqual(c.Discord.Channels, map[string]ChannelRepos{"1": {"lib"}}) {
+		t.Errorf("discord.channels = %#v", c.Discord.Channels)
+	}
+	if c.Slack.DMsAllowed() {
+		t.Error("slack: DMs allowed by default although allowed_channels is set")
+	}
+	if c.Discord.AllowDMs == nil || *c.Discord.AllowDMs {
+		t.Errorf("discord.allow_dms = %v, want false", c.Discord.AllowDMs)
+	}
+	yes := true
+	for _, s := range []Slack{{}, {AllowedChannels: []string{"C1"}, AllowDMs: &yes}} {
+		if !s.DMsAllowed() {
+			t.Errorf("%+v: DMs refused, want allowed", s)
+		}
+	}
+	_, err = parseString("slack:\n  channels: {C1: {repo: app}}\n", nil)
+	wantErr(t, err, "slack.channels.C1", "must be a list")
 }

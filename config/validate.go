@@ -353,10 +353,23 @@ func (c *Config) knownRepos() string {
 	return "(one of: " + strings.Join(c.Workspace.RepoNames(), ", ") + ")"
 }
 
-func (c *Config) validateChannels(v *collector, key string, channels map[string]string) {
+func (c *Config) validateChannels(v *collector, key string, channels map[string]ChannelRepos) {
 	for _, ch := range sortedKeys(channels) {
-		if _, ok := c.Workspace.Repo(channels[ch]); !ok {
-			v.add(key+"."+ch, fmt.Sprintf("%q is not a configured repo %s", channels[ch], c.knownRepos()))
+		repos := channels[ch]
+		switch {
+		case len(repos) == 0:
+			v.add(key+"."+ch, "must name a repository (or a list of them, the first being the channel's)")
+		case repos[0] == AnyRepo:
+			v.add(key+"."+ch, fmt.Sprintf("the first entry is the channel's repository: name one before %q", AnyRepo))
+		}
+		for _, r := range repos {
+			if r == AnyRepo {
+				continue
+			}
+			if _, ok := c.Workspace.Repo(r); !ok {
+				v.add(key+"."+ch, fmt.Sprintf("%q is not a configured repo %s", r, c.knownRepos()))
+				break
+			}
 		}
 	}
 }

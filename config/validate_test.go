@@ -21,7 +21,7 @@ func TestValidateAcceptsValidConfigs(t *testing.T) {
 			c.Discord.Enabled, c.Discord.Token = true, "discord-token"
 			c.Discord.GuildIDs, c.Discord.ApplicationID = []string{"123456789012345678"}, "42"
 			c.Discord.APIURL = "http://127.0.0.1:9999" // BaseURL adds the slash
-			c.Discord.Channels = map[string]string{"1": "lib"}
+			c.Discord.Channels = map[string]ChannelRepos{"1": {"lib"}}
 		}},
 		{"no platform", func(c *Config) { c.Slack = Slack{} }},
 		{"no repos", func(c *Config) { c.Workspace.Repos, c.Workspace.DefaultRepo = nil, "" }},
@@ -41,7 +41,7 @@ func TestValidateAcceptsValidConfigs(t *testing.T) {
 		{"retry disabled", func(c *Config) { c.Agent.Retry = Retry{} }},
 		{"compaction disabled", func(c *Config) { c.Agent.Compaction.Enabled = false }},
 		{"channels and access lists", func(c *Config) {
-			c.Slack.Channels = map[string]string{"C1": "app", "C2": "lib"}
+			c.Slack.Channels = map[string]ChannelRepos{"C1": {"app"}, "C2": {"lib", "app"}, "C3": {"app", AnyRepo}}
 			c.Slack.AllowedUsers, c.Slack.AllowedChannels = []string{"U1"}, []string{"C1"}
 			c.Slack.APIURL = "http://127.0.0.1:9000/api/"
 		}},
@@ -156,7 +156,10 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Workspace.DefaultRepo = "nope" }, "workspace.default_repo", `"nope" is not a configured repo (one of: app, lib)`},
 		{func(c *Config) { c.Workspace.Repos = nil }, "workspace.default_repo", `"app" is not a configured repo (workspace.repos is empty)`},
 
-		{func(c *Config) { c.Slack.Channels = map[string]string{"C1": "app", "C2": "nope"} }, "slack.channels.C2", `"nope" is not a configured repo`},
+		{func(c *Config) { c.Slack.Channels = map[string]ChannelRepos{"C1": {"app"}, "C2": {"nope"}} }, "slack.channels.C2", `"nope" is not a configured repo`},
+		{func(c *Config) { c.Slack.Channels = map[string]ChannelRepos{"C1": {"app", "nope"}} }, "slack.channels.C1", `"nope" is not a configured repo`},
+		{func(c *Config) { c.Slack.Channels = map[string]ChannelRepos{"C1": {AnyRepo, "app"}} }, "slack.channels.C1", "the first entry is the channel's repository"},
+		{func(c *Config) { c.Slack.Channels = map[string]ChannelRepos{"C1": {}} }, "slack.channels.C1", "must name a repository"},
 		{func(c *Config) { c.Slack.Mode = "rtm" }, "slack.mode", `must be socket or http (got "rtm")`},
 		{func(c *Config) { c.Slack.BotToken = "" }, "slack.bot_token", "required when slack.enabled is true"},
 		{func(c *Config) { c.Slack.BotToken = "xoxp-user" }, "slack.bot_token", `must start with "xoxb-"`},
@@ -182,7 +185,7 @@ func TestValidateRules(t *testing.T) {
 		}, "discord.guild_ids[1]", "numeric guild id"},
 		{func(c *Config) { c.Discord.Enabled, c.Discord.Token, c.Discord.APIURL = true, "t", "discord.local" }, "discord.api_url", "absolute http(s) URL"},
 		{func(c *Config) {
-			c.Discord.Enabled, c.Discord.Token, c.Discord.Channels = true, "t", map[string]string{"1": "nope"}
+			c.Discord.Enabled, c.Discord.Token, c.Discord.Channels = true, "t", map[string]ChannelRepos{"1": {"nope"}}
 		}, "discord.channels.1", `"nope" is not a configured repo`},
 		{func(c *Config) { c.Discord.Enabled, c.Discord.Token, c.Discord.AllowedRoles = true, "t", []string{""} }, "discord.allowed_roles[0]", "must not be empty"},
 		{func(c *Config) { c.Discord.Enabled, c.Discord.Token, c.Discord.AllowedUsers = true, "t", []string{""} }, "discord.allowed_users[0]", "must not be empty"},
@@ -221,8 +224,8 @@ func TestValidateNeverQuotesSecrets(t *testing.T) {
 // A disabled platform's section is not checked at all.
 func TestValidateSkipsDisabledPlatforms(t *testing.T) {
 	c := validConfig()
-	c.Slack = Slack{Enabled: false, Mode: "rtm", BotToken: "bad", APIURL: "x", Channels: map[string]string{"C": "nope"}}
-	c.Discord = Discord{Enabled: false, GuildIDs: []string{"x"}, Channels: map[string]string{"C": "nope"}}
+	c.Slack = Slack{Enabled: false, Mode: "rtm", BotToken: "bad", APIURL: "x", Channels: map[string]ChannelRepos{"C": {"nope"}}}
+	c.Discord = Discord{Enabled: false, GuildIDs: []string{"x"}, Channels: map[string]ChannelRepos{"C": {"nope"}}}
 	if err := c.Validate(); err != nil {
 		t.Errorf("got\n%v\nwant no problems from disabled platforms", err)
 	}

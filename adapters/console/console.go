@@ -207,13 +207,14 @@ func (a *Adapter) Interrupt() (quit bool) {
 	return false
 }
 
-// Post prints a new message.
+// Post prints a new message. Messages carry what the model and its tools
+// wrote: every terminal control in them is dropped (inert).
 func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.nextID++
 	id := "m" + strconv.Itoa(a.nextID)
-	a.r.update(id, text, true)
+	a.r.update(id, inert(text), true)
 	return id, nil
 }
 
@@ -224,7 +225,7 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 	if a.r.msgs[id] == nil {
 		return fmt.Errorf("console: no message %s", id)
 	}
-	a.r.update(id, text, false)
+	a.r.update(id, inert(text), false)
 	return nil
 }
 
@@ -244,7 +245,8 @@ func (a *Adapter) React(_ context.Context, _ chat.ThreadRef, _ string, emoji str
 
 // Upload prints a file's content.
 func (a *Adapter) Upload(_ context.Context, _ chat.ThreadRef, name string, content []byte, comment string) error {
-	a.print(fmt.Sprintf("--- %s %s\n%s\n--- end of %s\n", name, comment, strings.TrimRight(string(content), "\n"), name))
+	name, comment = inert(name), inert(comment)
+	a.print(fmt.Sprintf("--- %s %s\n%s\n--- end of %s\n", name, comment, strings.TrimRight(inert(string(content)), "\n"), name))
 	return nil
 }
 

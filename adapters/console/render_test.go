@@ -173,7 +173,7 @@ func (h recordingHandler) Receive(_ context.Context, in chat.Inbound) (chat.Rece
 	return chat.Accepted, nil
 }
 
-func (recordingHandler) Describe(chat.ThreadRef, string) (string, string, error) { return "", "", nil }
+func (recordingHandler) Describe(chat.Inbound) (string, string, error) { return "", "", nil }
 
 func (recordingHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) { return nil, nil }
 

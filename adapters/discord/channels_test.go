@@ -61,3 +61,30 @@ func TestParentChannel(t *testing.T) {
 		t.Errorf("ParentChannel(an unknown channel) = %q, want itself", got)
 	}
 }
+
+// A mention that may open a session in a thread people started names the
+// thread's parent channel (Inbound.Parent), whose mapping and allowlist
+// apply; /code in a text channel names that channel. A DM names none.
+func TestInboundNamesTheParentChannel(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	rest := restSession(t, fake)
+	m := fake.UserMessage(general, alice, "start a thread here")
+	th, err := rest.MessageThreadStart(general, m.ID, "a thread", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.barrier(t, th.ID)
+	mention := fake.UserMessage(th.ID, alice, "<@"+fake.BotUserID()+"> repo=web fix it")
+	if in := e.h.inbound(t, mention.ID); !in.Mention || in.Parent != general || in.Repo != "" {
+		t.Errorf("mention in a thread: Inbound %+v, want a mention with Parent %s and no Repo", in, general)
+	}
+	id := fake.SlashCommand(general, alice, "code", map[string]any{"prompt": "fix it", "repo": "web"})
+	if in := e.h.inbound(t, id); in.Parent != general || in.Repo != "web" {
+		t.Errorf("/code: Inbound %+v, want Parent %s and Repo web", in, general)
+	}
+	dm := fake.UserMessage(fake.DMChannel(alice), alice, "hello")
+	if in := e.h.inbound(t, dm.ID); !in.DM || in.Parent != "" {
+		t.Errorf("DM: Inbound %+v, want a DM without Parent", in)
+	}
+}

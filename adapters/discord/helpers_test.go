@@ -128,7 +128,8 @@ func snowflakeAfter(x, y string) bool {
 	return len(x) > len(y) || (len(x) == len(y) && x > y)
 }
 
-func (h *recorder) Describe(thread chat.ThreadRef, repo string) (string, string, error) {
+func (h *recorder) Describe(in chat.Inbound) (string, string, error) {
+	repo, thread := in.Repo, in.Thread
 	if repo == "" {
 		repo = "app"
 	}

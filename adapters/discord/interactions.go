@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,6 +67,19 @@ func (r *runner) onInteraction(raw json.RawMessage) {
 		answered: make(chan struct{}),
 	}
 	ev.resp = r.a.plan(i, ev.cmd, kind)
+	if ev.resp.kind == deferPublic && ev.cmd.name == cmdCode && kind == kindText {
+		// A repository the channel may not open is refused before anything
+		// public is shown (Describe does no I/O).
+		opts := commandOptions(i)
+		_, _, err := r.h.Describe(chat.Inbound{
+			Thread: chat.ThreadRef{Platform: Platform, Team: i.GuildID, Channel: i.ID, Thread: i.ID},
+			Author: interactionAuthor(i), Text: opts["prompt"], Mention: true,
+			Repo: strings.TrimSpace(opts["repo"]), Parent: i.ChannelID,
+		})
+		if na := (*chat.NotAllowedError)(nil); errors.As(err, &na) {
+			ev.resp = answer{kind: replyEphemeral, text: na.Note}
+		}
+	}
 	r.answers.Go(func() {
 		defer close(ev.answered)
 		ev.err = r.a.answer(r.ctx, i, ev.resp)
@@ -175,9 +189,6 @@ func (r *runner) startSession(ctx context.Context, i *discordgo.Interaction, opt
 	a.rememberName(author.ID, author.Name)
 	prompt := strings.TrimSpace(opts["prompt"])
 	repo := strings.TrimSpace(opts["repo"])
-	if repo == "" {
-		repo = a.cfg.Channels[i.ChannelID]
-	}
 	orig, err := a.editOriginal(ctx, i, starterText(author.ID, prompt, repo, ""))
 	if err != nil {
 		a.log.Warn("/code: could not write the starter message", "interaction", i.ID, "err", err)
@@ -186,7 +197,16 @@ func (r *runner) startSession(ctx context.Context, i *discordgo.Interaction, opt
 	// A thread started from a message takes the message's id, so the session
 	// (and its branch) is known before the thread exists.
 	ref := chat.ThreadRef{Platform: Platform, Team: i.GuildID, Channel: orig.ID, Thread: orig.ID}
-	repoName, branch, err := r.h.Describe(ref, repo)
+	in := chat.Inbound{
+		Thread: ref, EventID: i.ID, Author: author, Text: prompt, Mention: true, Repo: repo,
+		Parent: i.ChannelID, Time: snowflakeTime(i.ID),
+	}
+	repoName, branch, err := r.h.Describe(in)
+	if na := (*chat.NotAllowedError)(nil); errors.As(err, &na) {
+		// The refusal is for the person alone: the public starter goes.
+		a.refuseOriginal(ctx, i, na.Note)
+		return
+	}
 	if err != nil {
 		a.editOriginal(ctx, i, "⚠️ "+err.Error()+"\n"+quote(truncateRunes(prompt, 1500)))
 		return
@@ -209,10 +229,7 @@ func (r *runner) startSession(ctx context.Context, i *discordgo.Interaction, opt
 	}
 	a.kinds.Store(th.ID, kindThread)
 	// Not held for Whisper: its followups would land in the parent channel.
-	in := chat.Inbound{
-		Thread: ref, EventID: i.ID, Author: author, Text: prompt, Mention: true, Repo: repo,
-		Time: snowflakeTime(i.ID),
-	}
+	in.Thread = ref
 	if _, err := r.receive(ctx, in); err != nil {
 		r.failNote(ctx, ref, "this request", err)
 	}
@@ -237,8 +254,8 @@ func (r *runner) echoInput(ctx context.Context, i *discordgo.Interaction, cmd *c
 	}
 	if cmd.name == cmdCode {
 		in.Repo = strings.TrimSpace(opts["repo"])
-		if in.Repo == "" {
-			in.Repo = a.cfg.Channels[a.parentOf(i.ChannelID)]
+		if kind != kindDM {
+			in.Parent = a.ParentChannel(ctx, ref)
 		}
 	}
 	if orig, err := a.editOriginal(ctx, i, echo); err != nil {
@@ -300,6 +317,21 @@ func (a *Adapter) editOriginal(ctx context.Context, i *discordgo.Interaction, te
 		return nil, err
 	}
 	return m, nil
+}
+
+// refuseOriginal replaces a public @original with a note only the user sees:
+// the public answer is deleted and the note follows as an ephemeral message.
+func (a *Adapter) refuseOriginal(ctx context.Context, i *discordgo.Interaction, note string) {
+	if err := a.s.InteractionResponseDelete(i, ownCall(ctx)...); err != nil {
+		a.log.Warn("interaction response not deleted", "interaction", i.ID, "err", restError("delete the interaction response", err, nil))
+	}
+	_, err := a.s.FollowupMessageCreate(i, false, &discordgo.WebhookParams{
+		Content: truncateRunes(note, MaxMessageChars), Flags: discordgo.MessageFlagsEphemeral,
+		AllowedMentions: &discordgo.MessageAllowedMentions{},
+	}, ownCall(ctx)...)
+	if err != nil {
+		a.log.Warn("refusal note not sent", "interaction", i.ID, "err", restError("send a followup", err, nil))
+	}
 }
 
 // conversationRef is the ThreadRef of a thread or DM channel.

@@ -65,6 +65,10 @@ func (r *runner) deliver(ctx context.Context, ref chat.ThreadRef, m *discordgo.M
 	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return
 	}
+	if in.Mention && !in.DM {
+		// A mention may open a session: the thread's channel mapping applies.
+		in.Parent = r.a.ParentChannel(ctx, ref)
+	}
 	if _, err := r.receive(ctx, in); err != nil {
 		r.failNote(ctx, ref, "your message", err)
 	}

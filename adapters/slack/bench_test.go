@@ -85,7 +85,7 @@ func (h *dedupHandler) Receive(_ context.Context, in chat.Inbound) (chat.Receipt
 	return chat.Accepted, nil
 }
 
-func (h *dedupHandler) Describe(chat.ThreadRef, string) (string, string, error) { return "", "", nil }
+func (h *dedupHandler) Describe(chat.Inbound) (string, string, error) { return "", "", nil }
 
 func (h *dedupHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, error) { return nil, nil }
 

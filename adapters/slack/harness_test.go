@@ -88,7 +88,7 @@ func (r *recorder) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, 
 	return chat.Accepted, nil
 }
 
-func (r *recorder) Describe(thread chat.ThreadRef, repo string) (string, string, error) {
+func (r *recorder) Describe(chat.Inbound) (string, string, error) {
 	return "app", "bot/slack-test", nil
 }
 

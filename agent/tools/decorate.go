@@ -177,6 +177,16 @@ func capResult(res agent.ToolResult, limit int) agent.ToolResult {
 	return res
 }
 
+// Redactor returns a function that replaces every secret in a text, as the
+// decorators do in results (for text shown elsewhere, such as a tool call's
+// arguments); with no secrets, it returns the text as it is.
+func Redactor(secrets []string) func(string) string {
+	if r := newRedactor(secrets); r != nil {
+		return r.text
+	}
+	return func(s string) string { return s }
+}
+
 // RedactString replaces every secret in s, as the decorators do in results
 // (for text that goes to the logs instead, such as a helper's stderr).
 func RedactString(s string, secrets []string) string {

@@ -527,14 +527,30 @@ func platformFor(cfg *config.Config, a chat.Adapter, ob *outbox.Outbox) bridge.P
 	p := bridge.Platform{Adapter: a, Outbox: ob}
 	switch a.Platform() {
 	case config.PlatformSlack:
-		p.Channels, p.AllowedUsers, p.AllowedChannels = cfg.Slack.Channels, cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels
+		p.Channels, p.AllowedUsers, p.AllowedChannels = channelRepos(cfg.Slack.Channels), cfg.Slack.AllowedUsers, cfg.Slack.AllowedChannels
+		p.RefuseDMs = !cfg.Slack.DMsAllowed()
 		// Socket Mode spreads an app's events over its connections, and
 		// HTTP events go through the operator's balancer.
 		p.SpreadsThreads = true
 	case config.PlatformDiscord:
-		p.Channels, p.AllowedUsers, p.AllowedRoles = cfg.Discord.Channels, cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles
+		p.Channels, p.AllowedUsers, p.AllowedRoles = channelRepos(cfg.Discord.Channels), cfg.Discord.AllowedUsers, cfg.Discord.AllowedRoles
+		p.RefuseDMs = !cfg.Discord.DMsAllowed()
 	}
 	return p
+}
+
+// channelRepos is a platform's channel mapping as the bridge takes it.
+func channelRepos(m map[string]config.ChannelRepos) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for ch, repos := range m {
+		for _, r := range repos {
+			if r == config.AnyRepo {
+				r = bridge.AnyRepo
+			}
+			out[ch] = append(out[ch], r)
+		}
+	}
+	return out
 }
 
 // leaseConfig makes the bot a replica when its database is shared

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -294,5 +295,62 @@ func TestConsoleLogsToAFileOrOnlyWarningsToStderr(t *testing.T) {
 	log.Warn("something to see")
 	if got := stderr.String(); strings.Contains(got, "starting threadsmith") || !strings.Contains(got, "something to see") {
 		t.Fatalf("without a log file, stderr got %q: want warnings only", got)
+	}
+}
+
+// hostileTerminal is text with a terminal control sequence of every class,
+// each around a word that must stay readable.
+const hostileTerminal = "colour \x1b[31mRED\x1b[0m, clear \x1b[2J\x1b[H, " +
+	"clip \x1b]52;c;cm0gLXJmIH4K\x07CLIP, link \x1b]8;;https://evil.example/\x1b\\LINK\x1b]8;;\x1b\\, " +
+	"title \x1b]0;pwned\u009cTITLE, dcs \x1bP1$r0m\x1b\\DCS, apc \x1b_Gf=100;AAAA\x1b\\APC, " +
+	"8-bit \u009b2J\u009d52;c;eA==\x07C1, reset \x1bc, lone \x1b€LONE, cr \rCR, bs \b\bBS, bell \x07END"
+
+// The console prints what the model wrote (its answer, streamed, and the
+// command in a tool's status line) and what a tool wrote (a file shown by
+// !diff) without any terminal control: nothing could write the clipboard,
+// open a link, set the title or clear the screen, and the words stay.
+func TestConsoleStripsTerminalControls(t *testing.T) {
+	llm := llmfake.New(t)
+	command := "printf 'x\\033]52;c;Y2xpcA==\\007PRINTED\\033[2J\\n' > esc.txt # \x1b]0;ARG\x07ARGEND \x1b[2J"
+	args, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The answer streams in pieces that cut sequences in two.
+	var chunks []string
+	for rest := hostileTerminal; rest != ""; {
+		n := min(7, len(rest))
+		chunks, rest = append(chunks, rest[:n]), rest[n:]
+	}
+	llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "bash", Args: string(args)}),
+		llmfake.TextReply(chunks...),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, m, feed, out := startConsole(t, ctx, "sk-console", llm.URL())
+	defer m.Close()
+	if _, err := io.WriteString(feed, "show me colours\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitConsole(t, ctx, out, "END", "⏱", "ARGEND")
+	if _, err := io.WriteString(feed, "!diff\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := waitConsole(t, ctx, out, "xPRINTED")
+	for _, r := range got {
+		if r == 0x1b || r >= 0x80 && r <= 0x9f || r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			t.Fatalf("the console printed control %U:\n%q", r, got)
+		}
+	}
+	for _, want := range []string{"RED", "CLIP", "LINK", "TITLE", "DCS", "APC", "C1", "€LONE", "CR", "BS", "END", "ARGEND", "xPRINTED"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the console lost %q:\n%s", want, got)
+		}
+	}
+	for _, leaked := range []string{"cm0gLXJmIH4K", "evil.example", "pwned", "Gf=100", "eA==", "0;ARG"} {
+		if strings.Contains(got, leaked) {
+			t.Errorf("a sequence's payload %q was printed as text:\n%s", leaked, got)
+		}
 	}
 }
