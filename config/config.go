@@ -357,6 +357,10 @@ type Slack struct {
 	AllowedUsers    []string  `yaml:"allowed_users"`
 	AllowedChannels []string  `yaml:"allowed_channels"`
 	Rate            SlackRate `yaml:"rate"`
+	// AgentSessions shows the bot's work as Slack agent sessions (titled,
+	// with Slack's stop button) instead of the assistant status; the app
+	// must be declared as an agent (slack-app-manifest-agent.yaml).
+	AgentSessions bool `yaml:"agent_sessions"`
 }
 
 // BaseURL is the Web API base URL, always ending with "/".
@@ -377,6 +381,9 @@ type SlackRate struct {
 	UpdatePerMessagePerSecond float64 `yaml:"update_per_message_per_second"`
 	// UpdatePerMinute limits chat.update across the workspace.
 	UpdatePerMinute int `yaml:"update_per_minute"`
+	// StatusPerMinute limits status updates (assistant.threads.setStatus,
+	// agents.sessions.setStatus) across the workspace.
+	StatusPerMinute int `yaml:"status_per_minute"`
 }
 
 // Discord configures the Discord adapter.
@@ -479,7 +486,7 @@ func Default() Config {
 			Enabled: true,
 			Mode:    SlackSocket,
 			Listen:  ":3000",
-			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50},
+			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20},
 		},
 		Discord: Discord{
 			Rate: DiscordRate{EditsPer5s: 5, RequestsPerSecond: 50},
