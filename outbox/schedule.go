@@ -118,7 +118,13 @@ func (o *Outbox) readyAtLocked(op *op, p Priority) time.Time {
 	}
 	bs, n := o.scopes(op)
 	for _, b := range bs[:n] {
-		if t := b.readyAt(p); t.After(at) {
+		bp := p
+		if b == &o.statusRate {
+			// Only status updates draw from it: there is no reserve to
+			// leave to anyone.
+			bp = High
+		}
+		if t := b.readyAt(bp); t.After(at) {
 			at = t
 		}
 	}
