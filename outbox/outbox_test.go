@@ -622,6 +622,9 @@ func TestStatusBudgetWithEightRuns(t *testing.T) {
 			t.Errorf("8 answers took %v beside the statuses, want under 1s", d)
 		}
 		st := r.accepted("status", nil)
+		if n := len(r.accepted("status", func(c call) bool { return c.At.Sub(begin) < time.Second })); n != 5 {
+			t.Errorf("%d status calls in the first second, want the budget's burst of 5", n)
+		}
 		for i, c := range st {
 			n := 0
 			for _, d := range st[i:] {
