@@ -75,7 +75,9 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	if status != nil {
 		t.saver.track(status, t.rec.ID, r.id, t.ref.Channel, text)
 	}
-	t.p.Outbox.SetStatus(t.ref, "is working…")
+	// The request names the work where the platform shows a title (a Slack
+	// agent session).
+	t.p.Outbox.SetStatusTitled(t.ref, "is working…", r.request)
 	t.statusTick = time.NewTicker(statusRefresh)
 	sess := t.sess
 	r.sess = sess

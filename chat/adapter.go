@@ -185,6 +185,13 @@ type StatusSetter interface {
 	SetStatus(ctx context.Context, thread ThreadRef, status string) error
 }
 
+// TitledStatusSetter is a StatusSetter whose platform can name the work too
+// (Slack's agent sessions carry a title). SetTitledStatus is SetStatus with
+// title, the request being worked on as its author wrote it.
+type TitledStatusSetter interface {
+	SetTitledStatus(ctx context.Context, thread ThreadRef, status, title string) error
+}
+
 // Whisperer sends a note only one person sees, in answer to a message of
 // theirs (Slack ephemeral messages, Discord ephemeral replies or a direct
 // message). The adapter picks where the person will see it; the note never

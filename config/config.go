@@ -361,6 +361,10 @@ type Slack struct {
 	// AllowedChannels is set (see DMsAllowed).
 	AllowDMs *bool     `yaml:"allow_dms"`
 	Rate     SlackRate `yaml:"rate"`
+	// AgentSessions shows the bot's work as Slack agent sessions (titled,
+	// with Slack's stop button) instead of the assistant status; the app
+	// must be declared as an agent (slack-app-manifest-agent.yaml).
+	AgentSessions bool `yaml:"agent_sessions"`
 }
 
 // DMsAllowed says whether direct messages may use the bot: allow_dms when
@@ -391,6 +395,9 @@ type SlackRate struct {
 	UpdatePerMessagePerSecond float64 `yaml:"update_per_message_per_second"`
 	// UpdatePerMinute limits chat.update across the workspace.
 	UpdatePerMinute int `yaml:"update_per_minute"`
+	// StatusPerMinute limits status updates (assistant.threads.setStatus,
+	// agents.sessions.setStatus) across the workspace.
+	StatusPerMinute int `yaml:"status_per_minute"`
 }
 
 // Discord configures the Discord adapter.
@@ -501,7 +508,7 @@ func Default() Config {
 			Enabled: true,
 			Mode:    SlackSocket,
 			Listen:  ":3000",
-			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50},
+			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20},
 		},
 		Discord: Discord{
 			Rate: DiscordRate{EditsPer5s: 5, RequestsPerSecond: 50},

@@ -407,6 +407,7 @@ func (c *Config) validateSlack(v *collector) {
 	positiveInt(v, "slack.rate.post_burst", s.Rate.PostBurst)
 	positiveFloat(v, "slack.rate.update_per_message_per_second", s.Rate.UpdatePerMessagePerSecond)
 	positiveInt(v, "slack.rate.update_per_minute", s.Rate.UpdatePerMinute)
+	positiveInt(v, "slack.rate.status_per_minute", s.Rate.StatusPerMinute)
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]+$`)

@@ -53,6 +53,9 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 	case opUpload:
 		return "", o.uploader.Upload(ctx, ref, op.name, op.content, op.text)
 	case opStatus:
+		if o.titled != nil {
+			return "", o.titled.SetTitledStatus(ctx, ref, op.text, op.title)
+		}
 		return "", o.statuser.SetStatus(ctx, ref, op.text)
 	}
 	return "", nil
@@ -63,6 +66,10 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 // callback to run once the lock is released, if any.
 func (o *Outbox) finishLocked(op *op, id string, err error, now time.Time) func() {
 	op.inFlight = false
+	if op.kind == opStatus {
+		o.finishStatusLocked(op, err, now)
+		return nil
+	}
 	op.th.busy = false
 	o.inflight--
 	if err == nil {
@@ -130,13 +137,45 @@ func (o *Outbox) succeededLocked(op *op, id string) func() {
 	case opUpload:
 		th.lane = removeOp(th.lane, op)
 		o.stats.Uploads++
-	case opStatus:
-		th.lane = removeOp(th.lane, op)
-		o.stats.Statuses++
 	}
 	o.doneLocked(op)
 	o.releaseLocked(th)
 	return after
+}
+
+// finishStatusLocked records the result of a status call. A rate limit
+// pauses the status budget (every budget when global) and drops the status:
+// the thread's next status waits out the pause, its posts do not. A
+// transient failure is retried, unless a newer status is waiting, which
+// replaces it.
+func (o *Outbox) finishStatusLocked(op *op, err error, now time.Time) {
+	th := op.th
+	th.statusBusy = false
+	o.statusCalls--
+	op.retired = true
+	rl, limited := chat.IsRateLimit(err)
+	switch {
+	case err == nil:
+		o.stats.Statuses++
+	case o.aborted || errors.Is(err, ErrWithdrawn):
+		o.stats.StatusDropped++
+	case limited:
+		o.stats.RateLimited++
+		o.stats.StatusDropped++
+		o.rateLimitedLocked(op, rl, now)
+	case transient(err) && op.failures < o.cfg.Retries && th.status == nil:
+		op.retired = false
+		op.failures++
+		o.stats.Retries++
+		op.notBefore = now.Add(o.backoff(op.failures))
+		th.status = op
+	default:
+		o.stats.StatusDropped++
+		if th.status == nil {
+			o.log.Warn("outbox: status update failed", "thread", th.key, "attempts", op.attempts, "err", err)
+		}
+	}
+	o.releaseLocked(th)
 }
 
 // failedLocked gives op up. A failed post fails its message: its pending
@@ -179,7 +218,7 @@ func (o *Outbox) failedLocked(op *op, err error) func() {
 		}
 	case opReact:
 		th.reacts = removeOp(th.reacts, op)
-	case opUpload, opStatus:
+	case opUpload:
 		th.lane = removeOp(th.lane, op)
 	}
 	o.doneLocked(op)

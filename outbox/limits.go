@@ -55,18 +55,30 @@ type Limits struct {
 	EditPerWorkspace Rate
 	// Requests limits every call (Discord's global limit).
 	Requests Rate
+	// Status limits status updates (chat.StatusSetter) across the
+	// workspace. Status updates draw from this budget alone (and Requests,
+	// leaving it the reserve of Low operations), so they never take a
+	// token a post or an edit needs.
+	Status Rate
 }
 
 // SlackLimits are PRODUCT.md's Slack budgets: chat.postMessage 1/s per channel
 // with bursts of 5; chat.update at most 1/s per message and 50 per minute per
-// workspace (a burst of 5, then paced so no 60 s window holds more than 50).
+// workspace (a burst of 5, then paced so no 60 s window holds more than 50);
+// status updates at most 20 per minute across the workspace.
 func SlackLimits() Limits {
 	return Limits{
 		PostPerChannel:   Rate{Every: time.Second, Burst: 5},
 		EditPerMessage:   Rate{Every: time.Second, Burst: 1},
 		EditPerWorkspace: PerWindow(50, time.Minute, 5),
+		Status:           PerWindow(SlackStatusPerMinute, time.Minute, 5),
 	}
 }
+
+// SlackStatusPerMinute is the default budget of Slack status updates: with
+// the default 8 runs refreshing every 8 s a thread's status is refreshed
+// about every 24 s, well within the 2 minutes an assistant status shows.
+const SlackStatusPerMinute = 20
 
 // DiscordLimits are PRODUCT.md's Discord budgets: at most 5 message edits in
 // any 5 s per channel and 50 requests in any second overall, plus an edit of

@@ -32,6 +32,7 @@ type op struct {
 	msg  *Message // post, edit
 
 	text    string // post and edit text, status, upload comment
+	title   string // a status's title (chat.TitledStatusSetter)
 	target  string // the message id an edit or reaction applies to
 	emoji   string
 	add     bool
@@ -63,29 +64,25 @@ type op struct {
 type thread struct {
 	ref  chat.ThreadRef
 	key  string
-	busy bool // one call of this thread is in flight
+	busy bool // one call of this thread is in flight (status calls aside)
 
-	lane   []*op // posts, uploads, status: strictly in call order
+	lane   []*op // posts and uploads: strictly in call order
 	edits  []*op // one pending edit per message
 	reacts []*op // in call order; only the first per target message may go
+
+	// status is the status update waiting to go, the latest requested;
+	// statusBusy says one is in flight. Status calls have a lane of their
+	// own: they never hold up the thread's other calls.
+	status     *op
+	statusBusy bool
 
 	post *bucket // PostPerChannel, shared with the channel's other threads
 	edit *bucket // EditPerChannel
 }
 
 func (th *thread) empty() bool {
-	return !th.busy && len(th.lane) == 0 && len(th.edits) == 0 && len(th.reacts) == 0
-}
-
-// laneTail returns the last status op if it has not gone out yet, so a new
-// status can replace its text.
-func (th *thread) laneStatusTail() *op {
-	if n := len(th.lane); n > 0 {
-		if last := th.lane[n-1]; last.kind == opStatus && !last.inFlight {
-			return last
-		}
-	}
-	return nil
+	return !th.busy && len(th.lane) == 0 && len(th.edits) == 0 && len(th.reacts) == 0 &&
+		th.status == nil && !th.statusBusy
 }
 
 func (th *thread) lanePrio() Priority {

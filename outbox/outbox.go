@@ -74,6 +74,7 @@ type Stats struct {
 	Reactions      int64 // reactions added or removed
 	Uploads        int64 // files uploaded
 	Statuses       int64 // status updates sent
+	StatusDropped  int64 // status updates dropped: rate limited, failed, or replaced while retried
 	RateLimited    int64 // calls the platform refused with a rate limit (429)
 	Retries        int64 // transient failures retried
 	Failures       int64 // operations given up
@@ -89,6 +90,7 @@ type Outbox struct {
 	reactor  chat.Reactor
 	uploader chat.Uploader
 	statuser chat.StatusSetter
+	titled   chat.TitledStatusSetter
 	actioner chat.Actioner
 	cfg      Config
 	log      *slog.Logger
@@ -106,6 +108,8 @@ type Outbox struct {
 	chanEdit    map[string]*bucket
 	workspace   bucket
 	requests    bucket
+	statusRate  bucket    // Limits.Status
+	statusCalls int       // status calls in flight
 	globalPause time.Time // a Global rate limit: nothing goes before it
 	seq         uint64
 	outstanding int // ops queued or in flight
@@ -147,12 +151,14 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 		chanEdit:    make(map[string]*bucket),
 		workspace:   newBucket(cfg.Limits.EditPerWorkspace),
 		requests:    newBucket(cfg.Limits.Requests),
+		statusRate:  newBucket(cfg.Limits.Status),
 	}
 	o.once, _ = a.(chat.OncePoster)
 	o.editor, _ = a.(chat.Editor)
 	o.reactor, _ = a.(chat.Reactor)
 	o.uploader, _ = a.(chat.Uploader)
 	o.statuser, _ = a.(chat.StatusSetter)
+	o.titled, _ = a.(chat.TitledStatusSetter)
 	o.actioner, _ = a.(chat.Actioner)
 	o.wg.Add(1)
 	go o.run()
@@ -384,10 +390,22 @@ func (o *Outbox) Upload(thread chat.ThreadRef, name string, content []byte, comm
 	o.poke()
 }
 
-// SetStatus shows (or, with "", clears) the thread's working status, in order
-// with the thread's posts; a status not sent yet is replaced by the next one.
-// It is a no-op if the adapter has no chat.StatusSetter.
+// SetStatus shows (or, with "", clears) the thread's working status. Status
+// updates have a lane of their own beside the thread's posts: one call per
+// thread at a time, a status not sent yet replaced by the next one, a budget
+// of their own (Limits.Status), at most statusWorkers calls in flight beside
+// the Workers. A status the platform refuses with a rate limit is dropped,
+// not retried (the next one waits out the Retry-After), so a status never
+// delays a post. Flush and Close do not wait for status updates: a stale
+// status is worth nothing, and platforms expire them. It is a no-op if the
+// adapter has no chat.StatusSetter.
 func (o *Outbox) SetStatus(thread chat.ThreadRef, status string) {
+	o.SetStatusTitled(thread, status, "")
+}
+
+// SetStatusTitled is SetStatus naming the work (the request), for a
+// chat.TitledStatusSetter; a later status without a title keeps it.
+func (o *Outbox) SetStatusTitled(thread chat.ThreadRef, status, title string) {
 	if o.statuser == nil {
 		return
 	}
@@ -397,14 +415,16 @@ func (o *Outbox) SetStatus(thread chat.ThreadRef, status string) {
 		return
 	}
 	th := o.threadLocked(thread, thread.Key())
-	if op := th.laneStatusTail(); op != nil {
+	if op := th.status; op != nil {
 		op.text = status
+		if title != "" {
+			op.title = title
+		}
 		o.mu.Unlock()
 		return
 	}
-	op := o.newOpLocked(opStatus, Low, th)
-	op.text = status
-	th.lane = append(th.lane, op)
+	o.seq++
+	th.status = &op{kind: opStatus, prio: Low, seq: o.seq, th: th, text: status, title: title}
 	o.mu.Unlock()
 	o.poke()
 }
@@ -477,6 +497,11 @@ func (o *Outbox) abort() {
 		queued = append(queued, th.lane...)
 		queued = append(queued, th.edits...)
 		queued = append(queued, th.reacts...)
+		if th.status != nil {
+			th.status.retired = true
+			th.status = nil
+			o.releaseLocked(th)
+		}
 	}
 	for _, op := range queued {
 		// Failing a post also retires its pending edit.

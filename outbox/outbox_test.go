@@ -518,27 +518,135 @@ func TestAdoptedMessageCanBeEdited(t *testing.T) {
 	})
 }
 
-func TestStatusCoalescesInThreadOrder(t *testing.T) {
+// Status updates have a lane of their own: one call per thread at a time,
+// the latest waiting status replacing the others, and no post waits for one.
+func TestStatusCoalescesInItsOwnLane(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
 		r.latency = 100 * time.Millisecond
-		// One post per second: "answer" waits for the budget, and the status
-		// behind it must wait too, though its own budget is free.
 		o := start(t, r, outbox.Config{Limits: outbox.Limits{PostPerChannel: outbox.Rate{Every: time.Second, Burst: 1}}})
 		th := ref("C1", "t")
 		o.SetStatus(th, "starting")
 		synctest.Wait() // in flight
+		begin := time.Now()
 		o.Post(th, "first", outbox.Normal, nil)
 		for i := range 50 {
 			o.SetStatus(th, fmt.Sprintf("working %d", i))
 		}
-		o.Post(th, "answer", outbox.High, nil)
+		flush(t, o)
+		time.Sleep(time.Second)
+		o.SetStatus(th, "")
+		time.Sleep(time.Second)
+
+		if got, want := texts(r.accepted("status", nil)), []string{"status:starting", "status:working 49", "status:"}; !slices.Equal(got, want) {
+			t.Errorf("statuses: got %q, want %q", got, want)
+		}
+		if posts := r.accepted("post", nil); len(posts) != 1 || posts[0].At != begin {
+			t.Errorf("posts %+v, want the post at once (%v), beside the status in flight", posts, begin)
+		}
+		if st := o.Stats(); st.Statuses != 3 || st.StatusDropped != 0 {
+			t.Errorf("stats %+v, want 3 statuses sent, none dropped", st)
+		}
+	})
+}
+
+// A status the platform refuses with a rate limit is dropped, not retried:
+// the answer behind it goes at once, and the next status waits out the
+// Retry-After.
+func TestRateLimitedStatusIsDroppedAndDelaysNoPost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		r.latency = 10 * time.Millisecond
+		limited := true
+		r.setFail(func(c call) error {
+			if c.Kind == "status" && limited {
+				limited = false
+				return &chat.RateLimitError{RetryAfter: 30 * time.Second}
+			}
+			return nil
+		})
+		o := start(t, r, outbox.Config{Workers: 1, Limits: outbox.SlackLimits()})
+		th := ref("C1", "t")
+		o.SetStatus(th, "is working…")
+		synctest.Wait()
+		begin := time.Now()
+		o.Post(th, "the answer", outbox.High, nil)
 		o.SetStatus(th, "")
 		flush(t, o)
+		if d := time.Since(begin); d > time.Second {
+			t.Errorf("the answer took %v after a rate-limited status, want under 1s", d)
+		}
+		time.Sleep(20 * time.Second)
+		if got := texts(r.all()); len(got) != 2 || !slices.Contains(got, "status:is working…") || !slices.Contains(got, "post:the answer") {
+			t.Errorf("calls %q, want the refused status and the answer, no status retried", got)
+		}
+		time.Sleep(time.Minute)
+		calls := r.all()
+		if last := calls[len(calls)-1]; last.Kind != "status" || last.Text != "" || last.At.Sub(begin) < 29*time.Second {
+			t.Errorf("last call %+v at %v, want the clearing status after the 30 s Retry-After", last, last.At.Sub(begin))
+		}
+		if st := o.Stats(); st.StatusDropped != 1 || st.RateLimited != 1 || st.Statuses != 1 {
+			t.Errorf("stats %+v, want one status dropped for the rate limit, one sent", st)
+		}
+	})
+}
 
-		want := []string{"status:starting", "post:first", "status:working 49", "post:answer", "status:"}
-		if got := texts(r.accepted("", nil)); !slices.Equal(got, want) {
-			t.Errorf("calls: got %q, want %q", got, want)
+// With 8 threads refreshing their status every 8 s, status calls stay within
+// their own budget, spread over the threads, and take no worker a post needs.
+func TestStatusBudgetWithEightRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		r.latency = 50 * time.Millisecond
+		budget := outbox.PerWindow(20, time.Minute, 5)
+		o := start(t, r, outbox.Config{Workers: 2, Limits: outbox.Limits{Status: budget}})
+		var ths []chat.ThreadRef
+		for i := range 8 {
+			ths = append(ths, ref("C1", fmt.Sprintf("t%d", i)))
+		}
+		begin := time.Now()
+		for tick := 0; tick < 3*60/8; tick++ {
+			for _, th := range ths {
+				o.SetStatus(th, "is working…")
+			}
+			time.Sleep(8 * time.Second)
+		}
+		for _, th := range ths {
+			o.SetStatus(th, "")
+		}
+		posted := time.Now()
+		for _, th := range ths {
+			o.Post(th, "answer", outbox.Normal, nil)
+		}
+		flush(t, o)
+		if d := time.Since(posted); d > time.Second {
+			t.Errorf("8 answers took %v beside the statuses, want under 1s", d)
+		}
+		st := r.accepted("status", nil)
+		if n := len(r.accepted("status", func(c call) bool { return c.At.Sub(begin) < time.Second })); n != 5 {
+			t.Errorf("%d status calls in the first second, want the budget's burst of 5", n)
+		}
+		for i, c := range st {
+			n := 0
+			for _, d := range st[i:] {
+				if d.At.Sub(c.At) < time.Minute {
+					n++
+				}
+			}
+			if n > 20 {
+				t.Fatalf("%d status calls in the minute from %v, want at most 20", n, c.At.Sub(begin))
+			}
+		}
+		if len(st) < 50 {
+			t.Errorf("%d status calls in 3 minutes, want the budget used (about 60)", len(st))
+		}
+		seen := map[chat.ThreadRef]int{}
+		for _, c := range st {
+			seen[c.Thread]++
+		}
+		for _, th := range ths {
+			if seen[th] < 5 {
+				t.Errorf("thread %s got %d status calls in 3 minutes, want its share", th.Thread, seen[th])
+			}
 		}
 	})
 }

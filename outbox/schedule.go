@@ -62,6 +62,9 @@ func (o *Outbox) scheduleLocked(now time.Time) (next time.Time) {
 		}
 	}
 	for _, th := range o.threads {
+		if st := th.status; st != nil && !th.statusBusy {
+			consider(st, st.prio)
+		}
 		if th.busy {
 			continue
 		}
@@ -86,10 +89,12 @@ func (o *Outbox) scheduleLocked(now time.Time) (next time.Time) {
 		return cmp.Compare(a.op.seq, b.op.seq)
 	})
 	for _, c := range cands {
-		if o.inflight >= o.cfg.Workers {
-			break // a returning call wakes the dispatcher
-		}
-		if c.op.th.busy {
+		// A returning call wakes the dispatcher.
+		if c.op.kind == opStatus {
+			if o.statusCalls >= statusWorkers {
+				continue
+			}
+		} else if o.inflight >= o.cfg.Workers || c.op.th.busy {
 			continue // another op of the thread just went; its return wakes us
 		}
 		// An op dispatched just before may have taken the tokens this one
@@ -113,7 +118,13 @@ func (o *Outbox) readyAtLocked(op *op, p Priority) time.Time {
 	}
 	bs, n := o.scopes(op)
 	for _, b := range bs[:n] {
-		if t := b.readyAt(p); t.After(at) {
+		bp := p
+		if b == &o.statusRate {
+			// Only status updates draw from it: there is no reserve to
+			// leave to anyone.
+			bp = High
+		}
+		if t := b.readyAt(bp); t.After(at) {
 			at = t
 		}
 	}
@@ -135,6 +146,8 @@ func (o *Outbox) scopes(op *op) (bs [4]*bucket, n int) {
 		add(&op.msg.edits)
 		add(op.th.edit)
 		add(&o.workspace)
+	case opStatus:
+		add(&o.statusRate)
 	}
 	add(&o.requests)
 	return bs, n
@@ -159,6 +172,11 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 		}
 		op.target = m.id
 	}
+	if op.kind == opStatus {
+		th.status = nil // a later status waits behind this call
+		o.dispatchStatusLocked(op, now)
+		return
+	}
 	bs, n := o.scopes(op)
 	for _, b := range bs[:n] {
 		b.take(now)
@@ -172,6 +190,24 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 	o.inflight++
 	o.wg.Add(1)
 	go o.execute(op, o.guards[th.key])
+}
+
+// statusWorkers bounds the status calls in flight, beside Config.Workers.
+const statusWorkers = 2
+
+// dispatchStatusLocked takes a status's tokens and starts its call, in the
+// thread's status lane.
+func (o *Outbox) dispatchStatusLocked(op *op, now time.Time) {
+	bs, n := o.scopes(op)
+	for _, b := range bs[:n] {
+		b.take(now)
+	}
+	op.attempts++
+	op.inFlight = true
+	op.th.statusBusy = true
+	o.statusCalls++
+	o.wg.Add(1)
+	go o.execute(op, o.guards[op.th.key])
 }
 
 // sweepLocked forgets channel buckets no thread uses and that are full again

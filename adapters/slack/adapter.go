@@ -135,11 +135,13 @@ type Adapter struct {
 	id     *identity
 	idOnce singleflight.Group
 
-	statusMu  sync.Mutex
-	noStatus  map[string]bool // channels where assistant.threads.setStatus is not allowed
-	noAgent   map[string]bool // channels without agent sessions (agents.sessions.setStatus)
-	runningMu sync.Mutex
-	running   bool
+	statusMu    sync.Mutex
+	noStatus    map[string]bool   // channels where assistant.threads.setStatus is not allowed
+	noAgent     map[string]bool   // workspaces (team ids) that refused agent sessions
+	agentShown  map[string]string // thread key -> the agent session status last set
+	agentWarned bool              // agents.sessions.setStatus's warning was logged
+	runningMu   sync.Mutex
+	running     bool
 	// connected says Slack can reach the bot now (ready.go).
 	connected atomic.Bool
 }
@@ -152,17 +154,18 @@ type identity struct {
 }
 
 var (
-	_ chat.Adapter         = (*Adapter)(nil)
-	_ chat.Editor          = (*Adapter)(nil)
-	_ chat.Reactor         = (*Adapter)(nil)
-	_ chat.Uploader        = (*Adapter)(nil)
-	_ chat.StatusSetter    = (*Adapter)(nil)
-	_ chat.Whisperer       = (*Adapter)(nil)
-	_ chat.OncePoster      = (*Adapter)(nil)
-	_ chat.HistoryReader   = (*Adapter)(nil)
-	_ chat.MarkupConverter = (*Adapter)(nil)
-	_ chat.Downloader      = (*Adapter)(nil)
-	_ chat.Actioner        = (*Adapter)(nil)
+	_ chat.Adapter            = (*Adapter)(nil)
+	_ chat.Editor             = (*Adapter)(nil)
+	_ chat.Reactor            = (*Adapter)(nil)
+	_ chat.Uploader           = (*Adapter)(nil)
+	_ chat.StatusSetter       = (*Adapter)(nil)
+	_ chat.TitledStatusSetter = (*Adapter)(nil)
+	_ chat.Whisperer          = (*Adapter)(nil)
+	_ chat.OncePoster         = (*Adapter)(nil)
+	_ chat.HistoryReader      = (*Adapter)(nil)
+	_ chat.MarkupConverter    = (*Adapter)(nil)
+	_ chat.Downloader         = (*Adapter)(nil)
+	_ chat.Actioner           = (*Adapter)(nil)
 )
 
 // New checks the Slack section of the configuration and builds an adapter. It
@@ -195,6 +198,8 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		conc:     opts.Concurrency,
 		noStatus: map[string]bool{},
 		noAgent:  map[string]bool{},
+
+		agentShown: map[string]string{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

@@ -4,12 +4,14 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -23,6 +25,10 @@ type manifest struct {
 		BotUser struct {
 			DisplayName string `yaml:"display_name"`
 		} `yaml:"bot_user"`
+		// AgentView declares the app as an agent (agent sessions).
+		AgentView *struct {
+			AgentDescription string `yaml:"agent_description"`
+		} `yaml:"agent_view"`
 	} `yaml:"features"`
 	OAuthConfig struct {
 		Scopes struct {
@@ -73,29 +79,66 @@ var eventScopes = map[string]string{
 	"agent_session_stopped": "",
 }
 
-func readManifest(t *testing.T) manifest {
+// manifests are the app manifests the README offers: the app, and the app
+// declared as an agent (for slack.agent_sessions).
+var manifests = []struct {
+	file  string
+	agent bool
+}{
+	{"slack-app-manifest.yaml", false},
+	{"slack-app-manifest-agent.yaml", true},
+}
+
+// agentScope is the scope that declaring the app as an agent adds.
+const agentScope = "assistant:write"
+
+func readManifest(t *testing.T, file string) manifest {
 	t.Helper()
-	raw, err := os.ReadFile("../../slack-app-manifest.yaml")
+	raw, err := os.ReadFile("../../" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m manifest
 	if err := yaml.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("slack-app-manifest.yaml: %v", err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	return m
 }
 
 // TestManifestScopesCoverEveryCall drives every capability of the adapter against
-// the fake, then checks that the manifest grants exactly the scopes of the
-// methods called and the events subscribed.
+// the fake, then checks that each manifest grants exactly the scopes of the
+// methods called and the events subscribed (and, declared as an agent, the
+// scope that comes with it), and that the two manifests differ only by the
+// agent declaration.
 func TestManifestScopesCoverEveryCall(t *testing.T) {
-	m := readManifest(t)
-	// The fake grants what the manifest grants, and answers missing_scope
-	// for anything else, as Slack does for an app installed from it.
-	srv := slackfake.New(t, slackfake.WithAssistantThreads(), slackfake.WithScopes(m.OAuthConfig.Scopes.Bot...))
+	for _, mf := range manifests {
+		t.Run(mf.file, func(t *testing.T) { checkManifest(t, mf.file, mf.agent) })
+	}
+	plain, agent := readManifest(t, manifests[0].file), readManifest(t, manifests[1].file)
+	agent.Features.AgentView = nil
+	agent.OAuthConfig.Scopes.Bot = slices.DeleteFunc(agent.OAuthConfig.Scopes.Bot, func(s string) bool { return s == agentScope })
+	if !reflect.DeepEqual(plain, agent) {
+		t.Errorf("the agent manifest differs from the plain one beyond the agent declaration:\n%+v\n%+v", plain, agent)
+	}
+}
+
+func checkManifest(t *testing.T, path string, agent bool) {
+	m := readManifest(t, path)
+	if (m.Features.AgentView != nil) != agent {
+		t.Fatalf("%s declares an agent: %v, want %v", path, m.Features.AgentView != nil, agent)
+	}
+	// The fake grants what the manifest grants and subscribes what it
+	// subscribes, and answers missing_scope for anything else, as Slack
+	// does for an app installed from it; only an app declared as an agent
+	// has agent sessions.
+	opts := []slackfake.Option{slackfake.WithAssistantThreads(), slackfake.WithScopes(m.OAuthConfig.Scopes.Bot...),
+		slackfake.WithBotEvents(m.Settings.EventSubscriptions.BotEvents...)}
+	if agent {
+		opts = append(opts, slackfake.WithAgentSessions())
+	}
+	srv := slackfake.New(t, opts...)
 	h := newRecorder()
-	r := startSocket(t, srv, h)
+	r := startSocket(t, srv, h, func(c *config.Slack, _ *Options) { c.AgentSessions = agent })
 	ctx := testContext(t)
 
 	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
@@ -119,8 +162,14 @@ func TestManifestScopesCoverEveryCall(t *testing.T) {
 	_, _ = io.Copy(io.Discard, body)
 	body.Close()
 
+	if got := srv.AgentStatuses(); agent && (len(got) != 1 || got[0].Warning != "") {
+		t.Errorf("agent session statuses %+v, want one, without a warning", got)
+	}
 	limits := slackfake.SlackRateLimits()
 	needed := map[string]bool{}
+	if agent {
+		needed[agentScope] = true
+	}
 	for _, c := range srv.Calls() {
 		if c.Error == "missing_scope" {
 			t.Errorf("%s answered missing_scope under the manifest's scopes", c.Method)

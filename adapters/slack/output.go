@@ -180,24 +180,36 @@ func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename st
 	return apiError("files upload", err)
 }
 
-// SetStatus shows that the bot works in the thread. Where the workspace has
-// Slack's agent sessions, the thread's session is "processing" (Slack then
-// shows its own stop button; see agent_session_stopped in inbound.go) and
-// "active" again when status is ""; elsewhere status shows under the
-// thread's composer (Slack's assistant "is working…" line), "" clearing it.
-// Slack allows either only in some conversations: where one answered that
-// it is not available (unknown_method, not_allowed, a missing scope), the
-// adapter stops asking for it there; with neither, SetStatus quietly does
-// nothing.
+// SetStatus shows that the bot works in the thread (status), or that it is
+// done ("").
 func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status string) error {
+	return a.SetTitledStatus(ctx, thread, status, "")
+}
+
+// SetTitledStatus implements chat.TitledStatusSetter. By default status shows
+// under the thread's composer, Slack's assistant "is working…" line
+// (assistant.threads.setStatus, which every app with chat:write may call;
+// status is also its one loading message), "" clearing it. With
+// slack.agent_sessions (an app declared as an agent) the thread's agent
+// session is "processing" instead, titled from title when this call creates
+// it, and "closed" when status is ""; Slack then shows its own stop button
+// (agent_session_stopped in inbound.go). A processing session already set is
+// not set again: agent sessions do not expire.
+//
+// Where Slack refuses agent sessions for any reason but a rate limit, the
+// adapter says so once (INFO) and uses the assistant status in that
+// workspace from then on; where the assistant status is not allowed in a
+// channel, it stops asking there. A rate limit is returned (the outbox drops
+// the status rather than wait).
+func (a *Adapter) SetTitledStatus(ctx context.Context, thread chat.ThreadRef, status, title string) error {
 	if thread.Thread == "" {
 		return nil
 	}
 	a.statusMu.Lock()
-	skip, noAgent := a.noStatus[thread.Channel], a.noAgent[thread.Channel]
+	skip, noAgent := a.noStatus[thread.Channel], a.noAgent[thread.Team]
 	a.statusMu.Unlock()
-	if !noAgent {
-		done, err := a.setAgentStatus(ctx, thread, status)
+	if a.cfg.AgentSessions && !noAgent {
+		done, err := a.setAgentStatus(ctx, thread, status, title)
 		if done {
 			return err
 		}
@@ -205,9 +217,12 @@ func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status s
 	if skip {
 		return nil
 	}
-	err := a.api.SetAssistantThreadsStatusContext(ctx, slackapi.AssistantThreadsSetStatusParameters{
-		ChannelID: thread.Channel, ThreadTS: thread.Thread, Status: status,
-	})
+	params := slackapi.AssistantThreadsSetStatusParameters{ChannelID: thread.Channel, ThreadTS: thread.Thread, Status: status}
+	if status != "" {
+		// slack-go sends the list comma-separated.
+		params.LoadingMessages = []string{strings.ReplaceAll(status, ",", " ")}
+	}
+	err := a.api.SetAssistantThreadsStatusContext(ctx, params)
 	switch code := slackCode(err); code {
 	case "not_allowed", "missing_scope", "not_allowed_token_type", "channel_type_not_supported":
 		a.statusMu.Lock()
@@ -219,32 +234,78 @@ func (a *Adapter) SetStatus(ctx context.Context, thread chat.ThreadRef, status s
 	return apiError("assistant.threads.setStatus", err)
 }
 
-// agentUnavailable are the answers of agents.sessions.setStatus that say the
-// conversation (or the whole workspace) has no agent sessions.
-var agentUnavailable = map[string]bool{
-	"unknown_method": true, "not_allowed": true, "missing_scope": true, "not_allowed_token_type": true,
-	"feature_not_enabled": true, "channel_type_not_supported": true, "method_deprecated": true,
+// maxTitleRunes bounds an agent session's title: the first line of the
+// request, cut with an ellipsis.
+const maxTitleRunes = 80
+
+// sessionTitle is the title of a session working on request.
+func sessionTitle(request string) string {
+	line := strings.TrimSpace(request)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	line = strings.Join(strings.Fields(line), " ")
+	if r := []rune(line); len(r) > maxTitleRunes {
+		line = strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
+	}
+	return line
 }
 
-// setAgentStatus sets the thread's agent session status. done is false when
-// the conversation has no agent sessions (remembered: not asked again), so
-// that the caller falls back on the assistant status.
-func (a *Adapter) setAgentStatus(ctx context.Context, thread chat.ThreadRef, status string) (done bool, err error) {
+// setAgentStatus sets the thread's agent session: processing (created with
+// title if it is new) while status is not "", closed after. done is false
+// when Slack refused agent sessions (for any reason but a rate limit):
+// remembered for the workspace, so that the caller and every later call use
+// the assistant status.
+func (a *Adapter) setAgentStatus(ctx context.Context, thread chat.ThreadRef, status, title string) (done bool, err error) {
 	st := slackapi.AgentSessionStatusProcessing
 	if status == "" {
-		st = slackapi.AgentSessionStatusActive
+		st = slackapi.AgentSessionStatusClosed
 	}
-	_, err = a.api.SetAgentSessionStatusContext(ctx, slackapi.AgentSessionSetStatusParameters{
-		Status: st, ChannelID: thread.Channel, ThreadTS: thread.Thread,
-	})
-	if code := slackCode(err); agentUnavailable[code] {
+	key := thread.Key()
+	a.statusMu.Lock()
+	same := a.agentShown[key] == st
+	a.statusMu.Unlock()
+	if same && st == slackapi.AgentSessionStatusProcessing {
+		return true, nil
+	}
+	params := slackapi.AgentSessionSetStatusParameters{Status: st, ChannelID: thread.Channel, ThreadTS: thread.Thread}
+	if st == slackapi.AgentSessionStatusProcessing {
+		params.Title = sessionTitle(title)
+	}
+	res, err := a.api.SetAgentSessionStatusContext(ctx, params)
+	if err != nil {
+		if rateLimit(err) != nil || slackCode(err) == "" {
+			// A rate limit or no answer: not a refusal.
+			return true, apiError("agents.sessions.setStatus", err)
+		}
 		a.statusMu.Lock()
-		a.noAgent[thread.Channel] = true
+		delete(a.agentShown, key)
+		first := !a.noAgent[thread.Team]
+		a.noAgent[thread.Team] = true
 		a.statusMu.Unlock()
-		a.log.Info("slack: no agent sessions here; using the assistant status", "channel", thread.Channel, "error", code)
+		if first {
+			a.log.Info("slack: agent sessions refused in this workspace; using the assistant status (declare the app as an agent, see slack-app-manifest-agent.yaml)",
+				"team", thread.Team, "error", slackCode(err))
+		}
 		return false, nil
 	}
-	return true, apiError("agents.sessions.setStatus", err)
+	a.statusMu.Lock()
+	if st == slackapi.AgentSessionStatusClosed {
+		delete(a.agentShown, key)
+	} else {
+		a.agentShown[key] = st
+	}
+	warned := a.agentWarned
+	if res != nil && res.Warning != "" {
+		a.agentWarned = true
+	}
+	a.statusMu.Unlock()
+	if res != nil && res.Warning != "" && !warned {
+		// Without the agent_session_stopped subscription Slack shows no
+		// stop button.
+		a.log.Warn("slack: agents.sessions.setStatus warns; subscribe the app to agent_session_stopped", "warning", res.Warning)
+	}
+	return true, nil
 }
 
 // Whisper sends a note (Markdown) only the author of to sees, where they will

@@ -3,6 +3,7 @@ package slack
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -159,24 +160,38 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := []slackfake.Status{{Channel: "C0DEV", ThreadTS: th.Thread, Status: "is working…"}, {Channel: "C0DEV", ThreadTS: th.Thread, Status: ""}}
-		if got := srv.Statuses(); !slices.Equal(got, want) {
+		want := []slackfake.Status{
+			{Channel: "C0DEV", ThreadTS: th.Thread, Status: "is working…", LoadingMessages: []string{"is working…"}},
+			{Channel: "C0DEV", ThreadTS: th.Thread, Status: ""},
+		}
+		if got := srv.Statuses(); !slices.EqualFunc(got, want, func(a, b slackfake.Status) bool {
+			return a.Channel == b.Channel && a.ThreadTS == b.ThreadTS && a.Status == b.Status && slices.Equal(a.LoadingMessages, b.LoadingMessages)
+		}) {
 			t.Errorf("statuses %+v, want %+v", got, want)
 		}
+		if got := srv.CallsTo("agents.sessions.setStatus"); len(got) != 0 {
+			t.Errorf("agent session calls %+v without slack.agent_sessions, want none", got)
+		}
 	})
-	// Where the workspace has agent sessions, the thread's session is
-	// processing while the bot works and active after; the assistant status
-	// is not used.
+	agentSessions := func(c *config.Slack, _ *Options) { c.AgentSessions = true }
+	// With slack.agent_sessions, in a workspace where the app is an agent,
+	// the thread's session is processing while the bot works, titled from
+	// the request when it is created, set once however often the status is
+	// refreshed, and closed after; the assistant status is not used.
 	t.Run("agent sessions", func(t *testing.T) {
 		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAgentSessions(), slackfake.WithAssistantThreads())
-		a := newAdapter(t, srv)
+		a := newAdapter(t, srv, agentSessions)
 		th := thread(srv, "C0DEV")
-		for _, s := range []string{"is working…", ""} {
-			if err := a.SetStatus(ctx, th, s); err != nil {
+		request := "Fix   the *flaky* test\nin ./outbox, then push"
+		for _, s := range []string{"is working…", "is working…", ""} {
+			if err := a.SetTitledStatus(ctx, th, s, request); err != nil {
 				t.Fatal(err)
 			}
 		}
-		want := []slackfake.AgentStatus{{Channel: "C0DEV", ThreadTS: th.Thread, Status: "processing"}, {Channel: "C0DEV", ThreadTS: th.Thread, Status: "active"}}
+		want := []slackfake.AgentStatus{
+			{Channel: "C0DEV", ThreadTS: th.Thread, Status: "processing", Title: "Fix the *flaky* test"},
+			{Channel: "C0DEV", ThreadTS: th.Thread, Status: "closed", Title: "Fix the *flaky* test"},
+		}
 		if got := srv.AgentStatuses(); !slices.Equal(got, want) {
 			t.Errorf("agent statuses %+v, want %+v", got, want)
 		}
@@ -184,22 +199,53 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 			t.Errorf("assistant status calls %+v, want none", got)
 		}
 	})
-	// Without them, the first refusal sends the adapter to the assistant
-	// status in that channel for good: one probe, not one per status.
-	t.Run("no agent sessions", func(t *testing.T) {
+	// Where Slack refuses them (the app is not declared as an agent), the
+	// first refusal sends the adapter to the assistant status in that
+	// workspace for good, without a warning: one probe, not one per status
+	// nor per channel.
+	t.Run("agent sessions refused", func(t *testing.T) {
 		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAssistantThreads())
-		a := newAdapter(t, srv)
-		th := thread(srv, "C0DEV")
-		for _, s := range []string{"is working…", "", "is working…"} {
-			if err := a.SetStatus(ctx, th, s); err != nil {
-				t.Fatal(err)
+		var logs bytes.Buffer
+		a := newAdapter(t, srv, agentSessions, func(_ *config.Slack, o *Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		for _, ch := range []string{"C0DEV", "C0OPS"} {
+			th := thread(srv, ch)
+			for _, s := range []string{"is working…", "", "is working…"} {
+				if err := a.SetTitledStatus(ctx, th, s, "go"); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		if got := srv.CallsTo("agents.sessions.setStatus"); len(got) != 1 || got[0].Error != "unknown_method" {
-			t.Errorf("agents.sessions.setStatus calls %+v, want one, answered unknown_method", got)
+		if got := srv.CallsTo("agents.sessions.setStatus"); len(got) != 1 || got[0].Error != "not_authorized" {
+			t.Errorf("agents.sessions.setStatus calls %+v, want one, answered not_authorized", got)
 		}
-		if got := len(srv.Statuses()); got != 3 {
-			t.Errorf("assistant statuses = %d, want 3", got)
+		if got := len(srv.Statuses()); got != 6 {
+			t.Errorf("assistant statuses = %d, want 6", got)
+		}
+		if strings.Contains(logs.String(), "level=WARN") {
+			t.Errorf("logs warn:\n%s", logs.String())
+		}
+	})
+	// A rate limit is no refusal: the adapter returns it and asks for the
+	// session again next time.
+	t.Run("agent sessions rate limited", func(t *testing.T) {
+		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAgentSessions(), slackfake.WithAssistantThreads())
+		a := newAdapter(t, srv, agentSessions)
+		th := thread(srv, "C0DEV")
+		srv.RateLimitNext("agents.sessions.setStatus", 30*time.Second)
+		err := a.SetTitledStatus(ctx, th, "is working…", "go")
+		if _, ok := chat.IsRateLimit(err); !ok {
+			t.Fatalf("SetTitledStatus = %v, want a rate limit", err)
+		}
+		if err := a.SetTitledStatus(ctx, th, "is working…", "go"); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.AgentStatuses(); len(got) != 1 || got[0].Status != "processing" {
+			t.Errorf("agent statuses %+v, want processing after the rate limit", got)
+		}
+		if got := srv.CallsTo("assistant.threads.setStatus"); len(got) != 0 {
+			t.Errorf("assistant status calls %+v, want none", got)
 		}
 	})
 }

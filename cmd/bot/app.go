@@ -511,6 +511,7 @@ func limitsFor(cfg *config.Config, platform string) outbox.Limits {
 			PostPerChannel:   outbox.PerSecond(r.PostPerSecond, r.PostBurst),
 			EditPerMessage:   outbox.PerSecond(r.UpdatePerMessagePerSecond, 1),
 			EditPerWorkspace: outbox.PerWindow(r.UpdatePerMinute, time.Minute, 5),
+			Status:           outbox.PerWindow(r.StatusPerMinute, time.Minute, 5),
 		}
 	case config.PlatformDiscord:
 		r := cfg.Discord.Rate

@@ -259,11 +259,13 @@ func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
 	}
 }
 
-// Where the workspace has Slack's agent sessions, the thread's session is
-// "processing" while a run works and "active" after; Slack's own stop
-// button (agent_session_stopped) stops the run like !stop.
+// With slack.agent_sessions, for an app installed from
+// slack-app-manifest-agent.yaml, the thread's session is titled from the
+// request and "processing" while a run works, and closed after; Slack's own
+// stop button (agent_session_stopped) stops the run like !stop.
 func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
-	e := newSlackEnv(t, withFake(slackfake.WithAgentSessions()))
+	e := newSlackEnv(t, withFake(installedFrom(t, "slack-app-manifest-agent.yaml")...),
+		withConfig(func(c *config.Config) { c.Slack.AgentSessions = true }))
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
 		if n.Add(1) == 1 {
@@ -289,6 +291,14 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 		}
 	}
 	waitAgent("processing")
+	if s, _ := e.slack.AgentSessionOf(slackChan, root); s.Title != "do a long thing" {
+		t.Errorf("session title %q, want the request", s.Title)
+	}
+	for _, st := range e.slack.AgentStatuses() {
+		if st.Warning != "" {
+			t.Errorf("agents.sessions.setStatus warned %s", st.Warning)
+		}
+	}
 	if got := e.slack.Statuses(); len(got) != 0 {
 		t.Errorf("assistant statuses %+v beside the agent session's, want none", got)
 	}
@@ -298,8 +308,8 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 	if d := time.Since(begin); d > time.Second {
 		t.Errorf("stopped %v after Slack's stop button, want within 1s", d)
 	}
-	// Slack leaves the status to the app: the session is active again.
-	waitAgent("active")
+	// Slack leaves the status to the app: the run's end closes the session.
+	waitAgent("closed")
 	if err := e.slack.WaitAllAcked(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +339,7 @@ func TestSlackWithoutAgentSessionsKeepsTheAssistantStatus(t *testing.T) {
 	e.waitText(slackChan, root, "hi")
 	e.slack.UserMessage(slackChan, aliceID, "again", root)
 	e.waitFor("the second answer", func() bool { return strings.Count(e.threadText(slackChan, root), "⏱") == 2 })
-	if got := len(e.slack.CallsTo("agents.sessions.setStatus")); got != 1 {
-		t.Errorf("agents.sessions.setStatus asked %d times, want once (then remembered)", got)
+	if got := len(e.slack.CallsTo("agents.sessions.setStatus")); got != 0 {
+		t.Errorf("agents.sessions.setStatus asked %d times without slack.agent_sessions, want never", got)
 	}
 }

@@ -395,9 +395,16 @@ func (s *Server) assistantThreadsSetStatus(p url.Values) (map[string]any, string
 	if code != "" {
 		return nil, code
 	}
-	if p.Get("thread_ts") == "" {
+	ts := p.Get("thread_ts")
+	if ts == "" {
 		return nil, "invalid_arguments"
 	}
-	s.statuses = append(s.statuses, Status{Channel: ch.info.ID, ThreadTS: p.Get("thread_ts"), Status: p.Get("status")})
+	loading, ok := loadingMessages(p.Get("loading_messages"))
+	if !ok || len(loading) > maxLoadingMessages {
+		return nil, "invalid_arguments"
+	}
+	st := Status{Channel: ch.info.ID, ThreadTS: ts, Status: p.Get("status"), LoadingMessages: loading}
+	s.statuses = append(s.statuses, st)
+	s.assistantStatuses[st.Channel+"/"+ts] = &assistantStatus{status: st.Status, loading: loading, set: s.cfg.now()}
 	return nil, ""
 }

@@ -32,7 +32,8 @@
 // Messages get unique, strictly increasing ts values ("1700000000.000100") from the
 // server's clock. The fake keeps every channel's messages and threads (Messages),
 // reactions (Reactions), ephemeral messages (Ephemerals), file uploads (Uploads) and
-// assistant statuses (Statuses) for assertions.
+// assistant statuses (Statuses, AssistantStatus) and agent sessions (AgentStatuses,
+// AgentSessionOf) for assertions.
 //
 // # Events
 //

@@ -7,7 +7,8 @@ import (
 
 // config is what Options set; New fills in the defaults.
 type config struct {
-	agentSessions      bool // agents.sessions.setStatus succeeds
+	agentSessions      bool     // the app is declared as an agent
+	botEvents          []string // nil: subscribed to every event
 	teamID, teamName   string
 	botUserID, botName string
 	botID, appID       string

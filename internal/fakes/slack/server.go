@@ -48,6 +48,9 @@ type Server struct {
 	statuses    []Status
 	// agentStatuses are the accepted agents.sessions.setStatus calls.
 	agentStatuses []AgentStatus
+	agentSessions map[string]*AgentSession // by channel/thread_ts
+	// assistantStatuses are the threads' assistant statuses as last set.
+	assistantStatuses map[string]*assistantStatus
 	// groupHandles maps user group handles to their ids (AddUserGroup).
 	groupHandles map[string]string
 	// lose are the methods whose next response is never written.
@@ -107,6 +110,9 @@ func New(t testing.TB, opts ...Option) *Server {
 		httpWake:   make(chan struct{}, 1),
 
 		groupHandles: map[string]string{},
+
+		agentSessions:     map[string]*AgentSession{},
+		assistantStatuses: map[string]*assistantStatus{},
 	}
 	s.users[cfg.botUserID] = &User{ID: cfg.botUserID, Name: cfg.botName, RealName: cfg.botName, IsBot: true}
 

@@ -103,6 +103,9 @@ type Status struct {
 	Channel  string
 	ThreadTS string
 	Status   string
+	// LoadingMessages are the messages Slack rotates through while the
+	// status shows (loading_messages).
+	LoadingMessages []string
 }
 
 // Delivery is one delivery attempt of an event: a Socket Mode envelope or an HTTP
