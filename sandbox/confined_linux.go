@@ -56,6 +56,7 @@ type cmdSpec struct {
 	Env       []string `json:"env"`
 	Memory    int64    `json:"memory,omitempty"`
 	Processes int      `json:"processes,omitempty"`
+	FileSize  int64    `json:"file_size,omitempty"`
 	Landlock  int      `json:"landlock,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Writable  []string `json:"writable,omitempty"`
@@ -106,6 +107,7 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 			Env:       sp.Env,
 			Memory:    s.cfg.Memory,
 			Processes: s.cfg.Processes,
+			FileSize:  sp.FileSize,
 			Landlock:  s.landlock,
 			Network:   s.cfg.Network,
 			Writable:  writable,
