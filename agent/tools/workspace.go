@@ -42,6 +42,9 @@ type WorkspaceConfig struct {
 	// work. It is asked before every command (the metadata can move). Nil:
 	// nothing more.
 	Mounts func() []sandbox.Mount
+	// Quota limits the disk the worktree and the scratch folder take
+	// together; the zero value limits nothing.
+	Quota Quota
 }
 
 // Workspace is one session's confined file area: the repository root and a
@@ -62,6 +65,7 @@ type Workspace struct {
 	sandbox *sandbox.Sandbox
 	mounts  []sandbox.Mount
 	extra   func() []sandbox.Mount
+	quota   *quota
 }
 
 // area is a tree the file tools may use: its absolute path with symlinks
@@ -145,6 +149,7 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 		{Path: w.tmp, Access: sandbox.ReadWrite},
 	}
 	w.extra = cfg.Mounts
+	w.quota = newQuota(cfg.Quota, root, scratch)
 	return w, nil
 }
 
