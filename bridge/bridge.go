@@ -38,6 +38,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
@@ -110,6 +111,9 @@ type AgentConfig struct {
 	BashEnv                 map[string]string
 	SkillsDirs, PromptsDirs []string
 	GitName, GitEmail       string
+	// DiskQuota limits the disk each thread's files take (its Notify is the
+	// bridge's: the thread is told); zero limits nothing.
+	DiskQuota tools.Quota
 }
 
 // ModelInfo is a model the bot may use.
