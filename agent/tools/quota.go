@@ -245,11 +245,18 @@ func (q *quota) planBash(ctx context.Context) (bashPlan, error) {
 	} else {
 		q.underAgain()
 	}
-	if free, low := q.low(); low {
+	free, low := q.low()
+	switch {
+	case low:
 		p.fileSize, p.logCap = sandbox.NoFileGrowth, 0
 		p.limit = u // nothing may grow
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
 		p.note, p.notice = floorNote(n), &n
+	case q.cfg.Floor != nil && q.cfg.Floor.Reserve > 0 && free > 0:
+		// No single file may take the reserve either.
+		if room := free - q.cfg.Floor.Reserve; p.fileSize == 0 || (p.fileSize > 0 && room < p.fileSize) {
+			p.fileSize = room
+		}
 	}
 	return p, nil
 }
@@ -316,7 +323,7 @@ func stoppedNote(n QuotaNotice) string {
 // fileSizeNote tells the model why a file could not grow: the per-file
 // limit, which is what was left of the quota when the command started.
 func fileSizeNote(left int64) string {
-	return fmt.Sprintf("[Disk quota: no file could grow past %s in this command (what was left of this thread's disk quota when it started); a write past that failed with \"File too large\". Delete files you do not need to make room.]", truncate.FormatSize(left))
+	return fmt.Sprintf("[Disk quota: no file could grow past %s in this command (what was left of this thread's disk quota, or of the bot's disk above its reserve, when it started); a write past that failed with \"File too large\". Delete files you do not need to make room.]", truncate.FormatSize(left))
 }
 
 // checkWrite refuses a file tool's write of newSize bytes over a file of

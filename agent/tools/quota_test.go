@@ -305,3 +305,18 @@ func TestFloorStopsAndResumes(t *testing.T) {
 		t.Errorf("once space returned: %s", out)
 	}
 }
+
+// No single file may eat into the machine's reserve, quota or not.
+func TestFileSizeKeepsOffTheReserve(t *testing.T) {
+	floor := &diskuse.Floor{Path: os.TempDir()}
+	r := newQuotaRig(t, Quota{Floor: floor})
+	free, err := diskuse.Free(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor.Reserve = free - 8<<20
+	res := call(t, r.bash, map[string]any{"command": "head -c 100M /dev/zero > reserve.bin; stat -c %s reserve.bin"})
+	if fi, err := os.Stat(filepath.Join(r.root, "reserve.bin")); err != nil || fi.Size() > 8<<20 || !strings.Contains(textOf(res), "File too large") {
+		t.Errorf("a 100 MiB file with 8 MiB above the reserve: %v\n%s", err, textOf(res))
+	}
+}
