@@ -10,60 +10,21 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/storage"
-	"golang.org/x/sys/unix"
+	"github.com/threadsmith/threadsmith/workspace/diskuse/disktest"
 )
-
-// smallFilesystem mounts a tmpfs of size bytes for the test, or skips: only
-// root may mount one (THREADSMITH_REQUIRE_FULL_DISK=1 makes that a failure).
-func smallFilesystem(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size))
-	if err != nil {
-		if os.Getenv("THREADSMITH_REQUIRE_FULL_DISK") != "" {
-			t.Fatalf("mounting a small tmpfs for the full-disk test: %v", err)
-		}
-		t.Skipf("a full disk is played on a small tmpfs, which only root may mount (%v); set THREADSMITH_REQUIRE_FULL_DISK=1 to fail instead", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmounting the test's tmpfs: %v", err)
-		}
-	})
-	return dir
-}
-
-// fill writes zeros to path until the filesystem refuses (ENOSPC).
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, unix.ENOSPC) {
-				t.Fatalf("filling the disk: %v", err)
-			}
-			return
-		}
-	}
-}
 
 // A real full disk (not a page limit): the store refuses what it cannot
 // write with ErrFull, stores none of it, keeps reading, and takes the same
 // input once space returns, on the same open database, with no restart.
 func TestFullDiskRefusesThenRecovers(t *testing.T) {
 	ctx := context.Background()
-	dir := smallFilesystem(t, 8<<20)
+	dir := disktest.Small(t, 8<<20)
 	db := openAt(t, filepath.Join(dir, storage.FileName))
 	th := newThread(t, db, "slack", "1.0")
 	accept(t, db, storage.Inbound{Platform: "slack", EventID: "Ev0", Channel: "C1", MessageID: "1.0", ThreadID: th.ID, Text: "before", Mode: storage.ModePrompt})
 
 	filler := filepath.Join(dir, "big.bin")
-	fill(t, filler)
+	disktest.Fill(t, filler)
 	big := strings.Repeat("a message that needs room ", 8000)
 	for i := range 3 {
 		in := storage.Inbound{Platform: "slack", EventID: fmt.Sprint("EvFull", i), Channel: "C1", MessageID: fmt.Sprint("2.", i), ThreadID: th.ID, Text: big, Mode: storage.ModePrompt}

@@ -222,6 +222,14 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 	if err != nil {
 		return
 	}
+	free, low, _ := q.low()
+	if low {
+		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
+		r.details.DiskQuota = n.Limit
+		r.note = floorNote(n)
+		q.notify(n)
+		return
+	}
 	if lim := q.exceeded(u, q.limits()); lim != "" {
 		n := QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg}
 		r.details.DiskQuota = n.Limit
@@ -232,9 +240,8 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 	if q.atLimit(u) == "" {
 		q.underAgain()
 	}
-	_, low := q.low()
 	switch {
-	case plan.notice != nil && (low || q.atLimit(u) != ""):
+	case plan.notice != nil && q.atLimit(u) != "":
 		// Still where it began: the note stands (freed space ends it).
 		r.details.DiskQuota = plan.notice.Limit
 		r.note = plan.note
@@ -244,7 +251,9 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 	case plan.fileSize > 0 && strings.Contains(string(r.out.buf), "File too large"):
 		r.details.DiskQuota = "file_size"
 		r.note = fileSizeNote(plan.fileSize)
-		q.notify(QuotaNotice{Limit: "bytes", Usage: u, Quota: q.cfg})
+		if !plan.byDisk {
+			q.notify(QuotaNotice{Limit: "bytes", Usage: u, Quota: q.cfg})
+		}
 	}
 }
 

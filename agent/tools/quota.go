@@ -197,15 +197,19 @@ func (q *quota) underAgain() {
 	q.mu.Unlock()
 }
 
-// low checks the floor: whether the free space is below the reserve.
-func (q *quota) low() (int64, bool) {
-	free, low, err := q.cfg.Floor.Low()
-	if err == nil && !low {
+// low checks the floor: whether the agents' writes must stop, with the free
+// space seen and the room left above the floor's margin (-1: no floor).
+func (q *quota) low() (free int64, low bool, room int64) {
+	st, err := q.cfg.Floor.Check()
+	if err != nil || q.cfg.Floor == nil || q.cfg.Floor.Reserve <= 0 {
+		return st.Free, false, -1
+	}
+	if !st.Low {
 		q.mu.Lock()
 		q.belowFloor = false
 		q.mu.Unlock()
 	}
-	return free, err == nil && low
+	return st.Free, st.Low, st.Room
 }
 
 // bashPlan is how one bash call may use the disk.
@@ -213,6 +217,7 @@ type bashPlan struct {
 	start    diskuse.Usage
 	limit    diskuse.Usage // what the watcher stops it past: the quota, or start when it began over it
 	fileSize int64         // sandbox.Spec.FileSize
+	byDisk   bool          // fileSize is the disk's room above the floor, less than the quota's
 	logCap   int64         // the most its full-output log may take
 	note     string        // told to the model with the result when not "" (it began over a limit)
 	notice   *QuotaNotice  // told to the thread when it began over a limit
@@ -245,18 +250,16 @@ func (q *quota) planBash(ctx context.Context) (bashPlan, error) {
 	} else {
 		q.underAgain()
 	}
-	free, low := q.low()
+	free, low, room := q.low()
 	switch {
-	case low:
+	case low || room == 0:
 		p.fileSize, p.logCap = sandbox.NoFileGrowth, 0
 		p.limit = u // nothing may grow
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
 		p.note, p.notice = floorNote(n), &n
-	case q.cfg.Floor != nil && q.cfg.Floor.Reserve > 0 && free > 0:
-		// No single file may take the reserve either.
-		if room := free - q.cfg.Floor.Reserve; p.fileSize == 0 || (p.fileSize > 0 && room < p.fileSize) {
-			p.fileSize = room
-		}
+	case room > 0 && (p.fileSize == 0 || (p.fileSize > 0 && room < p.fileSize)):
+		// No single file may fill the disk either.
+		p.fileSize, p.byDisk = room, true
 	}
 	return p, nil
 }
@@ -291,7 +294,7 @@ func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, sto
 			stop(QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg})
 			return
 		}
-		if free, low := q.low(); low && (u.Bytes > p.start.Bytes || u.Files > p.start.Files) {
+		if free, low, _ := q.low(); low && (u.Bytes > p.start.Bytes || u.Files > p.start.Files) {
 			stop(QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free})
 			return
 		}
@@ -345,7 +348,7 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	if err != nil {
 		return d, "cannot write " + quoted(path) + ": this thread's files could not be measured (" + err.Error() + ")"
 	}
-	if free, low := q.low(); low {
+	if free, low, _ := q.low(); low {
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
 		q.notify(n)
 		return d, "Not written: " + floorNote(n)[1:len(floorNote(n))-1]

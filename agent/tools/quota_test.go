@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/workspace/diskuse"
+	"github.com/threadsmith/threadsmith/workspace/diskuse/disktest"
 )
 
 // The disk quota, played by the attacker through the agent's own tools in
@@ -257,16 +258,14 @@ func TestQuotaRefusesFileToolWrites(t *testing.T) {
 	}
 }
 
-// Below the machine's floor nothing grows: a running command that grew is
-// stopped, the next one may only delete, and the write tool refuses; all
-// resume by themselves once the free space is back above the reserve.
+// Below the machine's floor nothing grows: when data_dir's disk fills (a
+// small tmpfs, as root), a running command that grew is stopped, the next
+// one may only delete, and the write tool refuses; all resume by themselves
+// once space returns.
 func TestFloorStopsAndResumes(t *testing.T) {
-	floor := &diskuse.Floor{Path: os.TempDir(), Reserve: 1}
+	dir := disktest.Small(t, 32<<20)
+	floor := &diskuse.Floor{Path: dir, Reserve: 8 << 20}
 	r := newQuotaRig(t, Quota{Floor: floor})
-	free, err := diskuse.Free(os.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	res := call(t, r.bash, map[string]any{"command": "echo x > before && echo ok"})
 	if !strings.Contains(textOf(res), "ok") {
 		t.Fatalf("above the floor: %s", textOf(res))
@@ -282,11 +281,15 @@ func TestFloorStopsAndResumes(t *testing.T) {
 		})
 	}()
 	<-seen
-	floor.Reserve = free * 1000 // the disk fills up (the watcher reads it after the tick)
+	fill := filepath.Join(dir, "fill.bin")
+	disktest.Fill(t, fill) // the disk fills up
 	r.ticks <- time.Now()
 	res = <-done
 	if d := bashDetails(t, res); !d.StoppedByQuota || d.DiskQuota != "reserve" || !strings.Contains(textOf(res), "nearly full") {
 		t.Errorf("a growing command below the floor was not stopped (%+v):\n%s", d, textOf(res))
+	}
+	if free, _ := diskuse.Free(dir); free < 8<<20 {
+		t.Errorf("%d bytes free once the disk filled, want the 8 MiB reserve handed over", free)
 	}
 	res = call(t, r.bash, map[string]any{"command": "echo x > more; echo \"write: $?\"; rm grown && echo removed"})
 	if out := textOf(res); !strings.Contains(out, "write: 1") || !strings.Contains(out, "removed") {
@@ -299,24 +302,36 @@ func TestFloorStopsAndResumes(t *testing.T) {
 	if ns := r.noticesSeen(); len(ns) != 1 || ns[0].Limit != "reserve" || !strings.Contains(ns[0].Message(), "resume by themselves") {
 		t.Errorf("thread notices %+v, want one about the reserve", ns)
 	}
-	floor.Reserve = 1 // space returns
+	if err := os.Remove(fill); err != nil { // space returns
+		t.Fatal(err)
+	}
 	res = call(t, r.bash, map[string]any{"command": "echo x > after && echo ok"})
 	if out := textOf(res); res.IsError || !strings.Contains(out, "ok") || strings.Contains(out, "nearly full") {
 		t.Errorf("once space returned: %s", out)
 	}
 }
 
-// No single file may eat into the machine's reserve, quota or not.
+// No single file may fill the disk, quota or not: a 100 MiB write on a
+// 48 MiB disk (a small tmpfs, as root) stops short of the reserve's margin,
+// and the database's reserve is still set aside.
 func TestFileSizeKeepsOffTheReserve(t *testing.T) {
-	floor := &diskuse.Floor{Path: os.TempDir()}
+	dir := disktest.Small(t, 48<<20)
+	floor := &diskuse.Floor{Path: dir, Reserve: 8 << 20}
 	r := newQuotaRig(t, Quota{Floor: floor})
-	free, err := diskuse.Free(os.TempDir())
+	f, err := os.Create(filepath.Join(dir, "other.bin")) // the rest of the disk, taken by others
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor.Reserve = free - 8<<20
-	res := call(t, r.bash, map[string]any{"command": "head -c 100M /dev/zero > reserve.bin; stat -c %s reserve.bin"})
-	if fi, err := os.Stat(filepath.Join(r.root, "reserve.bin")); err != nil || fi.Size() > 8<<20 || !strings.Contains(textOf(res), "File too large") {
-		t.Errorf("a 100 MiB file with 8 MiB above the reserve: %v\n%s", err, textOf(res))
+	if _, err := f.Write(make([]byte, 30<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res := call(t, r.bash, map[string]any{"command": "head -c 100M /dev/zero > big.bin; stat -c %s big.bin"})
+	fi, err := os.Stat(filepath.Join(r.root, "big.bin"))
+	if err != nil || fi.Size() > 10<<20 || !strings.Contains(textOf(res), "File too large") {
+		t.Errorf("a 100 MiB file with about 10 MiB left above the reserve: %v\n%s", err, textOf(res))
+	}
+	if st, err := floor.Check(); err != nil || st.Low {
+		t.Errorf("the reserve was taken: %+v, %v", st, err)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -163,26 +166,118 @@ func Free(path string) (int64, error) {
 	return int64(st.Bavail) * st.Bsize, nil
 }
 
-// Floor is the machine-wide reserve: the room that must stay free on the
-// filesystem of Path (the bot's data directory) for the bot's own writes,
-// its database first.
+// Floor is the machine-wide reserve: room kept on the filesystem of Path
+// (the bot's data directory) for the bot's own writes, its database first.
+// The room is held for real, by a file of Reserve bytes allocated in Path
+// (BalloonName): whatever fills the disk, and however fast, the reserve is
+// there to hand over. Once the free space falls under a margin the file is
+// removed (the database has Reserve bytes again) and the floor is low until
+// the free space is back above the reserve and its margins, when the file is
+// allocated again. A Floor is safe for concurrent use.
 type Floor struct {
-	// Path is any path on the filesystem to watch.
+	// Path is a directory on the filesystem to watch, where the reserve's
+	// file is kept; nothing but the bot may write it.
 	Path string
-	// Reserve is the free space below which the agents' writes stop.
+	// Reserve is the room kept in bytes; 0 keeps none.
 	Reserve int64
+
+	mu       sync.Mutex
+	inflated bool // the reserve's file holds Reserve bytes
+	looked   bool // an existing file was looked for
 }
 
-// Low reports whether the free space on the floor's filesystem is below its
-// reserve, with the free space seen. A filesystem that cannot be asked is
-// not low (the error says why).
-func (f *Floor) Low() (free int64, low bool, err error) {
+// BalloonName is the file in Floor.Path that holds the reserve.
+const BalloonName = "disk-reserve"
+
+// FloorState is what Check saw.
+type FloorState struct {
+	// Free is the free space on the filesystem (the reserve's file aside).
+	Free int64
+	// Room is what the agents may still take: the free space above the
+	// margin kept before the reserve is handed over; 0 while Low.
+	Room int64
+	// Low says the reserve was handed over (or could never be set aside):
+	// the agents' writes must stop.
+	Low bool
+}
+
+// margin is the free space left when the reserve is handed over: enough that
+// the bot notices before the disk is full.
+func (f *Floor) margin() int64 { return min(f.Reserve/4, 64<<20) }
+
+func (f *Floor) balloon() string { return filepath.Join(f.Path, BalloonName) }
+
+// Check looks at the free space, hands the reserve over when the disk fills
+// and sets it aside again when space returns. A nil Floor, or one without a
+// Reserve, is never low. A filesystem that cannot be asked is not low (the
+// error says why).
+func (f *Floor) Check() (FloorState, error) {
 	if f == nil || f.Reserve <= 0 {
-		return 0, false, nil
+		return FloorState{}, nil
 	}
-	free, err = Free(f.Path)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.looked {
+		f.looked = true
+		var st unix.Stat_t
+		if err := unix.Lstat(f.balloon(), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Blocks*512 >= f.Reserve {
+			f.inflated = true
+		}
+	}
+	free, err := Free(f.Path)
 	if err != nil {
-		return 0, false, err
+		return FloorState{}, err
 	}
-	return free, free < f.Reserve, nil
+	if f.inflated && free < f.margin() {
+		// The disk is filling: the reserve is the database's now.
+		if err := os.Remove(f.balloon()); err == nil || errors.Is(err, os.ErrNotExist) {
+			f.inflated = false
+			if free, err = Free(f.Path); err != nil {
+				return FloorState{}, err
+			}
+		}
+	}
+	if !f.inflated && free >= f.Reserve+2*f.margin() {
+		if err := f.inflate(); err == nil {
+			f.inflated = true
+			if free, err = Free(f.Path); err != nil {
+				return FloorState{}, err
+			}
+		}
+	}
+	if !f.inflated {
+		return FloorState{Free: free, Low: true}, nil
+	}
+	return FloorState{Free: free, Room: max(free-f.margin(), 0)}, nil
+}
+
+// inflate allocates the reserve's file (blocks, not holes; zeros written
+// where the filesystem cannot allocate).
+func (f *Floor) inflate() error {
+	fd, err := unix.Open(f.balloon(), unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	err = unix.Fallocate(fd, 0, 0, f.Reserve)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = writeZeros(fd, f.Reserve)
+	}
+	if err != nil {
+		_ = unix.Ftruncate(fd, 0)
+		os.Remove(f.balloon())
+	}
+	return err
+}
+
+func writeZeros(fd int, n int64) error {
+	chunk := make([]byte, 1<<20)
+	for n > 0 {
+		w, err := unix.Write(fd, chunk[:min(n, int64(len(chunk)))])
+		if err != nil {
+			return err
+		}
+		n -= int64(w)
+	}
+	return unix.Fsync(fd)
 }

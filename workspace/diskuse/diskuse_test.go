@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadsmith/threadsmith/workspace/diskuse/disktest"
 	"golang.org/x/sys/unix"
 )
 
@@ -143,20 +144,68 @@ func TestMeasureRefusesTooDeepAndStops(t *testing.T) {
 	}
 }
 
-func TestFloor(t *testing.T) {
-	dir := t.TempDir()
-	free, err := Free(dir)
-	if err != nil || free <= 0 {
+func TestFree(t *testing.T) {
+	if free, err := Free(t.TempDir()); err != nil || free <= 0 {
 		t.Fatalf("Free = %d, %v", free, err)
 	}
-	if _, low, _ := (&Floor{Path: dir, Reserve: 1}).Low(); low {
-		t.Error("a 1-byte reserve is low")
+	if _, err := Free(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("Free of a missing path: no error")
 	}
-	if _, low, _ := (&Floor{Path: dir, Reserve: free * 1000}).Low(); !low {
-		t.Error("a reserve far beyond the free space is not low")
+}
+
+// The floor holds its reserve in a file; a nil floor, or one it cannot set
+// aside, is respectively never and always low.
+func TestFloorSetsTheReserveAside(t *testing.T) {
+	dir := t.TempDir()
+	f := &Floor{Path: dir, Reserve: 1 << 20}
+	st, err := f.Check()
+	if err != nil || st.Low || st.Room <= 0 {
+		t.Fatalf("Check = %+v, %v; want not low", st, err)
 	}
-	if _, low, err := (*Floor)(nil).Low(); low || err != nil {
-		t.Errorf("no floor: low %v, %v", low, err)
+	var s unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, BalloonName), &s); err != nil || s.Blocks*512 < 1<<20 {
+		t.Errorf("the reserve's file: %v, %d bytes allocated", err, s.Blocks*512)
+	}
+	// A bot started again finds its reserve set aside.
+	again := &Floor{Path: dir, Reserve: 1 << 20}
+	if st, err := again.Check(); err != nil || st.Low {
+		t.Errorf("a second floor on the same reserve: %+v, %v", st, err)
+	}
+	free, _ := Free(dir)
+	if st, _ := (&Floor{Path: t.TempDir(), Reserve: free * 1000}).Check(); !st.Low || st.Room != 0 {
+		t.Errorf("a reserve that cannot be set aside: %+v, want low", st)
+	}
+	if st, err := (*Floor)(nil).Check(); st.Low || err != nil {
+		t.Errorf("no floor: %+v, %v", st, err)
+	}
+}
+
+// On a disk that fills (a small tmpfs, as root), the reserve is handed
+// over: the free space is back to the reserve at once, and the floor is
+// low; once space returns it is set aside again and the floor is not low.
+func TestFloorHandsTheReserveOverWhenTheDiskFills(t *testing.T) {
+	dir := disktest.Small(t, 32<<20)
+	f := &Floor{Path: dir, Reserve: 8 << 20}
+	if st, err := f.Check(); err != nil || st.Low {
+		t.Fatalf("an empty disk: %+v, %v", st, err)
+	}
+	disktest.Fill(t, filepath.Join(dir, "agent.bin"))
+	st, err := f.Check()
+	if err != nil || !st.Low || st.Free < 8<<20 {
+		t.Fatalf("a full disk: %+v, %v; want low with the 8 MiB reserve free", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BalloonName)); err == nil {
+		t.Error("the reserve's file is still there")
+	}
+	if st, _ := f.Check(); !st.Low {
+		t.Errorf("still full: %+v, want low", st)
+	}
+	os.Remove(filepath.Join(dir, "agent.bin"))
+	if st, err := f.Check(); err != nil || st.Low || st.Room <= 0 {
+		t.Errorf("space returned: %+v, %v; want not low", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BalloonName)); err != nil {
+		t.Errorf("the reserve was not set aside again: %v", err)
 	}
 }
 
