@@ -483,7 +483,7 @@ func Default() Config {
 			IdleTTL:          168 * time.Hour,
 			MaxDownloadBytes: 20 << 20,
 		},
-		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512, Disk: 5 << 30, Files: 200_000, DiskReserve: 512 << 20},
+		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512, Disk: 5 << 30, Files: 200_000, DiskReserve: 256 << 20},
 		Slack: Slack{
 			Enabled: true,
 			Mode:    SlackSocket,

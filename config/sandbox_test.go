@@ -24,8 +24,8 @@ sandbox:
 		t.Errorf("got %+v, want %+v", c.Sandbox, want)
 	}
 	if d := Default().Sandbox; d.Mode != SandboxAuto || d.Network || d.Memory != 2<<30 || d.Processes != 512 ||
-		d.Disk != 5<<30 || d.Files != 200_000 || d.DiskReserve != 512<<20 {
-		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512, disk 5GiB, 200000 files, reserve 512MiB", d)
+		d.Disk != 5<<30 || d.Files != 200_000 || d.DiskReserve != 256<<20 {
+		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512, disk 5GiB, 200000 files, reserve 256MiB", d)
 	}
 }
 

@@ -218,6 +218,17 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 		_, _ = q.measure(context.WithoutCancel(ctx))
 		return
 	}
+	if q.measureLater() {
+		// A tree slow to walk: the next command starts from its usage.
+		switch {
+		case plan.notice != nil:
+			r.details.DiskQuota, r.note = plan.notice.Limit, plan.note
+		case plan.fileSize > 0 && strings.Contains(string(r.out.buf), "File too large"):
+			r.details.DiskQuota = "file_size"
+			r.note = fileSizeNote(plan.fileSize)
+		}
+		return
+	}
 	u, err := q.measure(context.WithoutCancel(ctx))
 	if err != nil {
 		return

@@ -31,8 +31,9 @@ type Quota struct {
 	// writes may grow, and running commands that grew are stopped. Nil: none.
 	Floor *diskuse.Floor
 	// Every is the interval at which a running command's workspace is
-	// measured; it widens to four times the last walk's duration on trees
-	// slow to walk. Default DefaultQuotaEvery.
+	// measured; it widens to eight times the last walk's duration on trees
+	// slow to walk (the walk then takes at most an eighth of a core).
+	// Default DefaultQuotaEvery.
 	Every time.Duration
 	// After waits d (time.After, without its leak); tests step it by hand.
 	After func(ctx context.Context, d time.Duration) <-chan time.Time
@@ -83,7 +84,15 @@ type quota struct {
 	// overQuota and belowFloor say a notice was sent and usage has not been
 	// back under the quota (the free space back above the reserve) since.
 	overQuota, belowFloor bool
+	walk                  time.Duration // how long the last walk took
+	// later is closed when the measurement running in the background ends
+	// (nil: none runs); every use of the recorded usage waits for it.
+	later chan struct{}
 }
+
+// slowWalk is the walk a command's end does not wait for: the workspace is
+// measured in the background then, and the next command or write waits.
+var slowWalk = 100 * time.Millisecond
 
 func newQuota(cfg Quota, roots ...string) *quota {
 	if cfg.Every <= 0 {
@@ -116,19 +125,57 @@ func (q *quota) enabled() bool {
 
 // measure walks the workspace and records what it takes.
 func (q *quota) measure(ctx context.Context) (diskuse.Usage, error) {
+	began := time.Now()
 	u, err := diskuse.Measure(ctx, q.roots...)
 	if err != nil {
 		return u, err
 	}
 	q.mu.Lock()
-	q.used, q.measured = u, true
+	q.used, q.measured, q.walk = u, true, time.Since(began)
 	q.mu.Unlock()
 	return u, nil
+}
+
+// measureLater measures the workspace in the background when its last walk
+// was slow and reports whether it does; the next use of the usage waits.
+func (q *quota) measureLater() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.walk < slowWalk || q.later != nil {
+		return false
+	}
+	done := make(chan struct{})
+	q.later = done
+	go func() {
+		defer close(done)
+		_, _ = q.measure(context.Background())
+		q.mu.Lock()
+		q.later = nil
+		q.mu.Unlock()
+	}()
+	return true
+}
+
+// settle waits for a measurement running in the background.
+func (q *quota) settle(ctx context.Context) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	later := q.later
+	q.mu.Unlock()
+	if later != nil {
+		select {
+		case <-later:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // current is the usage as last measured plus the file tools' writes since,
 // measured now if it never was.
 func (q *quota) current(ctx context.Context) (diskuse.Usage, error) {
+	q.settle(ctx)
 	q.mu.Lock()
 	u, ok := q.used, q.measured
 	q.mu.Unlock()
@@ -231,7 +278,10 @@ func (q *quota) planBash(ctx context.Context) (bashPlan, error) {
 	if !q.enabled() {
 		return p, nil
 	}
-	u, err := q.measure(ctx)
+	// The workspace as measured at the end of the last command, plus the
+	// file tools' writes since: a tree of 200,000 files takes a second to
+	// walk, which every command would otherwise wait for twice.
+	u, err := q.current(ctx)
 	if err != nil {
 		return p, err
 	}
@@ -289,7 +339,7 @@ func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, sto
 			stop(QuotaNotice{Limit: "unmeasurable", Usage: p.start, Quota: q.cfg})
 			return
 		}
-		every = max(q.cfg.Every, 4*time.Since(began))
+		every = max(q.cfg.Every, 8*time.Since(began))
 		if lim := q.exceeded(u, p.limit); lim != "" {
 			stop(QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg})
 			return

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 	"github.com/threadsmith/threadsmith/workspace/diskuse"
 	"github.com/threadsmith/threadsmith/workspace/diskuse/disktest"
 )
@@ -333,5 +336,59 @@ func TestFileSizeKeepsOffTheReserve(t *testing.T) {
 	}
 	if st, err := floor.Check(); err != nil || st.Low {
 		t.Errorf("the reserve was taken: %+v, %v", st, err)
+	}
+}
+
+// BenchmarkBashQuota is one sandboxed `true` in a workspace of files files,
+// with the quota (one walk after the command) and without, in the same run.
+func BenchmarkBashQuota(b *testing.B) {
+	for _, files := range []int{1_000, 10_000} {
+		for _, on := range []bool{false, true} {
+			name := fmt.Sprintf("%dfiles/quota=%v", files, on)
+			b.Run(name, func(b *testing.B) {
+				cfg := WorkspaceConfig{Sandbox: sandboxtest.New(b, sandbox.Config{})}
+				if on {
+					cfg.Quota = Quota{Bytes: 5 << 30, Files: 200_000}
+				}
+				tw := newTestWorkspace(b, cfg)
+				for i := range files {
+					p := filepath.Join(tw.root, fmt.Sprintf("d%d", i/100), fmt.Sprintf("f%d.go", i))
+					if i%100 == 0 {
+						if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := os.WriteFile(p, []byte("package x\n"), 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sh := NewBashTool(tw.Workspace)
+				for b.Loop() {
+					if res := call(b, sh, map[string]any{"command": "true"}); res.IsError {
+						b.Fatal(textOf(res))
+					}
+				}
+			})
+		}
+	}
+}
+
+// On a tree slow to walk, a command does not wait for the walk after it:
+// the workspace is measured in the background, and the next command starts
+// from that measurement (and is told of the excess).
+func TestQuotaMeasuresSlowTreesAfterTheCommand(t *testing.T) {
+	defer func(old time.Duration) { slowWalk = old }(slowWalk)
+	slowWalk = 0 // every tree is slow
+	r := newQuotaRig(t, Quota{Files: 50})
+	res := call(t, r.bash, map[string]any{"command": "for i in $(seq 100); do : > f$i; done; echo made"})
+	if out := textOf(res); !strings.Contains(out, "made") || strings.Contains(out, "Disk quota") {
+		t.Errorf("the first command: %s", out)
+	}
+	res = call(t, r.bash, map[string]any{"command": "true"})
+	if out := textOf(res); !strings.Contains(out, "[Disk quota: this thread's files") || !strings.Contains(out, "of 50 allowed") {
+		t.Errorf("the next command was not told of the excess measured after the first:\n%s", out)
+	}
+	if ns := r.noticesSeen(); len(ns) != 1 || ns[0].Limit != "files" {
+		t.Errorf("thread notices %+v, want one about the files", ns)
 	}
 }

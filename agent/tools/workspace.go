@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -185,6 +186,7 @@ func (w *Workspace) BashTimeout() time.Duration { return w.timeout }
 
 // Close releases the workspace's open directories. Tools must not be called after.
 func (w *Workspace) Close() error {
+	w.quota.settle(context.Background())
 	return errors.Join(w.repo.fs.Close(), w.scratch.fs.Close())
 }
 
