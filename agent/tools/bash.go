@@ -122,12 +122,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	}
 	defer pr.Close()
 	q := t.ws.quota
-	plan, err := q.planBash(ctx)
-	if err != nil {
-		pw.Close()
-		return &bashRun{out: &bashOutput{lastNL: -1}, details: BashDetails{DiskQuota: "unmeasurable", StoppedByQuota: true},
-			note: "[Not run: this thread's files could not be measured (" + err.Error() + "); delete the folder tree that is too deep to continue.]"}, nil
-	}
+	plan := q.planBash(ctx)
 	if plan.notice != nil {
 		q.notify(*plan.notice)
 	}
@@ -231,6 +226,8 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 	}
 	u, err := q.measure(context.WithoutCancel(ctx))
 	if err != nil {
+		r.details.DiskQuota, r.note = "unmeasurable", unmeasurableNote(err)
+		q.notify(QuotaNotice{Limit: "unmeasurable", Quota: q.cfg})
 		return
 	}
 	free, low, _ := q.low()

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type QuotaNotice struct {
 
 // Message is the thread's notice: what happened and what frees space.
 func (n QuotaNotice) Message() string {
+	if n.Limit == "unmeasurable" {
+		return fmt.Sprintf("⚠️ This thread's files could not be measured for its disk quota (a folder tree deeper than %d levels?): files cannot grow until the agent deletes it.", diskuse.MaxDepth)
+	}
 	if n.Limit == "reserve" {
 		return fmt.Sprintf("⚠️ The bot's disk is nearly full (%s free, %s kept for its database): commands that write are stopped and refused until space returns; they resume by themselves then.",
 			truncate.FormatSize(n.Free), truncate.FormatSize(n.Quota.Floor.Reserve))
@@ -65,6 +69,8 @@ func (n QuotaNotice) Message() string {
 
 func (n QuotaNotice) describe() string {
 	switch n.Limit {
+	case "unmeasurable":
+		return "its files could not be measured"
 	case "reserve":
 		return fmt.Sprintf("the bot's disk has %s free, %s kept for its database", truncate.FormatSize(n.Free), truncate.FormatSize(n.Quota.Floor.Reserve))
 	case "files":
@@ -127,12 +133,13 @@ func (q *quota) enabled() bool {
 func (q *quota) measure(ctx context.Context) (diskuse.Usage, error) {
 	began := time.Now()
 	u, err := diskuse.Measure(ctx, q.roots...)
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if err != nil {
+		q.measured = false // the next use measures again
 		return u, err
 	}
-	q.mu.Lock()
 	q.used, q.measured, q.walk = u, true, time.Since(began)
-	q.mu.Unlock()
 	return u, nil
 }
 
@@ -265,25 +272,32 @@ type bashPlan struct {
 	limit    diskuse.Usage // what the watcher stops it past: the quota, or start when it began over it
 	fileSize int64         // sandbox.Spec.FileSize
 	byDisk   bool          // fileSize is the disk's room above the floor, less than the quota's
-	logCap   int64         // the most its full-output log may take
-	note     string        // told to the model with the result when not "" (it began over a limit)
-	notice   *QuotaNotice  // told to the thread when it began over a limit
+	// unmeasurable: the workspace could not be measured; nothing may grow,
+	// and the watcher lets the command delete what is in the way.
+	unmeasurable bool
+	logCap       int64        // the most its full-output log may take
+	note         string       // told to the model with the result when not "" (it began over a limit)
+	notice       *QuotaNotice // told to the thread when it began over a limit
 }
 
-// planBash measures the workspace before a bash call and says how the call
-// may grow it: up to the quota (no file past what is left of it), or, when
-// the workspace is over its quota or the disk below its floor, not at all.
-func (q *quota) planBash(ctx context.Context) (bashPlan, error) {
+// planBash says how a bash call may grow the workspace: up to the quota (no
+// file past what is left of it), or, when the workspace is over its quota,
+// the disk below its floor or the workspace cannot be measured, not at all
+// (it may still delete).
+func (q *quota) planBash(ctx context.Context) bashPlan {
 	p := bashPlan{logCap: maxBashLog}
 	if !q.enabled() {
-		return p, nil
+		return p
 	}
 	// The workspace as measured at the end of the last command, plus the
 	// file tools' writes since: a tree of 200,000 files takes a second to
 	// walk, which every command would otherwise wait for twice.
 	u, err := q.current(ctx)
 	if err != nil {
-		return p, err
+		n := QuotaNotice{Limit: "unmeasurable", Quota: q.cfg}
+		p.fileSize, p.logCap, p.unmeasurable = sandbox.NoFileGrowth, 0, true
+		p.note, p.notice = unmeasurableNote(err), &n
+		return p
 	}
 	p.start, p.limit = u, q.limits()
 	if q.cfg.Bytes > 0 {
@@ -311,7 +325,7 @@ func (q *quota) planBash(ctx context.Context) (bashPlan, error) {
 		// No single file may fill the disk either.
 		p.fileSize, p.byDisk = room, true
 	}
-	return p, nil
+	return p
 }
 
 // watch measures the workspace while a bash call runs and calls stop (once)
@@ -333,6 +347,9 @@ func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, sto
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if p.unmeasurable {
+				continue // it began so and cannot grow files: let it delete
 			}
 			// A tree that cannot be measured (deeper than diskuse allows)
 			// is not let grow unseen.
@@ -362,13 +379,22 @@ func floorNote(n QuotaNotice) string {
 		truncate.FormatSize(n.Free), truncate.FormatSize(n.Quota.Floor.Reserve))
 }
 
+// unmeasurableNote tells the model its files could not be measured.
+func unmeasurableNote(err error) string {
+	why := "the walk failed"
+	if errors.Is(err, diskuse.ErrTooDeep) {
+		why = err.Error()
+	}
+	return fmt.Sprintf("[Disk quota: this thread's files could not be measured (%s), so files cannot grow; delete what is in the way (a folder tree deeper than %d levels: rm -rf it), then run the command again.]", why, diskuse.MaxDepth)
+}
+
 // stoppedNote tells the model its command was stopped by the watcher.
 func stoppedNote(n QuotaNotice) string {
 	switch n.Limit {
 	case "reserve":
 		return "[Stopped: " + floorNote(n)[1:]
 	case "unmeasurable":
-		return fmt.Sprintf("[Stopped: this thread's files could not be measured (a folder tree deeper than %d levels); delete it to continue.]", diskuse.MaxDepth)
+		return "[Stopped: " + unmeasurableNote(diskuse.ErrTooDeep)[1:]
 	}
 	return "[Stopped: " + overNote(n)[1:]
 }
@@ -396,7 +422,7 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	}
 	u, err := q.current(ctx)
 	if err != nil {
-		return d, "cannot write " + quoted(path) + ": this thread's files could not be measured (" + err.Error() + ")"
+		return d, "Not written: " + unmeasurableNote(err)[1:len(unmeasurableNote(err))-1]
 	}
 	if free, low, _ := q.low(); low {
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}

@@ -392,3 +392,25 @@ func TestQuotaMeasuresSlowTreesAfterTheCommand(t *testing.T) {
 		t.Errorf("thread notices %+v, want one about the files", ns)
 	}
 }
+
+// A folder tree too deep to measure (the agent's own mkdir loop) does not
+// lock the agent out: its commands cannot grow files, they are told why,
+// and rm -rf of the tree brings everything back.
+func TestQuotaTreeTooDeepToMeasureCanBeDeleted(t *testing.T) {
+	r := newQuotaRig(t, Quota{Bytes: 1 << 30})
+	res := call(t, r.bash, map[string]any{"command": fmt.Sprintf("for i in $(seq %d); do mkdir d && cd d || break; done; echo deep", diskuse.MaxDepth+5)})
+	if out := textOf(res); !strings.Contains(out, "could not be measured") {
+		t.Errorf("the command that made the deep tree was not told:\n%s", out)
+	}
+	res = call(t, r.bash, map[string]any{"command": "echo x > f; echo \"write: $?\"; rm -rf d && echo removed"})
+	if out := textOf(res); !strings.Contains(out, "write: 1") || !strings.Contains(out, "removed") {
+		t.Errorf("with an unmeasurable tree: want writes refused and rm working:\n%s", out)
+	}
+	res = call(t, r.bash, map[string]any{"command": "echo x > f && echo ok"})
+	if out := textOf(res); res.IsError || !strings.Contains(out, "ok") || strings.Contains(out, "quota") {
+		t.Errorf("after rm -rf of the deep tree: %s", out)
+	}
+	if ns := r.noticesSeen(); len(ns) != 1 || !strings.Contains(ns[0].Message(), "could not be measured") {
+		t.Errorf("thread notices %+v, want one", ns)
+	}
+}
