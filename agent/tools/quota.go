@@ -45,7 +45,8 @@ type Quota struct {
 
 // QuotaNotice says which limit stopped the agent's writes.
 type QuotaNotice struct {
-	// Limit is "bytes", "files" or "reserve" (the machine-wide floor).
+	// Limit is "bytes", "files", "reserve" (the machine-wide floor) or
+	// "unmeasurable" (the workspace could not be walked).
 	Limit string
 	// Usage is what the session's files took when it was seen.
 	Usage diskuse.Usage
@@ -333,6 +334,8 @@ func (q *quota) planBash(ctx context.Context) bashPlan {
 // disk below its floor, any growth. It returns when done is closed or ctx
 // ends.
 func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, stop func(QuotaNotice)) {
+	ctx, cancel := context.WithCancel(ctx) // ends the pending wait with the watch
+	defer cancel()
 	every := q.cfg.Every
 	for {
 		select {
