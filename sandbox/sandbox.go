@@ -102,8 +102,8 @@ type Spec struct {
 	Stdin, Stdout, Stderr *os.File
 	// FileSize caps the size any regular file the command writes may reach
 	// (RLIMIT_FSIZE, in bytes): a write past it fails with EFBIG ("File too
-	// large"; SIGXFSZ is ignored in a sandbox). 0 is no limit; NoFileGrowth
-	// lets no file grow. Only a confined sandbox applies it.
+	// large"; SIGXFSZ is ignored in a sandbox, while an unsandboxed writer is
+	// killed by it). 0 is no limit; NoFileGrowth lets no file grow.
 	FileSize int64
 }
 

@@ -428,6 +428,30 @@ func TestOutOfMemoryKillerTakesTheSandboxFirst(t *testing.T) {
 	}
 }
 
+// Unsandboxed, Spec.FileSize holds too; the writer is killed by SIGXFSZ
+// (the bot does not ignore it for its children).
+func TestNoneCapsFileSize(t *testing.T) {
+	sb := sandbox.None()
+	dir := t.TempDir()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := sb.Start(sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "-c", "head -c 5M /dev/zero > big; echo $? >&2"}, Dir: dir, Stderr: out, FileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	fi, err := os.Stat(filepath.Join(dir, "big"))
+	if err != nil || fi.Size() != 1<<20 || !strings.Contains(string(b), "153") {
+		t.Errorf("a 5 MiB write under a 1 MiB limit, unsandboxed: %v, %d bytes written, output %q", err, fi.Size(), b)
+	}
+}
+
 func TestNoneRunsDirectlyAndKillsItsGroup(t *testing.T) {
 	sb, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeNone})
 	if err != nil {

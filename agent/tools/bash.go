@@ -218,7 +218,7 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 		switch {
 		case plan.notice != nil:
 			r.details.DiskQuota, r.note = plan.notice.Limit, plan.note
-		case plan.fileSize > 0 && strings.Contains(string(r.out.buf), "File too large"):
+		case plan.fileSize > 0 && hitFileSize(r.out.buf):
 			r.details.DiskQuota = "file_size"
 			r.note = fileSizeNote(plan.fileSize)
 		}
@@ -253,10 +253,10 @@ func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, st
 		// Still where it began: the note stands (freed space ends it).
 		r.details.DiskQuota = plan.notice.Limit
 		r.note = plan.note
-	case plan.notice != nil && strings.Contains(string(r.out.buf), "File too large"):
+	case plan.notice != nil && hitFileSize(r.out.buf):
 		r.details.DiskQuota = plan.notice.Limit
 		r.note = "[Disk quota: this command started with no room left (" + plan.notice.describe() + "), so no file could grow in it (\"File too large\"). It freed space since: run the writes again.]"
-	case plan.fileSize > 0 && strings.Contains(string(r.out.buf), "File too large"):
+	case plan.fileSize > 0 && hitFileSize(r.out.buf):
 		r.details.DiskQuota = "file_size"
 		r.note = fileSizeNote(plan.fileSize)
 		if !plan.byDisk {
@@ -426,4 +426,10 @@ func (o *bashOutput) finish(d *BashDetails) (string, error) {
 		note = fmt.Sprintf("[Showing lines %d-%d of %d (%s limit). Full output: %s]", first, last, tr.TotalLines, truncate.FormatSize(truncate.MaxBytes), full)
 	}
 	return appendNote(text, note), nil
+}
+
+// hitFileSize reports whether the output shows a write stopped by the file
+// size limit: EFBIG in a sandbox ("File too large"), SIGXFSZ unsandboxed.
+func hitFileSize(out []byte) bool {
+	return bytes.Contains(out, []byte("File too large")) || bytes.Contains(out, []byte("File size limit exceeded"))
 }
