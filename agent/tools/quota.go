@@ -65,7 +65,7 @@ func (n QuotaNotice) Message() string {
 		return fmt.Sprintf("⚠️ The bot's disk is nearly full (%s free, %s kept for its database): commands that write are stopped and refused until space returns; they resume by themselves then.",
 			truncate.FormatSize(n.Free), truncate.FormatSize(n.Quota.Floor.Reserve))
 	}
-	return fmt.Sprintf("⚠️ This thread reached its disk quota (%s): its command was stopped, and files cannot grow until the agent deletes some.", n.describe())
+	return fmt.Sprintf("⚠️ This thread reached its disk quota (%s): writes past it fail and commands that pass it are stopped, until the agent deletes files.", n.describe())
 }
 
 func (n QuotaNotice) describe() string {
