@@ -52,7 +52,8 @@ type BashDetails struct {
 	FullOutputPath string           `json:"fullOutputPath,omitempty"`
 	// DiskQuota names the disk limit the command met: "bytes" or "files"
 	// (the thread's quota), "reserve" (the machine's floor), "file_size"
-	// (a file could not grow past what was left of the quota).
+	// (a file could not grow past what was left of the quota) or
+	// "unmeasurable" (the workspace could not be walked).
 	DiskQuota string `json:"diskQuota,omitempty"`
 	// StoppedByQuota says the command was stopped for passing it.
 	StoppedByQuota bool `json:"stoppedByQuota,omitempty"`
