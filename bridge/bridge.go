@@ -111,6 +111,9 @@ type AgentConfig struct {
 	BashEnv                 map[string]string
 	SkillsDirs, PromptsDirs []string
 	GitName, GitEmail       string
+	// DiskQuota limits the disk each thread's files take (its Notify is the
+	// bridge's: the thread is told); zero limits nothing.
+	DiskQuota tools.Quota
 }
 
 // ModelInfo is a model the bot may use.

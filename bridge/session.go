@@ -57,7 +57,13 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		}
 		t.rec.Branch, t.rec.WorkspacePath = ws.Branch(), ws.Root()
 	}
+	quota := b.cfg.Agent.DiskQuota
+	quota.Notify = func(n tools.QuotaNotice) {
+		t.log.Warn("disk quota", "limit", n.Limit, "bytes", n.Usage.Bytes, "files", n.Usage.Files, "free", n.Free)
+		t.say(n.Message())
+	}
 	tws, err := tools.NewWorkspace(tools.WorkspaceConfig{
+		Quota:       quota,
 		Root:        ws.Root(),
 		Scratch:     ws.ScratchDir(),
 		BashTimeout: b.cfg.Agent.BashTimeout,

@@ -13,14 +13,19 @@ sandbox:
   memory: 512MiB
   processes: 64
   read_only_paths: [/opt/tools]
+  disk: 10GiB
+  files: 50000
+  disk_reserve: 2GiB
 `, nil)
 	want := Sandbox{Mode: SandboxNone, Network: true, Memory: 512 << 20, Processes: 64, ReadOnlyPaths: []string{"/opt/tools"}}
 	if c.Sandbox.Mode != want.Mode || c.Sandbox.Network != want.Network || c.Sandbox.Memory != want.Memory ||
-		c.Sandbox.Processes != want.Processes || len(c.Sandbox.ReadOnlyPaths) != 1 {
+		c.Sandbox.Processes != want.Processes || len(c.Sandbox.ReadOnlyPaths) != 1 ||
+		c.Sandbox.Disk != 10<<30 || c.Sandbox.Files != 50000 || c.Sandbox.DiskReserve != 2<<30 {
 		t.Errorf("got %+v, want %+v", c.Sandbox, want)
 	}
-	if d := Default().Sandbox; d.Mode != SandboxAuto || d.Network || d.Memory != 2<<30 || d.Processes != 512 {
-		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512", d)
+	if d := Default().Sandbox; d.Mode != SandboxAuto || d.Network || d.Memory != 2<<30 || d.Processes != 512 ||
+		d.Disk != 5<<30 || d.Files != 200_000 || d.DiskReserve != 256<<20 {
+		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512, disk 5GiB, 200000 files, reserve 256MiB", d)
 	}
 }
 
@@ -55,6 +60,8 @@ func TestValidateSandbox(t *testing.T) {
 		{func(c *Config) { c.Sandbox.Memory = 1 << 20 }, "sandbox.memory", "at least 16MiB"},
 		{func(c *Config) { c.Sandbox.Processes = 0 }, "sandbox.processes", "greater than 0"},
 		{func(c *Config) { c.Sandbox.ReadOnlyPaths = []string{"opt"} }, "sandbox.read_only_paths[0]", "absolute"},
+		{func(c *Config) { c.Sandbox.Disk = 0 }, "sandbox.disk", "at least 1MiB"},
+		{func(c *Config) { c.Sandbox.Files = 10 }, "sandbox.files", "at least 100"},
 	} {
 		c := validConfig()
 		tc.mutate(&c)
@@ -62,6 +69,8 @@ func TestValidateSandbox(t *testing.T) {
 	}
 	_, err := Parse(strings.NewReader("sandbox: {memory: lots}"), nil)
 	wantErr(t, err, "sandbox.memory", "a size such as 2GiB")
+	_, err = Parse(strings.NewReader("sandbox: {disk_reserve: plenty}"), nil)
+	wantErr(t, err, "sandbox.disk_reserve", "a size such as 2GiB")
 }
 
 func TestRepoForgeKeys(t *testing.T) {

@@ -118,6 +118,12 @@ func (c *Config) validateSandbox(v *collector) {
 		v.add("sandbox.memory", fmt.Sprintf("must be at least 16MiB (got %s)", s.Memory))
 	}
 	positiveInt(v, "sandbox.processes", s.Processes)
+	if s.Disk < 1<<20 {
+		v.add("sandbox.disk", fmt.Sprintf("must be at least 1MiB (got %s)", s.Disk))
+	}
+	if s.Files < 100 {
+		v.add("sandbox.files", fmt.Sprintf("must be at least 100 (got %d)", s.Files))
+	}
 	for i, p := range s.ReadOnlyPaths {
 		if !filepath.IsAbs(p) {
 			v.add(fmt.Sprintf("sandbox.read_only_paths[%d]", i), fmt.Sprintf("must be an absolute path (got %q)", p))

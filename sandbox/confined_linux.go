@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,7 @@ type cmdSpec struct {
 	Env       []string `json:"env"`
 	Memory    int64    `json:"memory,omitempty"`
 	Processes int      `json:"processes,omitempty"`
+	FileSize  int64    `json:"file_size,omitempty"`
 	Landlock  int      `json:"landlock,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Writable  []string `json:"writable,omitempty"`
@@ -106,6 +108,7 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 			Env:       sp.Env,
 			Memory:    s.cfg.Memory,
 			Processes: s.cfg.Processes,
+			FileSize:  sp.FileSize,
 			Landlock:  s.landlock,
 			Network:   s.cfg.Network,
 			Writable:  writable,
@@ -449,6 +452,47 @@ func (s *Sandbox) probeOnce() error {
 			err = fmt.Errorf("%v: %s", err, msg)
 		}
 		return fmt.Errorf("%w: user, mount and PID namespaces do not work here (%v)", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// startLimited starts cmd with RLIMIT_FSIZE at limit from its first
+// instruction on: as the sandbox's init does, the child is started traced,
+// stops right after execve, gets its limit and is let go. Ptrace requests
+// come from the thread that forked, so the goroutine stays on it.
+func startLimited(cmd *exec.Cmd, limit int64) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr.Ptrace = true
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	fail := func(err error) error {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, unix.WALL, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail(fmt.Errorf("waiting for the command to start: %w", err))
+		}
+		break
+	}
+	if !ws.Stopped() {
+		return fail(fmt.Errorf("the command did not stop at its start (%v)", ws))
+	}
+	lim := unix.Rlimit{Cur: uint64(limit), Max: uint64(limit)}
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
+		return fail(fmt.Errorf("file size limit: %w", err))
+	}
+	if err := syscall.PtraceDetach(pid); err != nil {
+		return fail(fmt.Errorf("releasing the command: %w", err))
 	}
 	return nil
 }

@@ -19,6 +19,12 @@ func startDirect(sp Spec) (process, error) {
 	cmd := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir}
 	setStdio(cmd, sp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if lim := fileSizeLimit(sp.FileSize); lim >= 0 {
+		if err := startLimited(cmd, lim); err != nil {
+			return nil, fmt.Errorf("sandbox: start: %w", err)
+		}
+		return &direct{cmd: cmd}, nil
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}

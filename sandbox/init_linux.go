@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -520,6 +521,9 @@ func startCommand(c cmdSpec) (int, int, error) {
 	if err := dropCapabilities(); err != nil {
 		return 0, 0, fmt.Errorf("dropping capabilities: %w", err)
 	}
+	// A write past RLIMIT_FSIZE fails with EFBIG, which the writer reports,
+	// instead of killing it (a shell's builtin echo would take the shell).
+	signal.Ignore(syscall.SIGXFSZ)
 	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{
 		Env:   c.Env,
 		Files: []uintptr{0, 1, 2},
@@ -548,7 +552,7 @@ func startCommand(c cmdSpec) (int, int, error) {
 	limits := []struct {
 		res int
 		val int64
-	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_NPROC, int64(c.Processes)}}
+	}{{unix.RLIMIT_CORE, 0}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_NPROC, int64(c.Processes)}, {unix.RLIMIT_FSIZE, fileSizeLimit(c.FileSize)}}
 	for _, l := range limits {
 		if l.val < 0 {
 			continue

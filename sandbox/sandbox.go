@@ -100,6 +100,26 @@ type Spec struct {
 	// Stdin, Stdout and Stderr are the command's standard files; nil is
 	// /dev/null.
 	Stdin, Stdout, Stderr *os.File
+	// FileSize caps the size any regular file the command writes may reach
+	// (RLIMIT_FSIZE, in bytes): a write past it fails with EFBIG ("File too
+	// large"; SIGXFSZ is ignored in a sandbox, while an unsandboxed writer is
+	// killed by it). 0 is no limit; NoFileGrowth lets no file grow.
+	FileSize int64
+}
+
+// NoFileGrowth as Spec.FileSize forbids writing any byte to a regular file
+// (RLIMIT_FSIZE 0); deleting and truncating still work.
+const NoFileGrowth int64 = -1
+
+// fileSizeLimit is the RLIMIT_FSIZE value of Spec.FileSize, or -1 for none.
+func fileSizeLimit(fileSize int64) int64 {
+	switch {
+	case fileSize > 0:
+		return fileSize
+	case fileSize == NoFileGrowth:
+		return 0
+	}
+	return -1
 }
 
 // Exit is how a command ended.

@@ -97,6 +97,33 @@ func (r *rig) run(t *testing.T, script string, extra ...sandbox.Mount) (string, 
 	return string(b), exit
 }
 
+// runLimited is run with Spec.FileSize set, its output through a pipe (the
+// limit holds for regular files, which run's output file is).
+func (r *rig) runLimited(t *testing.T, fileSize int64, script string) (string, sandbox.Exit) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	p, err := r.sb.Start(sandbox.Spec{
+		Path: "/bin/bash", Args: []string{"bash", "-c", script},
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, Dir: r.work,
+		Mounts: []sandbox.Mount{{Path: r.work, Access: sandbox.ReadWrite}},
+		Stdout: pw, Stderr: pw, FileSize: fileSize,
+	})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(pr)
+	exit, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), exit
+}
+
 // noLeak fails when out shows the bot's secret or the content of files the
 // command must not see.
 func noLeak(t *testing.T, out string) {
@@ -359,6 +386,32 @@ func TestResourceLimitsHold(t *testing.T) {
 	}
 }
 
+// Spec.FileSize caps every file a command writes: a 5 MiB write under a
+// 1 MiB limit stops at 1 MiB with "File too large"; NoFileGrowth
+// lets nothing grow while rm and truncation still work.
+func TestFileSizeLimitHolds(t *testing.T) {
+	r := newRig(t, sandbox.Config{})
+	out, exit := r.runLimited(t, 1<<20, `ulimit -f; head -c 5M /dev/zero > big.bin; echo "head: $?"; stat -c %s big.bin`)
+	if !strings.HasPrefix(out, "1024\n") || !strings.Contains(out, "File too large") || !strings.Contains(out, "head: 1\n") || !strings.Contains(out, "\n1048576\n") || exit.Code != 0 {
+		t.Errorf("a 5 MiB write under a 1 MiB limit (want ulimit -f 1024 KiB, head failing with EFBIG, 1048576 bytes written):\n%s", out)
+	}
+	out, _ = r.runLimited(t, sandbox.NoFileGrowth, `echo more >> README; echo "append: $?"; echo new > new.txt; echo "create: $?"; rm big.bin && echo removed; : > README && echo truncated`)
+	for _, want := range []string{"append: 1", "File too large", "removed", "truncated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("under NoFileGrowth, want %q:\n%s", want, out)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(r.work, "new.txt")); err == nil && fi.Size() > 0 {
+		t.Errorf("under NoFileGrowth a new file got %d bytes", fi.Size())
+	}
+	if _, err := os.Stat(filepath.Join(r.work, "big.bin")); err == nil {
+		t.Error("rm did not remove big.bin under NoFileGrowth")
+	}
+	if out, _ := r.runLimited(t, 0, `ulimit -f`); out != "unlimited\n" {
+		t.Errorf("without FileSize: ulimit -f = %q, want unlimited", out)
+	}
+}
+
 // RLIMIT_AS holds per process; a sandbox of many processes that fills the
 // machine's memory is what the kernel's out-of-memory killer takes first,
 // not the bot, and nothing inside can change that.
@@ -372,6 +425,30 @@ func TestOutOfMemoryKillerTakesTheSandboxFirst(t *testing.T) {
 	}
 	if lines[1] != "1000" && (os.Geteuid() == 0 || strings.Contains(r.sb.String(), "landlock")) {
 		t.Errorf("the sandbox lowered its oom_score_adj to %s", lines[1])
+	}
+}
+
+// Unsandboxed, Spec.FileSize holds too; the writer is killed by SIGXFSZ
+// (the bot does not ignore it for its children).
+func TestNoneCapsFileSize(t *testing.T) {
+	sb := sandbox.None()
+	dir := t.TempDir()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := sb.Start(sandbox.Spec{Path: "/bin/bash", Args: []string{"bash", "-c", "head -c 5M /dev/zero > big; echo $? >&2"}, Dir: dir, Stderr: out, FileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	fi, err := os.Stat(filepath.Join(dir, "big"))
+	if err != nil || fi.Size() != 1<<20 || !strings.Contains(string(b), "153") {
+		t.Errorf("a 5 MiB write under a 1 MiB limit, unsandboxed: %v, %d bytes written, output %q", err, fi.Size(), b)
 	}
 }
 

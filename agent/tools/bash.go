@@ -50,6 +50,13 @@ type BashDetails struct {
 	Aborted        bool             `json:"aborted,omitempty"`
 	Truncation     *truncate.Result `json:"truncation,omitempty"`
 	FullOutputPath string           `json:"fullOutputPath,omitempty"`
+	// DiskQuota names the disk limit the command met: "bytes" or "files"
+	// (the thread's quota), "reserve" (the machine's floor), "file_size"
+	// (a file could not grow past what was left of the quota) or
+	// "unmeasurable" (the workspace could not be walked).
+	DiskQuota string `json:"diskQuota,omitempty"`
+	// StoppedByQuota says the command was stopped for passing it.
+	StoppedByQuota bool `json:"stoppedByQuota,omitempty"`
 }
 
 // BashTool runs commands in the workspace with a clean environment and kills
@@ -89,6 +96,9 @@ func (t *BashTool) Execute(ctx context.Context, call agent.ToolCall, update func
 	if err != nil {
 		return agent.ToolResult{}, err
 	}
+	if run.note != "" {
+		text = appendNote(text, run.note)
+	}
 	return run.result(text, timeout), nil
 }
 
@@ -97,6 +107,7 @@ type bashRun struct {
 	out     *bashOutput
 	exit    sandbox.Exit
 	details BashDetails
+	note    string // what the disk quota did, for the model
 }
 
 // run starts the command in the workspace's sandbox, streams its output, and
@@ -111,6 +122,11 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		return nil, fmt.Errorf("bash: pipe: %w", err)
 	}
 	defer pr.Close()
+	q := t.ws.quota
+	plan := q.planBash(ctx)
+	if plan.notice != nil {
+		q.notify(*plan.notice)
+	}
 	proc, err := t.ws.sandbox.Start(sandbox.Spec{
 		Path:   t.ws.bash,
 		Args:   []string{"bash", "-c", command},
@@ -118,13 +134,14 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		Dir:    t.ws.repo.abs,
 		Mounts: t.ws.bashMounts(),
 		Stdout: pw, Stderr: pw, // stdin stays /dev/null
+		FileSize: plan.fileSize,
 	})
 	pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("bash: start: %w", err)
 	}
 
-	r := &bashRun{out: &bashOutput{dir: t.ws.logs, lastNL: -1}}
+	r := &bashRun{out: &bashOutput{dir: t.ws.logs, lastNL: -1, max: plan.logCap}}
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -139,6 +156,21 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		e, err := proc.Wait()
 		exited <- ended{e, err}
 	}()
+	// The quota's watcher measures the workspace while the command runs and
+	// kills it once it passes its limit.
+	var stop *QuotaNotice
+	watchDone, watchEnded := make(chan struct{}), make(chan struct{})
+	if q.enabled() {
+		go func() {
+			defer close(watchEnded)
+			q.watch(ctx, plan, watchDone, func(n QuotaNotice) {
+				stop = &n
+				proc.Kill()
+			})
+		}()
+	} else {
+		close(watchEnded)
+	}
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -159,17 +191,87 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	// still hold the pipe; stop reading after a grace.
 	_ = pr.SetReadDeadline(time.Now().Add(bashDrainGrace))
 	<-drained
+	close(watchDone)
+	<-watchEnded
 	if end.err != nil {
 		return nil, fmt.Errorf("bash: %w", end.err)
 	}
 	r.exit = end.exit
+	if q.enabled() {
+		t.quotaAfter(ctx, r, plan, stop)
+	}
 	return r, nil
+}
+
+// quotaAfter measures the workspace after a command and tells the model
+// (and, once, the thread) what the disk quota did to it.
+func (t *BashTool) quotaAfter(ctx context.Context, r *bashRun, plan bashPlan, stop *QuotaNotice) {
+	q := t.ws.quota
+	if stop != nil {
+		r.details.DiskQuota, r.details.StoppedByQuota = stop.Limit, true
+		r.note = stoppedNote(*stop)
+		q.notify(*stop)
+		_, _ = q.measure(context.WithoutCancel(ctx))
+		return
+	}
+	if q.measureLater() {
+		// A tree slow to walk: the next command starts from its usage.
+		switch {
+		case plan.notice != nil:
+			r.details.DiskQuota, r.note = plan.notice.Limit, plan.note
+		case plan.fileSize > 0 && hitFileSize(r.out.buf):
+			r.details.DiskQuota = "file_size"
+			r.note = fileSizeNote(plan.fileSize)
+		}
+		return
+	}
+	u, err := q.measure(context.WithoutCancel(ctx))
+	if err != nil {
+		r.details.DiskQuota, r.note = "unmeasurable", unmeasurableNote(err)
+		q.notify(QuotaNotice{Limit: "unmeasurable", Quota: q.cfg})
+		return
+	}
+	free, low, _ := q.low()
+	if low {
+		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
+		r.details.DiskQuota = n.Limit
+		r.note = floorNote(n)
+		q.notify(n)
+		return
+	}
+	if lim := q.exceeded(u, q.limits()); lim != "" {
+		n := QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg}
+		r.details.DiskQuota = n.Limit
+		r.note = overNote(n)
+		q.notify(n)
+		return
+	}
+	if q.atLimit(u) == "" {
+		q.underAgain()
+	}
+	switch {
+	case plan.notice != nil && q.atLimit(u) != "":
+		// Still where it began: the note stands (freed space ends it).
+		r.details.DiskQuota = plan.notice.Limit
+		r.note = plan.note
+	case plan.notice != nil && hitFileSize(r.out.buf):
+		r.details.DiskQuota = plan.notice.Limit
+		r.note = "[Disk quota: this command started with no room left (" + plan.notice.describe() + "), so no file could grow in it (\"File too large\"). It freed space since: run the writes again.]"
+	case plan.fileSize > 0 && hitFileSize(r.out.buf):
+		r.details.DiskQuota = "file_size"
+		r.note = fileSizeNote(plan.fileSize)
+		if !plan.byDisk {
+			q.notify(QuotaNotice{Limit: "bytes", Usage: u, Quota: q.cfg})
+		}
+	}
 }
 
 // result renders the output and how the command ended for the model.
 func (r *bashRun) result(text string, timeout time.Duration) agent.ToolResult {
 	d := r.details
 	switch {
+	case d.StoppedByQuota:
+		return withDetails(agent.ErrorResult(text), d)
 	case d.TimedOut:
 		return withDetails(agent.ErrorResult(appendNote(text, fmt.Sprintf("[Timed out after %s; the command and its child processes were killed.]", seconds(timeout)))), d)
 	case d.Aborted:
@@ -214,6 +316,7 @@ type bashOutput struct {
 	file     *os.File
 	logged   int64
 	capped   bool
+	max      int64 // the most the log may take
 	err      error // the first failure to write the log
 	lastSent time.Time
 }
@@ -256,7 +359,7 @@ func (o *bashOutput) add(p []byte) {
 
 // spill starts the full-output file with what is buffered so far.
 func (o *bashOutput) spill() {
-	if o.err != nil {
+	if o.err != nil || o.max <= 0 {
 		return
 	}
 	f, err := os.CreateTemp(o.dir, "bash-*.log")
@@ -272,8 +375,8 @@ func (o *bashOutput) log(p []byte) {
 	if o.err != nil || o.capped {
 		return
 	}
-	if o.logged+int64(len(p)) > maxBashLog {
-		p = p[:maxBashLog-o.logged]
+	if o.logged+int64(len(p)) > o.max {
+		p = p[:o.max-o.logged]
 		o.capped = true
 	}
 	if _, err := o.file.Write(p); err != nil {
@@ -303,10 +406,13 @@ func (o *bashOutput) finish(d *BashDetails) (string, error) {
 	tr.TotalLines = int(o.newlines) + 1
 	tr.TotalBytes = int(o.total)
 	d.Truncation = &tr
-	d.FullOutputPath = o.file.Name()
-	full := o.file.Name()
-	if o.capped {
-		full += fmt.Sprintf(" (its first %s only)", truncate.FormatSize(maxBashLog))
+	full := "not kept (no room left in this thread's disk quota)"
+	if o.file != nil {
+		d.FullOutputPath = o.file.Name()
+		full = o.file.Name()
+	}
+	if o.file != nil && o.capped {
+		full += fmt.Sprintf(" (its first %s only)", truncate.FormatSize(o.max))
 	}
 	last := tr.TotalLines
 	first := last - tr.OutputLines + 1
@@ -321,4 +427,10 @@ func (o *bashOutput) finish(d *BashDetails) (string, error) {
 		note = fmt.Sprintf("[Showing lines %d-%d of %d (%s limit). Full output: %s]", first, last, tr.TotalLines, truncate.FormatSize(truncate.MaxBytes), full)
 	}
 	return appendNote(text, note), nil
+}
+
+// hitFileSize reports whether the output shows a write stopped by the file
+// size limit: EFBIG in a sandbox ("File too large"), SIGXFSZ unsandboxed.
+func hitFileSize(out []byte) bool {
+	return bytes.Contains(out, []byte("File too large")) || bytes.Contains(out, []byte("File size limit exceeded"))
 }

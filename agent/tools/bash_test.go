@@ -241,7 +241,7 @@ func TestBashStreamsPartialOutput(t *testing.T) {
 func TestBashOutputIsCappedOnDisk(t *testing.T) {
 	defer func(old int64) { maxBashLog = old }(maxBashLog)
 	maxBashLog = 1 << 20
-	o := &bashOutput{dir: t.TempDir(), lastNL: -1}
+	o := &bashOutput{dir: t.TempDir(), lastNL: -1, max: maxBashLog}
 	chunk := []byte(strings.Repeat("z", 64<<10))
 	for range 40 {
 		o.add(chunk)

@@ -96,9 +96,14 @@ func (t *EditTool) Execute(ctx context.Context, call agent.ToolCall, _ func(agen
 	if msg != "" {
 		return agent.ErrorResult(msg), nil
 	}
+	grow, refused := t.ws.quota.checkWrite(ctx, p.Path, int64(len(content)), int64(len(updated)), false)
+	if refused != "" {
+		return agent.ErrorResult(refused), nil
+	}
 	if _, err := writeFile(tg, p.Path, updated); err != nil {
 		return errorResult(err), nil
 	}
+	t.ws.quota.adjust(grow)
 	mtime := time.Now()
 	if fi, err := tg.area.fs.Stat(tg.rel); err == nil {
 		mtime = fi.ModTime()

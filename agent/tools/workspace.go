@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ type WorkspaceConfig struct {
 	// work. It is asked before every command (the metadata can move). Nil:
 	// nothing more.
 	Mounts func() []sandbox.Mount
+	// Quota limits the disk the worktree and the scratch folder take
+	// together; the zero value limits nothing.
+	Quota Quota
 }
 
 // Workspace is one session's confined file area: the repository root and a
@@ -62,6 +66,7 @@ type Workspace struct {
 	sandbox *sandbox.Sandbox
 	mounts  []sandbox.Mount
 	extra   func() []sandbox.Mount
+	quota   *quota
 }
 
 // area is a tree the file tools may use: its absolute path with symlinks
@@ -145,6 +150,7 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 		{Path: w.tmp, Access: sandbox.ReadWrite},
 	}
 	w.extra = cfg.Mounts
+	w.quota = newQuota(cfg.Quota, root, scratch)
 	return w, nil
 }
 
@@ -180,6 +186,7 @@ func (w *Workspace) BashTimeout() time.Duration { return w.timeout }
 
 // Close releases the workspace's open directories. Tools must not be called after.
 func (w *Workspace) Close() error {
+	w.quota.settle(context.Background())
 	return errors.Join(w.repo.fs.Close(), w.scratch.fs.Close())
 }
 

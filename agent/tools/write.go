@@ -60,10 +60,15 @@ func (t *WriteTool) Execute(ctx context.Context, call agent.ToolCall, _ func(age
 	if err != nil {
 		return errorResult(err), nil
 	}
+	grow, refused := t.ws.quota.checkWrite(ctx, p.Path, tg.size(), int64(len(p.Content)), !tg.exists())
+	if refused != "" {
+		return agent.ErrorResult(refused), nil
+	}
 	created, err := writeFile(tg, p.Path, []byte(p.Content))
 	if err != nil {
 		return errorResult(err), nil
 	}
+	t.ws.quota.adjust(grow)
 	if fi, err := tg.area.fs.Stat(tg.rel); err == nil {
 		t.files.record(tg.abs(), stampOf([]byte(p.Content), fi.ModTime()))
 	}

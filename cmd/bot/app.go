@@ -25,6 +25,7 @@ import (
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
+	"github.com/threadsmith/threadsmith/workspace/diskuse"
 )
 
 var errHelp = errors.New("help requested")
@@ -377,6 +378,8 @@ func agentConfig(cfg *config.Config) bridge.AgentConfig {
 		PromptsDirs: cfg.Agent.PromptsDirs,
 		GitName:     cfg.Workspace.Author.Name,
 		GitEmail:    cfg.Workspace.Author.Email,
+		DiskQuota: tools.Quota{Bytes: int64(cfg.Sandbox.Disk), Files: int64(cfg.Sandbox.Files),
+			Floor: &diskuse.Floor{Path: cfg.DataDir, Reserve: int64(cfg.Sandbox.DiskReserve)}},
 	}
 	if cfg.Agent.BusyMode == config.BusySteer {
 		ac.BusyMode = agent.BehaviorSteer
