@@ -57,6 +57,10 @@ func consoleConfig(path, repoName string, env func(string) (string, bool)) (*con
 	// Someone at a terminal who quits wants out: a run still going after
 	// a few seconds is stopped and reported (the next start resumes).
 	cfg.ShutdownGrace = min(cfg.ShutdownGrace, consoleGrace)
+	// The console's data lives in the user's cache, beside everything else
+	// on their disk: it keeps no reserve file there (the thread's own quota,
+	// sandbox.disk, still holds).
+	cfg.Sandbox.DiskReserve = 0
 	var dataKey string
 	if repoName == "" {
 		repo, err := currentRepo()

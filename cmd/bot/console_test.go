@@ -173,6 +173,9 @@ func TestConsoleTakesTheLocalPartsOfTheExampleConfig(t *testing.T) {
 	if cfg.ShutdownGrace > consoleGrace {
 		t.Errorf("shutdown_grace %v: someone quitting a terminal waits at most %v", cfg.ShutdownGrace, consoleGrace)
 	}
+	if cfg.Sandbox.DiskReserve != 0 || cfg.Sandbox.Disk == 0 {
+		t.Errorf("sandbox.disk_reserve %d, disk %d: the console keeps no reserve file in the user's cache, and the thread's quota holds", cfg.Sandbox.DiskReserve, cfg.Sandbox.Disk)
+	}
 	if r, ok := cfg.Workspace.Repo(cfg.Workspace.DefaultRepo); !ok || r.URL == "" || filepath.Base(r.URL) != filepath.Base(repo) {
 		t.Errorf("default repo %q (%+v), want the current directory's", cfg.Workspace.DefaultRepo, r)
 	}
