@@ -761,7 +761,7 @@ func TestStageMatchesGitAddAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(ours)
-	if err := w.stage(context.Background(), []string{"GIT_INDEX_FILE=" + ours}); err != nil {
+	if _, err := w.stage(context.Background(), []string{"GIT_INDEX_FILE=" + ours}); err != nil {
 		t.Fatal(err)
 	}
 	theirs, err := w.copyIndex()

@@ -212,49 +212,69 @@ type CommitRequest struct {
 // bot. It returns the new commit's sha, or "" when there was nothing to
 // commit.
 func (w *Workspace) Commit(ctx context.Context, req CommitRequest) (string, error) {
+	res, err := w.CommitWork(ctx, req)
+	return res.SHA, err
+}
+
+// CommitResult is what CommitWork did.
+type CommitResult struct {
+	// SHA is the new commit, or "" when there was nothing to commit.
+	SHA string
+	// Nested are the untracked nested repositories met while staging and
+	// what was done with each (see Nested); the thread should hear of them.
+	Nested []Nested
+}
+
+// CommitWork is Commit, also telling what was done with nested
+// repositories.
+func (w *Workspace) CommitWork(ctx context.Context, req CommitRequest) (CommitResult, error) {
 	unlock, err := w.lock()
 	if err != nil {
-		return "", err
+		return CommitResult{}, err
 	}
 	defer unlock()
 	return w.commit(ctx, CommitMessage(req))
 }
 
-func (w *Workspace) commit(ctx context.Context, msg string) (string, error) {
+func (w *Workspace) commit(ctx context.Context, msg string) (CommitResult, error) {
+	var res CommitResult
 	if err := w.checkOnBranch(ctx); err != nil {
-		return "", err
+		return res, err
 	}
 	// Staging with the CLI: go-git's AddWithOptions{All: true} runs a full
 	// go-git status first (see changed).
-	if err := w.stage(ctx, nil); err != nil {
-		return "", err
+	nested, err := w.stage(ctx, nil)
+	if err != nil {
+		return res, err
 	}
+	res.Nested = nested
 	// Index against HEAD only: git looks at no work tree, nested or not, so
 	// a changed submodule commit counts whatever .gitmodules says.
-	_, err := w.git.run(ctx, w.call("diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"))
+	_, err = w.git.run(ctx, w.call("diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"))
 	switch {
 	case err == nil:
-		return "", nil // nothing staged
+		return res, nil // nothing staged
 	case exitStatus(err) != 1:
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
 
 	repo, err := w.openRepo()
 	if err != nil {
-		return "", err
+		return res, err
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
 	sig := &object.Signature{Name: w.m.cfg.Author.Name, Email: w.m.cfg.Author.Email, When: w.m.cfg.Now()}
 	w.mirror.admin.RLock()
 	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
 	w.mirror.admin.RUnlock()
 	if err != nil {
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
-	return h.String(), nil
+	res.SHA = h.String()
+	return res, nil
 }
 
 // checkOnBranch fails when someone (the agent's bash, say) switched the

@@ -1,0 +1,110 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+)
+
+// Nested repositories of every kind the agent can make do not stop the
+// thread's commits and pushes: one without a commit (`git init`, `cargo
+// new`) is committed as files, one with a commit as a link to it, a folder
+// whose .git is a file pointing elsewhere is left out, and each is reported.
+func TestNestedRepositoriesDoNotBreakCommits(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+	w := e.open("app", "nested")
+	r := w.Root()
+
+	// cargo new: a repository with files and a .gitignore, no commit.
+	crate := filepath.Join(r, "crates", "new crate")
+	agentGit(t, "", "init", "--quiet", crate)
+	writeFile(t, crate, "Cargo.toml", "[package]\nname = \"x\"\n")
+	writeFile(t, crate, "src/main.rs", "fn main() {}\n")
+	writeFile(t, crate, ".gitignore", "/target\n")
+	writeFile(t, crate, "target/debug/x", "binary\n")
+	// git init inside it again, no commit either: files too.
+	inner := filepath.Join(crate, "inner")
+	agentGit(t, "", "init", "--quiet", inner)
+	writeFile(t, inner, "i.txt", "i\n")
+	// A bare git init, nothing in it but .git.
+	agentGit(t, "", "init", "--quiet", filepath.Join(r, "empty"))
+	// A repository with a commit.
+	lib := filepath.Join(r, "vendor", "lib")
+	agentGit(t, "", "init", "--quiet", lib)
+	writeFile(t, lib, "lib.txt", "lib\n")
+	agentGit(t, lib, "add", "lib.txt")
+	agentGit(t, lib, "commit", "--quiet", "-m", "lib")
+	libHead := agentGit(t, lib, "rev-parse", "HEAD")
+	// A .git file pointing at that repository's .git.
+	writeFile(t, r, "planted/.git", "gitdir: "+filepath.Join(lib, ".git")+"\n")
+	writeFile(t, r, "planted/p.txt", "p\n")
+	writeFile(t, r, "plain.txt", "plain\n")
+
+	res, err := w.CommitWork(ctx, CommitRequest{Request: "nested repositories"})
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if res.SHA == "" {
+		t.Fatal("nothing was committed")
+	}
+	want := []Nested{
+		{Path: "crates/new crate", How: NestedAsFiles},
+		{Path: "crates/new crate/inner", How: NestedAsFiles},
+		{Path: "planted", How: NestedSkipped},
+		{Path: "vendor/lib", How: NestedLinked},
+	}
+	if !slices.Equal(res.Nested, want) {
+		t.Errorf("nested = %+v, want %+v", res.Nested, want)
+	}
+	files := agentGit(t, r, "ls-tree", "-r", "--format=%(objectmode) %(path)", res.SHA)
+	wantFiles := []string{
+		"100644 README.md",
+		"100644 crates/new crate/.gitignore",
+		"100644 crates/new crate/Cargo.toml",
+		"100644 crates/new crate/inner/i.txt",
+		"100644 crates/new crate/src/main.rs",
+		"100644 plain.txt",
+		"100644 src/main.go",
+		"160000 vendor/lib",
+	}
+	if got := strings.Split(files, "\n"); !slices.Equal(got, wantFiles) {
+		t.Errorf("committed tree:\n%s\nwant:\n%s", files, strings.Join(wantFiles, "\n"))
+	}
+	if got := agentGit(t, r, "rev-parse", res.SHA+":vendor/lib"); got != libHead {
+		t.Errorf("vendor/lib links %s, want its HEAD %s", got, libHead)
+	}
+	mustPush(t, w)
+
+	// Later commits work: new and changed files of the crate are ordinary
+	// files now; the others are reported again, not recorded twice.
+	writeFile(t, crate, "src/lib.rs", "pub fn f() {}\n")
+	writeFile(t, crate, "Cargo.toml", "[package]\nname = \"y\"\n")
+	writeFile(t, r, "plain.txt", "plain 2\n")
+	writeFile(t, inner, "i.txt", "i 2\n")
+	res, err = w.CommitWork(ctx, CommitRequest{Request: "more"})
+	if err != nil {
+		t.Fatalf("second Commit: %v", err)
+	}
+	if got := agentGit(t, r, "show", "--name-only", "--format=", res.SHA); got != "crates/new crate/Cargo.toml\ncrates/new crate/inner/i.txt\ncrates/new crate/src/lib.rs\nplain.txt" {
+		t.Errorf("second commit touched %q", got)
+	}
+	for _, n := range res.Nested {
+		if n.How != NestedSkipped {
+			t.Errorf("second commit recorded %+v again", n)
+		}
+	}
+	pushed := mustPush(t, w)
+	if got := remote.Files(t, w.Branch())["crates/new crate/src/lib.rs"]; pushed.SHA != res.SHA || strings.TrimSpace(got) != "pub fn f() {}" {
+		t.Errorf("push = %+v; the remote branch lacks the crate's new file", pushed)
+	}
+	if _, err := os.Stat(filepath.Join(crate, ".git", "HEAD")); err != nil {
+		t.Errorf("the crate's own repository was touched: %v", err)
+	}
+}
