@@ -52,7 +52,8 @@ type gitCall struct {
 	// GitTimeout.
 	network bool
 	// gc leaves automatic gc enabled (every other call disables it, so that
-	// maintenance happens only when the janitor says so, never detached).
+	// maintenance happens only when the janitor says so, never detached),
+	// without pruning.
 	gc bool
 }
 
@@ -70,6 +71,9 @@ type gitRunner struct {
 	// content back if anyone else changed it: see enforceConfig.
 	mirrorDir string
 	config    atomic.Pointer[[]byte]
+	// storesDir holds the threads' repositories (see store), whose config
+	// files are the mirror's too.
+	storesDir string
 }
 
 // run executes c and returns stdout. A failure is a *gitError whose text is
@@ -79,8 +83,13 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 		// Fail closed rather than let git discover a repository from dir.
 		return "", newError(CodeInternal, "", fmt.Errorf("git %s in %s without an explicit repository", strings.Join(c.args, " "), c.dir))
 	}
-	if c.commonDir != "" && c.commonDir == g.mirrorDir {
-		if err := g.enforceConfig(); err != nil {
+	if c.commonDir != "" && (c.commonDir == g.mirrorDir || filepath.Dir(c.commonDir) == g.storesDir) {
+		if err := g.enforceConfig(c.commonDir); err != nil {
+			return "", err
+		}
+	}
+	if c.commonDir != "" && filepath.Dir(c.commonDir) == g.storesDir {
+		if err := g.enforceAlternates(c.commonDir); err != nil {
 			return "", err
 		}
 	}
@@ -145,22 +154,44 @@ func (g *gitRunner) out(ctx context.Context, c gitCall) (string, error) {
 // any git the bot runs can read it. The fixed-name keys are also pinned in
 // every call's environment (neutralConfig), which holds even if the file is
 // changed again between this check and git reading it.
-func (g *gitRunner) enforceConfig() error {
+//
+// The same holds for every thread's repository (dir), whose config is the
+// mirror's.
+func (g *gitRunner) enforceConfig(dir string) error {
 	want := g.config.Load()
 	if want == nil {
 		// Fail closed: no git call on the mirror before ensure decided what
 		// its config is.
-		return newError(CodeInternal, "", fmt.Errorf("git call on mirror %s before its config was established", g.mirrorDir))
+		return newError(CodeInternal, "", fmt.Errorf("git call on %s before its config was established", dir))
 	}
-	path := filepath.Join(g.mirrorDir, "config")
+	path := filepath.Join(dir, "config")
 	if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, *want) {
 		return nil
 	}
 	if g.log != nil {
-		g.log.Warn("the mirror's git config was changed outside the bot; restoring it", "dir", g.mirrorDir)
+		g.log.Warn("the repository's git config was changed outside the bot; restoring it", "dir", dir)
 	}
 	if err := writeFileAtomic(path, *want, 0o644); err != nil {
 		return newError(CodeInternal, "", fmt.Errorf("restore mirror config: %w", err))
+	}
+	return nil
+}
+
+// enforceAlternates makes the objects/info/alternates file of the thread's
+// repository dir name the mirror's object store and nothing else, as the bot
+// wrote it: an alternate store is where git reads objects from (and runs
+// core.alternateRefsCommand for).
+func (g *gitRunner) enforceAlternates(dir string) error {
+	want := filepath.Join(g.mirrorDir, "objects") + "\n"
+	path := filepath.Join(dir, "objects", "info", "alternates")
+	if got, err := os.ReadFile(path); err == nil && string(got) == want {
+		return nil
+	}
+	if g.log != nil {
+		g.log.Warn("the thread repository's alternates file was changed outside the bot; restoring it", "dir", dir)
+	}
+	if err := writeFileAtomic(path, []byte(want), 0o644); err != nil {
+		return newError(CodeInternal, "", fmt.Errorf("restore alternates: %w", err))
 	}
 	return nil
 }
@@ -254,7 +285,10 @@ func (g *gitRunner) env(c gitCall) []string {
 		env = append(env, "GIT_WORK_TREE="+c.workTree)
 	}
 	cfg := append([][2]string(nil), neutralConfig...)
-	if !c.gc {
+	if c.gc {
+		// Objects are never deleted: see mirror.gc.
+		cfg = append(cfg, [2]string{"gc.pruneExpire", "never"})
+	} else {
 		cfg = append(cfg, [2]string{"gc.auto", "0"})
 	}
 	// Only network calls may use a transport, and only the configured

@@ -58,8 +58,7 @@ func TestIdleWorkspacesRemovedAfterTTL(t *testing.T) {
 	}
 
 	// The branch stays, with the uncommitted work saved on it.
-	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
-	subject, err := runGitPlain(mirror, "log", "-1", "--format=%s%n%ae", idle.Branch())
+	subject, err := runGitPlain(idle.CommonDir(), "log", "-1", "--format=%s%n%ae", idle.Branch())
 	if err != nil || !strings.Contains(subject, "WIP: uncommitted changes saved") || !strings.Contains(subject, bot.Email) {
 		t.Errorf("branch tip = %q (%v), want the bot's WIP commit", subject, err)
 	}
@@ -91,11 +90,14 @@ func TestCleanupRunsGCOnMirrors(t *testing.T) {
 	w := e.open("app", "gc")
 	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
 	gitremote.Git(t, mirror, "repack", "-a", "-d", "-q")
+	// Pushed commits reach the mirror (small fetches leave them loose).
 	writeFile(t, w.Root(), "packed.txt", "a blob for a second pack\n")
 	mustCommit(t, w, "second pack")
+	mustPush(t, w)
 	gitremote.Git(t, mirror, "repack", "-d", "-q")
 	writeFile(t, w.Root(), "loose.txt", "a new blob\n")
 	mustCommit(t, w, "loose objects")
+	mustPush(t, w)
 	w.Close()
 	loose := func() string {
 		out := gitremote.Git(t, mirror, "count-objects", "-v")

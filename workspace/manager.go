@@ -180,6 +180,9 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	}
 	w := m.newWorkspace(mr, key, id)
 	log := m.log.With("repo", repoName, "branch", w.branch, "thread", key.String())
+	if err := w.ensureStore(ctx); err != nil {
+		return nil, err
+	}
 
 	admin, rootOK := w.locate()
 	switch {
@@ -207,7 +210,7 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 		// Best effort: an unreachable remote must not hold up the run for
 		// the full GitTimeout when the workspace is already here.
 		sctx, cancel := context.WithTimeout(ctx, min(m.cfg.GitTimeout, syncTimeout))
-		err := mr.fetch(sctx)
+		err := w.fetch(sctx)
 		cancel()
 		if err != nil {
 			log.Warn("fetch before reusing workspace failed; working offline", "err", err)
@@ -237,13 +240,13 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 
 // create makes the worktree of w. Called with the thread lock held.
 func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) error {
-	mr := w.mirror
-	fetchErr := mr.fetch(ctx)
+	mr, st := w.mirror, w.store
+	fetchErr := w.fetch(ctx)
 
 	local := "refs/heads/" + w.branch
 	remote := "refs/remotes/origin/" + w.branch
 	def := "refs/remotes/origin/" + mr.repo.DefaultBranch
-	refs, err := mr.refs(ctx, local, remote, def)
+	refs, err := st.refs(ctx, local, remote, def)
 	if err != nil {
 		return err
 	}
@@ -321,22 +324,22 @@ func (w *Workspace) staging() string {
 // moves the folder to Root and points the new admin dir at it. It returns
 // the admin dir. Callers hold mr.admin exclusively.
 func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (string, error) {
-	mr, staging := w.mirror, w.staging()
+	st, staging := w.store, w.staging()
 	if err := os.RemoveAll(staging); err != nil {
 		return "", err
 	}
 	// Registrations whose folders are gone (this thread's earlier one,
 	// say) keep git from checking their branch out again.
-	if err := mr.pruneStale(); err != nil {
+	if err := st.pruneStale(); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(staging), 0o755); err != nil {
 		return "", err
 	}
-	if _, err := mr.git.run(ctx, mr.call(args...)); err != nil {
+	if _, err := st.git.run(ctx, st.call(args...)); err != nil {
 		return "", err
 	}
-	admins := mr.adminsFor(staging, w.id)
+	admins := st.adminsFor(staging, w.id)
 	if len(admins) != 1 {
 		return "", fmt.Errorf("git worktree add made %d registrations for %s, want 1", len(admins), staging)
 	}
@@ -367,7 +370,7 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (st
 func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
 	mr := w.mirror
 	local := "refs/heads/" + w.branch
-	refs, err := mr.refs(ctx, local, "refs/remotes/origin/"+w.branch, "refs/remotes/origin/"+mr.repo.DefaultBranch)
+	refs, err := w.store.refs(ctx, local, "refs/remotes/origin/"+w.branch, "refs/remotes/origin/"+mr.repo.DefaultBranch)
 	if err != nil {
 		return err
 	}
@@ -391,14 +394,14 @@ func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
 
 // register is adopt's part under mr.admin.
 func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]string) (string, error) {
-	mr := w.mirror
+	mr, st := w.mirror, w.store
 	// Unusable registrations naming Root are in the way.
-	for _, a := range mr.adminsFor(w.root, w.id) {
+	for _, a := range st.adminsFor(w.root, w.id) {
 		if err := os.RemoveAll(a); err != nil {
 			return "", newError(CodeInternal, "", err)
 		}
 	}
-	if err := mr.pruneStale(); err != nil {
+	if err := st.pruneStale(); err != nil {
 		return "", err
 	}
 	if refs["refs/heads/"+w.branch] == "" {
@@ -409,11 +412,11 @@ func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]st
 		if start == "" {
 			return "", mr.checkDefaultBranch(ctx, mr.dir)
 		}
-		if _, err := mr.git.run(ctx, mr.call("branch", "--no-track", w.branch, start)); err != nil {
+		if _, err := st.git.run(ctx, st.call("branch", "--no-track", w.branch, start)); err != nil {
 			return "", newError(CodeInternal, "", err)
 		}
 	}
-	admin, err := mr.register(w.root, w.id, w.branch)
+	admin, err := st.register(w.root, w.id, w.branch)
 	if err != nil {
 		return "", newError(CodeInternal, "", err)
 	}
@@ -424,6 +427,7 @@ func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace 
 	return &Workspace{
 		m:       m,
 		mirror:  mr,
+		store:   m.storeFor(mr, id),
 		key:     key,
 		id:      id,
 		branch:  m.cfg.BranchPrefix + id,

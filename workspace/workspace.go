@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -24,6 +25,9 @@ import (
 type Workspace struct {
 	m      *Manager
 	mirror *mirror
+	// store is the thread's own repository (see ensureStore): the common
+	// dir of its worktree.
+	store  *mirror
 	git    *gitRunner
 	key    ThreadKey
 	id     string
@@ -63,11 +67,10 @@ func (w *Workspace) DefaultBranch() string { return w.mirror.repo.DefaultBranch 
 func (w *Workspace) Thread() ThreadKey { return w.key }
 
 // GitDir is the absolute path of the worktree's admin dir,
-// <data_dir>/mirrors/<repo>.git/worktrees/<name>: its HEAD, index and
-// per-worktree refs; Root's .git file points here. A sandbox that runs git in
-// Root mounts it read-only (at the same path) next to CommonDir. It can
-// change when the bot has to register the worktree again (Open does so when
-// the registration vanished), so read it per use rather than once.
+// <data_dir>/threads/<repo>/<id>.git/worktrees/<name>: its HEAD, index and
+// per-worktree refs; Root's .git file points here. It is inside CommonDir.
+// It can change when the bot has to register the worktree again (Open does
+// so when the registration vanished), so read it per use rather than once.
 func (w *Workspace) GitDir() string {
 	if p := w.admin.Load(); p != nil {
 		return *p
@@ -75,18 +78,27 @@ func (w *Workspace) GitDir() string {
 	return ""
 }
 
-// CommonDir is the absolute path of the repository's shared mirror,
-// <data_dir>/mirrors/<repo>.git: objects, refs and config of every thread
-// of the repository. Its worktrees/ folder holds every thread's GitDir, so a
-// sandbox shows the thread only its own.
-func (w *Workspace) CommonDir() string { return w.mirror.dir }
+// CommonDir is the absolute path of the thread's own repository,
+// <data_dir>/threads/<repo>/<id>.git: the thread's branch and commits, the
+// remote's branches as last fetched, config, and GitDir. It borrows the
+// remote's objects from the repository's shared mirror (see ensureStore).
+func (w *Workspace) CommonDir() string { return w.store.dir }
+
+// ReadOnlyGitPaths are the folders a sandbox shows read-only, at the same
+// paths, so that git works in Root (status, diff, log): CommonDir, and the
+// shared mirror's object store, which holds only what the remote has (its
+// objects, and the bot's pushed commits). Nothing of other threads is in
+// either.
+func (w *Workspace) ReadOnlyGitPaths() []string {
+	return []string{w.store.dir, filepath.Join(w.mirror.dir, "objects")}
+}
 
 func (w *Workspace) setAdmin(admin string) { w.admin.Store(&admin) }
 
 // call is a git command in the thread's worktree, with its admin dir and
 // the mirror named explicitly (see gitCall).
 func (w *Workspace) call(args ...string) gitCall {
-	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.mirror.dir, workTree: w.root, args: args}
+	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.store.dir, workTree: w.root, args: args}
 }
 
 func (w *Workspace) wkey() string { return w.mirror.repo.Name + "/" + w.id }
@@ -117,7 +129,7 @@ func (w *Workspace) lock() (unlock func(), err error) {
 func (w *Workspace) locate() (admin string, rootOK bool) {
 	st, err := os.Lstat(w.root)
 	rootOK = err == nil && st.IsDir() && !emptyButDotGit(w.root)
-	admins := w.mirror.adminsFor(w.root, w.id)
+	admins := w.store.adminsFor(w.root, w.id)
 	cur := w.GitDir()
 	for _, a := range admins {
 		if !usableAdmin(a) {
@@ -147,10 +159,11 @@ func emptyButDotGit(dir string) bool {
 }
 
 // openRepo opens the worktree with go-git on explicit storage: the admin
-// dir for per-worktree files, the mirror for the rest. PlainOpen would read
-// Root/.git and the admin dir's commondir file, both writable by the agent.
+// dir for per-worktree files, the store for the rest, the mirror's objects
+// as its alternate. PlainOpen would read Root/.git and the admin dir's
+// commondir file, both writable by the agent.
 func (w *Workspace) openRepo() (*git.Repository, error) {
-	if err := w.git.enforceConfig(); err != nil {
+	if err := w.git.enforceConfig(w.store.dir); err != nil {
 		return nil, err
 	}
 	admin := w.GitDir()
@@ -161,8 +174,10 @@ func (w *Workspace) openRepo() (*git.Repository, error) {
 	// go-git renames its temporary object files by absolute path, which a
 	// bound file system would resolve inside the admin dir. Only the work
 	// tree, the agent's, gets one that does not follow symlinks out.
-	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.mirror.dir))
-	st := filesystem.NewStorage(fs, cache.NewObjectLRUDefault())
+	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.store.dir))
+	// The alternates file holds an absolute path (the bot's): resolved
+	// from /, not inside the admin dir.
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: osfs.New("/")})
 	r, err := git.Open(st, osfs.New(w.root, osfs.WithBoundOS()))
 	if err != nil {
 		return nil, newError(CodeInternal, "", fmt.Errorf("open %s: %w", w.root, err))
@@ -267,9 +282,7 @@ func (w *Workspace) commit(ctx context.Context, msg string) (CommitResult, error
 		return res, newError(CodeInternal, "", err)
 	}
 	sig := &object.Signature{Name: w.m.cfg.Author.Name, Email: w.m.cfg.Author.Email, When: w.m.cfg.Now()}
-	w.mirror.admin.RLock()
 	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
-	w.mirror.admin.RUnlock()
 	if err != nil {
 		return res, newError(CodeInternal, "", err)
 	}
@@ -391,15 +404,12 @@ func (w *Workspace) remove(ctx context.Context, why string) error {
 	}
 	// Removed by hand rather than with `git worktree remove`, which reads
 	// Root/.git and refuses when it does not point back.
-	mr := w.mirror
-	mr.admin.Lock()
 	err := os.RemoveAll(w.root)
-	for _, a := range mr.adminsFor(w.root, w.id) {
+	for _, a := range w.store.adminsFor(w.root, w.id) {
 		if rerr := os.RemoveAll(a); err == nil {
 			err = rerr
 		}
 	}
-	mr.admin.Unlock()
 	if err != nil {
 		return newError(CodeInternal, "", err)
 	}

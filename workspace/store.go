@@ -1,0 +1,200 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// A thread's repository (its store), threads/<repo>/<id>.git, is a bare
+// repository of its own that the thread's worktree hangs off: the thread's
+// branch, the objects of the commits the bot makes there, and the
+// worktree's admin dir (GitDir). It borrows the remote's objects from the
+// mirror (its objects/info/alternates names the mirror's object store) and
+// takes a copy of the mirror's remote-tracking refs after every fetch.
+//
+// So what a thread sees (its sandbox shows the store and the mirror's
+// objects, read-only) is the remote as the bot last fetched it plus its own
+// work, and nothing of other threads: their branches and unpushed commits (a
+// push the remote refused, the WIP commit of a removed workspace) live in
+// their own stores. The mirror holds only what was fetched from the remote
+// and the commits the bot pushed there; its gc never prunes, because the
+// stores borrow its objects.
+//
+// The store's config file is the mirror's and its alternates file the
+// bot's, both put back before every git call if changed (enforceConfig,
+// enforceAlternates); its hooks are the mirror's push guard.
+
+// storeFor returns the store of thread id of mr's repository; it may not
+// exist yet (see ensureStore). It is a mirror value for the helpers they
+// share (call, refs, worktree registrations); fetch and ensure are the
+// mirror's only.
+func (m *Manager) storeFor(mr *mirror, id string) *mirror {
+	return &mirror{
+		repo: mr.repo,
+		dir:  filepath.Join(mr.git.storesDir, id+".git"),
+		git:  mr.git,
+		log:  mr.log,
+	}
+}
+
+// alternates is what a store's objects/info/alternates holds.
+func (m *mirror) alternates() string { return filepath.Join(m.dir, "objects") + "\n" }
+
+// ensureStore creates w's store on first use, in a temporary folder renamed
+// into place: its remote-tracking refs copied from the mirror and, from a
+// mirror of the layout where every thread's branch was the mirror's own,
+// the thread's branch moved over. Called with the thread lock held, after
+// the mirror's ensure.
+func (w *Workspace) ensureStore(ctx context.Context) error {
+	st, mr := w.store, w.mirror
+	if _, err := os.Lstat(filepath.Join(st.dir, "HEAD")); err == nil {
+		return nil
+	}
+	if fi, err := os.Lstat(filepath.Join(st.dir, "objects")); err == nil && fi.IsDir() {
+		// A store whose HEAD someone deleted: its branch and commits are
+		// still there. (The store's HEAD names no branch anyone uses.)
+		if err := writeFileAtomic(filepath.Join(st.dir, "HEAD"), []byte("ref: refs/heads/"+mr.repo.DefaultBranch+"\n"), 0o644); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+		return nil
+	}
+	// Not a store the bot made (they appear whole, by a rename).
+	if err := os.RemoveAll(st.dir); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	parent := filepath.Dir(st.dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+w.id+".tmp-")
+	if err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	defer os.RemoveAll(tmp)
+	init := gitCall{dir: parent, args: []string{"init", "--quiet", "--bare", "--template=", tmp}}
+	if _, err := mr.git.run(ctx, init); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, "config"), *mr.git.config.Load(), 0o644); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if err := mr.guardPushes(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "objects", "info"), 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "objects", "info", "alternates"), []byte(mr.alternates()), 0o644); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	staged := &mirror{repo: st.repo, dir: tmp, git: st.git, log: st.log}
+	// The temporary folder is not where enforceConfig looks; it was just
+	// written by the bot.
+	if err := syncRemoteRefs(ctx, mr, staged); err != nil {
+		return err
+	}
+	legacyRef := "refs/heads/" + w.branch
+	legacy, err := mr.refs(ctx, legacyRef)
+	if err != nil {
+		return err
+	}
+	if sha := legacy[legacyRef]; sha != "" {
+		if _, err := staged.git.run(ctx, staged.call("update-ref", legacyRef, sha, "")); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+	}
+	if err := os.Rename(tmp, st.dir); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if sha := legacy[legacyRef]; sha != "" {
+		w.m.log.Info("thread's branch moved from the mirror into its own repository", "repo", mr.repo.Name, "branch", w.branch)
+		mr.admin.Lock()
+		for _, a := range mr.adminsFor(w.root, w.id) {
+			os.RemoveAll(a)
+		}
+		mr.admin.Unlock()
+		if _, err := mr.git.run(ctx, mr.call("update-ref", "-d", legacyRef, sha)); err != nil {
+			w.m.log.Warn("could not delete the thread's branch from the mirror", "branch", w.branch, "err", err)
+		}
+	}
+	return nil
+}
+
+// listRefs returns the refs under prefix of repository m, by name.
+func (m *mirror) listRefs(ctx context.Context, prefix string) (map[string]string, error) {
+	out, err := m.git.out(ctx, m.call("for-each-ref", "--format=%(objectname) %(refname)", prefix))
+	if err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok {
+			refs[name] = sha
+		}
+	}
+	return refs, nil
+}
+
+// syncRemoteRefs makes store's remote-tracking refs those of the mirror mr,
+// in one transaction.
+func syncRemoteRefs(ctx context.Context, mr, store *mirror) error {
+	const prefix = "refs/remotes/origin/"
+	want, err := mr.listRefs(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	have, err := store.listRefs(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	var cmds []string
+	for ref, sha := range want {
+		if have[ref] != sha {
+			cmds = append(cmds, fmt.Sprintf("update %s %s", ref, sha))
+		}
+	}
+	for ref := range have {
+		if _, ok := want[ref]; !ok {
+			cmds = append(cmds, "delete "+ref)
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	sort.Strings(cmds)
+	c := store.call("update-ref", "--stdin")
+	c.stdin = []byte(strings.Join(cmds, "\n") + "\n")
+	if _, err := store.git.run(ctx, c); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return nil
+}
+
+// fetch brings the mirror up to date with the remote, and w's store's view
+// of the remote with it.
+func (w *Workspace) fetch(ctx context.Context) error {
+	if err := w.mirror.fetch(ctx); err != nil {
+		return err
+	}
+	return syncRemoteRefs(ctx, w.mirror, w.store)
+}
+
+// publish copies the commits just pushed from w's store into the mirror,
+// with the mirror's remote-tracking ref of the branch: the remote has them
+// now, and CommitDiff (the session pages) reads pushes from the mirror.
+// Only the bot's own store is read, with the transport allowed for this
+// call alone.
+func (w *Workspace) publish(ctx context.Context, sha string) error {
+	mr := w.mirror
+	c := mr.call("fetch", "--quiet", "--no-write-fetch-head", "--no-tags", "--recurse-submodules=no",
+		w.store.dir, "+refs/heads/"+w.branch+":refs/remotes/origin/"+w.branch)
+	c.env = []string{"GIT_ALLOW_PROTOCOL=file"}
+	mr.admin.RLock()
+	_, err := mr.git.run(ctx, c)
+	mr.admin.RUnlock()
+	return err
+}
