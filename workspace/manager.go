@@ -61,6 +61,7 @@ func New(cfg Config) (*Manager, error) {
 	for _, r := range cfg.Repos {
 		g := &gitRunner{author: cfg.Author, timeout: cfg.GitTimeout, repo: r, redact: redactor{r.Token}, log: m.log.With("repo", r.Name)}
 		m.mirrors[r.Name] = newMirror(cfg.DataDir, r, g, m.log)
+		m.mirrors[r.Name].prefix = cfg.BranchPrefix
 		m.names = append(m.names, r.Name)
 	}
 	sort.Strings(m.names)
@@ -148,9 +149,9 @@ func (m *Manager) lockThread(key string) func() {
 }
 
 // Open returns the workspace of a thread on repository repoName, creating it
-// on first use: a linked worktree of the repository's mirror on the thread's
-// branch. If that branch exists on the remote it is checked out (never
-// reset); otherwise it starts from origin/<default_branch>. A workspace whose
+// on first use: a linked worktree of the thread's own repository (see
+// ensureStore) on the thread's branch. If that branch exists on the remote
+// it is checked out (never reset); otherwise it starts from origin/<default_branch>. A workspace whose
 // folder vanished is recreated from its branch. Opening an existing
 // workspace runs Sync (commits others pushed to the branch are brought in);
 // if the remote cannot be reached then (within 15 s), the workspace is still
@@ -189,10 +190,10 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	case admin != "" && rootOK:
 		w.setAdmin(admin)
 	case rootOK:
-		// The folder is here but the mirror has no registration for it
+		// The folder is here but its repository has no registration for it
 		// (someone deleted it): register it again around the files, so
 		// that uncommitted work survives.
-		log.Warn("workspace folder has no registration in the mirror; registering it again", "dir", w.root)
+		log.Warn("workspace folder has no registration in its repository; registering it again", "dir", w.root)
 		if err := m.adopt(ctx, w); err != nil {
 			return nil, err
 		}
@@ -365,7 +366,7 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (st
 // adopt registers the existing folder Root again, on the thread's branch,
 // keeping every file in it: the index is rebuilt from the branch's last
 // commit, so what the folder holds beyond it shows as uncommitted changes.
-// Called with the thread lock held, when the mirror has no usable
+// Called with the thread lock held, when the repository has no usable
 // registration for Root.
 func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
 	mr := w.mirror

@@ -26,6 +26,8 @@ type mirror struct {
 	dir  string
 	git  *gitRunner
 	log  *slog.Logger
+	// prefix is the configured branch_prefix (see migrate).
+	prefix string
 
 	initMu sync.Mutex
 	ready  bool
@@ -90,6 +92,9 @@ func (m *mirror) ensure(ctx context.Context) error {
 			return err
 		}
 		if err := m.guardPushes(m.dir); err != nil {
+			return err
+		}
+		if err := m.migrate(ctx, m.prefix); err != nil {
 			return err
 		}
 		m.ready = true

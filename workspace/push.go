@@ -192,8 +192,8 @@ var errStaleLease = errors.New("the remote branch is not where the lease expects
 // environment (credentials bound to the configured host, GIT_ALLOW_PROTOCOL,
 // the pinned ssh command). The URL is the configured one, on the command
 // line, so remote.origin.pushurl (a dead end) and remote.origin.push in the
-// mirror's config play no part; the refspec names the thread's branch on both
-// sides; --no-verify and the pinned core.hooksPath keep the mirror's pre-push
+// repository's config play no part; the refspec names the thread's branch on both
+// sides; --no-verify and the pinned core.hooksPath keep the repository's pre-push
 // guard (and any hook) from running. The lease makes every push a
 // compare-and-swap: a fast-forward from expect, or a force push over commits
 // the caller checked are all the bot's.

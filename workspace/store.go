@@ -44,11 +44,8 @@ func (m *Manager) storeFor(mr *mirror, id string) *mirror {
 // alternates is what a store's objects/info/alternates holds.
 func (m *mirror) alternates() string { return filepath.Join(m.dir, "objects") + "\n" }
 
-// ensureStore creates w's store on first use, in a temporary folder renamed
-// into place: its remote-tracking refs copied from the mirror and, from a
-// mirror of the layout where every thread's branch was the mirror's own,
-// the thread's branch moved over. Called with the thread lock held, after
-// the mirror's ensure.
+// ensureStore creates w's store on first use (see makeStore). Called with
+// the thread lock held, after the mirror's ensure.
 func (w *Workspace) ensureStore(ctx context.Context) error {
 	st, mr := w.store, w.mirror
 	if _, err := os.Lstat(filepath.Join(st.dir, "HEAD")); err == nil {
@@ -66,59 +63,133 @@ func (w *Workspace) ensureStore(ctx context.Context) error {
 	if err := os.RemoveAll(st.dir); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	parent := filepath.Dir(st.dir)
+	return mr.makeStore(ctx, st.dir, "", "")
+}
+
+// makeStore creates the store dir in a temporary folder renamed into place:
+// the mirror's config and push guard, the mirror's objects as its
+// alternate, its remote-tracking refs copied from the mirror, and, when
+// branch is set, that branch at sha with the objects only it reaches copied
+// from the mirror (see migrate).
+func (m *mirror) makeStore(ctx context.Context, dir, branch, sha string) error {
+	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+w.id+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return newError(CodeInternal, "", err)
 	}
 	defer os.RemoveAll(tmp)
 	init := gitCall{dir: parent, args: []string{"init", "--quiet", "--bare", "--template=", tmp}}
-	if _, err := mr.git.run(ctx, init); err != nil {
+	if _, err := m.git.run(ctx, init); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	if err := writeFileAtomic(filepath.Join(tmp, "config"), *mr.git.config.Load(), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(tmp, "config"), *m.git.config.Load(), 0o644); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	if err := mr.guardPushes(tmp); err != nil {
+	if err := m.guardPushes(tmp); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(tmp, "objects", "info"), 0o755); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "objects", "info", "alternates"), []byte(mr.alternates()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "objects", "info", "alternates"), []byte(m.alternates()), 0o644); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	staged := &mirror{repo: st.repo, dir: tmp, git: st.git, log: st.log}
-	// The temporary folder is not where enforceConfig looks; it was just
-	// written by the bot.
-	if err := syncRemoteRefs(ctx, mr, staged); err != nil {
+	// Git calls on the temporary folder skip enforceConfig (it is not
+	// where the stores are); the bot just wrote it.
+	staged := &mirror{repo: m.repo, dir: tmp, git: m.git, log: m.log}
+	if err := syncRemoteRefs(ctx, m, staged); err != nil {
 		return err
 	}
-	legacyRef := "refs/heads/" + w.branch
-	legacy, err := mr.refs(ctx, legacyRef)
-	if err != nil {
-		return err
-	}
-	if sha := legacy[legacyRef]; sha != "" {
-		if _, err := staged.git.run(ctx, staged.call("update-ref", legacyRef, sha, "")); err != nil {
+	if branch != "" {
+		if err := m.copyOwnObjects(ctx, sha, tmp); err != nil {
+			return err
+		}
+		if _, err := m.git.run(ctx, staged.call("update-ref", "refs/heads/"+branch, sha, "")); err != nil {
 			return newError(CodeInternal, "", err)
 		}
 	}
-	if err := os.Rename(tmp, st.dir); err != nil {
+	if err := os.Rename(tmp, dir); err != nil {
 		return newError(CodeInternal, "", err)
 	}
-	if sha := legacy[legacyRef]; sha != "" {
-		w.m.log.Info("thread's branch moved from the mirror into its own repository", "repo", mr.repo.Name, "branch", w.branch)
-		mr.admin.Lock()
-		for _, a := range mr.adminsFor(w.root, w.id) {
-			os.RemoveAll(a)
+	return nil
+}
+
+// copyOwnObjects packs the objects reachable from sha but from none of the
+// mirror's remote-tracking refs into the object store of repository dir.
+func (m *mirror) copyOwnObjects(ctx context.Context, sha, dir string) error {
+	list, err := m.git.run(ctx, m.call("rev-list", "--objects", sha, "--not", "--remotes=origin"))
+	if err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if strings.TrimSpace(list) == "" {
+		return nil
+	}
+	pack := m.call("pack-objects", "--quiet", filepath.Join(dir, "objects", "pack", "pack"))
+	pack.stdin = []byte(list)
+	if err := os.MkdirAll(filepath.Join(dir, "objects", "pack"), 0o755); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if _, err := m.git.run(ctx, pack); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return nil
+}
+
+// migrate turns a mirror of the layout where every thread's branch and
+// worktree registration were the mirror's own into one that holds only what
+// the remote has. Each branch under branch_prefix becomes its thread's store
+// (with the objects only it reaches), the registrations go (the next Open
+// registers each worktree folder again around its files, see adopt), and
+// the objects no remote-tracking ref reaches are deleted. A branch outside
+// branch_prefix (a changed prefix, say) stays, and then so do the objects.
+// Each step can be repeated: a crash half way is finished on the next
+// start. Called from ensure, before anything else uses the mirror.
+func (m *mirror) migrate(ctx context.Context, prefix string) error {
+	heads, err := m.listRefs(ctx, "refs/heads/")
+	if err != nil {
+		return err
+	}
+	regs, _ := os.ReadDir(m.worktreesDir())
+	if len(heads) == 0 && len(regs) == 0 {
+		return nil
+	}
+	m.log.Info("moving the threads' branches out of the mirror into their own repositories", "branches", len(heads))
+	if err := os.RemoveAll(m.worktreesDir()); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	kept := 0
+	names := make([]string, 0, len(heads))
+	for ref := range heads {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		sha, branch := heads[ref], strings.TrimPrefix(ref, "refs/heads/")
+		id, ok := strings.CutPrefix(branch, prefix)
+		if !ok || id == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+			m.log.Warn("a branch of the mirror outside branch_prefix is left there", "branch", branch)
+			kept++
+			continue
 		}
-		mr.admin.Unlock()
-		if _, err := mr.git.run(ctx, mr.call("update-ref", "-d", legacyRef, sha)); err != nil {
-			w.m.log.Warn("could not delete the thread's branch from the mirror", "branch", w.branch, "err", err)
+		dir := filepath.Join(m.git.storesDir, id+".git")
+		if _, err := os.Lstat(dir); err == nil {
+			m.log.Warn("the thread already has a repository; its branch in the mirror is dropped", "branch", branch)
+		} else if err := m.makeStore(ctx, dir, branch, sha); err != nil {
+			return err
+		}
+		if _, err := m.git.run(ctx, m.call("update-ref", "-d", ref, sha)); err != nil {
+			return newError(CodeInternal, "", err)
+		}
+	}
+	if kept > 0 {
+		return nil
+	}
+	for _, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+		if _, err := m.git.run(ctx, m.call(args...)); err != nil {
+			return newError(CodeInternal, "", err)
 		}
 	}
 	return nil

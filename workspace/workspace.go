@@ -18,7 +18,8 @@ import (
 )
 
 // Workspace is one thread's checkout: a linked worktree of its repository's
-// mirror on the thread's branch, plus a scratch folder outside the tree.
+// own repository on the thread's branch, plus a scratch folder outside the
+// tree.
 //
 // Its methods may be called from any goroutine; operations on one thread's
 // workspace are serialised with each other and with Open of that thread.
@@ -37,7 +38,7 @@ type Workspace struct {
 	// never committed.
 	scratch string
 	meta    string
-	// admin is the worktree's admin dir in the mirror (see GitDir). It is
+	// admin is the worktree's admin dir in the store (see GitDir). It is
 	// set with the thread lock held and read without it by GitDir.
 	admin atomic.Pointer[string]
 
@@ -96,7 +97,7 @@ func (w *Workspace) ReadOnlyGitPaths() []string {
 func (w *Workspace) setAdmin(admin string) { w.admin.Store(&admin) }
 
 // call is a git command in the thread's worktree, with its admin dir and
-// the mirror named explicitly (see gitCall).
+// the thread's repository named explicitly (see gitCall).
 func (w *Workspace) call(args ...string) gitCall {
 	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.store.dir, workTree: w.root, args: args}
 }
@@ -123,7 +124,7 @@ func (w *Workspace) lock() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// locate finds the worktree's admin dir from the mirror's side, never from
+// locate finds the worktree's admin dir from the repository's side, never from
 // Root/.git, and reports whether Root is a folder of its own (not missing,
 // not a symlink). admin is "" when no usable registration names Root.
 func (w *Workspace) locate() (admin string, rootOK bool) {
