@@ -130,3 +130,25 @@ func TestThreadsSeeNoOtherThreadsUnpushedCommits(t *testing.T) {
 		t.Errorf("git diff origin/main in A = %q, %v", out, err)
 	}
 }
+
+// A commit writes into the thread's repository only the objects the mirror
+// lacks: unchanged trees are found among the mirror's objects, not written
+// again.
+func TestCommitWritesOnlyNewObjects(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "objects")
+	writeFile(t, w.Root(), "README.md", "# changed\n")
+	mustCommit(t, w, "one file")
+	var loose []string
+	filepath.WalkDir(filepath.Join(w.CommonDir(), "objects"), func(p string, de fs.DirEntry, err error) error {
+		if err == nil && !de.IsDir() && len(filepath.Base(filepath.Dir(p))) == 2 {
+			loose = append(loose, p)
+		}
+		return nil
+	})
+	// The blob, the root tree, the commit; not src/'s unchanged tree.
+	if len(loose) != 3 {
+		t.Errorf("the commit wrote %d objects into the thread's repository, want 3: %v", len(loose), loose)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -176,9 +177,13 @@ func (w *Workspace) openRepo() (*git.Repository, error) {
 	// bound file system would resolve inside the admin dir. Only the work
 	// tree, the agent's, gets one that does not follow symlinks out.
 	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.store.dir))
-	// The alternates file holds an absolute path (the bot's): resolved
-	// from /, not inside the admin dir.
-	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: osfs.New("/")})
+	objects := cache.NewObjectLRUDefault()
+	st := borrowingStorage{
+		// The alternates file holds an absolute path (the bot's): resolved
+		// from /, not inside the admin dir.
+		Storage: filesystem.NewStorageWithOptions(fs, objects, filesystem.Options{AlternatesFS: osfs.New("/")}),
+		shared:  filesystem.NewObjectStorage(dotgit.New(osfs.New(w.mirror.dir)), objects),
+	}
 	r, err := git.Open(st, osfs.New(w.root, osfs.WithBoundOS()))
 	if err != nil {
 		return nil, newError(CodeInternal, "", fmt.Errorf("open %s: %w", w.root, err))
@@ -424,4 +429,30 @@ func (w *Workspace) remove(ctx context.Context, why string) error {
 	}
 	w.m.mu.Unlock()
 	return nil
+}
+
+// borrowingStorage is a thread's repository for go-git, which does not look
+// in an alternate object store when it checks whether an object exists: it
+// would write every tree of the first commit again into the thread's
+// repository (hundreds of objects in a large repository) and reopen the
+// mirror's pack index for every object it reads from there. The mirror's
+// objects are looked up first, in one object storage opened once, then the
+// thread's own.
+type borrowingStorage struct {
+	*filesystem.Storage
+	shared *filesystem.ObjectStorage
+}
+
+func (s borrowingStorage) HasEncodedObject(h plumbing.Hash) error {
+	if err := s.Storage.HasEncodedObject(h); err != plumbing.ErrObjectNotFound {
+		return err
+	}
+	return s.shared.HasEncodedObject(h)
+}
+
+func (s borrowingStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, err := s.shared.EncodedObject(t, h); err == nil {
+		return o, nil
+	}
+	return s.Storage.EncodedObject(t, h)
 }
