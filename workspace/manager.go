@@ -513,9 +513,9 @@ func (m *Manager) janitor(ctx context.Context) {
 
 // Cleanup removes the folders of workspaces that are not open and were last
 // used more than IdleTTL ago (uncommitted changes are first committed
-// locally, so nothing is lost; branches stay), then runs `git gc --auto` on
-// every mirror. It returns the branches whose workspaces were removed. The
-// janitor calls it every CleanupInterval.
+// locally, so nothing is lost; branches stay), and runs `git gc --auto` in
+// every thread's repository and every mirror. It returns the branches whose
+// workspaces were removed. The janitor calls it every CleanupInterval.
 func (m *Manager) Cleanup(ctx context.Context) ([]string, error) {
 	if err := m.begin(); err != nil {
 		return nil, err
@@ -548,10 +548,14 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 				errs = append(errs, err)
 				continue
 			}
+			key := ThreadKey{Platform: md.Platform, Key: md.Key}
+			if err := m.gcStore(ctx, mr, key); err != nil {
+				errs = append(errs, err)
+			}
 			if md.LastUsed.After(cutoff) {
 				continue
 			}
-			ok, err := m.removeIdle(ctx, mr, ThreadKey{Platform: md.Platform, Key: md.Key}, cutoff)
+			ok, err := m.removeIdle(ctx, mr, key, cutoff)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -564,6 +568,25 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// gcStore runs `git gc --auto` in a thread's repository, under its thread
+// lock: its loose objects (the bot's commits) are packed, its own only (git
+// gc packs with --local: the mirror's objects stay borrowed), and nothing is
+// pruned.
+func (m *Manager) gcStore(ctx context.Context, mr *mirror, key ThreadKey) error {
+	st := m.storeFor(mr, threadID(key))
+	unlock := m.lockThread(mr.repo.Name + "/" + threadID(key))
+	defer unlock()
+	if _, err := os.Lstat(filepath.Join(st.dir, "HEAD")); err != nil {
+		return nil
+	}
+	c := st.call("gc", "--auto", "--quiet")
+	c.gc = true
+	if _, err := st.git.run(ctx, c); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return nil
 }
 
 // removeIdle removes one workspace if it is still idle once its thread lock

@@ -240,7 +240,7 @@ func (w *Workspace) pushed(ctx context.Context, res PushResult, base string) Pus
 	if _, err := st.git.run(ctx, st.call("update-ref", "refs/remotes/origin/"+w.branch, local)); err != nil {
 		w.m.log.Warn("could not move the remote-tracking branch", "branch", w.branch, "err", err)
 	}
-	if err := w.publish(ctx, local); err != nil {
+	if err := w.publish(ctx); err != nil {
 		w.m.log.Warn("could not copy the pushed commits into the mirror", "branch", w.branch, "err", err)
 	}
 	w.recordPush(local)

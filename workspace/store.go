@@ -258,9 +258,12 @@ func (w *Workspace) fetch(ctx context.Context) error {
 // with the mirror's remote-tracking ref of the branch: the remote has them
 // now, and CommitDiff (the session pages) reads pushes from the mirror.
 // Only the bot's own store is read, with the transport allowed for this
-// call alone.
-func (w *Workspace) publish(ctx context.Context, sha string) error {
+// call alone. It waits for a fetch in progress: two fetches into one
+// repository may fail on each other's ref locks.
+func (w *Workspace) publish(ctx context.Context) error {
 	mr := w.mirror
+	mr.fetchMu.Lock()
+	defer mr.fetchMu.Unlock()
 	c := mr.call("fetch", "--quiet", "--no-write-fetch-head", "--no-tags", "--recurse-submodules=no",
 		w.store.dir, "+refs/heads/"+w.branch+":refs/remotes/origin/"+w.branch)
 	c.env = []string{"GIT_ALLOW_PROTOCOL=file"}
