@@ -119,6 +119,11 @@ func TestThreadsSeeNoOtherThreadsUnpushedCommits(t *testing.T) {
 	if out, err := viewGit(t, a, "cat-file", "-p", published+":published.txt"); err != nil || out != "d-published" {
 		t.Errorf("D's pushed commit in thread A: %q, %v; want it readable", out, err)
 	}
+	// The session pages read pushes from the mirror: a refused commit is
+	// not among them.
+	if patch, _, err := e.m.CommitDiff(ctx, "app", "", refused); err == nil {
+		t.Errorf("CommitDiff of B's refused commit = %q, want an error", patch)
+	}
 	// A's own history.
 	if out, err := viewGit(t, a, "log", "--format=%H %s", "-2"); err != nil || !strings.HasPrefix(out, mine+" a unpushed\n") || !strings.HasSuffix(out, " a pushed") {
 		t.Errorf("git log in A = %q, %v; want its two commits", out, err)
