@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -93,7 +94,10 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 			return "", err
 		}
 	}
-	if c.network {
+	// Network calls, and calls that read the work tree: the agent's files
+	// can hold git up (a named pipe as a nested repository's .git/HEAD is
+	// opened and read, and blocks).
+	if c.network || c.workTree != "" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.timeout)
 		defer cancel()
@@ -134,7 +138,39 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 		ge.err = ctxErr
 		ge.timedOut = errors.Is(ctxErr, context.DeadlineExceeded)
 	}
+	if ge.timedOut && !c.network && c.workTree != "" {
+		return stdout.String(), stuckError(c.workTree, g.timeout, ge)
+	}
 	return stdout.String(), ge
+}
+
+// stuckError is a git call in the work tree root that did not finish within
+// timeout. The likely cause is looked for in root: a named pipe, socket or
+// device file, which git may open and wait on (it skips them as files, not
+// where it expects a repository's HEAD or .git). The walk reads no file and
+// follows no link; its answer names the path for the thread, quoted.
+func stuckError(root string, timeout time.Duration, ge *gitError) *Error {
+	found := ""
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: not looked into
+		}
+		if d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			found, _ = filepath.Rel(root, p)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	msg := fmt.Sprintf("Git did not finish within %s in this thread's workspace", timeout)
+	if found != "" {
+		if r := []rune(found); len(r) > 200 {
+			found = "…" + string(r[len(r)-199:])
+		}
+		msg += fmt.Sprintf(": the special file %q (a named pipe or device) holds it up. Remove it and the next run commits again.", found)
+	} else {
+		msg += "."
+	}
+	return newError(CodeInternal, msg, ge)
 }
 
 // out runs c and returns stdout without its trailing newline.

@@ -2,11 +2,14 @@ package workspace
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 )
@@ -107,4 +110,50 @@ func TestNestedRepositoriesDoNotBreakCommits(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(crate, ".git", "HEAD")); err != nil {
 		t.Errorf("the crate's own repository was touched: %v", err)
 	}
+}
+
+// A named pipe as a nested repository's HEAD (which git opens and waits on)
+// holds the bot's git up for GitTimeout at most, and the thread is told which
+// file to remove; once it is gone, commits work again.
+func TestNestedRepositoryWithAPipeDoesNotHangTheThread(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	m, err := New(Config{
+		DataDir:         t.TempDir(),
+		Repos:           []Repo{{Name: "app", URL: remote.Path}},
+		Author:          bot,
+		GitTimeout:      2 * time.Second,
+		CleanupInterval: -1,
+		Logger:          slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	ctx := context.Background()
+	w, err := m.Open(ctx, "app", ThreadKey{"slack", "pipe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(w.Root(), "sub")
+	agentGit(t, "", "init", "--quiet", sub)
+	head := filepath.Join(sub, ".git", "HEAD")
+	os.Remove(head)
+	if err := syscall.Mkfifo(head, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	writeFile(t, w.Root(), "work.txt", "work\n")
+
+	start := time.Now()
+	_, err = w.Commit(ctx, CommitRequest{Request: "stuck"})
+	if err == nil || time.Since(start) > 30*time.Second {
+		t.Fatalf("Commit = %v after %s; want an error within the timeout", err, time.Since(start))
+	}
+	if msg := ErrorMessage(err); !strings.Contains(msg, `"sub/.git/HEAD"`) || !strings.Contains(msg, "did not finish within 2s") {
+		t.Errorf("message = %q, want it to name the pipe", msg)
+	}
+	os.Remove(head)
+	if _, err := w.Commit(ctx, CommitRequest{Request: "unstuck"}); err != nil {
+		t.Fatalf("Commit after the pipe was removed: %v", err)
+	}
+	mustPush(t, w)
 }
