@@ -157,3 +157,49 @@ func TestNestedRepositoryWithAPipeDoesNotHangTheThread(t *testing.T) {
 	}
 	mustPush(t, w)
 }
+
+// A submodule of the remote's branch (a gitlink and .gitmodules, checked
+// out as an empty folder) is left as it is: later commits and pushes work,
+// and nothing about it is reported. Filled in by the agent (a clone of the
+// library at another commit), it is recorded at its new commit, as git add
+// would.
+func TestSubmoduleOfTheRemoteDoesNotBreakCommits(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	lib := gitremote.NewBare(t, gitremote.Options{Name: "lib", Files: map[string]string{"lib.txt": "v1\n"}})
+	libV1 := lib.Rev(t, "main")
+	clone := filepath.Join(t.TempDir(), "clone")
+	agentGit(t, "", "clone", "--quiet", remote.Path, clone)
+	writeFile(t, clone, ".gitmodules", "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = "+lib.Path+"\n")
+	agentGit(t, clone, "update-index", "--add", "--cacheinfo", "160000,"+libV1+",vendor/lib")
+	agentGit(t, clone, "add", ".gitmodules")
+	agentGit(t, clone, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "--quiet", "-m", "add lib")
+	agentGit(t, clone, "push", "--quiet", "origin", "HEAD:main")
+
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+	w := e.open("app", "submodule")
+	writeFile(t, w.Root(), "a.txt", "a\n")
+	res, err := w.CommitWork(ctx, CommitRequest{Request: "a"})
+	if err != nil || res.SHA == "" || len(res.Nested) != 0 {
+		t.Fatalf("Commit = %+v, %v; want a commit and nothing reported", res, err)
+	}
+	if got := agentGit(t, w.Root(), "show", "--name-only", "--format=", res.SHA); got != "a.txt" {
+		t.Errorf("commit touched %q, want a.txt", got)
+	}
+	mustPush(t, w)
+
+	// The agent fills the submodule in, at a newer commit of the library.
+	lib.Commit(t, gitremote.Change{Branch: "main", Files: map[string]string{"lib.txt": "v2\n"}, Message: "v2"})
+	libV2 := lib.Rev(t, "main")
+	sub := filepath.Join(w.Root(), "vendor", "lib")
+	os.RemoveAll(sub)
+	agentGit(t, "", "clone", "--quiet", lib.Path, sub)
+	res, err = w.CommitWork(ctx, CommitRequest{Request: "update lib"})
+	if err != nil || res.SHA == "" {
+		t.Fatalf("Commit = %+v, %v", res, err)
+	}
+	if got := agentGit(t, w.Root(), "rev-parse", res.SHA+":vendor/lib"); got != libV2 {
+		t.Errorf("vendor/lib recorded at %s, want the clone's %s", got, libV2)
+	}
+	mustPush(t, w)
+}
