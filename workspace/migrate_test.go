@@ -47,6 +47,10 @@ func TestMirrorOfTheSharedLayoutIsMigrated(t *testing.T) {
 	if err := e.m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// A mirror made before had no marker.
+	if err := os.Remove(filepath.Join(mirror, layoutMarker)); err != nil {
+		t.Fatal(err)
+	}
 
 	e = newEnvIn(t, dataDir, clock, repo)
 	w := e.open("app", "old")
@@ -77,5 +81,33 @@ func TestMirrorOfTheSharedLayoutIsMigrated(t *testing.T) {
 	}
 	if _, err := runGitPlain(mirror, "cat-file", "-e", oldTip); err != nil {
 		t.Errorf("the pushed commit %s is not in the mirror: %v", oldTip, err)
+	}
+}
+
+// A migration cut off after the branches left the mirror but before its
+// objects were deleted is finished at the next start.
+func TestMigrationCutOffIsFinished(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	dataDir, clock := t.TempDir(), newFakeClock()
+	repo := Repo{Name: "app", URL: remote.Path}
+	e := newEnvIn(t, dataDir, clock, repo)
+	e.open("app", "warmup").Close()
+	if err := e.m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mirror := filepath.Join(dataDir, "mirrors", "app.git")
+	// What a cut-off migration leaves: an object no ref reaches, and no
+	// marker.
+	orphan := strings.TrimSpace(gitremote.GitInput(t, mirror, []byte("orphan-secret\n"), nil, "hash-object", "-w", "--stdin"))
+	if err := os.Remove(filepath.Join(mirror, layoutMarker)); err != nil {
+		t.Fatal(err)
+	}
+	e = newEnvIn(t, dataDir, clock, repo)
+	e.open("app", "after").Close()
+	if _, err := runGitPlain(mirror, "cat-file", "-e", orphan); err == nil {
+		t.Errorf("the object no ref reaches is still in the mirror")
+	}
+	if _, err := os.Stat(filepath.Join(mirror, layoutMarker)); err != nil {
+		t.Errorf("the mirror is not marked as migrated: %v", err)
 	}
 }

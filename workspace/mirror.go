@@ -119,6 +119,9 @@ func (m *mirror) ensure(ctx context.Context) error {
 	if err := m.guardPushes(tmp); err != nil {
 		return err
 	}
+	if err := markLayout(tmp); err != nil {
+		return err
+	}
 	if err := m.fetchIn(ctx, tmp); err != nil {
 		return err
 	}

@@ -148,13 +148,12 @@ func (m *mirror) copyOwnObjects(ctx context.Context, sha, dir string) error {
 // Each step can be repeated: a crash half way is finished on the next
 // start. Called from ensure, before anything else uses the mirror.
 func (m *mirror) migrate(ctx context.Context, prefix string) error {
+	if _, err := os.Lstat(filepath.Join(m.dir, layoutMarker)); err == nil {
+		return nil
+	}
 	heads, err := m.listRefs(ctx, "refs/heads/")
 	if err != nil {
 		return err
-	}
-	regs, _ := os.ReadDir(m.worktreesDir())
-	if len(heads) == 0 && len(regs) == 0 {
-		return nil
 	}
 	m.log.Info("moving the threads' branches out of the mirror into their own repositories", "branches", len(heads))
 	if err := os.RemoveAll(m.worktreesDir()); err != nil {
@@ -191,6 +190,18 @@ func (m *mirror) migrate(ctx context.Context, prefix string) error {
 		if _, err := m.git.run(ctx, m.call(args...)); err != nil {
 			return newError(CodeInternal, "", err)
 		}
+	}
+	return markLayout(m.dir)
+}
+
+// layoutMarker is the file in a mirror that says it holds the remote's refs
+// and objects only: made so, or migrated (see migrate). A mirror without it
+// is migrated at the next start, a migration cut off half way included.
+const layoutMarker = "threadsmith-remote-only"
+
+func markLayout(dir string) error {
+	if err := writeFileAtomic(filepath.Join(dir, layoutMarker), []byte("refs and objects of the remote only; threads' work in ../../threads\n"), 0o644); err != nil {
+		return newError(CodeInternal, "", err)
 	}
 	return nil
 }
