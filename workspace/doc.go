@@ -39,7 +39,8 @@
 //     token through an environment-provided credential helper.
 //   - Every git process is hermetic (no global/system config, no prompts,
 //     no hooks, the bot's identity, only a short allow-list of the bot's
-//     environment) and every network call has Config.GitTimeout.
+//     environment) and every network call, and every call that reads the
+//     work tree (where a named pipe can hold git up), has Config.GitTimeout.
 //   - Nothing the agent writes is executed or trusted by the bot's git; see
 //     below.
 //   - Operations on one thread are serialised; different threads and
