@@ -53,3 +53,22 @@ git init -q crate && printf 'c\n' > crate/c.txt`
 		t.Errorf("crate/d.txt on the remote = %q, want d", got)
 	}
 }
+
+// A folder whose .git is a file (pointing anywhere) is left out, and the
+// thread is told.
+func TestNestedRepositoryLeftOutIsSaid(t *testing.T) {
+	r := newRig(t)
+	args, _ := json.Marshal(map[string]string{"command": "git init -q elsewhere && echo e > elsewhere/e.txt && mkdir planted && printf 'gitdir: %s/elsewhere/.git\\n' \"$PWD\" > planted/.git && echo p > planted/p.txt"})
+	r.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "b1", Name: "bash", Args: string(args)}),
+		llmfake.TextReply("planted"),
+	)
+	th := testThread("91.1")
+	r.say(th, alice, "plant", true)
+	r.waitText(th, "ℹ️ Nested git repositories: `elsewhere` committed as ordinary files (a repository without commits; its .git left out); `planted` not committed (its .git is a file or link to a repository elsewhere).")
+	r.waitText(th, "⬆️ pushed")
+	rec, _ := r.thread(th)
+	if files := r.remote.Files(t, rec.Branch); files["planted/p.txt"] != "" || files["elsewhere/e.txt"] == "" {
+		t.Errorf("remote files = %v, want elsewhere/e.txt and nothing of planted", files)
+	}
+}
