@@ -157,3 +157,27 @@ func TestCommitWritesOnlyNewObjects(t *testing.T) {
 		t.Errorf("the commit wrote %d objects into the thread's repository, want 3: %v", len(loose), loose)
 	}
 }
+
+// A thread's repository starts with the remote's branches in one
+// packed-refs file, not a file per branch.
+func TestThreadRepositoryPacksTheRemotesRefs(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	for i := range 20 {
+		remote.Commit(t, gitremote.Change{Branch: "feature/" + string(rune('a'+i)), Files: map[string]string{"f.txt": "f\n"}, Message: "f"})
+	}
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "packed")
+	var loose []string
+	filepath.WalkDir(filepath.Join(w.CommonDir(), "refs", "remotes"), func(p string, de fs.DirEntry, err error) error {
+		if err == nil && !de.IsDir() {
+			loose = append(loose, p)
+		}
+		return nil
+	})
+	if len(loose) != 0 {
+		t.Errorf("%d loose remote-tracking refs, want them packed: %v", len(loose), loose)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.CommonDir(), "packed-refs")); err != nil || strings.Count(string(b), " refs/remotes/origin/") != 21 {
+		t.Errorf("packed-refs = %q, %v; want the remote's 21 branches", b, err)
+	}
+}

@@ -103,6 +103,10 @@ func (m *mirror) makeStore(ctx context.Context, dir, branch, sha string) error {
 	if err := syncRemoteRefs(ctx, m, staged); err != nil {
 		return err
 	}
+	// One packed-refs file rather than a file per branch of the remote.
+	if _, err := m.git.run(ctx, staged.call("pack-refs", "--all", "--prune")); err != nil {
+		return newError(CodeInternal, "", err)
+	}
 	if branch != "" {
 		if err := m.copyOwnObjects(ctx, sha, tmp); err != nil {
 			return err
