@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
@@ -54,7 +55,7 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 		return false
 	}
 	if changed {
-		_, err := t.ws.Commit(ctx, workspace.CommitRequest{
+		res, err := t.ws.CommitWork(ctx, workspace.CommitRequest{
 			Request:    t.commitRequest(r.request),
 			ThreadLink: t.link(ctx),
 			CoAuthor:   workspace.Identity{Name: r.author.Name, Email: r.author.Email},
@@ -63,6 +64,9 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 			t.log.Error("commit failed", "err", err)
 			t.say("⚠️ Committing the changes failed: " + userError(err))
 			return false
+		}
+		if note := nestedNote(res.Nested); note != "" {
+			t.say(note)
 		}
 		crashpoint.Hit(crashpoint.Committed)
 	}
@@ -232,4 +236,33 @@ func (t *thread) link(ctx context.Context) string {
 		}
 	}
 	return fmt.Sprintf("Thread: %s %s", t.ref.Platform, t.ref.Key())
+}
+
+// maxNestedNamed caps the nested repositories a note names.
+const maxNestedNamed = 5
+
+// nestedNote is the one line telling the thread what a commit did with
+// nested git repositories, or "" when it met none. Their paths are the
+// agent's choice, each shown as one code span (fileSpan): no line break, no
+// markup, no mention.
+func nestedNote(nested []workspace.Nested) string {
+	if len(nested) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, n := range nested {
+		if i == maxNestedNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(nested)-i))
+			break
+		}
+		switch n.How {
+		case workspace.NestedAsFiles:
+			parts = append(parts, fileSpan(n.Path)+" committed as ordinary files (a repository without commits; its .git left out)")
+		case workspace.NestedLinked:
+			parts = append(parts, fileSpan(n.Path)+" committed as a link to its current commit, not its files")
+		default:
+			parts = append(parts, fileSpan(n.Path)+" not committed (its .git is a file or link to a repository elsewhere)")
+		}
+	}
+	return "ℹ️ Nested git repositories: " + strings.Join(parts, "; ") + "."
 }

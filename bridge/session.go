@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -71,14 +70,15 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		GitName:     b.cfg.Agent.GitName,
 		GitEmail:    b.cfg.Agent.GitEmail,
 		Sandbox:     b.cfg.Sandbox,
-		// Read-only git metadata, so that git status/diff/log work inside;
-		// the other threads' worktree records in the mirror stay hidden.
+		// Read-only git metadata, so that git status/diff/log work inside:
+		// the thread's own repository and the remote's objects, nothing of
+		// other threads.
 		Mounts: func() []sandbox.Mount {
-			return []sandbox.Mount{
-				{Path: ws.CommonDir(), Access: sandbox.ReadOnly},
-				{Path: filepath.Join(ws.CommonDir(), "worktrees"), Access: sandbox.Hidden},
-				{Path: ws.GitDir(), Access: sandbox.ReadOnly},
+			var ms []sandbox.Mount
+			for _, p := range ws.ReadOnlyGitPaths() {
+				ms = append(ms, sandbox.Mount{Path: p, Access: sandbox.ReadOnly})
 			}
+			return ms
 		},
 	})
 	if err != nil {

@@ -179,8 +179,10 @@ func TestAgentGitConfigRunsNothingInAnyThread(t *testing.T) {
 	// Per-worktree config too (config.worktree in the admin dir).
 	agentConfig(t, a.Root(), "extensions.worktreeConfig", "true")
 	agentGit(t, a.Root(), "config", "--worktree", "core.fsmonitor", mk.cmd("worktree-fsmonitor"))
-	// An alternate object store makes fetch ask core.alternateRefsCommand.
+	// An alternate object store makes fetch ask core.alternateRefsCommand,
+	// in the mirror and in the thread's repository.
 	alt := gitremote.NewBare(t, gitremote.Options{Name: "alt", Files: map[string]string{"x": "x"}})
+	writeFile(t, filepath.Join(e.m.mirrors["app"].dir, "objects", "info"), "alternates", filepath.Join(alt.Path, "objects")+"\n")
 	writeFile(t, filepath.Join(a.CommonDir(), "objects", "info"), "alternates", filepath.Join(alt.Path, "objects")+"\n")
 
 	exercise(t, a, remote, "attacker")
@@ -631,17 +633,16 @@ func TestLostRegistrationKeepsUncommittedWork(t *testing.T) {
 	if err := w2.Remove(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mirror := e.m.mirrors["app"].dir
-	if out, err := runGitPlain(mirror, "show", w2.Branch()+":late.txt"); err != nil || out != "late work\n" {
+	if out, err := runGitPlain(w2.CommonDir(), "show", w2.Branch()+":late.txt"); err != nil || out != "late work\n" {
 		t.Errorf("late.txt on the branch = %q, %v; want the work saved by Remove", out, err)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(mirror, "worktrees")); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(w2.CommonDir(), "worktrees")); len(entries) != 0 {
 		t.Errorf("registrations left after Remove: %v", entries)
 	}
 }
 
-// GitDir and CommonDir are what a sandbox mounts read-only for the agent's
-// git; read-only git works in the worktree with both read-only.
+// ReadOnlyGitPaths are what a sandbox mounts read-only for the agent's
+// git; read-only git works in the worktree with them read-only.
 func TestGitDirCommonDirAndReadOnlyGit(t *testing.T) {
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -651,18 +652,22 @@ func TestGitDirCommonDirAndReadOnlyGit(t *testing.T) {
 	// another branch: the bot does not take it for the thread's.
 	id := threadID(ThreadKey{"slack", "ro"})
 	root := filepath.Join(e.cfg.DataDir, "workspaces", "app", id)
+	store := filepath.Join(e.cfg.DataDir, "threads", "app", id+".git")
 	e.open("app", "warmup").Close()
-	planted := filepath.Join(mirror, "worktrees", id)
+	planted := filepath.Join(store, "worktrees", id)
 	writeFile(t, planted, "HEAD", "ref: refs/heads/main\n")
 	writeFile(t, planted, "commondir", "../..\n")
 	writeFile(t, planted, "gitdir", filepath.Join(root, ".git")+"\n")
 
 	w := e.open("app", "ro")
-	if w.CommonDir() != mirror {
-		t.Errorf("CommonDir = %q, want %q", w.CommonDir(), mirror)
+	if w.CommonDir() != store {
+		t.Errorf("CommonDir = %q, want %q", w.CommonDir(), store)
 	}
-	if filepath.Dir(w.GitDir()) != filepath.Join(mirror, "worktrees") || !filepath.IsAbs(w.GitDir()) {
-		t.Errorf("GitDir = %q, want a folder of %s/worktrees", w.GitDir(), mirror)
+	if filepath.Dir(w.GitDir()) != filepath.Join(store, "worktrees") || !filepath.IsAbs(w.GitDir()) {
+		t.Errorf("GitDir = %q, want a folder of %s/worktrees", w.GitDir(), store)
+	}
+	if got, want := w.ReadOnlyGitPaths(), []string{store, filepath.Join(mirror, "objects")}; !slices.Equal(got, want) {
+		t.Errorf("ReadOnlyGitPaths = %v, want %v", got, want)
 	}
 	if got := readFile(t, w.Root(), ".git"); got != "gitdir: "+w.GitDir()+"\n" {
 		t.Errorf("Root/.git = %q, want it to name GitDir", got)
@@ -680,12 +685,14 @@ func TestGitDirCommonDirAndReadOnlyGit(t *testing.T) {
 	if os.Geteuid() != 0 {
 		// Read-only as the sandbox mounts them (root ignores modes).
 		var dirs []string
-		filepath.WalkDir(mirror, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return err
-		})
+		for _, ro := range w.ReadOnlyGitPaths() {
+			filepath.WalkDir(ro, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return err
+			})
+		}
 		for _, d := range dirs {
 			os.Chmod(d, 0o555)
 		}
@@ -761,7 +768,7 @@ func TestStageMatchesGitAddAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(ours)
-	if err := w.stage(context.Background(), []string{"GIT_INDEX_FILE=" + ours}); err != nil {
+	if _, err := w.stage(context.Background(), []string{"GIT_INDEX_FILE=" + ours}); err != nil {
 		t.Fatal(err)
 	}
 	theirs, err := w.copyIndex()

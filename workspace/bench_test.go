@@ -147,18 +147,24 @@ func BenchmarkCommitPush(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			var commit, push []time.Duration
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				gitremote.WriteFile(b, w.Root(), "pkg00/sub00/file0000.go", fmt.Sprintf("// edit %d\n", i))
 				gitremote.WriteFile(b, w.Root(), fmt.Sprintf("new/file%d.txt", i), "new\n")
 				b.StartTimer()
+				t0 := time.Now()
 				if _, err := w.Commit(ctx, CommitRequest{Request: "two files"}); err != nil {
 					b.Fatal(err)
 				}
+				t1 := time.Now()
 				if res, err := w.Push(ctx); err != nil || len(res.Files) != 2 {
 					b.Fatalf("Push = %+v, %v; want 2 files", res, err)
 				}
+				commit, push = append(commit, t1.Sub(t0)), append(push, time.Since(t1))
 			}
+			b.ReportMetric(ms(median(commit)), "commit-ms")
+			b.ReportMetric(ms(median(push)), "push-ms")
 		})
 	}
 }

@@ -28,7 +28,8 @@ type Config struct {
 	// is removed (its branch stays); 7 days when zero.
 	IdleTTL time.Duration
 	// GitTimeout bounds every network git call (fetch, push, listing the
-	// remote); 2 minutes when zero.
+	// remote) and every call that reads the work tree (status, staging,
+	// diffs); 2 minutes when zero.
 	GitTimeout time.Duration
 	// CleanupInterval is how often the background janitor removes idle
 	// workspaces and runs `git gc --auto` on mirrors; 1 hour when zero,

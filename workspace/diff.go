@@ -64,7 +64,7 @@ func (w *Workspace) Diff(ctx context.Context) (DiffResult, error) {
 	}
 	defer os.Remove(tmpIndex)
 	env := []string{"GIT_INDEX_FILE=" + tmpIndex}
-	if err := w.stage(ctx, env); err != nil {
+	if _, err := w.stage(ctx, env); err != nil {
 		return res, err
 	}
 	// Index against a commit: no work tree is read, nested or not. No

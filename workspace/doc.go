@@ -5,9 +5,14 @@
 // Layout under Config.DataDir:
 //
 //	mirrors/<repo>.git          one bare mirror per repository, remote
-//	                            branches fetched into refs/remotes/origin/*
-//	                            (CommonDir)
-//	mirrors/<repo>.git/worktrees/<name>
+//	                            branches fetched into refs/remotes/origin/*;
+//	                            only what the remote has (fetched objects,
+//	                            the bot's pushed commits)
+//	threads/<repo>/<id>.git     each thread's own bare repository (CommonDir):
+//	                            its branch and commits, a copy of the
+//	                            mirror's refs/remotes/origin/*, the mirror's
+//	                            objects borrowed as an alternate; see store.go
+//	threads/<repo>/<id>.git/worktrees/<name>
 //	                            a worktree's admin dir: HEAD, index (GitDir)
 //	workspaces/<repo>/<id>      one linked worktree per thread (Root)
 //	workspaces/<repo>/.new/<id> where a worktree is checked out before it is
@@ -16,8 +21,9 @@
 //	meta/<repo>/<id>.json       thread key, branch and last use
 //
 // where <id> is the branch name without Config.BranchPrefix. A worktree off a
-// shared mirror is ready in about the time of `git worktree add`, a fraction
-// of a clone, and costs only its checked-out files.
+// thread repository that borrows the shared mirror's objects is ready in
+// about the time of `git worktree add`, a fraction of a clone, and costs only
+// its checked-out files.
 //
 // Contract:
 //   - Branches are named <branch_prefix><platform>-<short thread key>; see
@@ -33,7 +39,8 @@
 //     token through an environment-provided credential helper.
 //   - Every git process is hermetic (no global/system config, no prompts,
 //     no hooks, the bot's identity, only a short allow-list of the bot's
-//     environment) and every network call has Config.GitTimeout.
+//     environment) and every network call, and every call that reads the
+//     work tree (where a named pipe can hold git up), has Config.GitTimeout.
 //   - Nothing the agent writes is executed or trusted by the bot's git; see
 //     below.
 //   - Operations on one thread are serialised; different threads and
@@ -57,7 +64,7 @@
 // None of it is executed or trusted by the bot's own git:
 //
 //   - Every git call names its repository: GIT_DIR is the worktree's admin
-//     dir, GIT_COMMON_DIR the mirror, GIT_WORK_TREE Root. The admin dir is
+//     dir, GIT_COMMON_DIR the thread's repository, GIT_WORK_TREE Root. The admin dir is
 //     found from the mirror's side (the registration whose gitdir file names
 //     Root/.git); Root/.git and the admin dir's commondir file are never
 //     read. go-git opens the same two folders as explicit storage. Open
@@ -103,9 +110,10 @@
 //     bot's push names the URL and runs no hook (--no-verify, and hooks are
 //     pinned off for every call).
 //
-// A sandbox gives the agent's own git what it needs read-only: GitDir and
-// CommonDir (with the other threads' admin dirs under CommonDir/worktrees
-// hidden); `git status`, `diff` and `log` work in Root with both read-only.
-// Without a sandbox the agent can still write the mirror's refs and objects
-// (another thread's branch, say), which no git setting prevents.
+// A sandbox gives the agent's own git what it needs read-only
+// (ReadOnlyGitPaths): the thread's repository and the mirror's object store;
+// `git status`, `diff` and `log` work in Root with both read-only, and
+// nothing of other threads is in either. Without a sandbox the agent can
+// still write the mirror's refs and objects and other threads' repositories,
+// which no git setting prevents.
 package workspace

@@ -82,9 +82,17 @@ func ErrorCode(err error) Code {
 // Message of an *Error, or a generic sentence for anything else (whose detail
 // belongs in the log).
 func ErrorMessage(err error) string {
-	var e *Error
-	if errors.As(err, &e) && e.Message != "" {
-		return e.Message
+	// The first message in the chain: an error without one may wrap one
+	// that has it.
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			break
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+		err = e.Err
 	}
 	return "Something went wrong with the workspace; the details are in the bot's log."
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -52,7 +53,8 @@ type gitCall struct {
 	// GitTimeout.
 	network bool
 	// gc leaves automatic gc enabled (every other call disables it, so that
-	// maintenance happens only when the janitor says so, never detached).
+	// maintenance happens only when the janitor says so, never detached),
+	// without pruning.
 	gc bool
 }
 
@@ -70,6 +72,9 @@ type gitRunner struct {
 	// content back if anyone else changed it: see enforceConfig.
 	mirrorDir string
 	config    atomic.Pointer[[]byte]
+	// storesDir holds the threads' repositories (see store), whose config
+	// files are the mirror's too.
+	storesDir string
 }
 
 // run executes c and returns stdout. A failure is a *gitError whose text is
@@ -79,12 +84,20 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 		// Fail closed rather than let git discover a repository from dir.
 		return "", newError(CodeInternal, "", fmt.Errorf("git %s in %s without an explicit repository", strings.Join(c.args, " "), c.dir))
 	}
-	if c.commonDir != "" && c.commonDir == g.mirrorDir {
-		if err := g.enforceConfig(); err != nil {
+	if c.commonDir != "" && (c.commonDir == g.mirrorDir || filepath.Dir(c.commonDir) == g.storesDir) {
+		if err := g.enforceConfig(c.commonDir); err != nil {
 			return "", err
 		}
 	}
-	if c.network {
+	if c.commonDir != "" && filepath.Dir(c.commonDir) == g.storesDir {
+		if err := g.enforceAlternates(c.commonDir); err != nil {
+			return "", err
+		}
+	}
+	// Network calls, and calls that read the work tree: the agent's files
+	// can hold git up (a named pipe as a nested repository's .git/HEAD is
+	// opened and read, and blocks).
+	if c.network || c.workTree != "" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.timeout)
 		defer cancel()
@@ -125,7 +138,39 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) (string, error) {
 		ge.err = ctxErr
 		ge.timedOut = errors.Is(ctxErr, context.DeadlineExceeded)
 	}
+	if ge.timedOut && !c.network && c.workTree != "" {
+		return stdout.String(), stuckError(c.workTree, g.timeout, ge)
+	}
 	return stdout.String(), ge
+}
+
+// stuckError is a git call in the work tree root that did not finish within
+// timeout. The likely cause is looked for in root: a named pipe, socket or
+// device file, which git may open and wait on (it skips them as files, not
+// where it expects a repository's HEAD or .git). The walk reads no file and
+// follows no link; its answer names the path for the thread, quoted.
+func stuckError(root string, timeout time.Duration, ge *gitError) *Error {
+	found := ""
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: not looked into
+		}
+		if d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			found, _ = filepath.Rel(root, p)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	msg := fmt.Sprintf("Git did not finish within %s in this thread's workspace", timeout)
+	if found != "" {
+		if r := []rune(found); len(r) > 200 {
+			found = "…" + string(r[len(r)-199:])
+		}
+		msg += fmt.Sprintf(": the special file %q (a named pipe or device) holds it up. Remove it and the next run commits again.", found)
+	} else {
+		msg += "."
+	}
+	return newError(CodeInternal, msg, ge)
 }
 
 // out runs c and returns stdout without its trailing newline.
@@ -145,22 +190,44 @@ func (g *gitRunner) out(ctx context.Context, c gitCall) (string, error) {
 // any git the bot runs can read it. The fixed-name keys are also pinned in
 // every call's environment (neutralConfig), which holds even if the file is
 // changed again between this check and git reading it.
-func (g *gitRunner) enforceConfig() error {
+//
+// The same holds for every thread's repository (dir), whose config is the
+// mirror's.
+func (g *gitRunner) enforceConfig(dir string) error {
 	want := g.config.Load()
 	if want == nil {
 		// Fail closed: no git call on the mirror before ensure decided what
 		// its config is.
-		return newError(CodeInternal, "", fmt.Errorf("git call on mirror %s before its config was established", g.mirrorDir))
+		return newError(CodeInternal, "", fmt.Errorf("git call on %s before its config was established", dir))
 	}
-	path := filepath.Join(g.mirrorDir, "config")
+	path := filepath.Join(dir, "config")
 	if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, *want) {
 		return nil
 	}
 	if g.log != nil {
-		g.log.Warn("the mirror's git config was changed outside the bot; restoring it", "dir", g.mirrorDir)
+		g.log.Warn("the repository's git config was changed outside the bot; restoring it", "dir", dir)
 	}
 	if err := writeFileAtomic(path, *want, 0o644); err != nil {
 		return newError(CodeInternal, "", fmt.Errorf("restore mirror config: %w", err))
+	}
+	return nil
+}
+
+// enforceAlternates makes the objects/info/alternates file of the thread's
+// repository dir name the mirror's object store and nothing else, as the bot
+// wrote it: an alternate store is where git reads objects from (and runs
+// core.alternateRefsCommand for).
+func (g *gitRunner) enforceAlternates(dir string) error {
+	want := filepath.Join(g.mirrorDir, "objects") + "\n"
+	path := filepath.Join(dir, "objects", "info", "alternates")
+	if got, err := os.ReadFile(path); err == nil && string(got) == want {
+		return nil
+	}
+	if g.log != nil {
+		g.log.Warn("the thread repository's alternates file was changed outside the bot; restoring it", "dir", dir)
+	}
+	if err := writeFileAtomic(path, []byte(want), 0o644); err != nil {
+		return newError(CodeInternal, "", fmt.Errorf("restore alternates: %w", err))
 	}
 	return nil
 }
@@ -254,7 +321,10 @@ func (g *gitRunner) env(c gitCall) []string {
 		env = append(env, "GIT_WORK_TREE="+c.workTree)
 	}
 	cfg := append([][2]string(nil), neutralConfig...)
-	if !c.gc {
+	if c.gc {
+		// Objects are never deleted: see mirror.gc.
+		cfg = append(cfg, [2]string{"gc.pruneExpire", "never"})
+	} else {
 		cfg = append(cfg, [2]string{"gc.auto", "0"})
 	}
 	// Only network calls may use a transport, and only the configured

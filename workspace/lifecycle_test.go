@@ -58,8 +58,7 @@ func TestIdleWorkspacesRemovedAfterTTL(t *testing.T) {
 	}
 
 	// The branch stays, with the uncommitted work saved on it.
-	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
-	subject, err := runGitPlain(mirror, "log", "-1", "--format=%s%n%ae", idle.Branch())
+	subject, err := runGitPlain(idle.CommonDir(), "log", "-1", "--format=%s%n%ae", idle.Branch())
 	if err != nil || !strings.Contains(subject, "WIP: uncommitted changes saved") || !strings.Contains(subject, bot.Email) {
 		t.Errorf("branch tip = %q (%v), want the bot's WIP commit", subject, err)
 	}
@@ -91,11 +90,14 @@ func TestCleanupRunsGCOnMirrors(t *testing.T) {
 	w := e.open("app", "gc")
 	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
 	gitremote.Git(t, mirror, "repack", "-a", "-d", "-q")
+	// Pushed commits reach the mirror (small fetches leave them loose).
 	writeFile(t, w.Root(), "packed.txt", "a blob for a second pack\n")
 	mustCommit(t, w, "second pack")
+	mustPush(t, w)
 	gitremote.Git(t, mirror, "repack", "-d", "-q")
 	writeFile(t, w.Root(), "loose.txt", "a new blob\n")
 	mustCommit(t, w, "loose objects")
+	mustPush(t, w)
 	w.Close()
 	loose := func() string {
 		out := gitremote.Git(t, mirror, "count-objects", "-v")
@@ -152,5 +154,52 @@ func TestJanitorStopsOnClose(t *testing.T) {
 	}
 	if _, err := m.Cleanup(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Cleanup after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+// Cleanup packs a thread repository's loose objects (its own only: the
+// mirror's stay borrowed) and keeps its commits.
+func TestCleanupRunsGCOnThreadRepositories(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	mainTip := remote.Rev(t, "main")
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "gc")
+	store := w.CommonDir()
+	writeFile(t, w.Root(), "loose.txt", "a new blob\n")
+	mustCommit(t, w, "loose objects")
+	w.Close()
+	// More packs than gc.autoPackLimit (50), as for the mirror.
+	var packs strings.Builder
+	for i := range 51 {
+		fmt.Fprintf(&packs, "commit refs/test/packs\ncommitter t <t@t> 0 +0000\ndata 1\nx\n")
+		if i > 0 {
+			packs.WriteString("from refs/test/packs^0\n")
+		}
+		fmt.Fprintf(&packs, "M 100644 inline f%d\ndata 2\n%d\n\ncheckpoint\n\n", i, i%10)
+	}
+	gitremote.GitInput(t, store, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
+	idx := func() []string {
+		p, _ := filepath.Glob(filepath.Join(store, "objects", "pack", "*.idx"))
+		return p
+	}
+	if len(idx()) < 51 {
+		t.Fatalf("%d packs before gc; the test needs 51", len(idx()))
+	}
+	if _, err := e.m.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	packed := idx()
+	if len(packed) != 1 {
+		t.Fatalf("packs after Cleanup = %d, want 1 (git gc --auto ran)", len(packed))
+	}
+	idxData, err := os.ReadFile(packed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list := gitremote.GitInput(t, store, idxData, nil, "show-index"); strings.Contains(list, mainTip) {
+		t.Errorf("gc copied the mirror's objects (main's tip) into the thread's repository")
+	}
+	if out := gitremote.Git(t, w.Root(), "log", "-1", "--format=%s"); out != "loose objects" {
+		t.Errorf("HEAD after gc = %q, want the commit kept", out)
 	}
 }

@@ -61,6 +61,7 @@ func New(cfg Config) (*Manager, error) {
 	for _, r := range cfg.Repos {
 		g := &gitRunner{author: cfg.Author, timeout: cfg.GitTimeout, repo: r, redact: redactor{r.Token}, log: m.log.With("repo", r.Name)}
 		m.mirrors[r.Name] = newMirror(cfg.DataDir, r, g, m.log)
+		m.mirrors[r.Name].prefix = cfg.BranchPrefix
 		m.names = append(m.names, r.Name)
 	}
 	sort.Strings(m.names)
@@ -148,9 +149,9 @@ func (m *Manager) lockThread(key string) func() {
 }
 
 // Open returns the workspace of a thread on repository repoName, creating it
-// on first use: a linked worktree of the repository's mirror on the thread's
-// branch. If that branch exists on the remote it is checked out (never
-// reset); otherwise it starts from origin/<default_branch>. A workspace whose
+// on first use: a linked worktree of the thread's own repository (see
+// ensureStore) on the thread's branch. If that branch exists on the remote
+// it is checked out (never reset); otherwise it starts from origin/<default_branch>. A workspace whose
 // folder vanished is recreated from its branch. Opening an existing
 // workspace runs Sync (commits others pushed to the branch are brought in);
 // if the remote cannot be reached then (within 15 s), the workspace is still
@@ -180,16 +181,19 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	}
 	w := m.newWorkspace(mr, key, id)
 	log := m.log.With("repo", repoName, "branch", w.branch, "thread", key.String())
+	if err := w.ensureStore(ctx); err != nil {
+		return nil, err
+	}
 
 	admin, rootOK := w.locate()
 	switch {
 	case admin != "" && rootOK:
 		w.setAdmin(admin)
 	case rootOK:
-		// The folder is here but the mirror has no registration for it
+		// The folder is here but its repository has no registration for it
 		// (someone deleted it): register it again around the files, so
 		// that uncommitted work survives.
-		log.Warn("workspace folder has no registration in the mirror; registering it again", "dir", w.root)
+		log.Warn("workspace folder has no registration in its repository; registering it again", "dir", w.root)
 		if err := m.adopt(ctx, w); err != nil {
 			return nil, err
 		}
@@ -207,7 +211,7 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 		// Best effort: an unreachable remote must not hold up the run for
 		// the full GitTimeout when the workspace is already here.
 		sctx, cancel := context.WithTimeout(ctx, min(m.cfg.GitTimeout, syncTimeout))
-		err := mr.fetch(sctx)
+		err := w.fetch(sctx)
 		cancel()
 		if err != nil {
 			log.Warn("fetch before reusing workspace failed; working offline", "err", err)
@@ -237,13 +241,13 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 
 // create makes the worktree of w. Called with the thread lock held.
 func (m *Manager) create(ctx context.Context, w *Workspace, log *slog.Logger) error {
-	mr := w.mirror
-	fetchErr := mr.fetch(ctx)
+	mr, st := w.mirror, w.store
+	fetchErr := w.fetch(ctx)
 
 	local := "refs/heads/" + w.branch
 	remote := "refs/remotes/origin/" + w.branch
 	def := "refs/remotes/origin/" + mr.repo.DefaultBranch
-	refs, err := mr.refs(ctx, local, remote, def)
+	refs, err := st.refs(ctx, local, remote, def)
 	if err != nil {
 		return err
 	}
@@ -321,22 +325,22 @@ func (w *Workspace) staging() string {
 // moves the folder to Root and points the new admin dir at it. It returns
 // the admin dir. Callers hold mr.admin exclusively.
 func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (string, error) {
-	mr, staging := w.mirror, w.staging()
+	st, staging := w.store, w.staging()
 	if err := os.RemoveAll(staging); err != nil {
 		return "", err
 	}
 	// Registrations whose folders are gone (this thread's earlier one,
 	// say) keep git from checking their branch out again.
-	if err := mr.pruneStale(); err != nil {
+	if err := st.pruneStale(); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(staging), 0o755); err != nil {
 		return "", err
 	}
-	if _, err := mr.git.run(ctx, mr.call(args...)); err != nil {
+	if _, err := st.git.run(ctx, st.call(args...)); err != nil {
 		return "", err
 	}
-	admins := mr.adminsFor(staging, w.id)
+	admins := st.adminsFor(staging, w.id)
 	if len(admins) != 1 {
 		return "", fmt.Errorf("git worktree add made %d registrations for %s, want 1", len(admins), staging)
 	}
@@ -362,12 +366,12 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, args []string) (st
 // adopt registers the existing folder Root again, on the thread's branch,
 // keeping every file in it: the index is rebuilt from the branch's last
 // commit, so what the folder holds beyond it shows as uncommitted changes.
-// Called with the thread lock held, when the mirror has no usable
+// Called with the thread lock held, when the repository has no usable
 // registration for Root.
 func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
 	mr := w.mirror
 	local := "refs/heads/" + w.branch
-	refs, err := mr.refs(ctx, local, "refs/remotes/origin/"+w.branch, "refs/remotes/origin/"+mr.repo.DefaultBranch)
+	refs, err := w.store.refs(ctx, local, "refs/remotes/origin/"+w.branch, "refs/remotes/origin/"+mr.repo.DefaultBranch)
 	if err != nil {
 		return err
 	}
@@ -391,14 +395,14 @@ func (m *Manager) adopt(ctx context.Context, w *Workspace) error {
 
 // register is adopt's part under mr.admin.
 func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]string) (string, error) {
-	mr := w.mirror
+	mr, st := w.mirror, w.store
 	// Unusable registrations naming Root are in the way.
-	for _, a := range mr.adminsFor(w.root, w.id) {
+	for _, a := range st.adminsFor(w.root, w.id) {
 		if err := os.RemoveAll(a); err != nil {
 			return "", newError(CodeInternal, "", err)
 		}
 	}
-	if err := mr.pruneStale(); err != nil {
+	if err := st.pruneStale(); err != nil {
 		return "", err
 	}
 	if refs["refs/heads/"+w.branch] == "" {
@@ -409,11 +413,11 @@ func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]st
 		if start == "" {
 			return "", mr.checkDefaultBranch(ctx, mr.dir)
 		}
-		if _, err := mr.git.run(ctx, mr.call("branch", "--no-track", w.branch, start)); err != nil {
+		if _, err := st.git.run(ctx, st.call("branch", "--no-track", w.branch, start)); err != nil {
 			return "", newError(CodeInternal, "", err)
 		}
 	}
-	admin, err := mr.register(w.root, w.id, w.branch)
+	admin, err := st.register(w.root, w.id, w.branch)
 	if err != nil {
 		return "", newError(CodeInternal, "", err)
 	}
@@ -424,6 +428,7 @@ func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace 
 	return &Workspace{
 		m:       m,
 		mirror:  mr,
+		store:   m.storeFor(mr, id),
 		key:     key,
 		id:      id,
 		branch:  m.cfg.BranchPrefix + id,
@@ -508,9 +513,9 @@ func (m *Manager) janitor(ctx context.Context) {
 
 // Cleanup removes the folders of workspaces that are not open and were last
 // used more than IdleTTL ago (uncommitted changes are first committed
-// locally, so nothing is lost; branches stay), then runs `git gc --auto` on
-// every mirror. It returns the branches whose workspaces were removed. The
-// janitor calls it every CleanupInterval.
+// locally, so nothing is lost; branches stay), and runs `git gc --auto` in
+// every thread's repository and every mirror. It returns the branches whose
+// workspaces were removed. The janitor calls it every CleanupInterval.
 func (m *Manager) Cleanup(ctx context.Context) ([]string, error) {
 	if err := m.begin(); err != nil {
 		return nil, err
@@ -543,10 +548,14 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 				errs = append(errs, err)
 				continue
 			}
+			key := ThreadKey{Platform: md.Platform, Key: md.Key}
+			if err := m.gcStore(ctx, mr, key); err != nil {
+				errs = append(errs, err)
+			}
 			if md.LastUsed.After(cutoff) {
 				continue
 			}
-			ok, err := m.removeIdle(ctx, mr, ThreadKey{Platform: md.Platform, Key: md.Key}, cutoff)
+			ok, err := m.removeIdle(ctx, mr, key, cutoff)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -559,6 +568,25 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// gcStore runs `git gc --auto` in a thread's repository, under its thread
+// lock: its loose objects (the bot's commits) are packed, its own only (git
+// gc packs with --local: the mirror's objects stay borrowed), and nothing is
+// pruned.
+func (m *Manager) gcStore(ctx context.Context, mr *mirror, key ThreadKey) error {
+	st := m.storeFor(mr, threadID(key))
+	unlock := m.lockThread(mr.repo.Name + "/" + threadID(key))
+	defer unlock()
+	if _, err := os.Lstat(filepath.Join(st.dir, "HEAD")); err != nil {
+		return nil
+	}
+	c := st.call("gc", "--auto", "--quiet")
+	c.gc = true
+	if _, err := st.git.run(ctx, c); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return nil
 }
 
 // removeIdle removes one workspace if it is still idle once its thread lock

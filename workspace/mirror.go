@@ -26,6 +26,8 @@ type mirror struct {
 	dir  string
 	git  *gitRunner
 	log  *slog.Logger
+	// prefix is the configured branch_prefix (see migrate).
+	prefix string
 
 	initMu sync.Mutex
 	ready  bool
@@ -44,6 +46,7 @@ type mirror struct {
 func newMirror(dataDir string, repo Repo, g *gitRunner, log *slog.Logger) *mirror {
 	dir := filepath.Join(dataDir, "mirrors", repo.Name+".git")
 	g.mirrorDir = dir
+	g.storesDir = filepath.Join(dataDir, "threads", repo.Name)
 	return &mirror{
 		repo: repo,
 		dir:  dir,
@@ -85,10 +88,13 @@ func (m *mirror) ensure(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(m.dir, "HEAD")); err == nil {
 		// The config (remote URL included) follows the configuration; the
 		// next git call restores it, do it now to say so once.
-		if err := m.git.enforceConfig(); err != nil {
+		if err := m.git.enforceConfig(m.dir); err != nil {
 			return err
 		}
 		if err := m.guardPushes(m.dir); err != nil {
+			return err
+		}
+		if err := m.migrate(ctx, m.prefix); err != nil {
 			return err
 		}
 		m.ready = true
@@ -111,6 +117,9 @@ func (m *mirror) ensure(ctx context.Context) error {
 		return newError(CodeInternal, "", err)
 	}
 	if err := m.guardPushes(tmp); err != nil {
+		return err
+	}
+	if err := markLayout(tmp); err != nil {
 		return err
 	}
 	if err := m.fetchIn(ctx, tmp); err != nil {
@@ -293,14 +302,13 @@ func (m *mirror) isAncestor(ctx context.Context, a, b string) (bool, error) {
 	return false, newError(CodeInternal, "", err)
 }
 
-// gc prunes worktree registrations whose folders are gone and runs
-// `git gc --auto`.
+// gc runs `git gc --auto` on the mirror. It never prunes: the threads'
+// repositories borrow the mirror's objects (see store), and a commit the
+// remote dropped (a force push, a deleted branch) may still be the base of
+// a thread's branch.
 func (m *mirror) gc(ctx context.Context) error {
 	m.admin.Lock()
 	defer m.admin.Unlock()
-	if err := m.pruneStale(); err != nil {
-		return err
-	}
 	c := m.call("gc", "--auto", "--quiet")
 	c.gc = true
 	_, err := m.git.run(ctx, c)

@@ -65,8 +65,9 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		return PushResult{}, newError(CodeForbidden, fmt.Sprintf(
 			"Refusing to push %s: the bot only pushes branches under %q, never the default branch.", w.branch, cfg.BranchPrefix), nil)
 	}
+	st := w.store
 	localRef, trackingRef := "refs/heads/"+w.branch, "refs/remotes/origin/"+w.branch
-	refs, err := mr.refs(ctx, localRef, trackingRef)
+	refs, err := st.refs(ctx, localRef, trackingRef)
 	if err != nil {
 		return PushResult{}, err
 	}
@@ -97,7 +98,7 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	// lease on exactly that value can then only fast-forward (or create)
 	// the branch; if the remote moved meanwhile, the lease fails and nothing
 	// changed.
-	if tracking == "" || tracking == local || mr.mustIsAncestor(ctx, tracking, local) {
+	if tracking == "" || tracking == local || st.mustIsAncestor(ctx, tracking, local) {
 		err := w.pushBranch(ctx, local, tracking)
 		if err == nil {
 			res.UpToDate, res.Created = tracking == local, tracking == ""
@@ -115,7 +116,7 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 	// The remote moved, or our branch was rewritten: ask the remote where
 	// the branch is; the answer decides between a plain push, a force push
 	// of the bot's own commits, and a refusal.
-	remoteTip, err := mr.remoteBranch(ctx, localRef)
+	remoteTip, err := st.remoteBranch(ctx, localRef)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +132,7 @@ func (w *Workspace) push(ctx context.Context) (PushResult, error) {
 		}
 	}
 	lease := remoteTip
-	if remoteTip != "" && !mr.mustIsAncestor(ctx, remoteTip, local) {
+	if remoteTip != "" && !st.mustIsAncestor(ctx, remoteTip, local) {
 		if lease, err = w.leaseForBotCommits(ctx, local, remoteTip); err != nil {
 			return res, err
 		}
@@ -191,20 +192,18 @@ var errStaleLease = errors.New("the remote branch is not where the lease expects
 // environment (credentials bound to the configured host, GIT_ALLOW_PROTOCOL,
 // the pinned ssh command). The URL is the configured one, on the command
 // line, so remote.origin.pushurl (a dead end) and remote.origin.push in the
-// mirror's config play no part; the refspec names the thread's branch on both
-// sides; --no-verify and the pinned core.hooksPath keep the mirror's pre-push
+// repository's config play no part; the refspec names the thread's branch on both
+// sides; --no-verify and the pinned core.hooksPath keep the repository's pre-push
 // guard (and any hook) from running. The lease makes every push a
 // compare-and-swap: a fast-forward from expect, or a force push over commits
 // the caller checked are all the bot's.
 func (w *Workspace) pushBranch(ctx context.Context, local, expect string) error {
 	mr := w.mirror
 	ref := "refs/heads/" + w.branch
-	c := mr.call("push", "--no-verify", "--no-signed", "--no-recurse-submodules",
+	c := w.store.call("push", "--no-verify", "--no-signed", "--no-recurse-submodules",
 		"--force-with-lease="+ref+":"+expect, mr.repo.URL, local+":"+ref)
 	c.network = true
-	mr.admin.RLock()
 	_, err := mr.git.run(ctx, c)
-	mr.admin.RUnlock()
 	if err != nil {
 		text := strings.ToLower(err.Error())
 		switch {
@@ -235,11 +234,14 @@ func (w *Workspace) pushBranch(ctx context.Context, local, expect string) error 
 // counts are worked out from base. A failure from here on only costs the
 // notice its details, so it is logged, not returned.
 func (w *Workspace) pushed(ctx context.Context, res PushResult, base string) PushResult {
-	mr, local := w.mirror, res.SHA
+	mr, st, local := w.mirror, w.store, res.SHA
 	// A push to a URL moves no remote-tracking ref; the next push, Unpushed
 	// and Sync read this one.
-	if _, err := mr.git.run(ctx, mr.call("update-ref", "refs/remotes/origin/"+w.branch, local)); err != nil {
+	if _, err := st.git.run(ctx, st.call("update-ref", "refs/remotes/origin/"+w.branch, local)); err != nil {
 		w.m.log.Warn("could not move the remote-tracking branch", "branch", w.branch, "err", err)
+	}
+	if err := w.publish(ctx); err != nil {
+		w.m.log.Warn("could not copy the pushed commits into the mirror", "branch", w.branch, "err", err)
 	}
 	w.recordPush(local)
 	if res.UpToDate {
@@ -247,7 +249,7 @@ func (w *Workspace) pushed(ctx context.Context, res PushResult, base string) Pus
 	}
 	if base != "" {
 		var err error
-		if res.Files, err = mr.treeStats(ctx, base, local); err != nil {
+		if res.Files, err = st.treeStats(ctx, base, local); err != nil {
 			w.m.log.Warn("could not count the pushed changes", "branch", w.branch, "err", err)
 		}
 		if res.Commits, err = w.countCommits(ctx, base, local); err != nil {
@@ -296,7 +298,7 @@ func (w *Workspace) Unpushed(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer unlock()
-	mr := w.mirror
+	mr := w.store
 	local, tracking := "refs/heads/"+w.branch, "refs/remotes/origin/"+w.branch
 	refs, err := mr.refs(ctx, local, tracking)
 	if err != nil {
@@ -332,8 +334,8 @@ func (w *Workspace) recordPush(sha string) {
 // and returns the remote tip to lease on when all of them are the bot's;
 // otherwise ErrPushRejected.
 func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip string) (string, error) {
-	mr := w.mirror
-	if err := mr.fetch(ctx); err != nil {
+	mr := w.store
+	if err := w.fetch(ctx); err != nil {
 		return "", err
 	}
 	tracking := "refs/remotes/origin/" + w.branch
@@ -371,7 +373,7 @@ func (w *Workspace) leaseForBotCommits(ctx context.Context, local, remoteTip str
 
 // forkPoint is where the thread's branch left the default branch.
 func (w *Workspace) forkPoint(ctx context.Context, head string) (string, error) {
-	mr := w.mirror
+	mr := w.store
 	out, err := mr.git.run(ctx, mr.call("merge-base", head, "refs/remotes/origin/"+mr.repo.DefaultBranch))
 	if err != nil {
 		if exitStatus(err) == 1 {
@@ -383,7 +385,7 @@ func (w *Workspace) forkPoint(ctx context.Context, head string) (string, error) 
 }
 
 func (w *Workspace) countCommits(ctx context.Context, base, head string) (int, error) {
-	out, err := w.mirror.git.out(ctx, w.mirror.call("rev-list", "--count", base+".."+head))
+	out, err := w.store.git.out(ctx, w.store.call("rev-list", "--count", base+".."+head))
 	if err != nil {
 		return 0, newError(CodeInternal, "", err)
 	}

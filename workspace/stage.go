@@ -3,12 +3,45 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
+// NestedHow is what staging did with a nested repository.
+type NestedHow int
+
+const (
+	// NestedLinked: recorded as a link to the nested repository's
+	// checked-out commit (a gitlink, as a submodule is), not its files.
+	NestedLinked NestedHow = iota
+	// NestedAsFiles: the nested repository had no commit; its files were
+	// recorded as ordinary files of the branch, its .git left out. From
+	// then on git treats the folder as an ordinary one. (One without a
+	// commit and without files is not reported: there is nothing to record.)
+	NestedAsFiles
+	// NestedSkipped: not recorded at all: its .git is not a folder (a file
+	// or symlink naming a repository elsewhere).
+	NestedSkipped
+)
+
+// Nested is an untracked folder that git takes for a repository of its own
+// (`git init`, `cargo new`, a clone, a planted .git file), and what staging
+// did with it.
+type Nested struct {
+	// Path is relative to Root, with / separators. The agent chose it:
+	// untrusted text (any character but NUL, line breaks included).
+	Path string
+	How  NestedHow
+}
+
 // stage records the work tree in the index as `git add --all` would: new,
-// modified and deleted files, honouring .gitignore, and a nested repository
-// as its checked-out commit. env may name another index (GIT_INDEX_FILE).
+// modified and deleted files, honouring .gitignore. env may name another
+// index (GIT_INDEX_FILE). Untracked nested repositories are handled one by
+// one and returned: one with a commit is recorded as that commit (a
+// gitlink, what `git add` does), one without a commit (which `git add`
+// refuses, failing the whole commit) as its files, and one whose .git is not
+// a folder (a file or symlink pointing elsewhere) is left out.
 //
 // Not `git add --all` itself: for every submodule in the index whose commit
 // did not change, it runs `git status` inside the nested repository to see
@@ -16,18 +49,18 @@ import (
 // config, which the agent wrote (a filter driver runs a command, say).
 // ls-files and update-index read a nested repository's HEAD in-process and
 // start no git there.
-func (w *Workspace) stage(ctx context.Context, env []string) error {
+func (w *Workspace) stage(ctx context.Context, env []string) ([]Nested, error) {
 	lsChanged := w.call("ls-files", "-z", "--modified", "--deleted")
 	lsChanged.env = env
 	changed, err := w.git.run(ctx, lsChanged)
 	if err != nil {
-		return newError(CodeInternal, "", err)
+		return nil, newError(CodeInternal, "", err)
 	}
 	lsNew := w.call("ls-files", "-z", "--others", "--exclude-standard")
 	lsNew.env = env
 	untracked, err := w.git.run(ctx, lsNew)
 	if err != nil {
-		return newError(CodeInternal, "", err)
+		return nil, newError(CodeInternal, "", err)
 	}
 
 	// Tracked paths first: a file that became a folder is removed before
@@ -40,21 +73,112 @@ func (w *Workspace) stage(ctx context.Context, env []string) error {
 			paths.WriteString(p + "\x00")
 		}
 	}
+	var nested []string
 	for p := range strings.SplitSeq(untracked, "\x00") {
-		// A nested repository is listed as "dir/"; update-index adds it
-		// as a gitlink when named without the slash.
-		if p = strings.TrimSuffix(p, "/"); p != "" {
+		// A nested repository is listed as "dir/".
+		if dir, ok := strings.CutSuffix(p, "/"); ok && dir != "" {
+			nested = append(nested, dir)
+		} else if p != "" {
 			paths.WriteString(p + "\x00")
 		}
 	}
-	if paths.Len() == 0 {
+	if err := w.updateIndex(ctx, env, paths.Bytes()); err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	var done []Nested
+	for _, dir := range nested {
+		n, err := w.stageNested(ctx, env, dir)
+		if err != nil {
+			return nil, err
+		}
+		done = append(done, n...)
+	}
+	return done, nil
+}
+
+// updateIndex adds, updates or removes the NUL-terminated paths.
+func (w *Workspace) updateIndex(ctx context.Context, env []string, paths []byte) error {
+	if len(paths) == 0 {
 		return nil
 	}
 	// --replace: a path may turn from file into folder or back.
 	update := w.call("update-index", "--add", "--remove", "--replace", "-z", "--stdin")
-	update.env, update.stdin = env, paths.Bytes()
-	if _, err := w.git.run(ctx, update); err != nil {
-		return newError(CodeInternal, "", err)
+	update.env, update.stdin = env, paths
+	_, err := w.git.run(ctx, update)
+	return err
+}
+
+// stageNested records the untracked nested repository dir (relative to
+// Root). Only a real .git folder is looked at, and only by git in-process
+// (update-index reads its HEAD); a .git file or symlink could name any
+// repository on the machine, so its folder is left out unread.
+func (w *Workspace) stageNested(ctx context.Context, env []string, dir string) ([]Nested, error) {
+	st, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(dir), ".git"))
+	if err != nil || !st.IsDir() {
+		return []Nested{{Path: dir, How: NestedSkipped}}, nil
 	}
-	return nil
+	// With a commit checked out, update-index records it as a gitlink;
+	// without one it refuses the folder ("is a directory").
+	if err := w.updateIndex(ctx, env, []byte(dir+"\x00")); err == nil {
+		return []Nested{{Path: dir, How: NestedLinked}}, nil
+	} else if exitStatus(err) != 128 {
+		return nil, newError(CodeInternal, "", err)
+	}
+	files, inner, err := w.listNestedFiles(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var paths bytes.Buffer
+	for _, f := range files {
+		paths.WriteString(dir + "/" + f + "\x00")
+	}
+	if err := w.updateIndex(ctx, env, paths.Bytes()); err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
+	var done []Nested
+	if len(files) > 0 {
+		done = append(done, Nested{Path: dir, How: NestedAsFiles})
+	}
+	for _, in := range inner {
+		n, err := w.stageNested(ctx, env, dir+"/"+in)
+		if err != nil {
+			return nil, err
+		}
+		done = append(done, n...)
+	}
+	return done, nil
+}
+
+// listNestedFiles lists the files of the nested repository dir that are not
+// ignored (by its own .gitignore files and the thread's info/exclude),
+// relative to dir, with git looking at dir as the work tree and an empty
+// index, so that nothing in the thread's index hides them. Repositories
+// nested in it again are returned apart.
+func (w *Workspace) listNestedFiles(ctx context.Context, dir string) (files, inner []string, err error) {
+	empty, err := os.CreateTemp(w.GitDir(), "threadsmith-nested-index-")
+	if err != nil {
+		return nil, nil, newError(CodeInternal, "", err)
+	}
+	// A missing index file is an empty index; an empty file is a corrupt one.
+	empty.Close()
+	if err := os.Remove(empty.Name()); err != nil {
+		return nil, nil, newError(CodeInternal, "", err)
+	}
+	sub := filepath.Join(w.root, filepath.FromSlash(dir))
+	c := w.call("ls-files", "-z", "--others", "--exclude-standard")
+	c.dir, c.workTree = sub, sub
+	c.env = []string{"GIT_INDEX_FILE=" + empty.Name()}
+	out, err := w.git.run(ctx, c)
+	os.Remove(empty.Name())
+	if err != nil {
+		return nil, nil, newError(CodeInternal, "", err)
+	}
+	for p := range strings.SplitSeq(out, "\x00") {
+		if d, ok := strings.CutSuffix(p, "/"); ok && d != "" {
+			inner = append(inner, d)
+		} else if p != "" {
+			files = append(files, p)
+		}
+	}
+	return files, inner, nil
 }

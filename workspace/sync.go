@@ -37,7 +37,7 @@ func (w *Workspace) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	defer unlock()
 	sctx, cancel := context.WithTimeout(ctx, min(w.m.cfg.GitTimeout, syncTimeout))
-	err = w.mirror.fetch(sctx)
+	err = w.fetch(sctx)
 	cancel()
 	if err != nil {
 		return SyncResult{}, err
@@ -48,7 +48,7 @@ func (w *Workspace) Sync(ctx context.Context) (SyncResult, error) {
 // integrateRemote is Sync after the fetch. Callers hold the thread lock.
 func (w *Workspace) integrateRemote(ctx context.Context) (SyncResult, error) {
 	var res SyncResult
-	mr := w.mirror
+	mr := w.store
 	local, remote := "refs/heads/"+w.branch, "refs/remotes/origin/"+w.branch
 	refs, err := mr.refs(ctx, local, remote)
 	if err != nil || refs[remote] == "" || refs[local] == refs[remote] {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -17,13 +19,17 @@ import (
 )
 
 // Workspace is one thread's checkout: a linked worktree of its repository's
-// mirror on the thread's branch, plus a scratch folder outside the tree.
+// own repository on the thread's branch, plus a scratch folder outside the
+// tree.
 //
 // Its methods may be called from any goroutine; operations on one thread's
 // workspace are serialised with each other and with Open of that thread.
 type Workspace struct {
 	m      *Manager
 	mirror *mirror
+	// store is the thread's own repository (see ensureStore): the common
+	// dir of its worktree.
+	store  *mirror
 	git    *gitRunner
 	key    ThreadKey
 	id     string
@@ -33,7 +39,7 @@ type Workspace struct {
 	// never committed.
 	scratch string
 	meta    string
-	// admin is the worktree's admin dir in the mirror (see GitDir). It is
+	// admin is the worktree's admin dir in the store (see GitDir). It is
 	// set with the thread lock held and read without it by GitDir.
 	admin atomic.Pointer[string]
 
@@ -63,11 +69,10 @@ func (w *Workspace) DefaultBranch() string { return w.mirror.repo.DefaultBranch 
 func (w *Workspace) Thread() ThreadKey { return w.key }
 
 // GitDir is the absolute path of the worktree's admin dir,
-// <data_dir>/mirrors/<repo>.git/worktrees/<name>: its HEAD, index and
-// per-worktree refs; Root's .git file points here. A sandbox that runs git in
-// Root mounts it read-only (at the same path) next to CommonDir. It can
-// change when the bot has to register the worktree again (Open does so when
-// the registration vanished), so read it per use rather than once.
+// <data_dir>/threads/<repo>/<id>.git/worktrees/<name>: its HEAD, index and
+// per-worktree refs; Root's .git file points here. It is inside CommonDir.
+// It can change when the bot has to register the worktree again (Open does
+// so when the registration vanished), so read it per use rather than once.
 func (w *Workspace) GitDir() string {
 	if p := w.admin.Load(); p != nil {
 		return *p
@@ -75,18 +80,27 @@ func (w *Workspace) GitDir() string {
 	return ""
 }
 
-// CommonDir is the absolute path of the repository's shared mirror,
-// <data_dir>/mirrors/<repo>.git: objects, refs and config of every thread
-// of the repository. Its worktrees/ folder holds every thread's GitDir, so a
-// sandbox shows the thread only its own.
-func (w *Workspace) CommonDir() string { return w.mirror.dir }
+// CommonDir is the absolute path of the thread's own repository,
+// <data_dir>/threads/<repo>/<id>.git: the thread's branch and commits, the
+// remote's branches as last fetched, config, and GitDir. It borrows the
+// remote's objects from the repository's shared mirror (see ensureStore).
+func (w *Workspace) CommonDir() string { return w.store.dir }
+
+// ReadOnlyGitPaths are the folders a sandbox shows read-only, at the same
+// paths, so that git works in Root (status, diff, log): CommonDir, and the
+// shared mirror's object store, which holds only what the remote has (its
+// objects, and the bot's pushed commits). Nothing of other threads is in
+// either.
+func (w *Workspace) ReadOnlyGitPaths() []string {
+	return []string{w.store.dir, filepath.Join(w.mirror.dir, "objects")}
+}
 
 func (w *Workspace) setAdmin(admin string) { w.admin.Store(&admin) }
 
 // call is a git command in the thread's worktree, with its admin dir and
-// the mirror named explicitly (see gitCall).
+// the thread's repository named explicitly (see gitCall).
 func (w *Workspace) call(args ...string) gitCall {
-	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.mirror.dir, workTree: w.root, args: args}
+	return gitCall{dir: w.root, gitDir: w.GitDir(), commonDir: w.store.dir, workTree: w.root, args: args}
 }
 
 func (w *Workspace) wkey() string { return w.mirror.repo.Name + "/" + w.id }
@@ -111,13 +125,13 @@ func (w *Workspace) lock() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// locate finds the worktree's admin dir from the mirror's side, never from
+// locate finds the worktree's admin dir from the repository's side, never from
 // Root/.git, and reports whether Root is a folder of its own (not missing,
 // not a symlink). admin is "" when no usable registration names Root.
 func (w *Workspace) locate() (admin string, rootOK bool) {
 	st, err := os.Lstat(w.root)
 	rootOK = err == nil && st.IsDir() && !emptyButDotGit(w.root)
-	admins := w.mirror.adminsFor(w.root, w.id)
+	admins := w.store.adminsFor(w.root, w.id)
 	cur := w.GitDir()
 	for _, a := range admins {
 		if !usableAdmin(a) {
@@ -147,10 +161,11 @@ func emptyButDotGit(dir string) bool {
 }
 
 // openRepo opens the worktree with go-git on explicit storage: the admin
-// dir for per-worktree files, the mirror for the rest. PlainOpen would read
-// Root/.git and the admin dir's commondir file, both writable by the agent.
+// dir for per-worktree files, the store for the rest, the mirror's objects
+// as its alternate. PlainOpen would read Root/.git and the admin dir's
+// commondir file, both writable by the agent.
 func (w *Workspace) openRepo() (*git.Repository, error) {
-	if err := w.git.enforceConfig(); err != nil {
+	if err := w.git.enforceConfig(w.store.dir); err != nil {
 		return nil, err
 	}
 	admin := w.GitDir()
@@ -161,8 +176,14 @@ func (w *Workspace) openRepo() (*git.Repository, error) {
 	// go-git renames its temporary object files by absolute path, which a
 	// bound file system would resolve inside the admin dir. Only the work
 	// tree, the agent's, gets one that does not follow symlinks out.
-	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.mirror.dir))
-	st := filesystem.NewStorage(fs, cache.NewObjectLRUDefault())
+	fs := dotgit.NewRepositoryFilesystem(osfs.New(admin), osfs.New(w.store.dir))
+	objects := cache.NewObjectLRUDefault()
+	st := borrowingStorage{
+		// The alternates file holds an absolute path (the bot's): resolved
+		// from /, not inside the admin dir.
+		Storage: filesystem.NewStorageWithOptions(fs, objects, filesystem.Options{AlternatesFS: osfs.New("/")}),
+		shared:  filesystem.NewObjectStorage(dotgit.New(osfs.New(w.mirror.dir)), objects),
+	}
 	r, err := git.Open(st, osfs.New(w.root, osfs.WithBoundOS()))
 	if err != nil {
 		return nil, newError(CodeInternal, "", fmt.Errorf("open %s: %w", w.root, err))
@@ -212,49 +233,67 @@ type CommitRequest struct {
 // bot. It returns the new commit's sha, or "" when there was nothing to
 // commit.
 func (w *Workspace) Commit(ctx context.Context, req CommitRequest) (string, error) {
+	res, err := w.CommitWork(ctx, req)
+	return res.SHA, err
+}
+
+// CommitResult is what CommitWork did.
+type CommitResult struct {
+	// SHA is the new commit, or "" when there was nothing to commit.
+	SHA string
+	// Nested are the untracked nested repositories met while staging and
+	// what was done with each (see Nested); the thread should hear of them.
+	Nested []Nested
+}
+
+// CommitWork is Commit, also telling what was done with nested
+// repositories.
+func (w *Workspace) CommitWork(ctx context.Context, req CommitRequest) (CommitResult, error) {
 	unlock, err := w.lock()
 	if err != nil {
-		return "", err
+		return CommitResult{}, err
 	}
 	defer unlock()
 	return w.commit(ctx, CommitMessage(req))
 }
 
-func (w *Workspace) commit(ctx context.Context, msg string) (string, error) {
+func (w *Workspace) commit(ctx context.Context, msg string) (CommitResult, error) {
+	var res CommitResult
 	if err := w.checkOnBranch(ctx); err != nil {
-		return "", err
+		return res, err
 	}
 	// Staging with the CLI: go-git's AddWithOptions{All: true} runs a full
 	// go-git status first (see changed).
-	if err := w.stage(ctx, nil); err != nil {
-		return "", err
+	nested, err := w.stage(ctx, nil)
+	if err != nil {
+		return res, err
 	}
+	res.Nested = nested
 	// Index against HEAD only: git looks at no work tree, nested or not, so
 	// a changed submodule commit counts whatever .gitmodules says.
-	_, err := w.git.run(ctx, w.call("diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"))
+	_, err = w.git.run(ctx, w.call("diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none"))
 	switch {
 	case err == nil:
-		return "", nil // nothing staged
+		return res, nil // nothing staged
 	case exitStatus(err) != 1:
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
 
 	repo, err := w.openRepo()
 	if err != nil {
-		return "", err
+		return res, err
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
 	sig := &object.Signature{Name: w.m.cfg.Author.Name, Email: w.m.cfg.Author.Email, When: w.m.cfg.Now()}
-	w.mirror.admin.RLock()
 	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
-	w.mirror.admin.RUnlock()
 	if err != nil {
-		return "", newError(CodeInternal, "", err)
+		return res, newError(CodeInternal, "", err)
 	}
-	return h.String(), nil
+	res.SHA = h.String()
+	return res, nil
 }
 
 // checkOnBranch fails when someone (the agent's bash, say) switched the
@@ -371,15 +410,12 @@ func (w *Workspace) remove(ctx context.Context, why string) error {
 	}
 	// Removed by hand rather than with `git worktree remove`, which reads
 	// Root/.git and refuses when it does not point back.
-	mr := w.mirror
-	mr.admin.Lock()
 	err := os.RemoveAll(w.root)
-	for _, a := range mr.adminsFor(w.root, w.id) {
+	for _, a := range w.store.adminsFor(w.root, w.id) {
 		if rerr := os.RemoveAll(a); err == nil {
 			err = rerr
 		}
 	}
-	mr.admin.Unlock()
 	if err != nil {
 		return newError(CodeInternal, "", err)
 	}
@@ -393,4 +429,30 @@ func (w *Workspace) remove(ctx context.Context, why string) error {
 	}
 	w.m.mu.Unlock()
 	return nil
+}
+
+// borrowingStorage is a thread's repository for go-git, which does not look
+// in an alternate object store when it checks whether an object exists: it
+// would write every tree of the first commit again into the thread's
+// repository (hundreds of objects in a large repository) and reopen the
+// mirror's pack index for every object it reads from there. The mirror's
+// objects are looked up first, in one object storage opened once, then the
+// thread's own.
+type borrowingStorage struct {
+	*filesystem.Storage
+	shared *filesystem.ObjectStorage
+}
+
+func (s borrowingStorage) HasEncodedObject(h plumbing.Hash) error {
+	if err := s.Storage.HasEncodedObject(h); err != plumbing.ErrObjectNotFound {
+		return err
+	}
+	return s.shared.HasEncodedObject(h)
+}
+
+func (s borrowingStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, err := s.shared.EncodedObject(t, h); err == nil {
+		return o, nil
+	}
+	return s.Storage.EncodedObject(t, h)
 }

@@ -9,17 +9,18 @@ import (
 )
 
 // A linked worktree has two halves: the folder (Root), whose .git file
-// names the admin dir, and the admin dir, mirrors/<repo>.git/worktrees/<name>
+// names the admin dir, and the admin dir, threads/<repo>/<id>.git/worktrees/<name>
 // (HEAD, index, and a gitdir file naming <Root>/.git). The folder is the
 // agent's to write, so the bot finds and checks the admin dir from the
-// mirror's side only and never reads the .git file; it rewrites that file
+// repository's side only and never reads the .git file; it rewrites that file
 // for the agent's own git when it is wrong.
 
 // lockReason is the content of the admin dir's locked file: a locked
 // worktree is never pruned or removed by git, only by the bot.
 const lockReason = "threadsmith: removed by the bot only\n"
 
-// worktreesDir holds the mirror's worktree admin dirs.
+// worktreesDir holds the repository's worktree admin dirs (a thread's
+// store; the mirror's only in the layout migrate undoes).
 func (m *mirror) worktreesDir() string { return filepath.Join(m.dir, "worktrees") }
 
 // adminsFor lists the admin dirs registered for the worktree folder root of

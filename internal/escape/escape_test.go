@@ -109,11 +109,11 @@ func newWorld(t *testing.T) *world {
 		Sandbox: sb,
 		Env:     map[string]string{"BOT_PID": strconv.Itoa(os.Getpid()), "B_ROOT": w.b.Root(), "B_GITDIR": w.b.GitDir(), "REMOTE": w.remote.Path, "DATA": w.dataDir, "CONFIG": w.config, "MARKER": w.marker, "BOT_HOME": home},
 		Mounts: func() []sandbox.Mount { // as the bridge mounts them
-			return append([]sandbox.Mount{
-				{Path: w.a.CommonDir(), Access: sandbox.ReadOnly},
-				{Path: filepath.Join(w.a.CommonDir(), "worktrees"), Access: sandbox.Hidden},
-				{Path: w.a.GitDir(), Access: sandbox.ReadOnly},
-			}, w.extra...)
+			var ms []sandbox.Mount
+			for _, p := range w.a.ReadOnlyGitPaths() {
+				ms = append(ms, sandbox.Mount{Path: p, Access: sandbox.ReadOnly})
+			}
+			return append(ms, w.extra...)
 		},
 	})
 	if err != nil {
@@ -180,19 +180,23 @@ func (w *world) snapshot() snapshot {
 	s := snapshot{}
 	hashTree(s, "b", w.b.Root())
 	hashTree(s, "b-git", w.b.GitDir())
-	for _, f := range []string{"config", "HEAD", "packed-refs"} {
-		hashFile(s, "mirror/"+f, filepath.Join(w.a.CommonDir(), f))
-	}
-	hashTree(s, "mirror/hooks", filepath.Join(w.a.CommonDir(), "hooks"))
-	hashTree(s, "mirror/info", filepath.Join(w.a.CommonDir(), "info"))
-	hashTree(s, "mirror/objects/info", filepath.Join(w.a.CommonDir(), "objects", "info"))
-	// Every ref of the mirror but those the bot moves itself: A's branch
-	// (its commits) and the remote-tracking refs (its fetches and pushes).
-	hashTree(s, "mirror/refs", filepath.Join(w.a.CommonDir(), "refs"))
-	delete(s, "mirror/refs/heads/"+w.a.Branch())
-	for k := range s {
-		if strings.HasPrefix(k, "mirror/refs/remotes/") {
-			delete(s, k)
+	// The shared mirror and thread A's own repository (which the sandbox
+	// shows read-only).
+	for key, dir := range map[string]string{"mirror": filepath.Join(w.dataDir, "mirrors", "app.git"), "a-repo": w.a.CommonDir()} {
+		for _, f := range []string{"config", "HEAD", "packed-refs"} {
+			hashFile(s, key+"/"+f, filepath.Join(dir, f))
+		}
+		hashTree(s, key+"/hooks", filepath.Join(dir, "hooks"))
+		hashTree(s, key+"/info", filepath.Join(dir, "info"))
+		hashTree(s, key+"/objects/info", filepath.Join(dir, "objects", "info"))
+		// Every ref but those the bot moves itself: A's branch (its
+		// commits) and the remote-tracking refs (its fetches and pushes).
+		hashTree(s, key+"/refs", filepath.Join(dir, "refs"))
+		delete(s, key+"/refs/heads/"+w.a.Branch())
+		for k := range s {
+			if strings.HasPrefix(k, key+"/refs/remotes/") {
+				delete(s, k)
+			}
 		}
 	}
 	hashFile(s, "a-git/HEAD", filepath.Join(w.a.GitDir(), "HEAD"))
