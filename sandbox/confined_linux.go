@@ -47,6 +47,11 @@ type initSpec struct {
 	Cmd       cmdSpec `json:"cmd"`
 	Landlock  int     `json:"landlock,omitempty"`
 	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
+	// HostAddrs are the host's addresses, made unreachable inside, and
+	// NetFD the pipe on which the network helper says it is ready (with
+	// the network on).
+	HostAddrs []string `json:"host_addrs,omitempty"`
+	NetFD     int      `json:"net_fd,omitempty"`
 }
 
 // cmdSpec is the command and the restrictions it starts under.
@@ -75,6 +80,8 @@ type confined struct {
 	// metrics is told when the init reports that it could not build the
 	// sandbox (a failure after Start returned).
 	metrics interface{ StartFailed() }
+	// net is the sandbox's network helper, nil without network.
+	net *netStack
 }
 
 func (s *Sandbox) startConfined(sp Spec) (process, error) {
@@ -171,6 +178,17 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		defer sock.Close()
 		files = append(files, peer)
 	}
+	np, files, err := s.prepareNet(&spec, files)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		statusR.Close()
+		statusW.Close()
+		if peer != nil {
+			peer.Close()
+		}
+		return nil, err
+	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
@@ -179,7 +197,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP | syscall.CLONE_NEWNET,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
 			GidMappingsEnableSetgroups: false,
@@ -191,9 +209,6 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if !spec.Network {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
-	}
 	setStdio(cmd, sp)
 	err = startDumpable(cmd)
 	specR.Close()
@@ -201,9 +216,15 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	if peer != nil {
 		peer.Close()
 	}
+	if np != nil {
+		files[spec.NetFD-3].Close()
+	}
 	if err != nil {
 		specW.Close()
 		statusR.Close()
+		if np != nil {
+			np.ready.Close()
+		}
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	// Memory is limited per process (RLIMIT_AS), so many processes of one
@@ -215,8 +236,14 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	// read-only inside anyway.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000\n"), 0)
 	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
+	var werr error
+	if np != nil {
+		c.net, werr = np.start(cmd.Process.Pid)
+	}
 	b, _ := json.Marshal(spec)
-	_, werr := specW.Write(b)
+	if werr == nil {
+		_, werr = specW.Write(b)
+	}
 	specW.Close()
 	if werr == nil && spec.Idmap {
 		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
@@ -250,6 +277,10 @@ func (c *confined) wait() (Exit, error) {
 		line, _ := bufio.NewReader(c.status).ReadString('\n')
 		c.status.Close()
 		werr := c.cmd.Wait()
+		helper := c.net.stop()
+		if strings.HasPrefix(line, "error ") && helper != "" {
+			line = strings.TrimSpace(line) + " (" + netHelperName + ": " + helper + ")"
+		}
 		c.exit, c.err = parseStatus(line, werr)
 		if strings.HasPrefix(line, "error ") && c.metrics != nil {
 			c.metrics.StartFailed()
@@ -378,6 +409,9 @@ func startDumpable(cmd *exec.Cmd) error {
 
 // probe runs the whole chain once with an empty command.
 func (s *Sandbox) probe() error {
+	if err := s.findNet(); err != nil {
+		return err
+	}
 	s.landlock = landlockABI()
 	s.hostID = os.Getuid()
 	if s.hostID != 0 {

@@ -1,0 +1,190 @@
+package sandbox_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
+)
+
+// netRig is a rig with the network on. Where the network cannot be had (no
+// slirp4netns, or a /dev/net/tun the bot's user may not open), New must
+// refuse it and say why; the test then skips, except as root under
+// THREADSMITH_REQUIRE_SANDBOX, where CI installs what it needs.
+func netRig(t *testing.T) *rig {
+	t.Helper()
+	_, err := sandbox.New(sandbox.Config{Network: true})
+	if err != nil {
+		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "sandbox.network:") {
+			t.Fatalf("New with the network on: %v", err)
+		}
+		if !strings.Contains(err.Error(), "slirp4netns") && !strings.Contains(err.Error(), "/dev/net/tun") {
+			t.Fatalf("the refusal does not say what is missing: %v", err)
+		}
+		if os.Getuid() == 0 && os.Getenv("THREADSMITH_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("the network must work for a root bot here: %v", err)
+		}
+		t.Skipf("the network is refused here, as it must be: %v", err)
+	}
+	return newRig(t, sandbox.Config{Network: true})
+}
+
+// listener listens on addr until the test ends and counts what it accepts.
+func listener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := new(atomic.Int32)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			io.WriteString(c, "the host's service answered\n")
+			c.Close()
+		}
+	}()
+	return ln, n
+}
+
+// probe is a bash line that tries a TCP connection to host:port for at most
+// 3 s and prints "reached", "refused" or "hung" with the address.
+func probe(host, port string) string {
+	return fmt.Sprintf(`if timeout 3 bash -c 'exec 3<>/dev/tcp/%[1]s/%[2]s && head -1 <&3' 2>/dev/null; then echo "reached %[1]s"; elif [ $? = 124 ]; then echo "hung %[1]s"; else echo "refused %[1]s"; fi`+"\n", host, port)
+}
+
+// The attacker's way to the host's own services with the network on: the
+// host's loopback (v4 and v6), the helper's gateway (which a user-mode
+// stack maps to the host's loopback unless told not to), and each of the
+// host's own addresses, where a service listening on every address
+// answers. None connects, and none hangs either.
+func TestNetworkOnReachesNoneOfTheHostsServices(t *testing.T) {
+	r := netRig(t)
+	var script strings.Builder
+	var targets []string
+	counts := map[string]*atomic.Int32{}
+	add := func(listen, host string) {
+		ln, n := listener(t, listen)
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		script.WriteString(probe(host, port))
+		targets = append(targets, host)
+		counts[host] = n
+	}
+	add("127.0.0.1:0", "127.0.0.1")
+	add("127.0.0.1:0", "10.0.2.2")
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		ln.Close()
+		add("[::1]:0", "::1")
+	}
+	// A service on every address, reached through each of the host's own.
+	all, n := listener(t, ":0")
+	_, allPort, _ := net.SplitHostPort(all.Addr().String())
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		script.WriteString(probe(ipn.IP.String(), allPort))
+		targets = append(targets, ipn.IP.String())
+		counts[ipn.IP.String()] = n
+	}
+	if len(targets) < 4 {
+		t.Fatalf("the host has no non-loopback address to try: %v", addrs)
+	}
+	start := time.Now()
+	out, _ := r.run(t, script.String())
+	took := time.Since(start)
+	for _, h := range targets {
+		if !strings.Contains(out, "refused "+h+"\n") {
+			t.Errorf("%s: want refused:\n%s", h, out)
+		}
+		if counts[h].Load() > 0 {
+			t.Errorf("the host's service on %s accepted a connection from the sandbox", h)
+		}
+	}
+	if strings.Contains(out, "answered") {
+		t.Errorf("a host service answered the sandbox:\n%s", out)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the refusals took %v: a connection hung", took)
+	}
+}
+
+// With the network on, a machine outside this host is reachable, and this
+// host's own address on the way there is not.
+func TestNetworkOnReachesTheOutside(t *testing.T) {
+	r := netRig(t)
+	o := sandboxtest.Outside(t)
+	ln := o.Listen(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "hello from outside\n")
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	hostSide, hostCount := listener(t, o.HostAddr+":0")
+	_, hostPort, _ := net.SplitHostPort(hostSide.Addr().String())
+	out, _ := r.run(t, probe(o.Addr, port)+probe(o.HostAddr, hostPort))
+	if !strings.Contains(out, "hello from outside\nreached "+o.Addr) {
+		t.Errorf("the outside host was not reached:\n%s", out)
+	}
+	if !strings.Contains(out, "refused "+o.HostAddr) || hostCount.Load() > 0 {
+		t.Errorf("this host's own address on the veth was reached:\n%s", out)
+	}
+}
+
+// Names resolve through the helper's DNS forwarder: the sandbox's
+// resolv.conf names it (keeping the host's search and options), and the
+// forwarder's address answers on port 53 only.
+func TestNetworkOnResolvesThroughTheHelper(t *testing.T) {
+	r := netRig(t)
+	out, _ := r.run(t, `cat /etc/resolv.conf`)
+	if !strings.HasPrefix(out, "nameserver 10.0.2.3\n") || strings.Count(out, "nameserver") != 1 {
+		t.Errorf("resolv.conf does not name the helper's forwarder alone:\n%s", out)
+	}
+}
+
+// The command cannot undo the unreachable routes: it has no CAP_NET_ADMIN
+// over its network namespace.
+func TestNetworkOnRoutesAreTheInitsNotTheCommands(t *testing.T) {
+	r := netRig(t)
+	addrs, _ := net.InterfaceAddrs()
+	var host string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			host = ipn.IP.String()
+		}
+	}
+	if host == "" {
+		t.Skip("the host has no IPv4 address besides loopback")
+	}
+	if _, err := os.Stat("/usr/sbin/ip"); err != nil {
+		t.Skip("the attack needs iproute2's /usr/sbin/ip")
+	}
+	out, _ := r.run(t, fmt.Sprintf(`PATH=$PATH:/usr/sbin; ip route del unreachable %[1]s 2>&1; ip route replace %[1]s via 10.0.2.2 2>&1; ip route show table all | grep -c "unreachable %[1]s"`, host))
+	if !strings.Contains(out, "Operation not permitted") || !strings.HasSuffix(strings.TrimSpace(out), "1") {
+		t.Errorf("the command changed the sandbox's routes, or the route is missing:\n%s", out)
+	}
+}

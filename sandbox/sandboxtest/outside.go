@@ -1,0 +1,127 @@
+package sandboxtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// OutsideHost is a machine of the outside world for tests of a sandbox with
+// the network on: a network namespace of its own, joined to this host's by
+// a veth pair, so that it is neither this host's loopback nor one of its
+// addresses.
+type OutsideHost struct {
+	// Addr is the outside host's address.
+	Addr string
+	// HostAddr is this host's address on the veth pair (one of the host's
+	// own addresses, which a sandbox must not reach).
+	HostAddr string
+	ns       string
+}
+
+var outsideSeq atomic.Int32
+
+// Outside makes an outside host until the test ends. It needs root and
+// iproute2: without root the test skips saying why (the root run covers
+// it); as root without `ip` it skips, or fails under
+// THREADSMITH_REQUIRE_SANDBOX.
+func Outside(t testing.TB) *OutsideHost {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("an outside host (a network namespace and a veth pair) needs root; the root run of the tests covers it")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		if os.Getenv("THREADSMITH_REQUIRE_SANDBOX") != "" {
+			t.Fatal("an outside host needs iproute2's ip")
+		}
+		t.Skip("an outside host needs iproute2's ip (set THREADSMITH_REQUIRE_SANDBOX=1 to fail instead)")
+	}
+	// A /30 of 198.18.0.0/15 (the benchmarking range) per host, so that
+	// test processes running side by side do not collide.
+	n := (os.Getpid()*8 + int(outsideSeq.Add(1))) % (1 << 15)
+	base := 198<<24 | 18<<16 | n<<2
+	ip := func(i int) string {
+		v := base + i
+		return fmt.Sprintf("%d.%d.%d.%d", v>>24&255, v>>16&255, v>>8&255, v&255)
+	}
+	o := &OutsideHost{Addr: ip(2), HostAddr: ip(1), ns: fmt.Sprintf("tsout-%d", n)}
+	veth := fmt.Sprintf("tsv%d", n)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", o.ns)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", veth).Run()
+		_ = exec.Command("ip", "netns", "del", o.ns).Run()
+	})
+	run("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", o.ns)
+	run("addr", "add", o.HostAddr+"/30", "dev", veth)
+	run("link", "set", veth, "up")
+	run("-n", o.ns, "addr", "add", o.Addr+"/30", "dev", "eth0")
+	run("-n", o.ns, "link", "set", "eth0", "up")
+	run("-n", o.ns, "link", "set", "lo", "up")
+	run("-n", o.ns, "route", "add", "default", "via", o.HostAddr)
+	return o
+}
+
+// Listen listens on the outside host's address (port 0: any), until the
+// test ends.
+func (o *OutsideHost) Listen(t testing.TB) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	err := o.in(func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(o.Addr, "0"))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listening on the outside host: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// in runs f on a thread in the outside host's network namespace (a socket
+// stays in the namespace it was made in). The thread is a new goroutine's,
+// locked to it: should it fail to come back to the host's namespace, it
+// ends with the goroutine and the runtime never reuses it.
+func (o *OutsideHost) in(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		done <- o.inLocked(f)
+	}()
+	return <-done
+}
+
+func (o *OutsideHost) inLocked(f func() error) error {
+	target, err := unix.Open("/run/netns/"+o.ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(self)
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	ferr := f()
+	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("back to the host's network: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
