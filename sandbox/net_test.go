@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,25 +14,11 @@ import (
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
 
-// netRig is a rig with the network on. Where the network cannot be had (no
-// slirp4netns, or a /dev/net/tun the bot's user may not open), New must
-// refuse it and say why; the test then skips, except as root under
-// THREADSMITH_REQUIRE_SANDBOX, where CI installs what it needs.
+// netRig is a rig with the network on, or a skip where the network is
+// refused (saying why).
 func netRig(t *testing.T) *rig {
 	t.Helper()
-	_, err := sandbox.New(sandbox.Config{Network: true})
-	if err != nil {
-		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "sandbox.network:") {
-			t.Fatalf("New with the network on: %v", err)
-		}
-		if !strings.Contains(err.Error(), "slirp4netns") && !strings.Contains(err.Error(), "/dev/net/tun") {
-			t.Fatalf("the refusal does not say what is missing: %v", err)
-		}
-		if os.Getuid() == 0 && os.Getenv("THREADSMITH_REQUIRE_SANDBOX") != "" {
-			t.Fatalf("the network must work for a root bot here: %v", err)
-		}
-		t.Skipf("the network is refused here, as it must be: %v", err)
-	}
+	sandboxtest.Network(t)
 	return newRig(t, sandbox.Config{Network: true})
 }
 

@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,7 +12,32 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/threadsmith/threadsmith/sandbox"
 )
+
+// Network checks that a sandbox with the network on can be had here. Where
+// New refuses it (no slirp4netns, or a /dev/net/tun the bot's user may not
+// open), the refusal must say what is missing; the test then skips, except
+// as root under THREADSMITH_REQUIRE_SANDBOX, where CI installs what it
+// needs.
+func Network(t testing.TB) {
+	t.Helper()
+	_, err := sandbox.New(sandbox.Config{Network: true})
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "sandbox.network:") {
+		t.Fatalf("New with the network on: %v", err)
+	}
+	if !strings.Contains(err.Error(), "slirp4netns") && !strings.Contains(err.Error(), "/dev/net/tun") {
+		t.Fatalf("the refusal does not say what is missing: %v", err)
+	}
+	if os.Getuid() == 0 && os.Getenv("THREADSMITH_REQUIRE_SANDBOX") != "" {
+		t.Fatalf("the network must work for a root bot here: %v", err)
+	}
+	t.Skipf("the network is refused here, as it must be: %v", err)
+}
 
 // OutsideHost is a machine of the outside world for tests of a sandbox with
 // the network on: a network namespace of its own, joined to this host's by
