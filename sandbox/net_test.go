@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -141,13 +142,107 @@ func TestNetworkOnReachesTheOutside(t *testing.T) {
 }
 
 // Names resolve through the helper's DNS forwarder: the sandbox's
-// resolv.conf names it (keeping the host's search and options), and the
-// forwarder's address answers on port 53 only.
+// resolv.conf names it alone (keeping the host's search and options).
 func TestNetworkOnResolvesThroughTheHelper(t *testing.T) {
 	r := netRig(t)
 	out, _ := r.run(t, `cat /etc/resolv.conf`)
 	if !strings.HasPrefix(out, "nameserver 10.0.2.3\n") || strings.Count(out, "nameserver") != 1 {
 		t.Errorf("resolv.conf does not name the helper's forwarder alone:\n%s", out)
+	}
+}
+
+// A name resolves through the helper, end to end, where the host's resolver
+// listens on its loopback (systemd-resolved's 127.0.0.53), which the sandbox
+// itself cannot reach: this test binary runs again in a mount namespace
+// whose /etc/resolv.conf names a DNS server on a 127.x address (the helper
+// asks the resolvers of the bot's /etc/resolv.conf); it answers every name
+// with an outside host's address, which the sandbox then reaches by name.
+func TestNetworkOnNamesResolveEndToEnd(t *testing.T) {
+	if target := os.Getenv("THREADSMITH_TEST_DNS_TARGET"); target != "" {
+		r := netRig(t)
+		out, _ := r.run(t, "getent ahostsv4 outside.test | head -1; curl -sS -m 5 http://outside.test:"+target+"/")
+		if !strings.Contains(out, "hello from outside") {
+			t.Fatalf("the outside host was not reached by name:\n%s", out)
+		}
+		return
+	}
+	sandboxtest.Network(t)
+	o := sandboxtest.Outside(t)
+	ln := o.Listen(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.0 200 OK\r\n\r\nhello from outside\n")
+			c.Close()
+		}
+	}()
+	resolver := fmt.Sprintf("127.77.%d.%d", os.Getpid()>>8&255, os.Getpid()&255|1)
+	dns, err := net.ListenPacket("udp", resolver+":53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	asked := make(chan string, 16)
+	go serveDNS(dns, net.ParseIP(o.Addr).To4(), asked)
+	conf := t.TempDir() + "/resolv.conf"
+	if err := os.WriteFile(conf, []byte("nameserver "+resolver+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	cmd := exec.CommandContext(t.Context(), "unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`,
+		conf, os.Args[0], "-test.run", "^TestNetworkOnNamesResolveEndToEnd$", "-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), "THREADSMITH_TEST_DNS_TARGET="+port)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestNetworkOnNamesResolveEndToEnd") {
+		t.Fatalf("the sandbox did not resolve and reach outside.test: %v\n%s", err, out)
+	}
+	select {
+	case name := <-asked:
+		if !strings.Contains(name, "outside") {
+			t.Errorf("the DNS server was asked for %q", name)
+		}
+	default:
+		t.Error("the DNS server was never asked")
+	}
+}
+
+// serveDNS answers every query on pc with one A record, addr, and tells
+// asked the first label of each question.
+func serveDNS(pc net.PacketConn, addr net.IP, asked chan<- string) {
+	b := make([]byte, 512)
+	for {
+		n, from, err := pc.ReadFrom(b)
+		if err != nil {
+			return
+		}
+		q := b[:n]
+		if n < 17 {
+			continue
+		}
+		end := 12
+		for end < n && q[end] != 0 {
+			end += int(q[end]) + 1
+		}
+		end += 5 // the root label, type and class
+		if end > n {
+			continue
+		}
+		select {
+		case asked <- string(q[13 : 13+int(q[12])]):
+		default:
+		}
+		resp := append([]byte{}, q[:2]...)
+		resp = append(resp, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0)
+		resp = append(resp, q[12:end]...)
+		if q[end-4] == 0 && q[end-3] == 1 { // type A: one answer
+			resp[7] = 1
+			resp = append(resp, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4)
+			resp = append(resp, addr...)
+		}
+		pc.WriteTo(resp, from)
 	}
 }
 
