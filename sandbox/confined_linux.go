@@ -236,15 +236,16 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	// read-only inside anyway.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000\n"), 0)
 	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
-	var werr error
-	if np != nil {
-		c.net, werr = np.start(cmd.Process.Pid)
-	}
 	b, _ := json.Marshal(spec)
-	if werr == nil {
-		_, werr = specW.Write(b)
-	}
+	_, werr := specW.Write(b)
 	specW.Close()
+	if np != nil && werr == nil {
+		// The init builds the sandbox's tree meanwhile; it waits for the
+		// network before the command starts.
+		c.net, werr = np.start(cmd.Process.Pid)
+	} else if np != nil {
+		np.ready.Close()
+	}
 	if werr == nil && spec.Idmap {
 		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
 	}
@@ -277,8 +278,8 @@ func (c *confined) wait() (Exit, error) {
 		line, _ := bufio.NewReader(c.status).ReadString('\n')
 		c.status.Close()
 		werr := c.cmd.Wait()
-		helper := c.net.stop()
-		if strings.HasPrefix(line, "error ") && helper != "" {
+		failed := strings.HasPrefix(line, "error ")
+		if helper := c.net.stop(failed); helper != "" {
 			line = strings.TrimSpace(line) + " (" + netHelperName + ": " + helper + ")"
 		}
 		c.exit, c.err = parseStatus(line, werr)

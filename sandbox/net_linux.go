@@ -32,6 +32,8 @@ import (
 //     sandbox's routing table before it drops its capabilities, and the
 //     command has no CAP_NET_ADMIN to change that.
 //
+// slirp4netns parses what the sandbox sends, so it runs confined itself
+// (--enable-sandbox: an empty root and no capabilities; --enable-seccomp).
 // Names resolve through slirp4netns's DNS forwarder (the sandbox's
 // /etc/resolv.conf names it; it asks the host's resolvers on port 53 only).
 // Without slirp4netns, or without a /dev/net/tun the bot may open, a sandbox
@@ -165,7 +167,7 @@ func (p *netPrep) start(pid int) (*netStack, error) {
 	stderr := &limitedBuffer{max: 4096}
 	cmd := &exec.Cmd{
 		Path: p.helper,
-		Args: []string{netHelperName, "--configure", "--mtu=65520", "--disable-host-loopback",
+		Args: []string{netHelperName, "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
 			"--ready-fd=3", "--exit-fd=4", strconv.Itoa(pid), netTap},
 		// Nothing of the bot's environment: that is where its secrets are.
 		Env:        []string{},
@@ -181,17 +183,34 @@ func (p *netPrep) start(pid int) (*netStack, error) {
 	return &netStack{cmd: cmd, exit: exitW, stderr: stderr}, nil
 }
 
-// stop ends the helper (the sandbox is gone) and returns what it printed.
-func (n *netStack) stop() string {
+// stop ends the helper (the sandbox is gone). With report it waits for the
+// helper's end and returns what it printed. Without, the helper is reaped in
+// the background: as it exits the kernel tears its tap device down, which
+// takes longer than the whole command often did, and the command's end
+// need not wait for that.
+func (n *netStack) stop(report bool) string {
 	if n == nil {
 		return ""
 	}
 	n.once.Do(func() {
-		n.exit.Close()
 		_ = n.cmd.Process.Kill()
+		n.exit.Close()
+		if !report {
+			go n.cmd.Wait()
+			return
+		}
 		_ = n.cmd.Wait()
 	})
-	return strings.TrimSpace(n.stderr.String())
+	if !report {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(n.stderr.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "WARNING: Support for seccomp is experimental") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
 }
 
 // limitedBuffer keeps the first max bytes written to it.
