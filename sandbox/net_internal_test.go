@@ -19,12 +19,9 @@ func TestNetworkWithoutItsHelperIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", "")
-	dirs := netHelperDirs
-	netHelperDirs = nil
-	t.Cleanup(func() { netHelperDirs = dirs })
 
 	_, err := New(Config{Network: true})
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "sandbox.network: the network needs slirp4netns, which is not installed") {
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "sandbox.network: the network needs slirp4netns, which is not installed or not on the bot's PATH") {
 		t.Errorf("New with the network on and no helper: %v", err)
 	}
 	off, err := New(Config{})

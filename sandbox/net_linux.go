@@ -52,22 +52,13 @@ const (
 // netReadyTimeout bounds the wait of the init for the network.
 const netReadyTimeout = 20 * time.Second
 
-// netHelperDirs are where the helper is looked for besides the bot's PATH.
-var netHelperDirs = []string{"/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin"}
-
-// findNetHelper looks for slirp4netns on the bot's PATH and in the system's
-// program folders.
+// findNetHelper looks for slirp4netns on the bot's PATH.
 func findNetHelper() (string, error) {
-	if p, err := exec.LookPath(netHelperName); err == nil {
-		return p, nil
+	p, err := exec.LookPath(netHelperName)
+	if err != nil {
+		return "", fmt.Errorf("the network needs %s, which is not installed or not on the bot's PATH (Debian: apt-get install slirp4netns)", netHelperName)
 	}
-	for _, d := range netHelperDirs {
-		p := d + "/" + netHelperName
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("the network needs %s, which is not installed (Debian: apt-get install slirp4netns)", netHelperName)
+	return p, nil
 }
 
 // checkNetwork finds the helper and proves it can make its tap device.
