@@ -78,21 +78,13 @@ func TestNetworkOnReachesNoneOfTheHostsServices(t *testing.T) {
 	// A service on every address, reached through each of the host's own.
 	all, n := listener(t, ":0")
 	_, allPort, _ := net.SplitHostPort(all.Addr().String())
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
-			continue
-		}
-		script.WriteString(probe(ipn.IP.String(), allPort))
-		targets = append(targets, ipn.IP.String())
-		counts[ipn.IP.String()] = n
+	for _, ip := range sandboxtest.HostAddrs(t) {
+		script.WriteString(probe(ip.String(), allPort))
+		targets = append(targets, ip.String())
+		counts[ip.String()] = n
 	}
 	if len(targets) < 4 {
-		t.Fatalf("the host has no non-loopback address to try: %v", addrs)
+		t.Fatal("the host has no non-loopback address to try")
 	}
 	start := time.Now()
 	out, _ := r.run(t, script.String())
@@ -250,11 +242,10 @@ func serveDNS(pc net.PacketConn, addr net.IP, asked chan<- string) {
 // over its network namespace.
 func TestNetworkOnRoutesAreTheInitsNotTheCommands(t *testing.T) {
 	r := netRig(t)
-	addrs, _ := net.InterfaceAddrs()
 	var host string
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-			host = ipn.IP.String()
+	for _, ip := range sandboxtest.HostAddrs(t) {
+		if ip.To4() != nil {
+			host = ip.String()
 		}
 	}
 	if host == "" {

@@ -39,17 +39,11 @@ func TestSlackSandboxWithNetworkCannotReachTheBotsListener(t *testing.T) {
 		ln.Close()
 		targets = append(targets, "[::1]")
 	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
-			if ipn.IP.To4() != nil {
-				targets = append(targets, ipn.IP.String())
-			} else {
-				targets = append(targets, "["+ipn.IP.String()+"]")
-			}
+	for _, ip := range sandboxtest.HostAddrs(t) {
+		if ip.To4() != nil {
+			targets = append(targets, ip.String())
+		} else {
+			targets = append(targets, "["+ip.String()+"]")
 		}
 	}
 	paths := []string{"/s/1", "/", "/metrics"}

@@ -100,6 +100,30 @@ func Outside(t testing.TB) *OutsideHost {
 	return o
 }
 
+// outsideNet is where Outside puts its veth pairs.
+var outsideNet = &net.IPNet{IP: net.IPv4(198, 18, 0, 0), Mask: net.CIDRMask(15, 32)}
+
+// HostAddrs lists this host's own addresses that a sandbox with the network
+// on must not reach: every non-loopback, non-link-local one, except the
+// host's ends of outside hosts' veth pairs, which tests running side by side
+// add and remove at any time.
+func HostAddrs(t testing.TB) []net.IP {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || outsideNet.Contains(ipn.IP) {
+			continue
+		}
+		out = append(out, ipn.IP)
+	}
+	return out
+}
+
 // Listen listens on the outside host's address (port 0: any), until the
 // test ends.
 func (o *OutsideHost) Listen(t testing.TB) net.Listener {
