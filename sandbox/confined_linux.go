@@ -47,11 +47,11 @@ type initSpec struct {
 	Cmd       cmdSpec `json:"cmd"`
 	Landlock  int     `json:"landlock,omitempty"`
 	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
-	// HostAddrs are the host's addresses, made unreachable inside, and
-	// NetFD the pipe on which the network helper says it is ready (with
-	// the network on).
-	HostAddrs []string `json:"host_addrs,omitempty"`
-	NetFD     int      `json:"net_fd,omitempty"`
+	// Blocked are the host's addresses and networks, made unreachable
+	// inside, and NetFD the pipe on which the network helper says it is
+	// ready (with the network on).
+	Blocked []string `json:"blocked,omitempty"`
+	NetFD   int      `json:"net_fd,omitempty"`
 }
 
 // cmdSpec is the command and the restrictions it starts under.

@@ -28,9 +28,11 @@ import (
 //     and slirp4netns runs with --disable-host-loopback, so its gateway
 //     address never leads to the host's 127.0.0.1 either;
 //   - the host's own addresses (where a service listening on 0.0.0.0 would
-//     answer): the init makes each of them, v4 and v6, unreachable in the
-//     sandbox's routing table before it drops its capabilities, and the
-//     command has no CAP_NET_ADMIN to change that.
+//     answer), the networks it is directly on (its LAN segment, the other
+//     containers of its compose network) and IPv4's link-local range (a
+//     cloud's metadata service): the init makes them, v4 and v6, unreachable
+//     in the sandbox's routing table before it drops its capabilities, and
+//     the command has no CAP_NET_ADMIN to change that.
 //
 // slirp4netns parses what the sandbox sends, so it runs confined itself
 // (--enable-sandbox: an empty root and no capabilities; --enable-seccomp).
@@ -90,20 +92,41 @@ func (s *Sandbox) findNet() error {
 	return nil
 }
 
-// hostAddrs lists the addresses of the host's interfaces, loopback ones
-// aside (the sandbox has its own loopback).
-func hostAddrs() ([]string, error) {
+// slirpNet is the user-mode network's own; a host network that overlaps it
+// is left to the host addresses' own routes (the sandbox's gateway and DNS
+// forwarder must stay reachable).
+var slirpNet = &net.IPNet{IP: net.IPv4(10, 0, 2, 0).To4(), Mask: net.CIDRMask(24, 32)}
+
+// linkLocal4 holds the cloud providers' metadata services (169.254.169.254),
+// which answer the host with its credentials: never the outside world.
+const linkLocal4 = "169.254.0.0/16"
+
+// blockedNets lists what the sandbox must not reach, as CIDRs: each address
+// of the host's interfaces, loopback ones aside (the sandbox has its own
+// loopback), the networks the host is directly on (its LAN segment, or the
+// other containers of its compose network: the database), and IPv4's
+// link-local range.
+func blockedNets() ([]string, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("listing the host's addresses: %w", err)
 	}
-	var out []string
+	out := []string{linkLocal4}
 	for _, a := range addrs {
 		n, ok := a.(*net.IPNet)
 		if !ok || n.IP.IsLoopback() {
 			continue
 		}
-		out = append(out, n.IP.String())
+		ones, bits := n.Mask.Size()
+		if n.IP.To4() != nil {
+			bits = 32
+		}
+		out = append(out, fmt.Sprintf("%s/%d", n.IP, bits))
+		prefix := &net.IPNet{IP: n.IP.Mask(n.Mask), Mask: n.Mask}
+		if ones > 0 && ones < bits && !n.IP.IsLinkLocalUnicast() &&
+			!prefix.Contains(slirpNet.IP) && !slirpNet.Contains(prefix.IP) {
+			out = append(out, prefix.String())
+		}
 	}
 	return out, nil
 }
@@ -124,7 +147,7 @@ func (s *Sandbox) prepareNet(spec *initSpec, files []*os.File) (*netPrep, []*os.
 	if s.netHelper == "" {
 		return nil, files, fmt.Errorf("%w: sandbox: %s is not installed: a command with the network cannot start", ErrUnavailable, netHelperName)
 	}
-	addrs, err := hostAddrs()
+	blocked, err := blockedNets()
 	if err != nil {
 		return nil, files, err
 	}
@@ -132,7 +155,7 @@ func (s *Sandbox) prepareNet(spec *initSpec, files []*os.File) (*netPrep, []*os.
 	if err != nil {
 		return nil, files, err
 	}
-	spec.HostAddrs = addrs
+	spec.Blocked = blocked
 	spec.NetFD = 3 + len(files)
 	return &netPrep{helper: s.netHelper, ready: w}, append(files, r), nil
 }
@@ -239,7 +262,7 @@ func setupNetwork(spec *initSpec) error {
 	if !spec.Network {
 		return nil
 	}
-	if err := blockAddrs(spec.HostAddrs); err != nil {
+	if err := blockNets(spec.Blocked); err != nil {
 		return fmt.Errorf("making the host's addresses unreachable: %w", err)
 	}
 	if err := waitReady(spec.NetFD); err != nil {
@@ -309,10 +332,10 @@ func showResolvConf(spec *initSpec) error {
 	return bind("/resolv.conf", "/newroot/etc/resolv.conf", false, true)
 }
 
-// blockAddrs adds an unreachable route for each address, in the calling
+// blockNets adds an unreachable route for each CIDR, in the calling
 // thread's network namespace, over rtnetlink.
-func blockAddrs(addrs []string) error {
-	if len(addrs) == 0 {
+func blockNets(cidrs []string) error {
+	if len(cidrs) == 0 {
 		return nil
 	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
@@ -323,30 +346,31 @@ func blockAddrs(addrs []string) error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
-	for i, a := range addrs {
-		ip := net.ParseIP(a)
-		if ip == nil {
-			return fmt.Errorf("bad address %q", a)
+	for i, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return fmt.Errorf("bad network %q", c)
 		}
-		err := addUnreachable(fd, uint32(i+1), ip)
+		err = addUnreachable(fd, uint32(i+1), n)
 		switch {
 		case err == nil, errors.Is(err, unix.EEXIST):
-		case ip.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)):
+		case n.IP.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)):
 			// A kernel without IPv6: nothing reaches any v6 address.
 		default:
-			return fmt.Errorf("%s: %w", a, err)
+			return fmt.Errorf("%s: %w", c, err)
 		}
 	}
 	return nil
 }
 
-// addUnreachable sends RTM_NEWROUTE for ip/32 (or /128) of type
-// RTN_UNREACHABLE and reads the kernel's answer.
-func addUnreachable(fd int, seq uint32, ip net.IP) error {
-	family, addr := uint8(unix.AF_INET), []byte(ip.To4())
+// addUnreachable sends RTM_NEWROUTE for n of type RTN_UNREACHABLE and
+// reads the kernel's answer.
+func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
+	family, addr := uint8(unix.AF_INET), []byte(n.IP.To4())
 	if addr == nil {
-		family, addr = unix.AF_INET6, []byte(ip.To16())
+		family, addr = unix.AF_INET6, []byte(n.IP.To16())
 	}
+	ones, _ := n.Mask.Size()
 	attrLen := unix.SizeofRtAttr + len(addr)
 	total := unix.SizeofNlMsghdr + unix.SizeofRtMsg + (attrLen+3)&^3
 	b := make([]byte, total)
@@ -357,7 +381,7 @@ func addUnreachable(fd int, seq uint32, ip net.IP) error {
 	ne.PutUint32(b[8:], seq)
 	rt := b[unix.SizeofNlMsghdr:]
 	rt[0] = family
-	rt[1] = uint8(len(addr) * 8) // dst_len
+	rt[1] = uint8(ones) // dst_len
 	rt[4] = unix.RT_TABLE_MAIN
 	rt[5] = unix.RTPROT_BOOT
 	rt[6] = unix.RT_SCOPE_UNIVERSE

@@ -105,8 +105,11 @@ func TestNetworkOnReachesNoneOfTheHostsServices(t *testing.T) {
 	}
 }
 
-// With the network on, a machine outside this host is reachable, and this
-// host's own address on the way there is not.
+// With the network on, a machine outside this host is reachable; this
+// host's own address on the way there is not, nor is the neighbour on the
+// network the host is directly on (its LAN segment, or the other
+// containers of a compose network: the database), nor IPv4's link-local
+// range (a cloud's metadata service).
 func TestNetworkOnReachesTheOutside(t *testing.T) {
 	r := netRig(t)
 	o := sandboxtest.Outside(t)
@@ -124,12 +127,18 @@ func TestNetworkOnReachesTheOutside(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	hostSide, hostCount := listener(t, o.HostAddr+":0")
 	_, hostPort, _ := net.SplitHostPort(hostSide.Addr().String())
-	out, _ := r.run(t, probe(o.Addr, port)+probe(o.HostAddr, hostPort))
+	out, _ := r.run(t, probe(o.Addr, port)+probe(o.HostAddr, hostPort)+probe(o.Peer, port)+probe("169.254.169.254", "80"))
 	if !strings.Contains(out, "hello from outside\nreached "+o.Addr) {
 		t.Errorf("the outside host was not reached:\n%s", out)
 	}
 	if !strings.Contains(out, "refused "+o.HostAddr) || hostCount.Load() > 0 {
 		t.Errorf("this host's own address on the veth was reached:\n%s", out)
+	}
+	if !strings.Contains(out, "refused "+o.Peer) {
+		t.Errorf("a neighbour on the host's own network was reached:\n%s", out)
+	}
+	if !strings.Contains(out, "refused 169.254.169.254") {
+		t.Errorf("the link-local range (metadata services) is routed:\n%s", out)
 	}
 }
 

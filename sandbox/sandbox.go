@@ -35,8 +35,9 @@ type Config struct {
 	Mode Mode
 	// Network lets commands reach the network outside this host, through a
 	// user-mode network stack (slirp4netns) in a network namespace of their
-	// own: never the host's loopback or its own addresses, so none of the
-	// host's services (the bot's listener, a local database).
+	// own: never the host's loopback, its own addresses, the networks it is
+	// directly on or link-local addresses, so none of the host's services
+	// (the bot's listener, a database here or beside it, a cloud's metadata).
 	Network bool
 	// Memory caps each process's address space in bytes (RLIMIT_AS).
 	// Default DefaultMemory; negative means no limit.

@@ -41,11 +41,15 @@ func Network(t testing.TB) {
 
 // OutsideHost is a machine of the outside world for tests of a sandbox with
 // the network on: a network namespace of its own, joined to this host's by
-// a veth pair, so that it is neither this host's loopback nor one of its
-// addresses.
+// a veth pair, and reached through the pair's other end as through a
+// router, so that it is neither this host's loopback, nor one of its
+// addresses, nor on a network this host is directly on.
 type OutsideHost struct {
-	// Addr is the outside host's address.
+	// Addr is the outside host's address, behind Peer.
 	Addr string
+	// Peer is the veth pair's outside end: a neighbour on a network this
+	// host is directly on (which a sandbox must not reach).
+	Peer string
 	// HostAddr is this host's address on the veth pair (one of the host's
 	// own addresses, which a sandbox must not reach).
 	HostAddr string
@@ -69,15 +73,12 @@ func Outside(t testing.TB) *OutsideHost {
 		}
 		t.Skip("an outside host needs iproute2's ip (set THREADSMITH_REQUIRE_SANDBOX=1 to fail instead)")
 	}
-	// A /30 of 198.18.0.0/15 (the benchmarking range) per host, so that
-	// test processes running side by side do not collide.
-	n := (os.Getpid()*8 + int(outsideSeq.Add(1))) % (1 << 15)
-	base := 198<<24 | 18<<16 | n<<2
-	ip := func(i int) string {
-		v := base + i
-		return fmt.Sprintf("%d.%d.%d.%d", v>>24&255, v>>16&255, v>>8&255, v&255)
-	}
-	o := &OutsideHost{Addr: ip(2), HostAddr: ip(1), ns: fmt.Sprintf("tsout-%d", n)}
+	// A /30 of 198.18.0.0/16 for the pair and an address of 198.19.0.0/16
+	// (the benchmarking range) per outside host, so that test processes
+	// running side by side do not collide.
+	n := (os.Getpid()*8 + int(outsideSeq.Add(1))) % (1 << 14)
+	pair := func(i int) string { return fmt.Sprintf("198.18.%d.%d", n>>6, (n&63)<<2+i) }
+	o := &OutsideHost{Addr: fmt.Sprintf("198.19.%d.%d", n>>6, (n&63)<<2+1), Peer: pair(2), HostAddr: pair(1), ns: fmt.Sprintf("tsout-%d", n)}
 	veth := fmt.Sprintf("tsv%d", n)
 	run := func(args ...string) {
 		t.Helper()
@@ -87,20 +88,22 @@ func Outside(t testing.TB) *OutsideHost {
 	}
 	run("netns", "add", o.ns)
 	t.Cleanup(func() {
-		_ = exec.Command("ip", "link", "del", veth).Run()
+		_ = exec.Command("ip", "link", "del", veth).Run() // its route goes with it
 		_ = exec.Command("ip", "netns", "del", o.ns).Run()
 	})
 	run("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", o.ns)
 	run("addr", "add", o.HostAddr+"/30", "dev", veth)
 	run("link", "set", veth, "up")
-	run("-n", o.ns, "addr", "add", o.Addr+"/30", "dev", "eth0")
+	run("-n", o.ns, "addr", "add", o.Peer+"/30", "dev", "eth0")
+	run("-n", o.ns, "addr", "add", o.Addr+"/32", "dev", "lo")
 	run("-n", o.ns, "link", "set", "eth0", "up")
 	run("-n", o.ns, "link", "set", "lo", "up")
 	run("-n", o.ns, "route", "add", "default", "via", o.HostAddr)
+	run("route", "add", o.Addr+"/32", "via", o.Peer, "dev", veth)
 	return o
 }
 
-// outsideNet is where Outside puts its veth pairs.
+// outsideNet is where Outside puts its veth pairs and addresses.
 var outsideNet = &net.IPNet{IP: net.IPv4(198, 18, 0, 0), Mask: net.CIDRMask(15, 32)}
 
 // HostAddrs lists this host's own addresses that a sandbox with the network
@@ -124,22 +127,31 @@ func HostAddrs(t testing.TB) []net.IP {
 	return out
 }
 
-// Listen listens on the outside host's address (port 0: any), until the
-// test ends.
+// Listen listens on every address of the outside host (port 0: any) until
+// the test ends; its Addr is the listener's on o.Addr.
 func (o *OutsideHost) Listen(t testing.TB) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	err := o.in(func() error {
 		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(o.Addr, "0"))
+		ln, err = net.Listen("tcp4", ":0")
 		return err
 	})
 	if err != nil {
 		t.Fatalf("listening on the outside host: %v", err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	return ln
+	return outsideListener{ln, &net.TCPAddr{IP: net.ParseIP(o.Addr), Port: ln.Addr().(*net.TCPAddr).Port}}
 }
+
+// outsideListener is a listener on every address that names o.Addr as its
+// own.
+type outsideListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l outsideListener) Addr() net.Addr { return l.addr }
 
 // in runs f on a thread in the outside host's network namespace (a socket
 // stays in the namespace it was made in). The thread is a new goroutine's,
