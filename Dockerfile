@@ -23,6 +23,8 @@
 #   systempaths=unconfined  Docker masks parts of /proc (kcore, keys, sys…), and
 #                         the kernel lets a user namespace mount a new /proc only
 #                         where no such mask covers the old one.
+# With sandbox.network: true the sandbox's network is slirp4netns (installed below), which
+# needs the tun device: add --device /dev/net/tun (mode 0666 on the host, as Debian makes it).
 # No capability and no --privileged are needed; the container still runs as an
 # unprivileged user. On hosts that restrict unprivileged user namespaces
 # (Ubuntu 23.10+, kernel.apparmor_restrict_unprivileged_userns=1) allow them
@@ -42,7 +44,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates git openssh-client curl tini \
+ && apt-get install -y --no-install-recommends ca-certificates git openssh-client curl tini slirp4netns \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin threadsmith \
  && mkdir -p /data /etc/threadsmith && chown threadsmith:threadsmith /data

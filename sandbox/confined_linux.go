@@ -48,6 +48,11 @@ type initSpec struct {
 	Cmd       cmdSpec `json:"cmd"`
 	Landlock  int     `json:"landlock,omitempty"`
 	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
+	// Blocked are the host's addresses and networks, made unreachable
+	// inside, and NetFD the pipe on which the network helper says it is
+	// ready (with the network on).
+	Blocked []string `json:"blocked,omitempty"`
+	NetFD   int      `json:"net_fd,omitempty"`
 }
 
 // cmdSpec is the command and the restrictions it starts under.
@@ -77,6 +82,8 @@ type confined struct {
 	// metrics is told when the init reports that it could not build the
 	// sandbox (a failure after Start returned).
 	metrics interface{ StartFailed() }
+	// net is the sandbox's network helper, nil without network.
+	net *netStack
 }
 
 func (s *Sandbox) startConfined(sp Spec) (process, error) {
@@ -174,6 +181,17 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		defer sock.Close()
 		files = append(files, peer)
 	}
+	np, files, err := s.prepareNet(&spec, files)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		statusR.Close()
+		statusW.Close()
+		if peer != nil {
+			peer.Close()
+		}
+		return nil, err
+	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
@@ -182,7 +200,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP | syscall.CLONE_NEWNET,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
 			GidMappingsEnableSetgroups: false,
@@ -194,9 +212,6 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if !spec.Network {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
-	}
 	setStdio(cmd, sp)
 	err = startDumpable(cmd)
 	specR.Close()
@@ -204,9 +219,15 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	if peer != nil {
 		peer.Close()
 	}
+	if np != nil {
+		files[spec.NetFD-3].Close()
+	}
 	if err != nil {
 		specW.Close()
 		statusR.Close()
+		if np != nil {
+			np.ready.Close()
+		}
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	// Memory is limited per process (RLIMIT_AS), so many processes of one
@@ -221,6 +242,13 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	b, _ := json.Marshal(spec)
 	_, werr := specW.Write(b)
 	specW.Close()
+	if np != nil && werr == nil {
+		// The init builds the sandbox's tree meanwhile; it waits for the
+		// network before the command starts.
+		c.net, werr = np.start(cmd.Process.Pid)
+	} else if np != nil {
+		np.ready.Close()
+	}
 	if werr == nil && spec.Idmap {
 		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
 	}
@@ -253,6 +281,10 @@ func (c *confined) wait() (Exit, error) {
 		line, _ := bufio.NewReader(c.status).ReadString('\n')
 		c.status.Close()
 		werr := c.cmd.Wait()
+		failed := strings.HasPrefix(line, "error ")
+		if helper := c.net.stop(failed); helper != "" {
+			line = strings.TrimSpace(line) + " (" + netHelperName + ": " + helper + ")"
+		}
 		c.exit, c.err = parseStatus(line, werr)
 		if strings.HasPrefix(line, "error ") && c.metrics != nil {
 			c.metrics.StartFailed()
@@ -381,6 +413,9 @@ func startDumpable(cmd *exec.Cmd) error {
 
 // probe runs the whole chain once with an empty command.
 func (s *Sandbox) probe() error {
+	if err := s.findNet(); err != nil {
+		return err
+	}
 	s.landlock = landlockABI()
 	s.hostID = os.Getuid()
 	if s.hostID != 0 {

@@ -6,8 +6,9 @@
 // # How
 //
 // Start re-executes the bot's own binary (/proc/self/exe) as a small init in
-// new user, mount, PID, IPC, UTS and (unless Config.Network) network
-// namespaces. The init (pid 1 of its namespace) builds a new root on a tmpfs
+// new user, mount, PID, IPC, UTS and network namespaces (with Config.Network,
+// the bot gives the last a user-mode network stack: see net_linux.go).
+// The init (pid 1 of its namespace) builds a new root on a tmpfs
 // from read-only binds of /usr, /bin, /lib…, a curated part of /etc, /dev
 // nodes, a fresh /proc for the new PID namespace (with /proc/sys and friends
 // read-only or masked), a tmpfs /tmp and the caller's Mounts at their host

@@ -65,11 +65,9 @@ func runInit() int {
 		report("error %v", err)
 		return 1
 	}
-	if !spec.Network {
-		if err := loopbackUp(); err != nil {
-			report("error bringing up the loopback interface: %v", err)
-			return 1
-		}
+	if err := setupNetwork(&spec); err != nil {
+		report("error %v", err)
+		return 1
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 	if spec.Dir != "" {
@@ -160,6 +158,9 @@ func buildRoot(spec *initSpec, trees map[int]int) error {
 	}
 	if err := os.MkdirAll("/newroot/etc", 0o755); err != nil {
 		return err
+	}
+	if err := showResolvConf(spec); err != nil {
+		return fmt.Errorf("writing the sandbox's resolv.conf: %w", err)
 	}
 	if err := buildDev(spec.TmpfsSize); err != nil {
 		return err

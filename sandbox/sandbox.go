@@ -33,7 +33,11 @@ const (
 // Config configures a Sandbox.
 type Config struct {
 	Mode Mode
-	// Network lets commands reach the network (the host's network namespace).
+	// Network lets commands reach the network outside this host, through a
+	// user-mode network stack (slirp4netns) in a network namespace of their
+	// own: never the host's loopback, its own addresses, the networks it is
+	// directly on or link-local addresses, so none of the host's services
+	// (the bot's listener, a database here or beside it, a cloud's metadata).
 	Network bool
 	// Memory caps each process's address space in bytes (RLIMIT_AS).
 	// Default DefaultMemory; negative means no limit.
@@ -149,6 +153,9 @@ type Sandbox struct {
 	// like the sandbox root's own), which is what lets a root bot run its
 	// sandboxes as an unprivileged uid.
 	idmap bool
+	// netHelper is the path of the user-mode network stack, "" when it is
+	// not installed.
+	netHelper string
 }
 
 // New checks cfg and, unless cfg.Mode is ModeNone, proves that the isolation
@@ -209,11 +216,7 @@ func (s *Sandbox) String() string {
 		return "none (unsandboxed: commands run as the bot's user with its view of the machine)"
 	}
 	var b strings.Builder
-	b.WriteString("namespaces (user, mount, pid, ipc, uts")
-	if !s.cfg.Network {
-		b.WriteString(", net")
-	}
-	b.WriteString(")")
+	b.WriteString("namespaces (user, mount, pid, ipc, uts, net)")
 	if s.landlock > 0 {
 		fmt.Fprintf(&b, " + landlock ABI %d", s.landlock)
 	} else {
@@ -225,7 +228,7 @@ func (s *Sandbox) String() string {
 		b.WriteString("; runs as root without capabilities (no idmapped mounts here: the process limit is not enforced)")
 	}
 	if s.cfg.Network {
-		b.WriteString("; network on")
+		b.WriteString("; network on (through slirp4netns: not this host's own services)")
 	} else {
 		b.WriteString("; network off")
 	}

@@ -134,7 +134,7 @@ func TestBashDescriptionSaysWhatTheSandboxAllows(t *testing.T) {
 		t.Errorf("sandboxed, network off:\n%s", off)
 	}
 	on := NewBashTool(newTestWorkspace(t, WorkspaceConfig{Sandbox: sandboxtest.New(t, sandbox.Config{Network: true})}).Workspace).Spec().Description
-	if !strings.Contains(on, "run in a sandbox") || strings.Contains(on, "no network") {
+	if !strings.Contains(on, "run in a sandbox") || strings.Contains(on, "no network") || !strings.Contains(on, "not this machine's own services") {
 		t.Errorf("sandboxed, network on:\n%s", on)
 	}
 	if none := NewBashTool(newTestWorkspace(t, WorkspaceConfig{}).Workspace).Spec().Description; strings.Contains(none, "sandbox") {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -362,12 +363,24 @@ func TestSlackStopCancelsAnMCPCall(t *testing.T) {
 }
 
 // A stdio server reaches the network only when its config says so; a
-// repository's server never does, whatever its file says.
+// repository's server never does, whatever its file says. The network it
+// reaches is the outside world, never this host's own services: the
+// server with network: true cannot fetch from the host's 127.0.0.1 either.
 func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello from the host") }))
 	defer host.Close()
+	// The outside world, where one can be made (root): a machine in a
+	// network namespace of its own.
+	var outside string
+	if os.Getuid() == 0 {
+		ln := sandboxtest.Outside(t).Listen(t)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello from outside") })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		outside = "http://" + ln.Addr().String()
+	}
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.Sandbox.ReadOnlyPaths = []string{filepath.Dir(bin)}
 		c.MCP.RepoServers = true
@@ -380,6 +393,10 @@ func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
 		".mcp.json": `{"mcpServers": {"repo": {"command": "` + bin + `", "network": true}}}`,
 	}})
 	url := jsonArgs(map[string]string{"url": host.URL})
+	calls := []llmfake.Call{{ID: "off", Name: "off__fetch", Args: url}, {ID: "on", Name: "on__fetch", Args: url}, {ID: "repo", Name: "repo__fetch", Args: url}}
+	if outside != "" {
+		calls = append(calls, llmfake.Call{ID: "out", Name: "on__fetch", Args: jsonArgs(map[string]string{"url": outside})})
+	}
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
 		got := map[string]string{}
 		for _, m := range r.Messages {
@@ -388,19 +405,21 @@ func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
 			}
 		}
 		if len(got) == 0 {
-			return llmfake.ToolCallReply(llmfake.Call{ID: "off", Name: "off__fetch", Args: url},
-				llmfake.Call{ID: "on", Name: "on__fetch", Args: url}, llmfake.Call{ID: "repo", Name: "repo__fetch", Args: url})
+			return llmfake.ToolCallReply(calls...)
 		}
-		return llmfake.TextReply(fmt.Sprintf("off: %q\non: %q\nrepo: %q", got["off"], got["on"], got["repo"]))
+		return llmfake.TextReply(fmt.Sprintf("off: %q\non: %q\nrepo: %q\nout: %q", got["off"], got["on"], got["repo"], got["out"]))
 	})
 	root := e.slack.Mention(slackChan, aliceID, "fetch from the host", "")
 	e.waitText(slackChan, root, "off: ")
 	tr := e.threadText(slackChan, root)
-	if !strings.Contains(tr, `on: "200 OK\nhello from the host"`) {
-		t.Errorf("the server with network: true did not reach the host:\n%s", tr)
+	if strings.Contains(tr, "hello from the host") {
+		t.Errorf("a server reached the host's own 127.0.0.1:\n%s", tr)
 	}
-	if !strings.Contains(tr, `off: "fetch failed`) || !strings.Contains(tr, `repo: "fetch failed`) {
-		t.Errorf("a server without network reached the host:\n%s", tr)
+	if !strings.Contains(tr, `off: "fetch failed`) || !strings.Contains(tr, `on: "fetch failed`) || !strings.Contains(tr, `repo: "fetch failed`) {
+		t.Errorf("want every fetch from the host refused:\n%s", tr)
+	}
+	if outside != "" && !strings.Contains(tr, `out: "200 OK\nhello from outside"`) {
+		t.Errorf("the server with network: true did not reach the outside:\n%s", tr)
 	}
 }
 

@@ -22,6 +22,10 @@ import (
 //	go test ./cmd/bot -run '^$' -bench BashSandbox -benchtime 200x -count 3
 func BenchmarkBashSandbox(b *testing.B) {
 	sb := sandboxtest.New(b, sandbox.Config{})
+	// With the network on: the sandbox's own network namespace and its
+	// user-mode network stack, started and stopped per call.
+	sandboxtest.Network(b)
+	net := sandboxtest.New(b, sandbox.Config{Network: true})
 	for _, cmd := range []struct{ name, command string }{
 		{"true", "true"},
 		{"ls", "ls -la /usr/bin >/dev/null"},
@@ -30,7 +34,7 @@ func BenchmarkBashSandbox(b *testing.B) {
 		for _, mode := range []struct {
 			name string
 			sb   *sandbox.Sandbox
-		}{{"sandboxed", sb}, {"unsandboxed", sandbox.None()}} {
+		}{{"sandboxed", sb}, {"network", net}, {"unsandboxed", sandbox.None()}} {
 			b.Run(cmd.name+"/"+mode.name, func(b *testing.B) {
 				if cmd.name == "sleep1s" && b.N > 5 {
 					b.Skip("sleep1s: run with -benchtime 5x or less")

@@ -1,0 +1,419 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The network of a sandbox with Config.Network on. The sandbox always has a
+// network namespace of its own; with the network on, the bot also starts a
+// user-mode network stack, slirp4netns, outside it. slirp4netns makes a tap
+// device in the sandbox's namespace (10.0.2.100, gateway 10.0.2.2, DNS
+// 10.0.2.3) and carries each of its connections out as an ordinary socket
+// of the host, so the command reaches whatever the host reaches, except:
+//
+//   - the host's loopback: inside, 127.0.0.1 and ::1 are the sandbox's own,
+//     and slirp4netns runs with --disable-host-loopback, so its gateway
+//     address never leads to the host's 127.0.0.1 either;
+//   - the host's own addresses (where a service listening on 0.0.0.0 would
+//     answer), the networks it is directly on (its LAN segment, the other
+//     containers of its compose network) and IPv4's link-local range (a
+//     cloud's metadata service): the init makes them, v4 and v6, unreachable
+//     in the sandbox's routing table before it drops its capabilities, and
+//     the command has no CAP_NET_ADMIN to change that.
+//
+// slirp4netns parses what the sandbox sends, so it runs confined itself
+// (--enable-sandbox: an empty root and no capabilities; --enable-seccomp).
+// Names resolve through slirp4netns's DNS forwarder (the sandbox's
+// /etc/resolv.conf names it; it asks the host's resolvers on port 53 only).
+// Without slirp4netns, or without a /dev/net/tun the bot may open, a sandbox
+// with the network on is refused: it never falls back to the host's network.
+
+// netHelperName is the user-mode network stack the bot runs.
+const netHelperName = "slirp4netns"
+
+// The user-mode network's addresses (slirp4netns's defaults with
+// --configure).
+const (
+	netDNS = "10.0.2.3"
+	netTap = "tap0"
+)
+
+// netReadyTimeout bounds the wait of the init for the network.
+const netReadyTimeout = 20 * time.Second
+
+// findNetHelper looks for slirp4netns on the bot's PATH.
+func findNetHelper() (string, error) {
+	p, err := exec.LookPath(netHelperName)
+	if err != nil {
+		return "", fmt.Errorf("the network needs %s, which is not installed or not on the bot's PATH (Debian: apt-get install slirp4netns)", netHelperName)
+	}
+	return p, nil
+}
+
+// checkNetwork finds the helper and proves it can make its tap device.
+func checkNetwork() (string, error) {
+	p, err := findNetHelper()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return "", fmt.Errorf("the network needs /dev/net/tun readable and writable by the bot's user (%v; Docker: --device /dev/net/tun)", err)
+	}
+	f.Close()
+	return p, nil
+}
+
+// findNet is the probe's part: a sandbox with the network on needs the
+// helper; one without keeps its path for WithNetwork(true).
+func (s *Sandbox) findNet() error {
+	if !s.cfg.Network {
+		s.netHelper, _ = findNetHelper()
+		return nil
+	}
+	p, err := checkNetwork()
+	if err != nil {
+		return fmt.Errorf("%w: sandbox.network: %v", ErrUnavailable, err)
+	}
+	s.netHelper = p
+	return nil
+}
+
+// slirpNet is the user-mode network's own; a host network that overlaps it
+// is left to the host addresses' own routes (the sandbox's gateway and DNS
+// forwarder must stay reachable).
+var slirpNet = &net.IPNet{IP: net.IPv4(10, 0, 2, 0).To4(), Mask: net.CIDRMask(24, 32)}
+
+// linkLocal4 holds the cloud providers' metadata services (169.254.169.254),
+// which answer the host with its credentials: never the outside world.
+const linkLocal4 = "169.254.0.0/16"
+
+// blockedNets lists what the sandbox must not reach, as CIDRs: each address
+// of the host's interfaces, loopback ones aside (the sandbox has its own
+// loopback), the networks the host is directly on (its LAN segment, or the
+// other containers of its compose network: the database), and IPv4's
+// link-local range.
+func blockedNets() ([]string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing the host's addresses: %w", err)
+	}
+	out := []string{linkLocal4}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() {
+			continue
+		}
+		ones, bits := n.Mask.Size()
+		if n.IP.To4() != nil {
+			bits = 32
+		}
+		out = append(out, fmt.Sprintf("%s/%d", n.IP, bits))
+		prefix := &net.IPNet{IP: n.IP.Mask(n.Mask), Mask: n.Mask}
+		if ones > 0 && ones < bits && !n.IP.IsLinkLocalUnicast() &&
+			!prefix.Contains(slirpNet.IP) && !slirpNet.Contains(prefix.IP) {
+			out = append(out, prefix.String())
+		}
+	}
+	return out, nil
+}
+
+// netPrep is a network being prepared for one sandbox: the pipe on which
+// the helper tells the init that the network is up.
+type netPrep struct {
+	helper string
+	ready  *os.File // write end: the helper's, until it runs
+}
+
+// prepareNet fills in the network part of spec and adds the init's end of
+// the readiness pipe to files.
+func (s *Sandbox) prepareNet(spec *initSpec, files []*os.File) (*netPrep, []*os.File, error) {
+	if !spec.Network {
+		return nil, files, nil
+	}
+	if s.netHelper == "" {
+		return nil, files, fmt.Errorf("%w: sandbox: %s is not installed: a command with the network cannot start", ErrUnavailable, netHelperName)
+	}
+	blocked, err := blockedNets()
+	if err != nil {
+		return nil, files, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, files, err
+	}
+	spec.Blocked = blocked
+	spec.NetFD = 3 + len(files)
+	return &netPrep{helper: s.netHelper, ready: w}, append(files, r), nil
+}
+
+// netStack is a running helper.
+type netStack struct {
+	cmd    *exec.Cmd
+	exit   *os.File // closing it tells the helper to exit
+	stderr *limitedBuffer
+	once   sync.Once
+}
+
+// start runs the helper for the sandbox whose init is pid. The helper writes
+// to the init's readiness pipe once the tap device is configured; should it
+// fail, the pipe closes and the init reports the error.
+func (p *netPrep) start(pid int) (*netStack, error) {
+	defer p.ready.Close()
+	exitR, exitW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer exitR.Close()
+	stderr := &limitedBuffer{max: 4096}
+	cmd := &exec.Cmd{
+		Path: p.helper,
+		Args: []string{netHelperName, "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
+			"--ready-fd=3", "--exit-fd=4", strconv.Itoa(pid), netTap},
+		// Nothing of the bot's environment: that is where its secrets are.
+		Env:        []string{},
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{p.ready, exitR},
+		// It goes with the bot, by the signal or by the exit pipe closing.
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if err := cmd.Start(); err != nil {
+		exitW.Close()
+		return nil, fmt.Errorf("starting %s: %w", netHelperName, err)
+	}
+	return &netStack{cmd: cmd, exit: exitW, stderr: stderr}, nil
+}
+
+// stop ends the helper (the sandbox is gone). With report it waits for the
+// helper's end and returns what it printed. Without, the helper is reaped in
+// the background: as it exits the kernel tears its tap device down, which
+// takes longer than the whole command often did, and the command's end
+// need not wait for that.
+func (n *netStack) stop(report bool) string {
+	if n == nil {
+		return ""
+	}
+	n.once.Do(func() {
+		_ = n.cmd.Process.Kill()
+		n.exit.Close()
+		if !report {
+			go n.cmd.Wait()
+			return
+		}
+		_ = n.cmd.Wait()
+	})
+	if !report {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(n.stderr.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "WARNING: Support for seccomp is experimental") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The init's part.
+
+// setupNetwork brings up the sandbox's loopback and, with the network on,
+// waits for the helper's tap device and makes the host's own addresses
+// unreachable. The init still holds CAP_NET_ADMIN over the namespace here;
+// the command will not.
+func setupNetwork(spec *initSpec) error {
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("bringing up the loopback interface: %w", err)
+	}
+	if !spec.Network {
+		return nil
+	}
+	if err := blockNets(spec.Blocked); err != nil {
+		return fmt.Errorf("making the host's addresses unreachable: %w", err)
+	}
+	if err := waitReady(spec.NetFD); err != nil {
+		return fmt.Errorf("the network (%s) did not come up: %w", netHelperName, err)
+	}
+	return nil
+}
+
+// waitReady reads the helper's "1" on fd.
+func waitReady(fd int) error {
+	defer unix.Close(fd)
+	deadline := time.Now().Add(netReadyTimeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return errors.New("timed out")
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		b := make([]byte, 8)
+		m, err := unix.Read(fd, b)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			return errors.New("the helper ended before it was ready")
+		}
+		return nil
+	}
+}
+
+// resolvConf is the sandbox's /etc/resolv.conf with the network on: the
+// helper's DNS forwarder, with the host's search and options lines.
+func resolvConf(host []byte) []byte {
+	var b strings.Builder
+	b.WriteString("nameserver " + netDNS + "\n")
+	for _, l := range strings.Split(string(host), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "search" || f[0] == "domain" || f[0] == "options") {
+			b.WriteString(strings.TrimSpace(l) + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// showResolvConf puts resolvConf over /etc/resolv.conf in the tree being
+// built (before the final pivot: the base tmpfs at / is writable).
+func showResolvConf(spec *initSpec) error {
+	if !spec.Network {
+		return nil
+	}
+	host, _ := os.ReadFile("/oldroot/etc/resolv.conf")
+	if err := os.WriteFile("/resolv.conf", resolvConf(host), 0o444); err != nil {
+		return err
+	}
+	return bind("/resolv.conf", "/newroot/etc/resolv.conf", false, true)
+}
+
+// blockNets adds an unreachable route for each CIDR, in the calling
+// thread's network namespace, over rtnetlink.
+func blockNets(cidrs []string) error {
+	if len(cidrs) == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	for i, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return fmt.Errorf("bad network %q", c)
+		}
+		err = addUnreachable(fd, uint32(i+1), n)
+		switch {
+		case err == nil, errors.Is(err, unix.EEXIST):
+		case n.IP.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)):
+			// A kernel without IPv6: nothing reaches any v6 address.
+		default:
+			return fmt.Errorf("%s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// addUnreachable sends RTM_NEWROUTE for n of type RTN_UNREACHABLE and
+// reads the kernel's answer.
+func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
+	family, addr := uint8(unix.AF_INET), []byte(n.IP.To4())
+	if addr == nil {
+		family, addr = unix.AF_INET6, []byte(n.IP.To16())
+	}
+	ones, _ := n.Mask.Size()
+	attrLen := unix.SizeofRtAttr + len(addr)
+	total := unix.SizeofNlMsghdr + unix.SizeofRtMsg + (attrLen+3)&^3
+	b := make([]byte, total)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], uint32(total))
+	ne.PutUint16(b[4:], unix.RTM_NEWROUTE)
+	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
+	ne.PutUint32(b[8:], seq)
+	rt := b[unix.SizeofNlMsghdr:]
+	rt[0] = family
+	rt[1] = uint8(ones) // dst_len
+	rt[4] = unix.RT_TABLE_MAIN
+	rt[5] = unix.RTPROT_BOOT
+	rt[6] = unix.RT_SCOPE_UNIVERSE
+	rt[7] = unix.RTN_UNREACHABLE
+	at := rt[unix.SizeofRtMsg:]
+	ne.PutUint16(at[0:], uint16(attrLen))
+	ne.PutUint16(at[2:], unix.RTA_DST)
+	copy(at[unix.SizeofRtAttr:], addr)
+	if err := unix.Sendto(fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	resp := make([]byte, 4096)
+	for {
+		n, _, err := unix.Recvfrom(fd, resp, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(resp[:n])
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Header.Seq != seq || m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+				continue
+			}
+			if errno := int32(ne.Uint32(m.Data[0:4])); errno != 0 {
+				return syscall.Errno(-errno)
+			}
+			return nil
+		}
+	}
+}
