@@ -57,7 +57,7 @@ type AgentConfig struct {
 	Logger *slog.Logger
 }
 
-// Agent is the agent loop (AGENT.md §2): it calls the model, runs tools, owns the
+// Agent is the agent loop (docs/agent.md §2): it calls the model, runs tools, owns the
 // message list and the steer and followUp queues, and emits events. It knows
 // nothing of chats or storage.
 //
@@ -393,7 +393,7 @@ func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Me
 			}
 			a.emit(TurnEnd{Message: reply, ToolResults: results})
 			if ctx.Err() != nil {
-				// An aborted run keeps both queues (AGENT.md §2): a steer
+				// An aborted run keeps both queues (docs/agent.md §2): a steer
 				// taken off the queue while the last tool ran goes back to
 				// its front, for the next run.
 				a.requeueSteer(steered)

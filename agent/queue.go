@@ -11,7 +11,7 @@ import (
 // serialQueue runs work items one at a time, in the order they were added, on a
 // goroutine that exists only while there is work. The zero value is ready to use.
 //
-// It is the session's event queue (AGENT.md §4): every event the agent emits is
+// It is the session's event queue (docs/agent.md §4): every event the agent emits is
 // added here and processed in order by extensions, listeners and persistence. An
 // item that panics is logged and the queue goes on with the next one.
 type serialQueue struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
 
-// RetrySettings configure automatic retries of transient model failures (AGENT.md §5).
+// RetrySettings configure automatic retries of transient model failures (docs/agent.md §5).
 type RetrySettings struct {
 	Enabled    bool
 	MaxRetries int

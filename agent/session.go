@@ -1,6 +1,6 @@
 // Package agent is threadsmith's domain core: the AgentSession that turns a
 // person's messages into model calls and tool runs, modelled on the session layer
-// of the coding agent pi (AGENT.md).
+// of the coding agent pi (docs/agent.md).
 //
 // A Session wraps one Agent (the loop: model calls, tools, steer and followUp
 // queues) and adds the prompt pipeline, a serial event queue, persistence,
@@ -262,7 +262,7 @@ func (s *Session) Subscribe(fn func(Event)) (unsubscribe func()) {
 	}
 }
 
-// Prompt runs the prompt pipeline (AGENT.md §3). When it starts a run, it returns
+// Prompt runs the prompt pipeline (docs/agent.md §3). When it starts a run, it returns
 // once the session is idle again: the run, every automatic retry and compaction,
 // and the processing of their events are done. Queued and handled input returns
 // at once. If ctx ends first, the run is aborted and Prompt returns ctx's error.

@@ -343,7 +343,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 	for _, p := range b.platforms {
 		if ferr := p.Outbox.Flush(ctx); ferr != nil {
 			// The grace is over: what the platform's rate limits kept in
-			// the outbox is dropped. PRODUCT §6 wants SIGTERM to end with
+			// the outbox is dropped. docs/behaviour.md §6 wants SIGTERM to end with
 			// 0 within the grace, so this is the operator's log line, not
 			// the exit code; the runs themselves were checkpointed above.
 			b.log.Warn("shutdown grace ended before all chat output was sent", "platform", p.name, "err", ferr)

@@ -16,7 +16,7 @@ import (
 	"github.com/threadsmith/threadsmith/storage"
 )
 
-// commandHelp lists the chat commands (PRODUCT.md §3) with their help line.
+// commandHelp lists the chat commands (docs/behaviour.md §3) with their help line.
 var commandHelp = map[string]string{
 	"help":     "`!help` — this list",
 	"status":   "`!status` — model, repository, branch, context used, queue, last push",

@@ -31,7 +31,7 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 		}
 	}
 	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "link", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("commands = %v, want PRODUCT.md §3's and §9's (!tools, !link) %v", got, want)
+		t.Errorf("commands = %v, want docs/behaviour.md §3's and §9's (!tools, !link) %v", got, want)
 	}
 
 	// The thread is known now: later commands need no mention.

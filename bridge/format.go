@@ -197,7 +197,7 @@ func percent(n, of int) int {
 	return int((int64(n)*100 + int64(of)/2) / int64(of))
 }
 
-// Notice texts. Their wording is part of the product (PRODUCT.md §4): a retry
+// Notice texts. Their wording is part of the product (docs/behaviour.md §4): a retry
 // notice contains "retrying", giving up "gave up", compaction "compacting" or
 // "compacted", !stop "stopped", a run cut off by a restart "interrupted".
 

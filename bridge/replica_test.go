@@ -430,7 +430,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 }
 
 // A replica that takes a thread over works on the pushed branch: its
-// workspace is made from the remote branch (PRODUCT §9), not from the
+// workspace is made from the remote branch (docs/behaviour.md §9), not from the
 // default branch, so the previous owner's pushed work is there.
 func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) {

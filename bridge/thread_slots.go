@@ -47,7 +47,7 @@ func (t *thread) slotGranted() {
 }
 
 // answerWhileWaiting answers !stop and !status at once for a thread whose
-// request waits for a run slot (PRODUCT.md §3: a run still waiting for a
+// request waits for a run slot (docs/behaviour.md §3: a run still waiting for a
 // slot is cancelled before it starts). It reports whether it answered.
 func (t *thread) answerWhileWaiting(name string, pi *pendingInput) bool {
 	if len(t.waiting) == 0 {

@@ -166,7 +166,7 @@ func (l LLM) ModelNames() []string {
 	return names
 }
 
-// Agent configures every session (AGENT.md).
+// Agent configures every session (docs/agent.md).
 type Agent struct {
 	// BusyMode is how a plain message to a busy session is queued.
 	BusyMode BusyMode `yaml:"busy_mode"`
@@ -202,7 +202,7 @@ type Compaction struct {
 	KeepRecentTokens int  `yaml:"keep_recent_tokens"`
 }
 
-// Sandbox configures the isolation of everything the agent runs (PRODUCT.md §8).
+// Sandbox configures the isolation of everything the agent runs (docs/behaviour.md §8).
 type Sandbox struct {
 	// Mode is auto (the strongest isolation available; the bot refuses to
 	// start without one), namespaces, or none (unsandboxed, explicit).

@@ -64,7 +64,7 @@ func TestExampleFileNamesItsMissingVariable(t *testing.T) {
 }
 
 // Every key of Config appears in the example file (so it cannot drift), on a
-// line with a comment, and PRODUCT.md §5's keys appear in §5's order.
+// line with a comment, and docs/behaviour.md §5's keys appear in §5's order.
 func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	src, err := os.ReadFile(exampleFile)
 	if err != nil {
@@ -123,7 +123,7 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 	}
 	check(reflect.TypeFor[Config](), "")
 
-	// PRODUCT.md §5, in its order; the example may add keys in between.
+	// docs/behaviour.md §5, in its order; the example may add keys in between.
 	product := []string{
 		"data_dir", "llm", "llm.base_url", "llm.api_key", "llm.model", "llm.context_window",
 		"llm.max_output_tokens", "agent", "agent.busy_mode", "agent.retry", "agent.retry.enabled",
@@ -142,9 +142,9 @@ func TestExampleFileDocumentsEveryKey(t *testing.T) {
 		line, ok := keyLine[k]
 		switch {
 		case !ok:
-			t.Errorf("config.example.yaml lacks PRODUCT.md §5 key %s", k)
+			t.Errorf("config.example.yaml lacks docs/behaviour.md §5 key %s", k)
 		case line < prev:
-			t.Errorf("config.example.yaml:%d: %s comes before the key above it in PRODUCT.md §5 (line %d)", line, k, prev)
+			t.Errorf("config.example.yaml:%d: %s comes before the key above it in docs/behaviour.md §5 (line %d)", line, k, prev)
 		default:
 			prev = line
 		}

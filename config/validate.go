@@ -511,7 +511,7 @@ func isLoopbackURL(s string) bool {
 // repoURLProblem accepts remote URLs (http, https, ssh, git), scp-like
 // addresses (git@host:path), local paths and file:// URLs. Credentials in the
 // URL are refused: git would write them into the workspace's .git/config,
-// which PRODUCT.md §7 forbids; the token key exists for that.
+// which docs/behaviour.md §7 forbids; the token key exists for that.
 func repoURLProblem(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "must not be empty"

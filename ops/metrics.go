@@ -1,5 +1,5 @@
 // Package ops is what an operator sees of a running bot besides its logs: the
-// HTTP endpoints of PRODUCT.md §9 (GET /healthz, /readyz, /metrics; see
+// HTTP endpoints of docs/behaviour.md §9 (GET /healthz, /readyz, /metrics; see
 // Server) and the Prometheus metrics behind /metrics (Metrics).
 //
 // Metrics implements the small metrics interfaces that the bridge and the

@@ -62,7 +62,7 @@ type Limits struct {
 	Status Rate
 }
 
-// SlackLimits are PRODUCT.md's Slack budgets: chat.postMessage 1/s per channel
+// SlackLimits are the Slack budgets of docs/behaviour.md §5: chat.postMessage 1/s per channel
 // with bursts of 5; chat.update at most 1/s per message and 50 per minute per
 // workspace (a burst of 5, then paced so no 60 s window holds more than 50);
 // status updates at most 20 per minute across the workspace.
@@ -80,7 +80,7 @@ func SlackLimits() Limits {
 // about every 24 s, well within the 2 minutes an assistant status shows.
 const SlackStatusPerMinute = 20
 
-// DiscordLimits are PRODUCT.md's Discord budgets: at most 5 message edits in
+// DiscordLimits are the Discord budgets of docs/behaviour.md §5: at most 5 message edits in
 // any 5 s per channel and 50 requests in any second overall, plus an edit of
 // one message at most once per second (the streaming cadence). Posts get the
 // same 5-per-5 s per channel that Discord's message route enforces, so a long

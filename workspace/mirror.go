@@ -184,7 +184,7 @@ exit 1
 // guardPushes makes the git CLI unable to push from the mirror and its
 // worktrees (with the dead-end pushurl of the canonical config), so only
 // Workspace.Push (which checks the branch) reaches the remote: defence in
-// depth for PRODUCT §7, as the agent's tools can run git.
+// depth for docs/behaviour.md §7, as the agent's tools can run git.
 func (m *mirror) guardPushes(dir string) error {
 	hooks := filepath.Join(dir, "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {

@@ -55,8 +55,8 @@ func slackCode(err error) string {
 
 // retryAfterClient lets slack-go see Slack's Retry-After on an ok:false
 // "ratelimited" answer sent with HTTP 200: such an answer becomes a 429, which
-// slack-go reports as *slack.RateLimitedError with the header's wait (for
-// PRODUCT.md, the platform's Retry-After always wins). Without the header the
+// slack-go reports as *slack.RateLimitedError with the header's wait (the
+// platform's Retry-After always wins, docs/behaviour.md §5). Without the header the
 // answer is left alone and counts as a one-second limit.
 type retryAfterClient struct{ c *http.Client }
 

@@ -1,7 +1,7 @@
 // Package compaction keeps a long session inside the model's context window: it
 // decides when the context is too large, which old messages leave it, and has the
 // model write the structured summary that stands in for them. It is the pure part
-// of AGENT.md §6; the session owns the triggers, the events and the storage.
+// of docs/agent.md §6; the session owns the triggers, the events and the storage.
 //
 // Contract:
 //   - Every function except Summarize is pure and fast: no I/O, no model calls,

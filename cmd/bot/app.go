@@ -286,7 +286,7 @@ func (m *Main) Close() error {
 	for _, ob := range m.Outboxes {
 		// Output a platform's rate limit still held when the grace ended
 		// is dropped here: the bridge has logged it, and the answers among
-		// it were stored and are posted at the next start. PRODUCT §6 wants
+		// it were stored and are posted at the next start. docs/behaviour.md §6 wants
 		// a shutdown within the grace to exit 0, so this is no error.
 		if err := ob.Close(ctx); err != nil && !(m.Bridge != nil && errors.Is(err, context.DeadlineExceeded)) {
 			errs = append(errs, err)

@@ -221,7 +221,7 @@ func TestSlackAnswerTheShutdownCouldNotSendIsPostedAtTheNextStart(t *testing.T) 
 	if err := bot.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// It ends by itself within the grace, with status 0 (PRODUCT §6): the
+	// It ends by itself within the grace, with status 0 (docs/behaviour.md §6): the
 	// held answer is stored, not lost.
 	if err := bot.wait(grace + 5*time.Second); err != nil {
 		t.Fatalf("after SIGTERM: %v, want the process to exit 0 by itself", err)

@@ -29,7 +29,7 @@ import (
 // The Slack end-to-end tests run the program (Main, built from config as an
 // operator configures it) against the fake Slack (Web API and Socket Mode or
 // the HTTP Events API on 127.0.0.1), the fake LLM, a bare git remote and a
-// real SQLite file, and check what PRODUCT.md promises a Slack user.
+// real SQLite file, and check what docs/behaviour.md promises a Slack user.
 
 const (
 	aliceID   = "U0ALICE01"

@@ -1,4 +1,4 @@
-// Package chaos holds the multi-replica tests of issue 15 (PRODUCT.md §9,
+// Package chaos holds the multi-replica tests (docs/behaviour.md §9,
 // storage): several processes of the real bot (cmd/bot, built once per test
 // binary) share one PostgreSQL database, the fake Slack spreads Socket Mode
 // events over their connections, and replicas are killed with SIGKILL and

@@ -3,7 +3,7 @@
 // calls, a few KB of tool output each, compactions as the defaults trigger
 // them, a model change), deterministic per seed, and the same session as a pi
 // session file, so that pi's own code can be timed on exactly what
-// threadsmith's is (../shared/bench/pi-compaction).
+// threadsmith's is (BENCHMARKS.md says how pi is run beside it).
 package sessiongen
 
 import (
