@@ -59,6 +59,24 @@ type Root struct {
 	where  string // how refusals name the folder: "the worktree"
 	follow bool
 	sys    rootSys
+	budget int64 // the most ReadFile and ReadHead return in all; 0: no limit
+	spent  int64
+}
+
+// Budget limits what ReadFile and ReadHead return in all, over every file of
+// the root: a file that would pass it is refused unread.
+func (r *Root) Budget(n int64) { r.budget, r.spent = n, 0 }
+
+// take counts n bytes against the budget, or refuses name.
+func (r *Root) take(name string, n int64) error {
+	if r.budget <= 0 {
+		return nil
+	}
+	if r.spent+n > r.budget {
+		return r.refuse(name, "with it the files the bot read from "+r.where+" at once would pass "+Size(r.budget))
+	}
+	r.spent += n
+	return nil
 }
 
 // OpenRoot opens dir for reading with every rule of the package. where names
@@ -134,6 +152,9 @@ func (r *Root) ReadFile(name string, max int64) ([]byte, error) {
 	if long {
 		return nil, r.tooLarge(name, max)
 	}
+	if err := r.take(name, int64(len(b))); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -145,7 +166,13 @@ func (r *Root) ReadHead(name string, max int64) (data []byte, longer bool, err e
 		return nil, false, err
 	}
 	defer f.Close()
-	return readCapped(f, fi.Size(), max)
+	if data, longer, err = readCapped(f, fi.Size(), max); err != nil {
+		return nil, false, err
+	}
+	if err := r.take(name, int64(len(data))); err != nil {
+		return nil, false, err
+	}
+	return data, longer, nil
 }
 
 // Entry is an entry of a listed folder.
@@ -203,7 +230,12 @@ func readDirFollowing(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-func (r *Root) refuse(name, reason string) error { return &Error{Path: name, Reason: reason} }
+func (r *Root) refuse(name, reason string) error {
+	if r.follow {
+		name = filepath.Join(r.dir, filepath.FromSlash(name))
+	}
+	return &Error{Path: name, Reason: reason}
+}
 
 func (r *Root) onlyRegular() string { return "the bot reads only regular files of " + r.where }
 

@@ -211,9 +211,9 @@ func TestFollowingRootStillRefusesPipesAndCaps(t *testing.T) {
 		t.Errorf("an operator's link is followed: %q, %v", b, err)
 	}
 	_, err := r.ReadFile("fifo.md", 100)
-	refused(t, err, "fifo.md", "named pipe")
+	refused(t, err, filepath.Join(root, "fifo.md"), "named pipe")
 	_, err = r.ReadFile("linked.md", 3)
-	refused(t, err, "linked.md", "larger than 3 bytes")
+	refused(t, err, filepath.Join(root, "linked.md"), "larger than 3 bytes")
 	es, err := r.ReadDir(".")
 	must(t, err)
 	for _, e := range es {
@@ -245,4 +245,15 @@ func TestInRootHelpers(t *testing.T) {
 	if b, _, err := readCapped(bytes.NewReader(make([]byte, 10)), 0, 4); err != nil || len(b) != 4 {
 		t.Errorf("readCapped of a file that grew: %d, %v", len(b), err)
 	}
+}
+
+func TestBudget(t *testing.T) {
+	root, _ := tree(t)
+	r := open(t, root)
+	r.Budget(8)
+	if _, err := r.ReadFile("ok.md", 100); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.ReadFile("sub/in.md", 100)
+	refused(t, err, "sub/in.md", "would pass 8 bytes")
 }
