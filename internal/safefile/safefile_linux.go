@@ -114,7 +114,9 @@ func (s *rootSys) walk(r *Root, name string, flags int) (int, error) {
 		switch {
 		case mode == unix.S_IFLNK:
 			return -1, r.symlink(name, shown)
-		case st.Dev != s.dev:
+		case mode == unix.S_IFDIR && st.Dev != s.dev:
+			// Only a folder is compared: overlayfs reports a file's
+			// device as the layer's, not the mount's.
 			return -1, r.refuse(name, shown+" is on another file system; the bot reads only "+r.where+"'s own files")
 		case last && flags&unix.O_DIRECTORY != 0 && mode != unix.S_IFDIR:
 			return -1, r.refuse(name, "it is "+kind(fileMode(mode))+", not a folder")
@@ -134,7 +136,7 @@ func (s *rootSys) walk(r *Root, name string, flags int) (int, error) {
 		if err != nil {
 			return -1, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
-		if err := unix.Fstat(nfd, &st); err != nil || st.Dev != s.dev || (!last && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+		if err := unix.Fstat(nfd, &st); err != nil || (!last && (st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != s.dev)) {
 			unix.Close(nfd)
 			return -1, r.refuse(name, shown+" changed while it was opened")
 		}
