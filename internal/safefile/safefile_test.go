@@ -108,16 +108,18 @@ func TestWalkRefusesWhatOpenat2Refuses(t *testing.T) {
 	must(t, os.Symlink(secret, filepath.Join(root, "out.md")))
 	must(t, os.Symlink(filepath.Dir(secret), filepath.Join(root, "outdir")))
 	must(t, syscall.Mkfifo(filepath.Join(root, "fifo.md"), 0o644))
+	must(t, os.Symlink("/dev/zero", filepath.Join(root, "zero.md")))
 	noOpenat2.Store(true)
 	t.Cleanup(func() { noOpenat2.Store(false) })
 	r := open(t, root)
 	refused(t, func() error { _, err := r.ReadFile("out.md", 100); return err }(), "out.md", "it is a symbolic link")
 	refused(t, func() error { _, err := r.ReadFile("outdir/secret.txt", 100); return err }(), "outdir/secret.txt", "outdir is a symbolic link")
 	refused(t, func() error { _, err := r.ReadFile("fifo.md", 100); return err }(), "fifo.md", "it is a named pipe")
+	refused(t, func() error { _, err := r.ReadFile("zero.md", 100); return err }(), "zero.md", "it is a symbolic link")
 	if b, err := r.ReadFile("sub/in.md", 100); err != nil || string(b) != "in-root" {
 		t.Errorf("walk: %q, %v", b, err)
 	}
-	if es, err := r.ReadDir("."); err != nil || len(es) != 5 {
+	if es, err := r.ReadDir("."); err != nil || len(es) != 6 {
 		t.Errorf("walk ReadDir(.) = %v, %v", es, err)
 	}
 }
