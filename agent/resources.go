@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/threadsmith/threadsmith/internal/safefile"
 )
 
 // Skill is a SKILL.md file: instructions the model loads when a task matches.
@@ -46,34 +48,61 @@ var (
 	WorkspaceTemplateDirs = []string{".threadsmith/prompts"}
 )
 
+// MaxResourceBytes is the largest skill or template file read; a larger one
+// is left out and reported.
+const MaxResourceBytes = 64 << 10
+
+// maxWorkspaceResourceBytes is the most one workspace's skills and templates
+// take together: the files past it are left out and reported.
+const maxWorkspaceResourceBytes = 1 << 20
+
 // LoadResources reads skills and templates from a workspace (may be "") and from
 // configured folders. A skill is a folder holding SKILL.md, or a .md file directly
 // in a skills folder; a template is a .md file in a prompts folder. The first
 // definition of a name wins: workspace first, then configured folders in order.
-// Unreadable files are skipped and reported in the returned error.
+//
+// The workspace is the agent's to write, so its files are read through
+// safefile: no symbolic link is followed, nothing but a regular file is read,
+// none past MaxResourceBytes. A file refused so is left out and its
+// *safefile.Error (a sentence naming it relative to the workspace) is among
+// the returned errors, unwrapped. Configured folders are the operator's: their
+// links are followed, but their files too are opened without waiting, regular
+// only and capped. Unreadable files are skipped and reported in the returned
+// error.
 func LoadResources(workspace string, skillDirs, templateDirs []string) (Resources, error) {
 	var r Resources
 	var errs []error
 	seenSkill := map[string]bool{}
 	seenTmpl := map[string]bool{}
-	type dir struct{ abs, shown string }
+	type dir struct {
+		root  *safefile.Root
+		rel   string // the folder in root
+		shown string // how the folder is named to the model and in errors
+	}
 	var sdirs, tdirs []dir
 	if workspace != "" {
-		for _, d := range WorkspaceSkillDirs {
-			sdirs = append(sdirs, dir{filepath.Join(workspace, d), d})
-		}
-		for _, d := range WorkspaceTemplateDirs {
-			tdirs = append(tdirs, dir{filepath.Join(workspace, d), d})
+		root, err := safefile.OpenRoot(workspace, "the worktree")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("workspace: %w", err))
+		} else {
+			defer root.Close()
+			root.Budget(maxWorkspaceResourceBytes)
+			for _, d := range WorkspaceSkillDirs {
+				sdirs = append(sdirs, dir{root, d, d})
+			}
+			for _, d := range WorkspaceTemplateDirs {
+				tdirs = append(tdirs, dir{root, d, d})
+			}
 		}
 	}
 	for _, d := range skillDirs {
-		sdirs = append(sdirs, dir{d, d})
+		sdirs = append(sdirs, dir{safefile.OpenFollowing(d, d), ".", d})
 	}
 	for _, d := range templateDirs {
-		tdirs = append(tdirs, dir{d, d})
+		tdirs = append(tdirs, dir{safefile.OpenFollowing(d, d), ".", d})
 	}
 	for _, d := range sdirs {
-		skills, err := loadSkills(d.abs, d.shown)
+		skills, err := loadSkills(d.root, d.rel, d.shown)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -85,7 +114,7 @@ func LoadResources(workspace string, skillDirs, templateDirs []string) (Resource
 		}
 	}
 	for _, d := range tdirs {
-		tmpls, err := loadTemplates(d.abs)
+		tmpls, err := loadTemplates(d.root, d.rel, d.shown)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -99,10 +128,31 @@ func LoadResources(workspace string, skillDirs, templateDirs []string) (Resource
 	return r, errors.Join(errs...)
 }
 
-func loadSkills(abs, shown string) ([]Skill, error) {
-	entries, err := os.ReadDir(abs)
+// readResource reads one skill or template file; a refusal is returned as
+// it is, other errors named with shown.
+func readResource(root *safefile.Root, rel, what, shown string) ([]byte, error) {
+	data, err := root.ReadFile(rel, MaxResourceBytes)
+	if _, ok := safefile.Refused(err); ok || err == nil {
+		return data, err
+	}
+	return nil, fmt.Errorf("%s %s: %w", what, shown, err)
+}
+
+// inRoot joins a folder of a root and a name in it.
+func inRoot(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return path.Join(dir, name)
+}
+
+func loadSkills(root *safefile.Root, rel, shown string) ([]Skill, error) {
+	entries, err := root.ReadDir(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if _, ok := safefile.Refused(err); ok {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("skills folder %s: %w", shown, err)
@@ -112,29 +162,31 @@ func loadSkills(abs, shown string) ([]Skill, error) {
 	for _, e := range entries {
 		var file, dirShown, fileShown string
 		switch {
-		case isDirEntry(abs, e):
-			file = filepath.Join(abs, e.Name(), "SKILL.md")
-			dirShown = filepath.Join(shown, e.Name())
-			fileShown = filepath.Join(dirShown, "SKILL.md")
-		case strings.HasSuffix(e.Name(), ".md"):
-			file = filepath.Join(abs, e.Name())
+		case strings.HasSuffix(e.Name, ".md") && !e.IsDir():
+			file = inRoot(rel, e.Name)
 			dirShown = shown
-			fileShown = filepath.Join(shown, e.Name())
+			fileShown = filepath.Join(shown, e.Name)
+		case e.IsDir() || e.Type&fs.ModeSymlink != 0:
+			// A link where a skill's folder would be is read through, so
+			// that its refusal is told.
+			file = inRoot(rel, e.Name+"/SKILL.md")
+			dirShown = filepath.Join(shown, e.Name)
+			fileShown = filepath.Join(dirShown, "SKILL.md")
 		default:
 			continue
 		}
-		data, err := os.ReadFile(file)
+		data, err := readResource(root, file, "skill", fileShown)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("skill %s: %w", fileShown, err))
+			errs = append(errs, err)
 			continue
 		}
 		meta, body := splitFrontMatter(string(data))
 		name := meta["name"]
 		if name == "" {
-			name = strings.TrimSuffix(e.Name(), ".md")
+			name = strings.TrimSuffix(e.Name, ".md")
 		}
 		out = append(out, Skill{Name: name, Description: meta["description"], Location: fileShown, Dir: dirShown, Body: strings.TrimSpace(body)})
 	}
@@ -142,34 +194,29 @@ func loadSkills(abs, shown string) ([]Skill, error) {
 	return out, errors.Join(errs...)
 }
 
-func isDirEntry(parent string, e fs.DirEntry) bool {
-	if e.IsDir() {
-		return true
-	}
-	if e.Type()&fs.ModeSymlink != 0 {
-		st, err := os.Stat(filepath.Join(parent, e.Name()))
-		return err == nil && st.IsDir()
-	}
-	return false
-}
-
-func loadTemplates(abs string) ([]Template, error) {
-	entries, err := os.ReadDir(abs)
+func loadTemplates(root *safefile.Root, rel, shown string) ([]Template, error) {
+	entries, err := root.ReadDir(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if _, ok := safefile.Refused(err); ok {
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("prompts folder %s: %w", abs, err)
+		return nil, fmt.Errorf("prompts folder %s: %w", shown, err)
 	}
 	var out []Template
 	var errs []error
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".md") || isDirEntry(abs, e) {
+		if !strings.HasSuffix(e.Name, ".md") || e.IsDir() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(abs, e.Name()))
+		data, err := readResource(root, inRoot(rel, e.Name), "template", filepath.Join(shown, e.Name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("template %s: %w", e.Name(), err))
+			errs = append(errs, err)
 			continue
 		}
 		meta, body := splitFrontMatter(string(data))
@@ -182,7 +229,7 @@ func loadTemplates(abs string) ([]Template, error) {
 				}
 			}
 		}
-		out = append(out, Template{Name: strings.TrimSuffix(e.Name(), ".md"), Description: desc, Body: body})
+		out = append(out, Template{Name: strings.TrimSuffix(e.Name, ".md"), Description: desc, Body: body})
 	}
 	return out, errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -258,7 +259,12 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session) string {
 	fmt.Fprintf(&b, "• Model: `%s`\n", st.Model)
 	if t.ws != nil {
 		fmt.Fprintf(&b, "• Repository: `%s` · branch `%s` (from `%s`)\n", t.ws.Repo(), t.ws.Branch(), t.ws.DefaultBranch())
-		if name, _ := repoInstructions(t.ws.Root()); name != "" {
+		switch name, _, err := repoInstructions(t.ws.Root()); {
+		case err != nil:
+			if e, ok := safefile.Refused(err); ok {
+				fmt.Fprintf(&b, "• Instructions: `%s` %s\n", codeSafe(name), strings.TrimPrefix(e.Error(), e.Path+" "))
+			}
+		case name != "":
 			fmt.Fprintf(&b, "• Instructions: `%s`\n", name)
 		}
 	}

@@ -3,11 +3,11 @@ package bridge
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/threadsmith/threadsmith/internal/safefile"
 )
 
 // instructionFiles are the repository instruction files, in the order pi
@@ -21,31 +21,28 @@ const maxInstructionBytes = 32 << 10
 // project context files, for the system prompt of the next request: read
 // again before every prompt, so that an edit on the branch counts from the
 // next message on. Only the worktree's root is read (its parents are the
-// bot's data folder), through an os.Root so that a symlink cannot lead out.
-// It returns the file's name ("" when there is none) and the prompt text.
-func repoInstructions(root string) (name, text string) {
-	r, err := os.OpenRoot(root)
+// bot's data folder), and through safefile: the file is the agent's to
+// write, so a link, a pipe or a device there is not read but refused (err, a
+// sentence for the thread). It returns the file's name ("" when there is
+// none) and the prompt text.
+func repoInstructions(root string) (name, text string, err error) {
+	r, err := safefile.OpenRoot(root, "the worktree")
 	if err != nil {
-		return "", ""
+		return "", "", nil
 	}
 	defer r.Close()
 	for _, n := range instructionFiles {
-		f, err := r.Open(n)
+		// One byte more than the cap: whether it starts a character says
+		// where the cut falls.
+		b, _, err := r.ReadHead(n, maxInstructionBytes+1)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return "", ""
-		}
-		fi, err := f.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			f.Close()
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(f, maxInstructionBytes+1))
-		f.Close()
-		if err != nil {
-			return "", ""
+			if _, ok := safefile.Refused(err); ok {
+				return n, "", err
+			}
+			return "", "", nil
 		}
 		long := len(b) > maxInstructionBytes
 		if long {
@@ -66,7 +63,7 @@ func repoInstructions(root string) (name, text string) {
 		}
 		text = "# Project Context\n\nProject-specific instructions and guidelines, from the repository (they do not override the rules above):\n\n" +
 			"## " + n + "\n\n" + strings.TrimSpace(body)
-		return n, text
+		return n, text, nil
 	}
-	return "", ""
+	return "", "", nil
 }

@@ -3,8 +3,9 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/sandbox"
 )
@@ -75,14 +77,17 @@ func withRepoServers(configured, repo []mcptool.Server) []mcptool.Server {
 	return out
 }
 
+// maxRepoMCPBytes is the largest repository MCP server list read.
+const maxRepoMCPBytes = 64 << 10
+
 // repoMCPServers reads a repository's .threadsmith/mcp.json, else .mcp.json
 // (the format other agents use: {"mcpServers": {name: {command, args, env}}}).
 // Repository content is untrusted: only stdio servers are taken, without
 // network and with the environment exactly as written (no ${VAR} of the
-// bot's is expanded), and the file is read through the worktree's root so
-// a symlink cannot lead out.
+// bot's is expanded), and the file is read through safefile: a link, a pipe
+// or a device in its place is refused (a sentence for the thread).
 func repoMCPServers(root string) ([]mcptool.Server, error) {
-	r, err := os.OpenRoot(root)
+	r, err := safefile.OpenRoot(root, "the worktree")
 	if err != nil {
 		return nil, err
 	}
@@ -90,12 +95,13 @@ func repoMCPServers(root string) ([]mcptool.Server, error) {
 	var data []byte
 	var name string
 	for _, name = range []string{".threadsmith/mcp.json", ".mcp.json"} {
-		f, err := r.Open(name)
-		if err != nil {
+		data, err = r.ReadFile(name, maxRepoMCPBytes)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		data, err = io.ReadAll(io.LimitReader(f, 64<<10))
-		f.Close()
+		if _, ok := safefile.Refused(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)
 		}

@@ -120,9 +120,16 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		}
 		entries = es
 	}
+	// The worktree's skills, templates and instructions are read here
+	// (the owner's goroutine): through safefile, which neither waits on a
+	// pipe nor follows a link, so none of them can hold the thread.
 	res, rerr := agent.LoadResources(t.ws.Root(), cfg.SkillsDirs, cfg.PromptsDirs)
 	if rerr != nil {
 		t.log.Warn("loading skills and prompt templates", "err", rerr)
+	}
+	_, _, ierr := repoInstructions(t.ws.Root())
+	if ierr != nil {
+		t.log.Warn("reading the repository's instructions", "err", ierr)
 	}
 	if t.view == nil {
 		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
@@ -138,6 +145,11 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 			}
 			return b.modelInfo(t.sess.ModelName()).Price
 		}
+	}
+	// Told once a session start; each prompt after leaves the files out
+	// without a word.
+	if note := refusalNote(refusals(rerr, ierr)); note != "" {
+		t.say(note)
 	}
 	models := make([]agent.ModelSpec, 0, 1+len(cfg.Models))
 	for _, m := range append([]ModelInfo{cfg.Model}, cfg.Models...) {
@@ -222,7 +234,7 @@ func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 			// date go into the conversation, when they change.
 			prompt := ev.SystemPrompt + "\n\n" + t.context()
 			if t.ws != nil {
-				if name, text := repoInstructions(t.ws.Root()); name != "" {
+				if name, text, err := repoInstructions(t.ws.Root()); name != "" && err == nil {
 					prompt += "\n\n" + text
 				}
 			}

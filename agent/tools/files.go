@@ -6,13 +6,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/threadsmith/threadsmith/internal/safefile"
 )
 
 // openRegular opens a target for reading and refuses anything but a regular
 // file: a directory gets a pointer to ls, and a FIFO or device would block or
-// never end. O_NONBLOCK keeps the open itself from hanging on a FIFO swapped in
-// after the check; it changes nothing for regular files.
+// never end. safefile.OpenIn keeps the open itself from hanging on a FIFO
+// swapped in after the check and checks the opened file's own type.
 func openRegular(t target, input string) (*os.File, fs.FileInfo, error) {
 	fi, err := t.area.fs.Stat(t.rel)
 	if err != nil {
@@ -21,17 +22,12 @@ func openRegular(t target, input string) (*os.File, fs.FileInfo, error) {
 	if err := checkRegular(fi, input); err != nil {
 		return nil, nil, err
 	}
-	f, err := t.area.fs.OpenFile(t.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := safefile.OpenIn(t.area.fs, t.rel)
+	if _, ok := safefile.Refused(err); ok {
+		return nil, nil, &pathError{"path " + quoted(input) + " is not a regular file"}
+	}
 	if err != nil {
 		return nil, nil, notFound(input, err)
-	}
-	fi, err = f.Stat()
-	if err == nil {
-		err = checkRegular(fi, input)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
 	}
 	return f, fi, nil
 }

@@ -4,15 +4,18 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/tools/truncate"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 )
 
 // LsName is the ls tool's name.
@@ -63,7 +66,14 @@ func (t *LsTool) Execute(ctx context.Context, call agent.ToolCall, _ func(agent.
 	if err != nil {
 		return errorResult(err), nil
 	}
-	f, err := tg.area.fs.Open(tg.rel)
+	// A pipe or anything else but a folder fails the open at once.
+	f, err := safefile.OpenDirIn(tg.area.fs, tg.rel)
+	if errors.Is(err, syscall.ENOTDIR) {
+		if fi, serr := tg.area.fs.Stat(tg.rel); serr == nil && fi.Mode().IsRegular() {
+			return agent.ErrorResult("path " + quoted(p.Path) + " is a file, not a folder; use read"), nil
+		}
+		return agent.ErrorResult("path " + quoted(p.Path) + " is not a folder"), nil
+	}
 	if err != nil {
 		return agent.ErrorResult("path " + quoted(p.Path) + ": " + describeFSError(err)), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +121,7 @@ type visitFunc func(e walkEntry) bool
 // in the repository, honours .gitignore files (the root's, nested ones, and
 // those of start's parents) and .git/info/exclude. It stops early when ctx ends.
 func walkTree(ctx context.Context, start target, visit visitFunc) error {
-	f, err := start.area.fs.Open(start.rel)
+	f, err := safefile.OpenDirIn(start.area.fs, start.rel)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (w *walker) dir(h *dirHandle, rel string, parts []string, patterns []gitign
 	if w.ignore {
 		for _, e := range entries {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				data, _, _, err := h.readFile(".gitignore", nil, 1<<20)
+				data, _, _, err := h.readFile(".gitignore", nil, maxIgnoreBytes)
 				if err == nil {
 					patterns = append(patterns[:len(patterns):len(patterns)], parseIgnore(data, parts)...)
 				}
@@ -208,10 +209,14 @@ func (w *walker) dir(h *dirHandle, rel string, parts []string, patterns []gitign
 	}
 }
 
+// maxIgnoreBytes is the largest ignore file read.
+const maxIgnoreBytes = 1 << 20
+
 // readIgnore parses one ignore file of the area; domain is the folder it
-// applies to.
+// applies to. The file is the agent's to write: a pipe or device there is
+// not waited on, and one over maxIgnoreBytes is not read.
 func readIgnore(r *os.Root, name string, domain []string) []gitignore.Pattern {
-	data, err := r.ReadFile(name)
+	data, err := safefile.ReadFileIn(r, name, maxIgnoreBytes)
 	if err != nil {
 		return nil
 	}

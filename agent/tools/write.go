@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -103,9 +104,15 @@ func writeFile(tg target, input string, data []byte) (created bool, err error) {
 	default:
 		return false, &pathError{"cannot write " + quoted(input) + ": " + describeFSError(err)}
 	}
-	f, err := tg.area.fs.OpenFile(tg.rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// O_NONBLOCK: a pipe swapped in after the check fails the open (no
+	// reader) or is refused below, instead of holding the bot's process.
+	f, err := tg.area.fs.OpenFile(tg.rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0o644)
 	if err != nil {
 		return false, &pathError{"cannot write " + quoted(input) + ": " + describeFSError(err)}
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return false, &pathError{"path " + quoted(input) + " is not a regular file"}
 	}
 	_, werr := f.Write(data)
 	cerr := f.Close()

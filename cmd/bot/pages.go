@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/web"
 	"github.com/threadsmith/threadsmith/workspace"
@@ -69,25 +69,19 @@ func scratchFile(dataDir, branchPrefix string) func(th storage.Thread, path stri
 	}
 }
 
-// openRegular opens rel under root for reading if it is a regular file. The
-// agent writes in its scratch folder: a named pipe put where an output was
-// would block a plain open (and a page's goroutine) until someone wrote to
-// it, so the open does not wait, and anything but a file is refused.
+// openRegular opens rel under root for reading if it is a regular file,
+// through safefile: the agent writes in its scratch folder, so no link there
+// is followed (in the folder or out of it), and a named pipe put where an
+// output was is refused without waiting (a page's goroutine never blocks).
+// Pages are read 256 KB at a time, so the file's size needs no cap here.
 func openRegular(root, rel string) (*os.File, error) {
-	r, err := os.OpenRoot(root)
+	r, err := safefile.OpenRoot(root, "the scratch folder")
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s in %s is not a file", rel, root)
-	}
-	return f, nil
+	f, _, err := r.Open(filepath.ToSlash(rel))
+	return f, err
 }
 
 // oneName reports whether s is one file name: not empty, no separator, not

@@ -163,6 +163,14 @@ func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(mine, "bash", "link.log")); err != nil {
 		t.Fatal(err)
 	}
+	// A link that stays in the folder is not followed either: the agent
+	// chose where it leads.
+	if err := os.Symlink("bash-1.log", filepath.Join(mine, "bash", "inlink.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("bash", filepath.Join(mine, "bashlink")); err != nil {
+		t.Fatal(err)
+	}
 	open := scratchFile(data, "bot/")
 	th := storage.Thread{ID: 1, Repo: "app", Branch: "bot/slack-t1"}
 	f, err := open(th, log)
@@ -177,7 +185,8 @@ func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{theirs, outside, fifo, filepath.Join(mine, "..", "slack-t2", "bash", "bash-1.log"),
-		filepath.Join(mine, "bash", "link.log"), mine + "-other/x.log", "relative.log"} {
+		filepath.Join(mine, "bash", "link.log"), filepath.Join(mine, "bash", "inlink.log"), filepath.Join(mine, "bashlink", "bash-1.log"),
+		mine + "-other/x.log", "relative.log"} {
 		if f, err := open(th, p); err == nil {
 			f.Close()
 			t.Errorf("opened %s for thread %s", p, th.Branch)
