@@ -72,8 +72,11 @@ type Inbound struct {
 	// id): the target of acknowledgement reactions. Empty for slash commands.
 	MessageID string
 	Author    Author
-	// Text is the message as the platform sent it (with its markup); the
-	// adapter's PlainText, if any, converts it for the model.
+	// Text is the message as the person typed it: an adapter whose platform
+	// escapes text (Slack's &amp; &lt; &gt;, <@U…>, <url|label>) hands it on
+	// unescaped, once, and escapes only what it sends. Mention markup left in
+	// the text (Discord's <@id>) is converted for the model by the adapter's
+	// PlainText, if any.
 	Text string
 	// Mention says the bot was addressed (Slack app_mention, Discord /code): it
 	// opens a session in a thread that has none. Other messages only reach

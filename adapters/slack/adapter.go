@@ -152,17 +152,16 @@ type identity struct {
 }
 
 var (
-	_ chat.Adapter         = (*Adapter)(nil)
-	_ chat.Editor          = (*Adapter)(nil)
-	_ chat.Reactor         = (*Adapter)(nil)
-	_ chat.Uploader        = (*Adapter)(nil)
-	_ chat.StatusSetter    = (*Adapter)(nil)
-	_ chat.Whisperer       = (*Adapter)(nil)
-	_ chat.OncePoster      = (*Adapter)(nil)
-	_ chat.HistoryReader   = (*Adapter)(nil)
-	_ chat.MarkupConverter = (*Adapter)(nil)
-	_ chat.Downloader      = (*Adapter)(nil)
-	_ chat.Actioner        = (*Adapter)(nil)
+	_ chat.Adapter       = (*Adapter)(nil)
+	_ chat.Editor        = (*Adapter)(nil)
+	_ chat.Reactor       = (*Adapter)(nil)
+	_ chat.Uploader      = (*Adapter)(nil)
+	_ chat.StatusSetter  = (*Adapter)(nil)
+	_ chat.Whisperer     = (*Adapter)(nil)
+	_ chat.OncePoster    = (*Adapter)(nil)
+	_ chat.HistoryReader = (*Adapter)(nil)
+	_ chat.Downloader    = (*Adapter)(nil)
+	_ chat.Actioner      = (*Adapter)(nil)
 )
 
 // New checks the Slack section of the configuration and builds an adapter. It
