@@ -110,6 +110,9 @@ type AgentConfig struct {
 	BashEnv                 map[string]string
 	SkillsDirs, PromptsDirs []string
 	GitName, GitEmail       string
+	// NotifyAfter is how long a run takes before its answer mentions the
+	// person who asked (chat.PostKey.Notify); 0 mentions nobody.
+	NotifyAfter time.Duration
 }
 
 // ModelInfo is a model the bot may use.

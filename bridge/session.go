@@ -124,7 +124,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
 		t.view.onText = t.saver.update
 		threadID := t.rec.ID
-		t.view.final = func(runID int64, chunks []string) { t.postAnswer(threadID, runID, chunks) }
+		t.view.final = func(runID int64, chunks []string, notify string) { t.postAnswer(threadID, runID, chunks, notify) }
 		t.view.price = func() Price {
 			if t.sess == nil {
 				return Price{}

@@ -208,6 +208,11 @@ type PostKey struct {
 	Retry bool
 	// First is when the first attempt was made.
 	First time.Time
+	// Notify is the id of a person the message mentions with the bot's own
+	// mention (Slack <@U…>, Discord <@id> with allowed_mentions naming only
+	// them), added by the adapter in front of the text: the person who asked
+	// for a long run, told it ended. Mentions in the text itself stay inert.
+	Notify string
 }
 
 // HistoryReader returns the human conversation of a thread before a message,
