@@ -239,8 +239,8 @@ type Downloader interface {
 	Download(ctx context.Context, url string) (io.ReadCloser, error)
 }
 
-// MarkupConverter turns platform markup (<@U123>, <url|label>, <#C1|name>,
-// &amp; …) into plain text for the model.
+// MarkupConverter turns the mention markup an adapter leaves in Inbound.Text
+// (Discord's <@id>, <#id>, <:emoji:id>) into plain text for the model.
 type MarkupConverter interface {
 	PlainText(ctx context.Context, text string) string
 }
