@@ -114,6 +114,9 @@ type AgentConfig struct {
 	// DiskQuota limits the disk each thread's files take (its Notify is the
 	// bridge's: the thread is told); zero limits nothing.
 	DiskQuota tools.Quota
+	// NotifyAfter is how long a run takes before its answer mentions the
+	// person who asked (chat.PostKey.Notify); 0 mentions nobody.
+	NotifyAfter time.Duration
 }
 
 // ModelInfo is a model the bot may use.

@@ -138,7 +138,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.view.onText = t.saver.update
 		t.view.redact = b.redact
 		threadID := t.rec.ID
-		t.view.final = func(runID int64, chunks []string) { t.postAnswer(threadID, runID, chunks) }
+		t.view.final = func(runID int64, chunks []string, notify string) { t.postAnswer(threadID, runID, chunks, notify) }
 		t.view.price = func() Price {
 			if t.sess == nil {
 				return Price{}

@@ -30,16 +30,30 @@ import (
 // minutes of the first attempt. Only a Discord restart slower than that can
 // show an answer twice.
 
+// mentionRoom is what the adapter's mention of a person in front of a
+// message takes at most ("<@" + a 20-digit Discord id or a Slack id + "> "),
+// left free of the platform's limit when the answer is split.
+const mentionRoom = 32
+
 // postFinalLocked posts an answer of run runID, split at the platform's
-// limit.
-func (v *view) postFinalLocked(runID int64, text string) {
-	chunks := Split(text, v.limit, v.measure)
+// limit. notify, when set, is the person its first message mentions
+// (chat.PostKey.Notify).
+func (v *view) postFinalLocked(runID int64, text, notify string) {
+	limit := v.limit
+	if notify != "" {
+		limit -= mentionRoom
+	}
+	chunks := Split(text, limit, v.measure)
 	if v.final != nil {
-		v.final(runID, chunks)
+		v.final(runID, chunks, notify)
 		return
 	}
-	for _, c := range chunks {
-		v.out.Post(v.ref, c, outbox.High, nil)
+	for i, c := range chunks {
+		key := chat.PostKey{}
+		if i == 0 {
+			key.Notify = notify
+		}
+		v.out.PostKeyed(v.ref, c, outbox.High, key, nil)
 	}
 }
 
@@ -59,8 +73,10 @@ func (v *view) setRunID(id int64) {
 // postAnswer stores a run's answer messages, then posts them (the view's
 // final hook: on the owner goroutine while the run ends, on the session's
 // event queue for an answer posted while it goes on). threadID is t.rec.ID,
-// which only the owner may read.
-func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
+// which only the owner may read. notify is the person the first message
+// mentions, if any; it is not stored, so an answer posted again after a
+// crash mentions nobody.
+func (t *thread) postAnswer(threadID, runID int64, chunks []string, notify string) {
 	// The status message's final text goes to storage first, so that a
 	// crash from here on shows it (marked interrupted), not "working…".
 	t.saver.flush()
@@ -80,26 +96,35 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string) {
 	}
 	if err != nil {
 		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)
-		t.postChunksPlain(chunks)
+		t.postChunksPlain(chunks, notify)
 		return
 	}
 	crashpoint.Hit(crashpoint.Answered)
 	for i := range posts {
 		posts[i].ID = ids[i]
-		sendStored(t.p.Outbox, t.b.cfg.Store, t.ref, posts[i], false, t.log)
+		n := ""
+		if i == 0 {
+			n = notify
+		}
+		sendStored(t.p.Outbox, t.b.cfg.Store, t.ref, posts[i], false, n, t.log)
 	}
 }
 
-func (t *thread) postChunksPlain(chunks []string) {
-	for _, c := range chunks {
-		t.p.Outbox.Post(t.ref, c, outbox.High, nil)
+func (t *thread) postChunksPlain(chunks []string, notify string) {
+	for i, c := range chunks {
+		key := chat.PostKey{}
+		if i == 0 {
+			key.Notify = notify
+		}
+		t.p.Outbox.PostKeyed(t.ref, c, outbox.High, key, nil)
 	}
 }
 
 // sendStored posts a stored message with its key and marks it when the
-// platform answered. again says an earlier process may have posted it.
-func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.ThreadRef, pp storage.PendingPost, again bool, log *slog.Logger) {
-	key := chat.PostKey{ID: pp.Key}
+// platform answered. again says an earlier process may have posted it;
+// notify is the person it mentions ("" for nobody).
+func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.ThreadRef, pp storage.PendingPost, again bool, notify string, log *slog.Logger) {
+	key := chat.PostKey{ID: pp.Key, Notify: notify}
 	if again {
 		key.Retry, key.First = true, pp.CreatedAt
 	}
@@ -137,7 +162,7 @@ func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time, threadID i
 		if p == nil || (threadID != 0 && pp.ThreadID != threadID) {
 			continue
 		}
-		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.CreatedAt.Before(since), b.log)
+		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.CreatedAt.Before(since), "", b.log)
 		n++
 	}
 	if n > 0 {

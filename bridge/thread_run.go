@@ -131,7 +131,7 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	// crash while pushing must not lose it.
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := withPageLink(footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero()), t.pageLink())
-	t.view.endRun(foot)
+	t.view.endRun(foot, t.notifyOf(r, stats))
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash
 	// before that leaves it interrupted, and the next start pushes it.
@@ -142,6 +142,16 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	held := t.held
 	t.held = nil
 	t.requeueFront(held)
+}
+
+// notifyOf is the person r's answer mentions: who asked, when the run took
+// agent.notify_after or longer (0: never), so that they hear it ended.
+func (t *thread) notifyOf(r *activeRun, stats runStats) string {
+	after := t.b.cfg.Agent.NotifyAfter
+	if after <= 0 || stats.started.IsZero() || t.b.cfg.Now().Sub(stats.started) < after {
+		return ""
+	}
+	return r.author.ID
 }
 
 // endRunRecord records the end of a run (id 0: none was recorded).

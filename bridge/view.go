@@ -47,7 +47,8 @@ type view struct {
 	// final posts a run's answers (the last one ends with the footer) when
 	// set: the thread stores them first, so a crash cannot lose them
 	// (thread_answer.go). runID is the run's storage id, 0 if not known yet.
-	final func(runID int64, chunks []string)
+	// notify is the person the first chunk mentions ("" for nobody).
+	final func(runID int64, chunks []string, notify string)
 	// redact replaces configured secrets in what the model wrote into a
 	// tool call's arguments; nil leaves them.
 	redact func(string) string
@@ -145,8 +146,10 @@ func (v *view) disarm() *outbox.Message {
 }
 
 // endRun closes the run: the status message loses its "working" line and
-// the answer is posted; footer ends the last of them.
-func (v *view) endRun(footerLine string) runStats {
+// the answer is posted; footer ends the last of them. notify, when set, is
+// the person the answer mentions: it is then posted as a new message even
+// when it is only the footer, since an edit tells nobody.
+func (v *view) endRun(footerLine, notify string) runStats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	r := v.run
@@ -161,7 +164,7 @@ func (v *view) endRun(footerLine string) runStats {
 	}
 	answer := strings.Join(r.answer, "\n\n")
 	r.answer = nil
-	if answer == "" {
+	if answer == "" && notify == "" {
 		// Nothing to post: the footer ends the status message.
 		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
 		v.finalizeLocked(r)
@@ -170,7 +173,10 @@ func (v *view) endRun(footerLine string) runStats {
 	}
 	v.finalizeLocked(r)
 	v.endActionsLocked(r)
-	v.postFinalLocked(r.id, answer+"\n\n"+footerLine)
+	if answer != "" {
+		footerLine = answer + "\n\n" + footerLine
+	}
+	v.postFinalLocked(r.id, footerLine, notify)
 	return r.stats
 }
 
@@ -251,7 +257,7 @@ func (v *view) flushAnswerLocked(r *runState) {
 	v.sealLocked(r)
 	// An answer posted while the run goes on (input joined it, a notice
 	// came) is stored first as the closing one is.
-	v.postFinalLocked(r.id, text)
+	v.postFinalLocked(r.id, text, "")
 }
 
 // sealLocked renders the current status segment for good (no "working" line, no

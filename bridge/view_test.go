@@ -89,7 +89,7 @@ func (r *viewRig) play(evs ...agent.Event) {
 // endRun.
 func (r *viewRig) end(contextTokens, window int, priced bool) {
 	st := r.v.stats()
-	r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced))
+	r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced), "")
 }
 
 // messages waits for the outbox and returns the thread's messages.

@@ -72,8 +72,11 @@ type Inbound struct {
 	// id): the target of acknowledgement reactions. Empty for slash commands.
 	MessageID string
 	Author    Author
-	// Text is the message as the platform sent it (with its markup); the
-	// adapter's PlainText, if any, converts it for the model.
+	// Text is the message as the person typed it: an adapter whose platform
+	// escapes text (Slack's &amp; &lt; &gt;, <@U…>, <url|label>) hands it on
+	// unescaped, once, and escapes only what it sends. Mention markup left in
+	// the text (Discord's <@id>) is converted for the model by the adapter's
+	// PlainText, if any.
 	Text string
 	// Mention says the bot was addressed (Slack app_mention, Discord /code): it
 	// opens a session in a thread that has none. Other messages only reach
@@ -216,6 +219,11 @@ type PostKey struct {
 	Retry bool
 	// First is when the first attempt was made.
 	First time.Time
+	// Notify is the id of a person the message mentions with the bot's own
+	// mention (Slack <@U…>, Discord <@id> with allowed_mentions naming only
+	// them), added by the adapter in front of the text: the person who asked
+	// for a long run, told it ended. Mentions in the text itself stay inert.
+	Notify string
 }
 
 // HistoryReader returns the human conversation of a thread before a message,
@@ -242,8 +250,8 @@ type Downloader interface {
 	Download(ctx context.Context, url string) (io.ReadCloser, error)
 }
 
-// MarkupConverter turns platform markup (<@U123>, <url|label>, <#C1|name>,
-// &amp; …) into plain text for the model.
+// MarkupConverter turns the mention markup an adapter leaves in Inbound.Text
+// (Discord's <@id>, <#id>, <:emoji:id>) into plain text for the model.
 type MarkupConverter interface {
 	PlainText(ctx context.Context, text string) string
 }

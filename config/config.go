@@ -177,6 +177,9 @@ type Agent struct {
 	Compaction   Compaction `yaml:"compaction"`
 	// BashTimeout is the bash tool's default time limit.
 	BashTimeout time.Duration `yaml:"bash_timeout"`
+	// NotifyAfter is how long a run must take for its answer to mention the
+	// person who asked, so that they hear of it; 0 mentions nobody.
+	NotifyAfter time.Duration `yaml:"notify_after"`
 	// SystemPrompt is appended to the built-in prompt; it does not replace it.
 	SystemPrompt string   `yaml:"system_prompt"`
 	SkillsDirs   []string `yaml:"skills_dirs"`
@@ -505,6 +508,7 @@ func Default() Config {
 			Retry:        Retry{Enabled: true, MaxRetries: 3, BaseDelay: 2 * time.Second, MaxDelay: 60 * time.Second},
 			Compaction:   Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
 			BashTimeout:  10 * time.Minute,
+			NotifyAfter:  time.Minute,
 		},
 		Workspace: Workspace{
 			BranchPrefix:     "bot/",

@@ -88,6 +88,13 @@ func TestParseDurations(t *testing.T) {
 			t.Errorf("%s: got bash_timeout %v, run_timeout %v; want %v", tt.in, c.Agent.BashTimeout, c.RunTimeout, tt.want)
 		}
 	}
+	// notify_after: 0s turns the mention off; left out, it is a minute.
+	if c := mustParse(t, "agent:\n  notify_after: 0s\n", nil); c.Agent.NotifyAfter != 0 {
+		t.Errorf("notify_after: 0s gives %v, want 0", c.Agent.NotifyAfter)
+	}
+	if c := mustParse(t, "agent:\n  bash_timeout: 1m\n", nil); c.Agent.NotifyAfter != time.Minute {
+		t.Errorf("notify_after left out gives %v, want 1m", c.Agent.NotifyAfter)
+	}
 	for _, bad := range []string{"10", "ten minutes", "5 m", "true"} {
 		_, err := parseString("agent:\n  retry:\n    base_delay: "+bad+"\n", nil)
 		wantErr(t, err, "agent.retry.base_delay", "must be a duration such as 30s", "line 3", bad)

@@ -274,6 +274,9 @@ func (c *Config) validateAgent(v *collector) {
 	}
 
 	positiveDuration(v, "agent.bash_timeout", a.BashTimeout)
+	if a.NotifyAfter < 0 {
+		v.add("agent.notify_after", fmt.Sprintf("must be a duration such as 1m, or 0s to mention nobody (got %s)", a.NotifyAfter))
+	}
 	nonEmptyItems(v, "agent.skills_dirs", a.SkillsDirs)
 	nonEmptyItems(v, "agent.prompts_dirs", a.PromptsDirs)
 	for _, name := range sortedKeys(a.BashEnv) {

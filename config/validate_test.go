@@ -116,6 +116,7 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Agent.Compaction.ReserveTokens = 128000 }, "agent.compaction.reserve_tokens", "must be less than llm.context_window (128000)"},
 		{func(c *Config) { c.Agent.Compaction.KeepRecentTokens = 0 }, "agent.compaction.keep_recent_tokens", "must be greater than 0"},
 		{func(c *Config) { c.Agent.BashTimeout = 0 }, "agent.bash_timeout", "positive duration"},
+		{func(c *Config) { c.Agent.NotifyAfter = -time.Second }, "agent.notify_after", "or 0s to mention nobody (got -1s)"},
 		{func(c *Config) { c.Agent.SkillsDirs = []string{""} }, "agent.skills_dirs[0]", "must not be empty"},
 		{func(c *Config) { c.Agent.PromptsDirs = []string{"a", " "} }, "agent.prompts_dirs[1]", "must not be empty"},
 		{func(c *Config) { c.Agent.BashEnv = map[string]string{"BAD-NAME": "x"} }, "agent.bash_env.BAD-NAME", "not a valid environment variable name"},

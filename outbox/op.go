@@ -44,6 +44,8 @@ type op struct {
 	// uncertain says an attempt of a post failed without an answer (a
 	// timeout): it may have been created, so the next attempt must check.
 	uncertain bool
+	// notify is the person a post mentions (chat.PostKey.Notify).
+	notify string
 	// final marks an edit that must show even if the platform refuses it:
 	// it is posted anew then (EditFinal).
 	final bool

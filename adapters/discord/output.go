@@ -58,6 +58,12 @@ type messageCreate struct {
 // post retried after a timeout shows once.
 func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
 	body := messageCreate{Content: Text(text), AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds}
+	if isSnowflake(key.Notify) {
+		// The bot's own mention of the person to tell, the only one the
+		// message may ping.
+		body.Content = "<@" + key.Notify + "> " + body.Content
+		body.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{key.Notify}}
+	}
 	if key.ID != "" {
 		body.Nonce, body.EnforceNonce = truncateRunes(key.ID, maxNonce), true
 	}
@@ -74,6 +80,19 @@ func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text stri
 		return "", err
 	}
 	return m.ID, nil
+}
+
+// isSnowflake says whether s is a Discord id (digits only).
+func isSnowflake(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // noEmbeds are the flags of the bot's messages: no link previews, which

@@ -249,3 +249,26 @@ func TestMessagesEmbedNothing(t *testing.T) {
 
 // suppressEmbeds is Discord's SUPPRESS_EMBEDS message flag.
 const suppressEmbeds = 1 << 2
+
+// PostKey.Notify puts the bot's own mention of that person in front of the
+// post and lets only them be pinged; a value that is not a user id adds
+// nothing, so it cannot smuggle markup in.
+func TestPostOnceNotifiesOnlyAUserID(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	if _, err := e.a.PostOnce(ctx, ref, "done, <@"+discordfake.BobID+">", chat.PostKey{ID: "k1", Notify: discordfake.AliceID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"@everyone", discordfake.BobID + "> @everyone <@" + discordfake.BobID, "&" + discordfake.DevRoleID} {
+		if _, err := e.a.PostOnce(ctx, ref, "hi", chat.PostKey{ID: "k2", Notify: bad}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := fake.Notices()
+	if len(n) != 1 || !slices.Equal(n[0].Users, []string{discordfake.AliceID}) || n[0].Everyone || len(n[0].Roles) > 0 ||
+		!strings.HasPrefix(n[0].Content, "<@"+discordfake.AliceID+"> done") {
+		t.Fatalf("notices = %+v, want one post starting with the mention of alice and pinging only her", n)
+	}
+}

@@ -1,7 +1,7 @@
 // Package slack connects threadsmith to Slack through github.com/slack-go/slack:
 // it implements chat.Adapter and every optional capability of package chat
 // (Editor, Reactor, Uploader, StatusSetter, Whisperer, HistoryReader,
-// MarkupConverter, Downloader, Actioner). It does platform I/O only; de-duplication,
+// Downloader, Actioner). It does platform I/O only; de-duplication,
 // routing, access checks, commands, rendering and rate budgets belong to the
 // bridge.
 //
@@ -10,7 +10,9 @@
 // Run receives events over Socket Mode (the default; slack.app_token) or the
 // HTTP Events API (slack.mode: http; requests signed with slack.signing_secret,
 // served on slack.listen). Every event that may be input becomes one
-// chat.Inbound and is handed to Handler.Receive; the envelope (or HTTP request)
+// chat.Inbound, its text what the person typed (Slack's markup and escaping
+// undone once, here: see plain), and is handed to Handler.Receive; the
+// envelope (or HTTP request)
 // is acknowledged only after Receive returned nil, so a failed Receive makes
 // Slack deliver the event again. The acknowledgement waits on nothing else:
 // no LLM, no git, no other thread. Events of one thread reach Receive in the
@@ -32,7 +34,8 @@
 //
 // Post and Edit take Markdown and send Slack mrkdwn (see Mrkdwn) into the
 // thread, never broadcast to the channel, with parse=none and link_names off:
-// nothing the model writes mentions anyone, however it is spelled. Posts
+// nothing the model writes mentions anyone, however it is spelled; the one
+// mention the adapter adds itself is that of chat.PostKey.Notify. Posts
 // unfurl no links (unfurl_links and unfurl_media false): Slack would fetch
 // the model's URLs unasked. The
 // bridge splits text at 3,500 characters measured on the mrkdwn (Measure);
@@ -163,7 +166,6 @@ var (
 	_ chat.Whisperer          = (*Adapter)(nil)
 	_ chat.OncePoster         = (*Adapter)(nil)
 	_ chat.HistoryReader      = (*Adapter)(nil)
-	_ chat.MarkupConverter    = (*Adapter)(nil)
 	_ chat.Downloader         = (*Adapter)(nil)
 	_ chat.Actioner           = (*Adapter)(nil)
 )

@@ -80,7 +80,7 @@ func (c *catchUp) run(ctx context.Context) {
 			in := m.inbound(c.d.id, "replies/"+m.Channel+"/"+m.TS)
 			in.Thread = tc.Thread // the session's own key, whatever the team
 			found++
-			c.d.submit(in.Thread, func() { _ = c.d.deliver(ctx, in) })
+			c.d.submit(in.Thread, func() { _ = c.d.deliverMessage(ctx, in) })
 		}
 	}
 	c.a.log.Info("slack: catch-up done", "threads", len(threads), "messages", found)

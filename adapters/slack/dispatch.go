@@ -47,6 +47,13 @@ func (d *dispatcher) deliver(ctx context.Context, in chat.Inbound) error {
 	return nil
 }
 
+// deliverMessage is deliver for a message a person typed: its text becomes
+// plain text first (plain), once, here.
+func (d *dispatcher) deliverMessage(ctx context.Context, in chat.Inbound) error {
+	in.Text = d.a.plain(ctx, in.Text)
+	return d.deliver(ctx, in)
+}
+
 // wait returns once every submitted job has finished.
 func (d *dispatcher) wait() { d.queues.wait() }
 

@@ -22,7 +22,7 @@ const maxHistory = 500
 // History returns what people wrote in the thread before beforeID, oldest
 // first, with their names: the context for a first mention inside an existing
 // conversation. Bots (this one included) and non-input subtypes are left out.
-// Texts are as Slack sent them, like chat.Inbound.Text; PlainText converts them.
+// Texts are plain text, like chat.Inbound.Text.
 func (a *Adapter) History(ctx context.Context, thread chat.ThreadRef, beforeID string) ([]chat.HistoryMessage, error) {
 	id, err := a.identity(ctx)
 	if err != nil {
@@ -55,7 +55,7 @@ func (a *Adapter) History(ctx context.Context, thread chat.ThreadRef, beforeID s
 	}
 	out := make([]chat.HistoryMessage, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, chat.HistoryMessage{Author: a.users.author(ctx, m.User), Text: m.Text, Time: tsTime(m.TS)})
+		out = append(out, chat.HistoryMessage{Author: a.users.author(ctx, m.User), Text: a.plain(ctx, m.Text), Time: tsTime(m.TS)})
 	}
 	return out, nil
 }

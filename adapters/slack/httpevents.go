@@ -115,7 +115,7 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 		}
 		in := m.inbound(d.id, eventID)
 		done := make(chan error, 1)
-		d.submit(in.Thread, func() { done <- d.deliver(ctx, in) })
+		d.submit(in.Thread, func() { done <- d.deliverMessage(ctx, in) })
 		select {
 		case err = <-done:
 		case <-r.Context().Done():

@@ -156,7 +156,6 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	must(t, r.Whisper(ctx, chat.Inbound{Thread: th, MessageID: root, Author: chat.Author{ID: "U0ALICE"}}, "not allowed"))
 	_, err = r.History(ctx, th, id)
 	must(t, err)
-	_ = r.PlainText(ctx, "<@U0BOB>")
 	body, err := r.Download(ctx, file.URLPrivate)
 	must(t, err)
 	_, _ = io.Copy(io.Discard, body)

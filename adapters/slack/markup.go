@@ -5,10 +5,15 @@ import (
 	"strings"
 )
 
-// PlainText turns Slack markup into plain text for the model: <@U…> becomes
-// @name (users.info, cached), <#C…|name> #name, <url|label> "label (url)",
-// <url> the url, <!here> @here, and &amp; &lt; &gt; their characters.
-func (a *Adapter) PlainText(ctx context.Context, text string) string {
+// plain turns Slack markup into what the person typed: <@U…> becomes @name
+// (users.info, cached), <#C…|name> #name, <url|label> "label (url)", <url> the
+// url, <!here> @here, and &amp; &lt; &gt; their characters. The adapter applies
+// it once, to every message text it hands on (chat.Inbound, History), so the
+// bridge and everything after it (model, storage, pages, commits, pull
+// requests) see plain text; applying it again would unescape twice ("&amp;lt;"
+// typed as "&lt;" would become "<"). Text sent back to Slack is escaped again
+// by the mrkdwn conversion.
+func (a *Adapter) plain(ctx context.Context, text string) string {
 	return plainText(text, func(id string) string { return a.users.author(ctx, id).Name })
 }
 

@@ -24,8 +24,19 @@ const postKeyEvent = "threadsmith_post"
 // Slack turns no plain "@channel" or "@team" into a mention (chat.update
 // parses as a client would unless told otherwise).
 func textOptions(text string) []slackapi.MsgOption {
+	return mentionOptions(text, "")
+}
+
+// mentionOptions are textOptions with the bot's own mention of user (a
+// chat.PostKey.Notify) in front, when user is a Slack user id; the
+// 4,000-character cap counts it.
+func mentionOptions(text, user string) []slackapi.MsgOption {
+	rendered := render(text)
+	if isUserID(user) {
+		rendered = fitText("<@" + user + "> " + Mrkdwn(text))
+	}
 	return []slackapi.MsgOption{
-		slackapi.MsgOptionText(render(text), false),
+		slackapi.MsgOptionText(rendered, false),
 		slackapi.MsgOptionParse(false),
 		slackapi.MsgOptionLinkNames(false),
 	}
@@ -34,7 +45,7 @@ func textOptions(text string) []slackapi.MsgOption {
 // Post writes Markdown into the thread as Slack mrkdwn and returns the new
 // message's ts. Replies stay in the thread; they are never broadcast.
 func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) (string, error) {
-	return a.post(ctx, thread, text, "")
+	return a.post(ctx, thread, text, chat.PostKey{})
 }
 
 // PostOnce implements chat.OncePoster. Slack has no idempotency key, so each
@@ -53,20 +64,34 @@ func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text stri
 			return ts, nil
 		}
 	}
-	return a.post(ctx, thread, text, key.ID)
+	return a.post(ctx, thread, text, key)
 }
 
-func (a *Adapter) post(ctx context.Context, thread chat.ThreadRef, text, key string) (string, error) {
+// isUserID says whether s looks like a Slack user id (U… or W…, letters and
+// digits): what may go inside the bot's own <@…>.
+func isUserID(s string) bool {
+	if len(s) < 2 || (s[0] != 'U' && s[0] != 'W') {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Adapter) post(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
 	// No previews: Slack would fetch the links the model wrote (media ones
 	// by default) the moment the message is posted, with no one clicking, so
 	// a URL could carry the workspace's code to any server.
-	opts := append(textOptions(text), slackapi.MsgOptionDisableLinkUnfurl(), slackapi.MsgOptionDisableMediaUnfurl())
+	opts := append(mentionOptions(text, key.Notify), slackapi.MsgOptionDisableLinkUnfurl(), slackapi.MsgOptionDisableMediaUnfurl())
 	if thread.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(thread.Thread))
 	}
-	if key != "" {
+	if key.ID != "" {
 		opts = append(opts, slackapi.MsgOptionMetadata(slackapi.SlackMetadata{
-			EventType: postKeyEvent, EventPayload: map[string]any{"key": key},
+			EventType: postKeyEvent, EventPayload: map[string]any{"key": key.ID},
 		}))
 	}
 	_, ts, err := a.api.PostMessageContext(ctx, thread.Channel, opts...)

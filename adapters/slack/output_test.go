@@ -316,7 +316,7 @@ func TestHistoryBeforeMessageHumansOnly(t *testing.T) {
 	}
 	want := []line{
 		{"alice", "the deploy failed"},
-		{"Bob Real", "logs say <https://ci.example/1|job 1> &amp; more"},
+		{"Bob Real", "logs say job 1 (https://ci.example/1) & more"},
 		{"alice", "second version"},
 	}
 	if !slices.Equal(lines, want) {
@@ -334,10 +334,10 @@ func TestPlainText(t *testing.T) {
 	ctx := testContext(t)
 	in := "<@U0ALICE> see <#C0DEV|dev>, <https://a.io/?x=1&amp;y=2|the docs> and <https://b.io> cc <!here> &lt;b&gt; &amp;amp;"
 	want := "@alice see #dev, the docs (https://a.io/?x=1&y=2) and https://b.io cc @here <b> &amp;"
-	if got := a.PlainText(ctx, in); got != want {
+	if got := a.plain(ctx, in); got != want {
 		t.Errorf("PlainText(%q)\n got %q\nwant %q", in, got, want)
 	}
-	if got := a.PlainText(ctx, "<@U0ALICE> again"); got != "@alice again" || len(srv.CallsTo("users.info")) != 1 {
+	if got := a.plain(ctx, "<@U0ALICE> again"); got != "@alice again" || len(srv.CallsTo("users.info")) != 1 {
 		t.Errorf("second PlainText = %q after %d users.info calls, want \"@alice again\" from the cache (1 call)", got, len(srv.CallsTo("users.info")))
 	}
 }

@@ -352,3 +352,26 @@ func TestMarkdownBlockLosesToMrkdwn(t *testing.T) {
 		}
 	}
 }
+
+// PostKey.Notify puts the bot's own mention of that person in front of the
+// post, within the 4,000-character cap; a value that is not a user id adds
+// nothing, so it cannot smuggle markup in.
+func TestPostOnceNotifiesOnlyAUserID(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	_, err := a.PostOnce(ctx, th, strings.Repeat("x", 5000), chat.PostKey{ID: "k1", Notify: "U0ALICE"})
+	must(t, err)
+	for _, bad := range []string{"U0ALICE> <!channel", "<!here>", "u0alice", "C0DEV"} {
+		_, err = a.PostOnce(ctx, th, "hi <@U0BOB>", chat.PostKey{ID: "k2", Notify: bad})
+		must(t, err)
+	}
+	n := srv.Notices()
+	if len(n) != 1 || !slices.Equal(n[0].Users, []string{"U0ALICE"}) || len(n[0].Special) > 0 || len(n[0].Groups) > 0 {
+		t.Fatalf("notices = %+v, want one, for U0ALICE only", n)
+	}
+	if !strings.HasPrefix(n[0].Text, "<@U0ALICE> x") || utf8.RuneCountInString(n[0].Text) > maxTextRunes {
+		t.Errorf("the notified post starts %.20q and has %d characters, want the mention first and at most %d", n[0].Text, utf8.RuneCountInString(n[0].Text), maxTextRunes)
+	}
+}

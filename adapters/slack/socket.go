@@ -103,7 +103,7 @@ func (a *Adapter) onEnvelope(ctx context.Context, sm *socketmode.Client, d *disp
 	}
 	envelope := req.EnvelopeID
 	d.submit(in.Thread, func() {
-		if d.deliver(ctx, in) == nil {
+		if d.deliverMessage(ctx, in) == nil {
 			a.ack(ctx, sm, envelope)
 		}
 	})

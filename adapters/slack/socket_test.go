@@ -517,3 +517,27 @@ func TestCatchUpClosesThreadsThatAreGone(t *testing.T) {
 		t.Errorf("closed %+v, want only the gone thread", h.closed)
 	}
 }
+
+// Slack's escaping comes off once, in the adapter: the handler gets what the
+// person typed (both the app_mention and the message event), a mention of
+// another person as @name, and "&lt;" typed literally stays "&lt;".
+func TestInboundTextIsWhatThePersonTyped(t *testing.T) {
+	srv := slackfake.New(t)
+	srv.AddUser(slackfake.User{ID: "U0BOB", Name: "bob"})
+	h := newRecorder()
+	startSocket(t, srv, h)
+
+	// Typed: <b>"'& &lt; &amp;lt; ask @bob
+	ts := srv.Mention("C0DEV", "U0ALICE", `&lt;b&gt;"'&amp; &amp;lt; &amp;amp;lt; ask <@U0BOB>`, "")
+	const want = `<b>"'& &lt; &amp;lt; ask @bob`
+	for _, in := range []chat.Inbound{h.nextFor(t, ts), h.nextFor(t, ts)} {
+		if in.Text != want || !in.Mention {
+			t.Errorf("inbound text %q (mention %v), want %q", in.Text, in.Mention, want)
+		}
+	}
+	// A follow-up in the thread, by the message event alone.
+	ts2 := srv.UserMessage("C0DEV", "U0ALICE", "a &amp;&amp; b &gt; c", ts)
+	if in := h.nextFor(t, ts2); in.Text != "a && b > c" {
+		t.Errorf("follow-up text %q, want %q", in.Text, "a && b > c")
+	}
+}

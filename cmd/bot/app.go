@@ -58,6 +58,8 @@ type Main struct {
 	Stdout, Stderr io.Writer
 	// Logger overrides the logger built from the config.
 	Logger *slog.Logger
+	// Now is the bridge's clock (default time.Now; tests move it).
+	Now func() time.Time
 	// Version prints the version and exits (-version).
 	Version bool
 	// Continue makes -console resume the latest console session of the
@@ -223,6 +225,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PageLink:          m.pageLink,
 		Lease:             leaseConfig(cfg),
 		Logger:            log,
+		Now:               m.Now,
 	})
 	if err != nil {
 		m.closeStores()
@@ -373,6 +376,7 @@ func agentConfig(cfg *config.Config) bridge.AgentConfig {
 		Compaction: compaction.Settings{Enabled: cfg.Agent.Compaction.Enabled, ReserveTokens: cfg.Agent.Compaction.ReserveTokens,
 			KeepRecentTokens: cfg.Agent.Compaction.KeepRecentTokens},
 		BashTimeout: cfg.Agent.BashTimeout,
+		NotifyAfter: cfg.Agent.NotifyAfter,
 		BashEnv:     cfg.Agent.BashEnv,
 		SkillsDirs:  cfg.Agent.SkillsDirs,
 		PromptsDirs: cfg.Agent.PromptsDirs,

@@ -48,6 +48,8 @@ type discordEnv struct {
 	remote  *gitremote.Repo
 	ctx     context.Context
 	scripts *discordScripts
+	// now, when set by a configure function, is the bridge's clock.
+	now func() time.Time
 }
 
 // configure, if given, changes the configuration before the program starts.
@@ -99,6 +101,7 @@ func newDiscordEnv(t *testing.T, configure ...func(*config.Config, *discordEnv))
 	t.Cleanup(cancel)
 	m := NewMain()
 	m.Config = &cfg
+	m.Now = e.now
 	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := m.Run(e.ctx); err != nil {
 		t.Fatalf("Run: %v", err)

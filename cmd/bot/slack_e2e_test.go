@@ -54,6 +54,8 @@ type slackEnv struct {
 	httpMode bool
 	httpURL  string // the bot's Events API Request URL in http mode
 	starts   int    // Socket Mode connections the fake should have seen
+	// now, when set before start, is the bridge's clock.
+	now func() time.Time
 }
 
 // slackSetup collects a slackEnv's options.
@@ -140,6 +142,7 @@ func (e *slackEnv) start() {
 	m := NewMain()
 	cfg := e.cfg
 	m.Config = &cfg
+	m.Now = e.now
 	if e.quiet {
 		m.Logger = slog.New(slog.DiscardHandler)
 	} else {
