@@ -171,6 +171,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		defer sock.Close()
 		files = append(files, peer)
 	}
+	rootBot := os.Getuid() == 0
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
@@ -182,11 +183,15 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
-			GidMappingsEnableSetgroups: false,
+			GidMappingsEnableSetgroups: rootBot,
 			// Become the namespace's root, so that the init keeps its
 			// capabilities there across execve even when the bot's own uid
 			// is not the one mapped (a root bot's sandbox runs as nobody).
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+			// A root bot also drops its supplementary groups (host gid 0
+			// among them) there; the kernel lets only a privileged writer
+			// of gid_map leave setgroups allowed, so a bot that is not root
+			// keeps its own (see the package documentation).
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !rootBot},
 			// The sandbox dies with the bot, whatever kills it.
 			Pdeathsig: syscall.SIGKILL,
 		},

@@ -44,6 +44,11 @@
 //   - Inside, the command runs as uid 0 of its user namespace, with no
 //     capabilities at all and no way to gain any (no new privileges, an empty
 //     bounding set, SECBIT_NOROOT), and cannot make user namespaces.
+//   - A root bot's sandbox has no supplementary groups (host gid 0 would
+//     open files only root's group may read). A bot that is not root keeps
+//     its own: the kernel forbids setgroups in a user namespace whose
+//     gid_map an unprivileged process wrote, so run such a bot as a user
+//     without supplementary groups.
 //   - Memory (RLIMIT_AS, per process) and processes (RLIMIT_NPROC, counted in
 //     the sandbox's own user namespace) are limited; a fork bomb or a memory
 //     hog fails inside and the bot is not affected. There is no limit on the
