@@ -16,8 +16,9 @@
 // initialisation, which is where the init runs), it takes on
 // PR_SET_NO_NEW_PRIVS, a Landlock domain (reads everywhere in the new root,
 // writes only below writable mounts; signals and abstract unix sockets scoped
-// to the sandbox) and an empty capability set, and forks the command from
-// that thread, which inherits all three. Resource limits belong to a whole
+// to the sandbox), an empty capability set and a new empty session keyring;
+// it marks every descriptor above 2 close-on-exec and forks the command from
+// that thread, which inherits all of it. Resource limits belong to a whole
 // process and the init's Go runtime must stay free to allocate, so the
 // command starts traced, stops right after execve, gets its limits and is
 // let go before it runs one instruction. The init reaps everything and exits
@@ -44,6 +45,10 @@
 //   - Inside, the command runs as uid 0 of its user namespace, with no
 //     capabilities at all and no way to gain any (no new privileges, an empty
 //     bounding set, SECBIT_NOROOT), and cannot make user namespaces.
+//   - The command's only open files are its standard three: nothing the init
+//     or the bot holds, even a descriptor the bot inherited without
+//     close-on-exec. Its session keyring is new and empty; the bot's keys
+//     are not possessed inside.
 //   - A root bot's sandbox has no supplementary groups (host gid 0 would
 //     open files only root's group may read). A bot that is not root keeps
 //     its own: the kernel forbids setgroups in a user namespace whose

@@ -520,6 +520,9 @@ func startCommand(c cmdSpec) (int, int, error) {
 	if err := dropCapabilities(); err != nil {
 		return 0, 0, fmt.Errorf("dropping capabilities: %w", err)
 	}
+	if err := hardenThread(); err != nil {
+		return 0, 0, err
+	}
 	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{
 		Env:   c.Env,
 		Files: []uintptr{0, 1, 2},

@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// hardenThread is the last step before the command is forked from the
+// init's main thread, which by then has no_new_privs, its Landlock domain
+// and no capabilities. It gives the thread a keyring of its own and keeps
+// the init's descriptors from the command.
+func hardenThread() error {
+	if err := joinSessionKeyring(); err != nil {
+		return err
+	}
+	return closeOnExecAbove2()
+}
+
+// joinSessionKeyring replaces the session keyring the init inherited from
+// the bot (where the bot's keys, and its login's, are possessed) with a
+// new, empty, anonymous one, for this thread and what it forks.
+func joinSessionKeyring() error {
+	_, _, errno := unix.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("joining a new session keyring: %w", errno)
+	}
+	return nil
+}
+
+// closeOnExecAbove2 marks every descriptor above 2 close-on-exec, so the
+// command gets its standard files and nothing else: not the init's own,
+// nor any the bot inherited without close-on-exec and passed on.
+func closeOnExecAbove2() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	// Kernels before 5.11: one by one, from this process's /proc.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing descriptors: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+			return fmt.Errorf("descriptor %d: %w", fd, err)
+		}
+	}
+	return nil
+}
