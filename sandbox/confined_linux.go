@@ -59,6 +59,8 @@ type cmdSpec struct {
 	Landlock  int      `json:"landlock,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Writable  []string `json:"writable,omitempty"`
+	// NoSeccomp leaves the seccomp filter out (tests of what lies under it).
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
 }
 
 // confined is a command in a sandbox: the init process and the pipe on which
@@ -109,6 +111,7 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 			Landlock:  s.landlock,
 			Network:   s.cfg.Network,
 			Writable:  writable,
+			NoSeccomp: s.noSeccomp,
 		},
 	}
 }

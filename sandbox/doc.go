@@ -16,12 +16,12 @@
 // initialisation, which is where the init runs), it takes on
 // PR_SET_NO_NEW_PRIVS, a Landlock domain (reads everywhere in the new root,
 // writes only below writable mounts; signals and abstract unix sockets scoped
-// to the sandbox), an empty capability set and a new empty session keyring;
-// it marks every descriptor above 2 close-on-exec and forks the command from
-// that thread, which inherits all of it. Resource limits belong to a whole
-// process and the init's Go runtime must stay free to allocate, so the
-// command starts traced, stops right after execve, gets its limits and is
-// let go before it runs one instruction. The init reaps everything and exits
+// to the sandbox), an empty capability set, a new empty session keyring and,
+// last, a seccomp filter; it marks every descriptor above 2 close-on-exec and
+// forks the command from that thread, which inherits all of it. Resource
+// limits belong to a whole process and the init's Go runtime must stay free
+// to allocate, so the command starts traced, stops right after execve, gets
+// its limits and is let go before it runs one instruction. The init reaps everything and exits
 // with the command; the kernel then kills every process left in the PID
 // namespace, so a setsid, nohup or & child never outlives the call. The init
 // dies with the bot (PR_SET_PDEATHSIG) and Kill kills it, and so the whole
@@ -54,6 +54,18 @@
 //     its own: the kernel forbids setgroups in a user namespace whose
 //     gid_map an unprivileged process wrote, so run such a bot as a user
 //     without supplementary groups.
+//   - A seccomp filter (amd64 and arm64) in the spirit of Docker's default
+//     profile denies the key store (keyctl, add_key, request_key), io_uring
+//     and clone3 (ENOSYS, so programs fall back), bpf, perf_event_open,
+//     userfaultfd, kexec, mounts old and new (mount, umount2, pivot_root,
+//     open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
+//     mount_setattr), unshare, setns and clone with namespace flags, kernel
+//     modules, swap, reboot, acct, setting the clock, open_by_handle_at and
+//     personality changes other than Docker's few (ADDR_NO_RANDOMIZE
+//     fails). Calls of another ABI (32-bit compat, x32) kill the process.
+//     ptrace is left alone: the PID namespace shows nothing but the
+//     sandbox's processes and the init is not dumpable, so strace and gdb
+//     work on what the command starts and on nothing else.
 //   - Memory (RLIMIT_AS, per process) and processes (RLIMIT_NPROC, counted in
 //     the sandbox's own user namespace) are limited; a fork bomb or a memory
 //     hog fails inside and the bot is not affected. There is no limit on the

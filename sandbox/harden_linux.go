@@ -12,13 +12,20 @@ import (
 
 // hardenThread is the last step before the command is forked from the
 // init's main thread, which by then has no_new_privs, its Landlock domain
-// and no capabilities. It gives the thread a keyring of its own and keeps
-// the init's descriptors from the command.
-func hardenThread() error {
+// and no capabilities. It gives the thread a keyring of its own, keeps the
+// init's descriptors from the command, and, when filter is set, installs the
+// seccomp filter: last, since it denies the keyring call.
+func hardenThread(filter bool) error {
 	if err := joinSessionKeyring(); err != nil {
 		return err
 	}
-	return closeOnExecAbove2()
+	if err := closeOnExecAbove2(); err != nil {
+		return err
+	}
+	if filter {
+		return installSeccomp()
+	}
+	return nil
 }
 
 // joinSessionKeyring replaces the session keyring the init inherited from

@@ -520,7 +520,7 @@ func startCommand(c cmdSpec) (int, int, error) {
 	if err := dropCapabilities(); err != nil {
 		return 0, 0, fmt.Errorf("dropping capabilities: %w", err)
 	}
-	if err := hardenThread(); err != nil {
+	if err := hardenThread(!c.NoSeccomp); err != nil {
 		return 0, 0, err
 	}
 	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{

@@ -11,3 +11,5 @@ func (s *Sandbox) startConfined(Spec) (process, error) {
 func (s *Sandbox) probe() error {
 	return fmt.Errorf("%w: sandboxing needs Linux namespaces; set sandbox.mode: none to run commands unsandboxed", ErrUnavailable)
 }
+
+const seccompAvailable = false

@@ -129,6 +129,8 @@ type Sandbox struct {
 	// like the sandbox root's own), which is what lets a root bot run its
 	// sandboxes as an unprivileged uid.
 	idmap bool
+	// noSeccomp leaves the seccomp filter out (tests only).
+	noSeccomp bool
 }
 
 // New checks cfg and, unless cfg.Mode is ModeNone, proves that the isolation
@@ -198,6 +200,9 @@ func (s *Sandbox) String() string {
 		fmt.Fprintf(&b, " + landlock ABI %d", s.landlock)
 	} else {
 		b.WriteString(", no landlock")
+	}
+	if seccompAvailable {
+		b.WriteString(" + seccomp")
 	}
 	if s.idmap {
 		fmt.Fprintf(&b, "; runs as uid %d", s.hostID)
