@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +65,7 @@ type cmdSpec struct {
 // confined is a command in a sandbox: the init process and the pipe on which
 // the init reports the command's end.
 type confined struct {
-	cmd    *exec.Cmd
+	cmd    *spawn
 	status *os.File
 	waited chan struct{}
 	exit   Exit
@@ -122,10 +121,10 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 func (s *Sandbox) mounts(extra []Mount) []Mount {
 	var ms []Mount
 	for _, p := range s.cfg.ReadOnly {
-		ms = append(ms, Mount{Path: filepath.Clean(p), Access: ReadOnly})
+		ms = append(ms, Mount{Path: path.Clean(p), Access: ReadOnly})
 	}
 	for _, m := range extra {
-		ms = append(ms, Mount{Path: filepath.Clean(m.Path), Access: m.Access})
+		ms = append(ms, Mount{Path: path.Clean(m.Path), Access: m.Access})
 	}
 	visible := slices.Clone(systemPaths)
 	for _, e := range etcEntries {
@@ -137,7 +136,7 @@ func (s *Sandbox) mounts(extra []Mount) []Mount {
 		}
 	}
 	for _, h := range s.cfg.Hide {
-		h = filepath.Clean(h)
+		h = path.Clean(h)
 		if slices.ContainsFunc(visible, func(v string) bool { return strings.HasPrefix(h, v+"/") }) {
 			ms = append(ms, Mount{Path: h, Access: Hidden})
 		}
@@ -175,7 +174,7 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		files = append(files, peer)
 	}
 	rootBot := os.Getuid() == 0
-	cmd := &exec.Cmd{
+	cmd := &spawn{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
 		// Nothing of the bot's environment: that is where its secrets are.
@@ -285,8 +284,7 @@ func parseStatus(line string, werr error) (Exit, error) {
 	case "error":
 		return Exit{}, fmt.Errorf("sandbox: %s", rest)
 	}
-	var exitErr *exec.ExitError
-	if werr != nil && !errors.As(werr, &exitErr) {
+	if werr != nil {
 		return Exit{}, fmt.Errorf("sandbox: wait: %w", werr)
 	}
 	return Exit{Code: -1, Signal: syscall.SIGKILL}, nil
@@ -361,7 +359,7 @@ var dumpable struct {
 	was   int
 }
 
-func startDumpable(cmd *exec.Cmd) error {
+func startDumpable(cmd *spawn) error {
 	if os.Getuid() == 0 {
 		return cmd.Start() // root writes the map whoever owns the file
 	}

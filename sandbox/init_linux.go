@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -278,7 +278,7 @@ func makeMountpoint(dst string, dir bool) error {
 	if dir {
 		return os.MkdirAll(dst, 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(dst); err == nil {

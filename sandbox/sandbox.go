@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -147,7 +147,7 @@ func New(cfg Config) (*Sandbox, error) {
 		cfg.Processes = DefaultProcesses
 	}
 	for _, p := range append(slices.Clone(cfg.ReadOnly), cfg.Hide...) {
-		if !filepath.IsAbs(p) {
+		if !path.IsAbs(p) {
 			return nil, fmt.Errorf("sandbox: path %q is not absolute", p)
 		}
 	}
@@ -245,14 +245,14 @@ type process interface {
 
 // Start starts sp. The caller must call Wait.
 func (s *Sandbox) Start(sp Spec) (*Process, error) {
-	if !filepath.IsAbs(sp.Path) {
+	if !path.IsAbs(sp.Path) {
 		return nil, fmt.Errorf("sandbox: program path %q is not absolute", sp.Path)
 	}
 	if len(sp.Args) == 0 {
 		sp.Args = []string{sp.Path}
 	}
 	for _, m := range sp.Mounts {
-		if !filepath.IsAbs(m.Path) {
+		if !path.IsAbs(m.Path) {
 			return nil, fmt.Errorf("sandbox: mount %q is not absolute", m.Path)
 		}
 	}
