@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,9 @@ type initSpec struct {
 	Cmd       cmdSpec `json:"cmd"`
 	Landlock  int     `json:"landlock,omitempty"`
 	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
+	// Stdio lists the standard files (0, 1, 2) the bot hands over on fd 5;
+	// the others stay /dev/null.
+	Stdio []int `json:"stdio,omitempty"`
 }
 
 // cmdSpec is the command and the restrictions it starts under.
@@ -76,11 +80,14 @@ type confined struct {
 	// metrics is told when the init reports that it could not build the
 	// sandbox (a failure after Start returned).
 	metrics interface{ StartFailed() }
+	// ended, if set, is called once the command has ended: it starts the
+	// init of a next command then, off the path of this one and the next.
+	ended func()
 }
 
 func (s *Sandbox) startConfined(sp Spec) (process, error) {
 	spec := s.initSpec(sp)
-	return s.startInit(spec, sp)
+	return s.startInit(spec, sp, !s.unpooled)
 }
 
 func (s *Sandbox) initSpec(sp Spec) initSpec {
@@ -147,7 +154,49 @@ func (s *Sandbox) mounts(extra []Mount) []Mount {
 	return ms
 }
 
-func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
+// startInit hands the command to an init: one started ahead and waiting
+// (pooled), or a new one. A pooled command's end starts the init of the
+// next one, off the path of both.
+func (s *Sandbox) startInit(spec initSpec, sp Spec, pooled bool) (*confined, error) {
+	k := initKey{hostID: s.hostID, hostGID: s.hostGID(), network: spec.Network}
+	var ended func()
+	if pooled {
+		ended = func() { refillInit(k) }
+		// One that died while it waited (the out-of-memory killer takes
+		// the sandbox's processes first) leaves the work to a new one.
+		if p := takeIdleInit(k); p != nil && p.alive() {
+			if c, err := s.handOver(p, spec, sp, ended); err == nil {
+				return c, nil
+			}
+		} else if p != nil {
+			p.discard()
+		}
+	}
+	p, err := launchInit(k)
+	if err != nil {
+		return nil, err
+	}
+	return s.handOver(p, spec, sp, ended)
+}
+
+// initKey is what an init is started with, before it knows its command:
+// the ids of the sandbox's root and whether it has a network namespace.
+type initKey struct {
+	hostID, hostGID int
+	network         bool
+}
+
+// initProc is a started init waiting for its spec on fd 3; it reports on
+// fd 4 and receives the command's standard files and mounts on fd 5.
+type initProc struct {
+	cmd     *spawn
+	specW   *os.File
+	statusR *os.File
+	sock    *os.File
+}
+
+// launchInit starts an init in new namespaces, which waits for its spec.
+func launchInit(k initKey) (*initProc, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
@@ -158,33 +207,27 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		specW.Close()
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	files := []*os.File{specR, statusW}
-	var sock, peer *os.File
-	if spec.Idmap {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			specR.Close()
-			specW.Close()
-			statusR.Close()
-			statusW.Close()
-			return nil, fmt.Errorf("sandbox: socketpair: %w", err)
-		}
-		sock, peer = os.NewFile(uintptr(fds[0]), "mounts"), os.NewFile(uintptr(fds[1]), "mounts-peer")
-		defer sock.Close()
-		files = append(files, peer)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		statusR.Close()
+		statusW.Close()
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
+	sock, peer := os.NewFile(uintptr(fds[0]), "handover"), os.NewFile(uintptr(fds[1]), "handover-peer")
 	rootBot := os.Getuid() == 0
 	cmd := &spawn{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
 		// Nothing of the bot's environment: that is where its secrets are.
 		Env:        initEnv,
-		ExtraFiles: files,
+		ExtraFiles: []*os.File{specR, statusW, peer},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: k.hostID, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: k.hostGID, Size: 1}},
 			GidMappingsEnableSetgroups: rootBot,
 			// Become the namespace's root, so that the init keeps its
 			// capabilities there across execve even when the bot's own uid
@@ -198,19 +241,17 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if !spec.Network {
+	if !k.network {
 		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	setStdio(cmd, sp)
 	err = startDumpable(cmd)
 	specR.Close()
 	statusW.Close()
-	if peer != nil {
-		peer.Close()
-	}
+	peer.Close()
 	if err != nil {
 		specW.Close()
 		statusR.Close()
+		sock.Close()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	// Memory is limited per process (RLIMIT_AS), so many processes of one
@@ -221,12 +262,31 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	// makes it the floor nothing inside can go below; Landlock keeps /proc
 	// read-only inside anyway.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000\n"), 0)
-	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
+	return &initProc{cmd: cmd, specW: specW, statusR: statusR, sock: sock}, nil
+}
+
+// handOver gives the init its spec, the command's standard files (those
+// that are not /dev/null, which the init already has) and, idmapped, its
+// mounts.
+func (s *Sandbox) handOver(p *initProc, spec initSpec, sp Spec, ended func()) (*confined, error) {
+	defer p.sock.Close()
+	var stdio []int
+	for i, f := range []*os.File{sp.Stdin, sp.Stdout, sp.Stderr} {
+		if f != nil {
+			spec.Stdio = append(spec.Stdio, i)
+			stdio = append(stdio, int(f.Fd()))
+		}
+	}
+	c := &confined{cmd: p.cmd, status: p.statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics, ended: ended}
 	b, _ := json.Marshal(spec)
-	_, werr := specW.Write(b)
-	specW.Close()
+	_, werr := p.specW.Write(b)
+	p.specW.Close()
+	if werr == nil && len(stdio) > 0 {
+		werr = unix.Sendmsg(int(p.sock.Fd()), []byte("stdio"), unix.UnixRights(stdio...), nil, 0)
+		runtime.KeepAlive(sp)
+	}
 	if werr == nil && spec.Idmap {
-		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
+		werr = passMounts(p.cmd.Process.Pid, spec.Mounts, p.sock)
 	}
 	if werr != nil {
 		c.kill()
@@ -234,6 +294,75 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		return nil, fmt.Errorf("sandbox: handing over the command: %w", werr)
 	}
 	return c, nil
+}
+
+// idleInits holds one started init per key, waiting for the next command:
+// the namespaces and the init's own start (the bot's binary, re-executed)
+// are most of a sandbox's start, and are then paid between commands. An
+// init waiting here holds nothing of a command yet (its spec, files and
+// mounts come with the command) and dies with the bot like any other.
+var idleInits struct {
+	sync.Mutex
+	idle     map[initKey]*initProc
+	starting map[initKey]bool
+}
+
+func takeIdleInit(k initKey) *initProc {
+	idleInits.Lock()
+	defer idleInits.Unlock()
+	p := idleInits.idle[k]
+	delete(idleInits.idle, k)
+	return p
+}
+
+// refillInit starts an init for k in the background unless one waits or is
+// being started. An init that cannot be started is not retried: the next
+// command starts its own and reports why.
+func refillInit(k initKey) {
+	idleInits.Lock()
+	defer idleInits.Unlock()
+	if idleInits.idle[k] != nil || idleInits.starting[k] {
+		return
+	}
+	if idleInits.idle == nil {
+		idleInits.idle, idleInits.starting = map[initKey]*initProc{}, map[initKey]bool{}
+	}
+	idleInits.starting[k] = true
+	go func() {
+		p, err := launchInit(k)
+		idleInits.Lock()
+		delete(idleInits.starting, k)
+		if err == nil && idleInits.idle[k] == nil {
+			idleInits.idle[k], p = p, nil
+		}
+		idleInits.Unlock()
+		if p != nil {
+			p.discard()
+		}
+	}()
+}
+
+// alive reports whether the init still waits: its end of the status pipe
+// is open.
+func (p *initProc) alive() bool {
+	raw, err := p.statusR.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := -1
+	_ = raw.Control(func(fd uintptr) {
+		n, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	})
+	return n == 0
+}
+
+// discard ends an init that was never handed a command.
+func (p *initProc) discard() {
+	p.specW.Close()
+	p.sock.Close()
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.statusR.Close()
 }
 
 func (c *confined) kill() {
@@ -260,6 +389,9 @@ func (c *confined) wait() (Exit, error) {
 		c.exit, c.err = parseStatus(line, werr)
 		if strings.HasPrefix(line, "error ") && c.metrics != nil {
 			c.metrics.StartFailed()
+		}
+		if c.ended != nil {
+			c.ended()
 		}
 	})
 	return c.exit, c.err
@@ -435,7 +567,7 @@ func (s *Sandbox) probeOnce() error {
 			}
 		}
 	}()
-	c, err := s.startInit(spec, Spec{Stdout: w, Stderr: w})
+	c, err := s.startInit(spec, Spec{Stdout: w, Stderr: w}, false)
 	w.Close()
 	if err != nil {
 		r.Close()

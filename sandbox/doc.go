@@ -7,9 +7,13 @@
 //
 // Start re-executes the bot's own binary (/proc/self/exe) as a small init in
 // new user, mount, PID, IPC, UTS and (unless Config.Network) network
-// namespaces. The init (pid 1 of its namespace) builds a new root on a tmpfs
-// from read-only binds of /usr, /bin, /lib…, a curated part of /etc, /dev
-// nodes, a fresh /proc for the new PID namespace (with /proc/sys and friends
+// namespaces. Those and the init's own start are most of a command's start,
+// so the bot keeps one such init started ahead, waiting for its next
+// command, and starts the following one when a command ends: the command's
+// spec, standard files and mounts reach the init only with the command.
+// The init (pid 1 of its namespace) then builds a new root on a tmpfs from
+// read-only binds of /usr, /bin, /lib…, a curated part of /etc, /dev nodes,
+// a fresh /proc for the new PID namespace (with /proc/sys and friends
 // read-only or masked), a tmpfs /tmp and the caller's Mounts at their host
 // paths, then pivots into it, so nothing of the host's tree stays reachable.
 // Then, on its main thread (locked to the main goroutine during package

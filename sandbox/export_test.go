@@ -7,3 +7,12 @@ func WithoutSeccomp(s *Sandbox) *Sandbox {
 	c.noSeccomp = true
 	return &c
 }
+
+// Unpooled returns a sandbox like s that starts a new init for every
+// command: what the bot holds at the moment of the call (its groups, its
+// keyring, its open descriptors) is then what the init inherits.
+func Unpooled(s *Sandbox) *Sandbox {
+	c := *s
+	c.unpooled = true
+	return &c
+}

@@ -63,3 +63,34 @@ func closeOnExecAbove2() error {
 	}
 	return nil
 }
+
+// receiveStdio puts the standard files the bot hands over on fd 5 in place
+// (which lists them); the init was started with /dev/null for all three.
+func receiveStdio(which []int) error {
+	if len(which) == 0 {
+		return nil
+	}
+	buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*len(which)))
+	_, oobn, _, _, err := unix.Recvmsg(5, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(cmsgs) != 1 {
+		return fmt.Errorf("no files came")
+	}
+	fds, err := unix.ParseUnixRights(&cmsgs[0])
+	if err != nil || len(fds) != len(which) {
+		return fmt.Errorf("%d files came for %d", len(fds), len(which))
+	}
+	for i, to := range which {
+		if to < 0 || to > 2 {
+			return fmt.Errorf("%d is not a standard file", to)
+		}
+		if err := unix.Dup3(fds[i], to, 0); err != nil {
+			return err
+		}
+		unix.Close(fds[i])
+	}
+	return nil
+}

@@ -165,6 +165,7 @@ func TestOrdinaryWorkUnderTheFilter(t *testing.T) {
 func TestTheBotsSessionKeyringStaysOutside(t *testing.T) {
 	needPerl(t)
 	r := newRig(t, sandbox.Config{})
+	r.sb = sandbox.Unpooled(r.sb) // an init started now, from this thread
 	// The bot's thread (this goroutine's, whose credentials the sandbox's
 	// init inherits) joins a session keyring of its own and puts a key in
 	// it. The thread is never unlocked: it ends with the test, keyring and
@@ -206,7 +207,9 @@ func TestTheBotsSessionKeyringStaysOutside(t *testing.T) {
 // the command.
 func TestTheBotsInheritedDescriptorsStayOutside(t *testing.T) {
 	r := newRig(t, sandbox.Config{})
-	fd, err := unix.Open(r.config, unix.O_RDONLY, 0) // no O_CLOEXEC
+	r.sb = sandbox.Unpooled(r.sb) // an init started with the descriptor open
+	// Opened without O_CLOEXEC.
+	fd, err := unix.Open(r.config, unix.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +250,7 @@ func TestARootBotsGroupsStayOutside(t *testing.T) {
 	}
 	defer syscall.Setgroups(old)
 	r := newRig(t, sandbox.Config{})
+	r.sb = sandbox.Unpooled(r.sb) // an init started with the groups
 	out, _ := r.run(t, `grep '^Groups:' /proc/self/status`)
 	if strings.TrimSpace(out) != "Groups:" {
 		t.Errorf("supplementary groups in the sandbox: %q, want none", out)

@@ -50,6 +50,13 @@ func runInit() int {
 		return 1
 	}
 	unix.CloseOnExec(4)
+	if err := receiveStdio(spec.Stdio); err != nil {
+		report("error receiving the standard files: %v", err)
+		return 1
+	}
+	if !spec.Idmap {
+		unix.Close(5)
+	}
 	var trees map[int]int
 	if spec.Idmap {
 		if trees, err = receiveMounts(); err != nil {

@@ -131,6 +131,8 @@ type Sandbox struct {
 	idmap bool
 	// noSeccomp leaves the seccomp filter out (tests only).
 	noSeccomp bool
+	// unpooled starts a new init for every command (tests only).
+	unpooled bool
 }
 
 // New checks cfg and, unless cfg.Mode is ModeNone, proves that the isolation
