@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -172,12 +173,18 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec, pooled bool) (*confined, err
 			p.discard()
 		}
 	}
+	if pooled {
+		unreadyInits.Add(1)
+	}
 	p, err := launchInit(k)
 	if err != nil {
 		return nil, err
 	}
 	return s.handOver(p, spec, sp, ended)
 }
+
+// unreadyInits counts the pooled commands that found no init ready.
+var unreadyInits atomic.Int64
 
 // initKey is what an init is started with, before it knows its command:
 // the ids of the sandbox's root and whether it has a network namespace.
@@ -303,14 +310,27 @@ func (s *Sandbox) handOver(p *initProc, spec initSpec, sp Spec, ended func()) (*
 // mounts come with the command) and dies with the bot like any other.
 var idleInits struct {
 	sync.Mutex
-	idle     map[initKey]*initProc
-	starting map[initKey]bool
+	idle map[initKey]*initProc
+	// starting holds, for an init being started ahead, a channel closed
+	// when it is there (or could not be started).
+	starting map[initKey]chan struct{}
 }
 
+// takeIdleInit returns the init waiting for k, if any. One being started
+// is waited for: it is partway, and a second start beside it would slow
+// both down.
 func takeIdleInit(k initKey) *initProc {
 	idleInits.Lock()
+	p, ready := idleInits.idle[k], idleInits.starting[k]
+	delete(idleInits.idle, k)
+	idleInits.Unlock()
+	if p != nil || ready == nil {
+		return p
+	}
+	<-ready
+	idleInits.Lock()
 	defer idleInits.Unlock()
-	p := idleInits.idle[k]
+	p = idleInits.idle[k]
 	delete(idleInits.idle, k)
 	return p
 }
@@ -321,14 +341,16 @@ func takeIdleInit(k initKey) *initProc {
 func refillInit(k initKey) {
 	idleInits.Lock()
 	defer idleInits.Unlock()
-	if idleInits.idle[k] != nil || idleInits.starting[k] {
+	if idleInits.idle[k] != nil || idleInits.starting[k] != nil {
 		return
 	}
 	if idleInits.idle == nil {
-		idleInits.idle, idleInits.starting = map[initKey]*initProc{}, map[initKey]bool{}
+		idleInits.idle, idleInits.starting = map[initKey]*initProc{}, map[initKey]chan struct{}{}
 	}
-	idleInits.starting[k] = true
+	ready := make(chan struct{})
+	idleInits.starting[k] = ready
 	go func() {
+		defer close(ready)
 		p, err := launchInit(k)
 		idleInits.Lock()
 		delete(idleInits.starting, k)

@@ -19,7 +19,7 @@ func waitIdle(t *testing.T, k initKey) *initProc {
 		if p != nil {
 			return p
 		}
-		if !starting {
+		if starting == nil {
 			t.Fatal("no init is waiting or being started")
 		}
 		time.Sleep(time.Millisecond)
@@ -73,5 +73,24 @@ func TestTheNextCommandRunsInAnInitStartedAhead(t *testing.T) {
 	}
 	if c := runTrue(t, s); c.cmd == dead.cmd {
 		t.Errorf("the command was handed to a dead init")
+	}
+}
+
+// A command that comes right after another, while the init for it is still
+// being started, waits for that one rather than starting a second beside it.
+func TestABackToBackCommandWaitsForTheInitBeingStarted(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Skip(err)
+	}
+	k := initKey{hostID: s.hostID, hostGID: s.hostGID(), network: false}
+	runTrue(t, s)
+	waitIdle(t, k)
+	before := unreadyInits.Load()
+	for range 5 {
+		runTrue(t, s)
+	}
+	if n := unreadyInits.Load() - before; n != 0 {
+		t.Errorf("%d of 5 back-to-back commands started an init of their own", n)
 	}
 }
