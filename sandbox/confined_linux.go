@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +48,9 @@ type initSpec struct {
 	Cmd       cmdSpec `json:"cmd"`
 	Landlock  int     `json:"landlock,omitempty"`
 	TmpfsSize int64   `json:"tmpfs_size,omitempty"`
+	// Stdio lists the standard files (0, 1, 2) the bot hands over on fd 5;
+	// the others stay /dev/null.
+	Stdio []int `json:"stdio,omitempty"`
 	// Blocked are the host's addresses and networks, made unreachable
 	// inside, and NetFD the pipe on which the network helper says it is
 	// ready (with the network on).
@@ -66,12 +69,14 @@ type cmdSpec struct {
 	Landlock  int      `json:"landlock,omitempty"`
 	Network   bool     `json:"network,omitempty"`
 	Writable  []string `json:"writable,omitempty"`
+	// NoSeccomp leaves the seccomp filter out (tests of what lies under it).
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
 }
 
 // confined is a command in a sandbox: the init process and the pipe on which
 // the init reports the command's end.
 type confined struct {
-	cmd    *exec.Cmd
+	cmd    *spawn
 	status *os.File
 	waited chan struct{}
 	exit   Exit
@@ -82,13 +87,16 @@ type confined struct {
 	// metrics is told when the init reports that it could not build the
 	// sandbox (a failure after Start returned).
 	metrics interface{ StartFailed() }
+	// ended, if set, is called once the command has ended: it starts the
+	// init of a next command then, off the path of this one and the next.
+	ended func()
 	// net is the sandbox's network helper, nil without network.
 	net *netStack
 }
 
 func (s *Sandbox) startConfined(sp Spec) (process, error) {
 	spec := s.initSpec(sp)
-	return s.startInit(spec, sp)
+	return s.startInit(spec, sp, !s.unpooled)
 }
 
 func (s *Sandbox) initSpec(sp Spec) initSpec {
@@ -119,6 +127,7 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 			Landlock:  s.landlock,
 			Network:   s.cfg.Network,
 			Writable:  writable,
+			NoSeccomp: s.noSeccomp,
 		},
 	}
 }
@@ -129,10 +138,10 @@ func (s *Sandbox) initSpec(sp Spec) initSpec {
 func (s *Sandbox) mounts(extra []Mount) []Mount {
 	var ms []Mount
 	for _, p := range s.cfg.ReadOnly {
-		ms = append(ms, Mount{Path: filepath.Clean(p), Access: ReadOnly})
+		ms = append(ms, Mount{Path: path.Clean(p), Access: ReadOnly})
 	}
 	for _, m := range extra {
-		ms = append(ms, Mount{Path: filepath.Clean(m.Path), Access: m.Access})
+		ms = append(ms, Mount{Path: path.Clean(m.Path), Access: m.Access})
 	}
 	visible := slices.Clone(systemPaths)
 	for _, e := range etcEntries {
@@ -144,7 +153,7 @@ func (s *Sandbox) mounts(extra []Mount) []Mount {
 		}
 	}
 	for _, h := range s.cfg.Hide {
-		h = filepath.Clean(h)
+		h = path.Clean(h)
 		if slices.ContainsFunc(visible, func(v string) bool { return strings.HasPrefix(h, v+"/") }) {
 			ms = append(ms, Mount{Path: h, Access: Hidden})
 		}
@@ -155,7 +164,78 @@ func (s *Sandbox) mounts(extra []Mount) []Mount {
 	return ms
 }
 
-func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
+// startInit hands the command to an init: one started ahead and waiting
+// (pooled), or a new one. A pooled command's end starts the init of the
+// next one, off the path of both.
+func (s *Sandbox) startInit(spec initSpec, sp Spec, pooled bool) (*confined, error) {
+	k := initKey{hostID: s.hostID, hostGID: s.hostGID(), network: spec.Network}
+	if spec.Network {
+		return s.startNetworked(k, spec, sp)
+	}
+	var ended func()
+	if pooled {
+		ended = func() { refillInit(k) }
+		// One that died while it waited (the out-of-memory killer takes
+		// the sandbox's processes first) leaves the work to a new one.
+		if p := takeIdleInit(k); p != nil && p.alive() {
+			if c, err := s.handOver(p, spec, sp, ended, nil); err == nil {
+				return c, nil
+			}
+		} else if p != nil {
+			p.discard()
+		}
+	}
+	if pooled {
+		unreadyInits.Add(1)
+	}
+	p, err := launchInit(k, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.handOver(p, spec, sp, ended, nil)
+}
+
+// startNetworked starts a command with the network on in an init of its
+// own (never one started ahead): the init gets the read end of the pipe on
+// which the network helper says it is ready, and the helper is started on
+// the init's namespace once the init has its spec.
+func (s *Sandbox) startNetworked(k initKey, spec initSpec, sp Spec) (*confined, error) {
+	np, ready, err := s.prepareNet(&spec)
+	if err != nil {
+		return nil, err
+	}
+	p, err := launchInit(k, ready)
+	ready.Close()
+	if err != nil {
+		np.ready.Close()
+		return nil, err
+	}
+	return s.handOver(p, spec, sp, nil, np)
+}
+
+// unreadyInits counts the pooled commands that found no init ready.
+var unreadyInits atomic.Int64
+
+// initKey is what an init is started with, before it knows its command:
+// the ids of the sandbox's root and whether it has a network namespace.
+type initKey struct {
+	hostID, hostGID int
+	network         bool
+}
+
+// initProc is a started init waiting for its spec on fd 3; it reports on
+// fd 4 and receives the command's standard files and mounts on fd 5.
+type initProc struct {
+	cmd     *spawn
+	specW   *os.File
+	statusR *os.File
+	sock    *os.File
+}
+
+// launchInit starts an init in new namespaces, which waits for its spec.
+// netReady, if not nil, becomes the init's fd 6 (netFD): the network
+// helper's readiness pipe.
+func launchInit(k initKey, netReady *os.File) (*initProc, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
@@ -166,68 +246,48 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		specW.Close()
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	files := []*os.File{specR, statusW}
-	var sock, peer *os.File
-	if spec.Idmap {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			specR.Close()
-			specW.Close()
-			statusR.Close()
-			statusW.Close()
-			return nil, fmt.Errorf("sandbox: socketpair: %w", err)
-		}
-		sock, peer = os.NewFile(uintptr(fds[0]), "mounts"), os.NewFile(uintptr(fds[1]), "mounts-peer")
-		defer sock.Close()
-		files = append(files, peer)
-	}
-	np, files, err := s.prepareNet(&spec, files)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		specR.Close()
 		specW.Close()
 		statusR.Close()
 		statusW.Close()
-		if peer != nil {
-			peer.Close()
-		}
-		return nil, err
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
-	cmd := &exec.Cmd{
+	sock, peer := os.NewFile(uintptr(fds[0]), "handover"), os.NewFile(uintptr(fds[1]), "handover-peer")
+	rootBot := os.Getuid() == 0
+	cmd := &spawn{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
 		// Nothing of the bot's environment: that is where its secrets are.
 		Env:        initEnv,
-		ExtraFiles: files,
+		ExtraFiles: extraFiles(specR, statusW, peer, netReady),
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP | syscall.CLONE_NEWNET,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostID, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.hostGID(), Size: 1}},
-			GidMappingsEnableSetgroups: false,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: k.hostID, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: k.hostGID, Size: 1}},
+			GidMappingsEnableSetgroups: rootBot,
 			// Become the namespace's root, so that the init keeps its
 			// capabilities there across execve even when the bot's own uid
 			// is not the one mapped (a root bot's sandbox runs as nobody).
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+			// A root bot also drops its supplementary groups (host gid 0
+			// among them) there; the kernel lets only a privileged writer
+			// of gid_map leave setgroups allowed, so a bot that is not root
+			// keeps its own (see the package documentation).
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: !rootBot},
 			// The sandbox dies with the bot, whatever kills it.
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	setStdio(cmd, sp)
 	err = startDumpable(cmd)
 	specR.Close()
 	statusW.Close()
-	if peer != nil {
-		peer.Close()
-	}
-	if np != nil {
-		files[spec.NetFD-3].Close()
-	}
+	peer.Close()
 	if err != nil {
 		specW.Close()
 		statusR.Close()
-		if np != nil {
-			np.ready.Close()
-		}
+		sock.Close()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	// Memory is limited per process (RLIMIT_AS), so many processes of one
@@ -238,19 +298,38 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 	// makes it the floor nothing inside can go below; Landlock keeps /proc
 	// read-only inside anyway.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000\n"), 0)
-	c := &confined{cmd: cmd, status: statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics}
+	return &initProc{cmd: cmd, specW: specW, statusR: statusR, sock: sock}, nil
+}
+
+// handOver gives the init its spec, the command's standard files (those
+// that are not /dev/null, which the init already has) and, idmapped, its
+// mounts; with np, it starts the network helper on the init's namespace
+// (the init builds the sandbox's tree meanwhile and waits for the network
+// before the command starts).
+func (s *Sandbox) handOver(p *initProc, spec initSpec, sp Spec, ended func(), np *netPrep) (*confined, error) {
+	defer p.sock.Close()
+	var stdio []int
+	for i, f := range []*os.File{sp.Stdin, sp.Stdout, sp.Stderr} {
+		if f != nil {
+			spec.Stdio = append(spec.Stdio, i)
+			stdio = append(stdio, int(f.Fd()))
+		}
+	}
+	c := &confined{cmd: p.cmd, status: p.statusR, waited: make(chan struct{}), metrics: s.cfg.Metrics, ended: ended}
 	b, _ := json.Marshal(spec)
-	_, werr := specW.Write(b)
-	specW.Close()
+	_, werr := p.specW.Write(b)
+	p.specW.Close()
 	if np != nil && werr == nil {
-		// The init builds the sandbox's tree meanwhile; it waits for the
-		// network before the command starts.
-		c.net, werr = np.start(cmd.Process.Pid)
+		c.net, werr = np.start(p.cmd.Process.Pid)
 	} else if np != nil {
 		np.ready.Close()
 	}
+	if werr == nil && len(stdio) > 0 {
+		werr = unix.Sendmsg(int(p.sock.Fd()), []byte("stdio"), unix.UnixRights(stdio...), nil, 0)
+		runtime.KeepAlive(sp)
+	}
 	if werr == nil && spec.Idmap {
-		werr = passMounts(cmd.Process.Pid, spec.Mounts, sock)
+		werr = passMounts(p.cmd.Process.Pid, spec.Mounts, p.sock)
 	}
 	if werr != nil {
 		c.kill()
@@ -258,6 +337,90 @@ func (s *Sandbox) startInit(spec initSpec, sp Spec) (*confined, error) {
 		return nil, fmt.Errorf("sandbox: handing over the command: %w", werr)
 	}
 	return c, nil
+}
+
+// idleInits holds one started init per key, waiting for the next command:
+// the namespaces and the init's own start (the bot's binary, re-executed)
+// are most of a sandbox's start, and are then paid between commands. An
+// init waiting here holds nothing of a command yet (its spec, files and
+// mounts come with the command) and dies with the bot like any other.
+var idleInits struct {
+	sync.Mutex
+	idle map[initKey]*initProc
+	// starting holds, for an init being started ahead, a channel closed
+	// when it is there (or could not be started).
+	starting map[initKey]chan struct{}
+}
+
+// takeIdleInit returns the init waiting for k, if any. One being started
+// is waited for: it is partway, and a second start beside it would slow
+// both down.
+func takeIdleInit(k initKey) *initProc {
+	idleInits.Lock()
+	p, ready := idleInits.idle[k], idleInits.starting[k]
+	delete(idleInits.idle, k)
+	idleInits.Unlock()
+	if p != nil || ready == nil {
+		return p
+	}
+	<-ready
+	idleInits.Lock()
+	defer idleInits.Unlock()
+	p = idleInits.idle[k]
+	delete(idleInits.idle, k)
+	return p
+}
+
+// refillInit starts an init for k in the background unless one waits or is
+// being started. An init that cannot be started is not retried: the next
+// command starts its own and reports why.
+func refillInit(k initKey) {
+	idleInits.Lock()
+	defer idleInits.Unlock()
+	if idleInits.idle[k] != nil || idleInits.starting[k] != nil {
+		return
+	}
+	if idleInits.idle == nil {
+		idleInits.idle, idleInits.starting = map[initKey]*initProc{}, map[initKey]chan struct{}{}
+	}
+	ready := make(chan struct{})
+	idleInits.starting[k] = ready
+	go func() {
+		defer close(ready)
+		p, err := launchInit(k, nil)
+		idleInits.Lock()
+		delete(idleInits.starting, k)
+		if err == nil && idleInits.idle[k] == nil {
+			idleInits.idle[k], p = p, nil
+		}
+		idleInits.Unlock()
+		if p != nil {
+			p.discard()
+		}
+	}()
+}
+
+// alive reports whether the init still waits: its end of the status pipe
+// is open.
+func (p *initProc) alive() bool {
+	raw, err := p.statusR.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := -1
+	_ = raw.Control(func(fd uintptr) {
+		n, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	})
+	return n == 0
+}
+
+// discard ends an init that was never handed a command.
+func (p *initProc) discard() {
+	p.specW.Close()
+	p.sock.Close()
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.statusR.Close()
 }
 
 func (c *confined) kill() {
@@ -286,8 +449,11 @@ func (c *confined) wait() (Exit, error) {
 			line = strings.TrimSpace(line) + " (" + netHelperName + ": " + helper + ")"
 		}
 		c.exit, c.err = parseStatus(line, werr)
-		if strings.HasPrefix(line, "error ") && c.metrics != nil {
+		if failed && c.metrics != nil {
 			c.metrics.StartFailed()
+		}
+		if c.ended != nil {
+			c.ended()
 		}
 	})
 	return c.exit, c.err
@@ -312,8 +478,7 @@ func parseStatus(line string, werr error) (Exit, error) {
 	case "error":
 		return Exit{}, fmt.Errorf("sandbox: %s", rest)
 	}
-	var exitErr *exec.ExitError
-	if werr != nil && !errors.As(werr, &exitErr) {
+	if werr != nil {
 		return Exit{}, fmt.Errorf("sandbox: wait: %w", werr)
 	}
 	return Exit{Code: -1, Signal: syscall.SIGKILL}, nil
@@ -388,7 +553,7 @@ var dumpable struct {
 	was   int
 }
 
-func startDumpable(cmd *exec.Cmd) error {
+func startDumpable(cmd *spawn) error {
 	if os.Getuid() == 0 {
 		return cmd.Start() // root writes the map whoever owns the file
 	}
@@ -467,7 +632,7 @@ func (s *Sandbox) probeOnce() error {
 			}
 		}
 	}()
-	c, err := s.startInit(spec, Spec{Stdout: w, Stderr: w})
+	c, err := s.startInit(spec, Spec{Stdout: w, Stderr: w}, false)
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -495,7 +660,7 @@ func (s *Sandbox) probeOnce() error {
 // instruction on: as the sandbox's init does, the child is started traced,
 // stops right after execve, gets its limit and is let go. Ptrace requests
 // come from the thread that forked, so the goroutine stays on it.
-func startLimited(cmd *exec.Cmd, limit int64) error {
+func startLimited(cmd *spawn, limit int64) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr.Ptrace = true
@@ -530,4 +695,15 @@ func startLimited(cmd *exec.Cmd, limit int64) error {
 		return fail(fmt.Errorf("releasing the command: %w", err))
 	}
 	return nil
+}
+
+// extraFiles lists the init's files from fd 3 on: the spec, the status
+// pipe, the hand-over socket and, with the network on, the helper's
+// readiness pipe.
+func extraFiles(spec, status, handover, netReady *os.File) []*os.File {
+	files := []*os.File{spec, status, handover}
+	if netReady != nil {
+		files = append(files, netReady)
+	}
+	return files
 }

@@ -1,22 +1,20 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 )
 
 // direct is a command of ModeNone: its own process group, killed whole.
 type direct struct {
-	cmd      *exec.Cmd
+	cmd      *spawn
 	killOnce sync.Once
 }
 
 func startDirect(sp Spec) (process, error) {
-	cmd := &exec.Cmd{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir}
+	cmd := &spawn{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir}
 	setStdio(cmd, sp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if lim := fileSizeLimit(sp.FileSize); lim >= 0 {
@@ -31,18 +29,9 @@ func startDirect(sp Spec) (process, error) {
 	return &direct{cmd: cmd}, nil
 }
 
-// setStdio hands the spec's files to cmd as they are: an *os.File is passed
-// to the child without a copying goroutine.
-func setStdio(cmd *exec.Cmd, sp Spec) {
-	if sp.Stdin != nil {
-		cmd.Stdin = sp.Stdin
-	}
-	if sp.Stdout != nil {
-		cmd.Stdout = sp.Stdout
-	}
-	if sp.Stderr != nil {
-		cmd.Stderr = sp.Stderr
-	}
+// setStdio hands the spec's files to cmd as they are.
+func setStdio(cmd *spawn, sp Spec) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sp.Stdin, sp.Stdout, sp.Stderr
 }
 
 func (d *direct) kill() {
@@ -56,11 +45,7 @@ func (d *direct) wait() (Exit, error) {
 	err := d.cmd.Wait()
 	// Nothing of one command outlives it: its background jobs die with it.
 	d.killOnce.Do(d.kill)
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-	default:
+	if err != nil {
 		return Exit{}, fmt.Errorf("sandbox: wait: %w", err)
 	}
 	return exitOf(d.cmd.ProcessState), nil

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +51,13 @@ func runInit() int {
 		return 1
 	}
 	unix.CloseOnExec(4)
+	if err := receiveStdio(spec.Stdio); err != nil {
+		report("error receiving the standard files: %v", err)
+		return 1
+	}
+	if !spec.Idmap {
+		unix.Close(5)
+	}
 	var trees map[int]int
 	if spec.Idmap {
 		if trees, err = receiveMounts(); err != nil {
@@ -280,7 +287,7 @@ func makeMountpoint(dst string, dir bool) error {
 	if dir {
 		return os.MkdirAll(dst, 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(dst); err == nil {
@@ -525,6 +532,9 @@ func startCommand(c cmdSpec) (int, int, error) {
 	// A write past RLIMIT_FSIZE fails with EFBIG, which the writer reports,
 	// instead of killing it (a shell's builtin echo would take the shell).
 	signal.Ignore(syscall.SIGXFSZ)
+	if err := hardenThread(!c.NoSeccomp); err != nil {
+		return 0, 0, err
+	}
 	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{
 		Env:   c.Env,
 		Files: []uintptr{0, 1, 2},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +55,7 @@ const netReadyTimeout = 20 * time.Second
 
 // findNetHelper looks for slirp4netns on the bot's PATH.
 func findNetHelper() (string, error) {
-	p, err := exec.LookPath(netHelperName)
+	p, err := lookPath(netHelperName)
 	if err != nil {
 		return "", fmt.Errorf("the network needs %s, which is not installed or not on the bot's PATH (Debian: apt-get install slirp4netns)", netHelperName)
 	}
@@ -138,33 +137,35 @@ type netPrep struct {
 	ready  *os.File // write end: the helper's, until it runs
 }
 
-// prepareNet fills in the network part of spec and adds the init's end of
-// the readiness pipe to files.
-func (s *Sandbox) prepareNet(spec *initSpec, files []*os.File) (*netPrep, []*os.File, error) {
-	if !spec.Network {
-		return nil, files, nil
-	}
+// netFD is the init's descriptor for the read end of the readiness pipe
+// (after the spec, the status pipe and the hand-over socket).
+const netFD = 6
+
+// prepareNet fills in the network part of spec and returns the init's end
+// of the readiness pipe, which launchInit makes its fd netFD.
+func (s *Sandbox) prepareNet(spec *initSpec) (*netPrep, *os.File, error) {
 	if s.netHelper == "" {
-		return nil, files, fmt.Errorf("%w: sandbox: %s is not installed: a command with the network cannot start", ErrUnavailable, netHelperName)
+		return nil, nil, fmt.Errorf("%w: sandbox: %s is not installed: a command with the network cannot start", ErrUnavailable, netHelperName)
 	}
 	blocked, err := blockedNets()
 	if err != nil {
-		return nil, files, err
+		return nil, nil, err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, files, err
+		return nil, nil, err
 	}
 	spec.Blocked = blocked
-	spec.NetFD = 3 + len(files)
-	return &netPrep{helper: s.netHelper, ready: w}, append(files, r), nil
+	spec.NetFD = netFD
+	return &netPrep{helper: s.netHelper, ready: w}, r, nil
 }
 
 // netStack is a running helper.
 type netStack struct {
-	cmd    *exec.Cmd
+	cmd    *spawn
 	exit   *os.File // closing it tells the helper to exit
 	stderr *limitedBuffer
+	read   chan struct{} // closed once the helper's stderr is read to its end
 	once   sync.Once
 }
 
@@ -178,23 +179,43 @@ func (p *netPrep) start(pid int) (*netStack, error) {
 		return nil, err
 	}
 	defer exitR.Close()
-	stderr := &limitedBuffer{max: 4096}
-	cmd := &exec.Cmd{
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		exitR.Close()
+		exitW.Close()
+		return nil, err
+	}
+	defer errW.Close()
+	cmd := &spawn{
 		Path: p.helper,
 		Args: []string{netHelperName, "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
 			"--ready-fd=3", "--exit-fd=4", strconv.Itoa(pid), netTap},
 		// Nothing of the bot's environment: that is where its secrets are.
 		Env:        []string{},
-		Stderr:     stderr,
+		Stderr:     errW,
 		ExtraFiles: []*os.File{p.ready, exitR},
 		// It goes with the bot, by the signal or by the exit pipe closing.
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
 	if err := cmd.Start(); err != nil {
 		exitW.Close()
+		errR.Close()
 		return nil, fmt.Errorf("starting %s: %w", netHelperName, err)
 	}
-	return &netStack{cmd: cmd, exit: exitW, stderr: stderr}, nil
+	n := &netStack{cmd: cmd, exit: exitW, stderr: &limitedBuffer{max: 4096}, read: make(chan struct{})}
+	go func() {
+		defer close(n.read)
+		defer errR.Close()
+		b := make([]byte, 1024)
+		for {
+			m, err := errR.Read(b)
+			n.stderr.Write(b[:m])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return n, nil
 }
 
 // stop ends the helper (the sandbox is gone). With report it waits for the
@@ -214,6 +235,7 @@ func (n *netStack) stop(report bool) string {
 			return
 		}
 		_ = n.cmd.Wait()
+		<-n.read
 	})
 	if !report {
 		return ""
@@ -416,4 +438,20 @@ func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
 			return nil
 		}
 	}
+}
+
+// lookPath finds an executable regular file called name in the folders of
+// the bot's PATH, as os/exec's LookPath does for a plain name (which this
+// package does not import: see spawn).
+func lookPath(name string) (string, error) {
+	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in PATH", name)
 }

@@ -46,9 +46,9 @@ func listener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
 	return ln, n
 }
 
-// probe is a bash line that tries a TCP connection to host:port for at most
+// tcpProbe is a bash line that tries a TCP connection to host:port for at most
 // 3 s and prints "reached", "refused" or "hung" with the address.
-func probe(host, port string) string {
+func tcpProbe(host, port string) string {
 	return fmt.Sprintf(`if timeout 3 bash -c 'exec 3<>/dev/tcp/%[1]s/%[2]s && head -1 <&3' 2>/dev/null; then echo "reached %[1]s"; elif [ $? = 124 ]; then echo "hung %[1]s"; else echo "refused %[1]s"; fi`+"\n", host, port)
 }
 
@@ -65,7 +65,7 @@ func TestNetworkOnReachesNoneOfTheHostsServices(t *testing.T) {
 	add := func(listen, host string) {
 		ln, n := listener(t, listen)
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		script.WriteString(probe(host, port))
+		script.WriteString(tcpProbe(host, port))
 		targets = append(targets, host)
 		counts[host] = n
 	}
@@ -79,7 +79,7 @@ func TestNetworkOnReachesNoneOfTheHostsServices(t *testing.T) {
 	all, n := listener(t, ":0")
 	_, allPort, _ := net.SplitHostPort(all.Addr().String())
 	for _, ip := range sandboxtest.HostAddrs(t) {
-		script.WriteString(probe(ip.String(), allPort))
+		script.WriteString(tcpProbe(ip.String(), allPort))
 		targets = append(targets, ip.String())
 		counts[ip.String()] = n
 	}
@@ -127,7 +127,7 @@ func TestNetworkOnReachesTheOutside(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	hostSide, hostCount := listener(t, o.HostAddr+":0")
 	_, hostPort, _ := net.SplitHostPort(hostSide.Addr().String())
-	out, _ := r.run(t, probe(o.Addr, port)+probe(o.HostAddr, hostPort)+probe(o.Peer, port)+probe("169.254.169.254", "80"))
+	out, _ := r.run(t, tcpProbe(o.Addr, port)+tcpProbe(o.HostAddr, hostPort)+tcpProbe(o.Peer, port)+tcpProbe("169.254.169.254", "80"))
 	if !strings.Contains(out, "hello from outside\nreached "+o.Addr) {
 		t.Errorf("the outside host was not reached:\n%s", out)
 	}

@@ -2,10 +2,7 @@
 
 package sandbox
 
-import (
-	"fmt"
-	"os/exec"
-)
+import "fmt"
 
 func (s *Sandbox) startConfined(Spec) (process, error) {
 	return nil, fmt.Errorf("%w: sandboxing needs Linux", ErrUnavailable)
@@ -16,4 +13,6 @@ func (s *Sandbox) probe() error {
 }
 
 // startLimited starts cmd without the file size limit, which needs Linux.
-func startLimited(cmd *exec.Cmd, _ int64) error { return cmd.Start() }
+func startLimited(cmd *spawn, _ int64) error { return cmd.Start() }
+
+const seccompAvailable = false

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -156,6 +156,10 @@ type Sandbox struct {
 	// netHelper is the path of the user-mode network stack, "" when it is
 	// not installed.
 	netHelper string
+	// noSeccomp leaves the seccomp filter out (tests only).
+	noSeccomp bool
+	// unpooled starts a new init for every command (tests only).
+	unpooled bool
 }
 
 // New checks cfg and, unless cfg.Mode is ModeNone, proves that the isolation
@@ -172,7 +176,7 @@ func New(cfg Config) (*Sandbox, error) {
 		cfg.Processes = DefaultProcesses
 	}
 	for _, p := range append(slices.Clone(cfg.ReadOnly), cfg.Hide...) {
-		if !filepath.IsAbs(p) {
+		if !path.IsAbs(p) {
 			return nil, fmt.Errorf("sandbox: path %q is not absolute", p)
 		}
 	}
@@ -222,6 +226,9 @@ func (s *Sandbox) String() string {
 	} else {
 		b.WriteString(", no landlock")
 	}
+	if seccompAvailable {
+		b.WriteString(" + seccomp")
+	}
 	if s.idmap {
 		fmt.Fprintf(&b, "; runs as uid %d", s.hostID)
 	} else if s.hostID == 0 {
@@ -263,14 +270,14 @@ type process interface {
 
 // Start starts sp. The caller must call Wait.
 func (s *Sandbox) Start(sp Spec) (*Process, error) {
-	if !filepath.IsAbs(sp.Path) {
+	if !path.IsAbs(sp.Path) {
 		return nil, fmt.Errorf("sandbox: program path %q is not absolute", sp.Path)
 	}
 	if len(sp.Args) == 0 {
 		sp.Args = []string{sp.Path}
 	}
 	for _, m := range sp.Mounts {
-		if !filepath.IsAbs(m.Path) {
+		if !path.IsAbs(m.Path) {
 			return nil, fmt.Errorf("sandbox: mount %q is not absolute", m.Path)
 		}
 	}
