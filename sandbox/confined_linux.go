@@ -54,7 +54,7 @@ type initSpec struct {
 	// Blocked are the host's addresses and networks, made unreachable
 	// inside, and NetFD the pipe on which the network helper says it is
 	// ready (with the network on).
-	Blocked []string `json:"blocked,omitempty"`
+	Blocked []prefix `json:"blocked,omitempty"`
 	NetFD   int      `json:"net_fd,omitempty"`
 }
 

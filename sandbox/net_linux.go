@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,40 +91,145 @@ func (s *Sandbox) findNet() error {
 	return nil
 }
 
+// prefix is a network: an address (4 or 16 bytes) and the length of its
+// network part. The package keeps its own small type rather than importing
+// net or net/netip, which sort late in the bot's initialisation order and
+// would make every sandbox's init wait for most of the bot (see spawn).
+type prefix struct {
+	Addr []byte `json:"addr"`
+	Bits int    `json:"bits"`
+}
+
 // slirpNet is the user-mode network's own; a host network that overlaps it
 // is left to the host addresses' own routes (the sandbox's gateway and DNS
 // forwarder must stay reachable).
-var slirpNet = &net.IPNet{IP: net.IPv4(10, 0, 2, 0).To4(), Mask: net.CIDRMask(24, 32)}
+var slirpNet = prefix{Addr: []byte{10, 0, 2, 0}, Bits: 24}
 
 // linkLocal4 holds the cloud providers' metadata services (169.254.169.254),
 // which answer the host with its credentials: never the outside world.
-const linkLocal4 = "169.254.0.0/16"
+var linkLocal4 = prefix{Addr: []byte{169, 254, 0, 0}, Bits: 16}
 
-// blockedNets lists what the sandbox must not reach, as CIDRs: each address
-// of the host's interfaces, loopback ones aside (the sandbox has its own
-// loopback), the networks the host is directly on (its LAN segment, or the
-// other containers of its compose network: the database), and IPv4's
-// link-local range.
-func blockedNets() ([]string, error) {
-	addrs, err := net.InterfaceAddrs()
+// masked is p with the bits past its network part cleared.
+func (p prefix) masked() prefix {
+	a := make([]byte, len(p.Addr))
+	for i := range a {
+		switch left := p.Bits - 8*i; {
+		case left >= 8:
+			a[i] = p.Addr[i]
+		case left > 0:
+			a[i] = p.Addr[i] & byte(0xff<<(8-left))
+		}
+	}
+	return prefix{Addr: a, Bits: p.Bits}
+}
+
+// contains reports whether addr (of p's family) is in p.
+func (p prefix) contains(addr []byte) bool {
+	if len(addr) != len(p.Addr) {
+		return false
+	}
+	return bytes.Equal(prefix{Addr: addr, Bits: p.Bits}.masked().Addr, p.masked().Addr)
+}
+
+func (p prefix) String() string {
+	var b strings.Builder
+	if len(p.Addr) == 4 {
+		for i, x := range p.Addr {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(strconv.Itoa(int(x)))
+		}
+	} else {
+		for i := 0; i+1 < len(p.Addr); i += 2 {
+			if i > 0 {
+				b.WriteByte(':')
+			}
+			b.WriteString(strconv.FormatUint(uint64(p.Addr[i])<<8|uint64(p.Addr[i+1]), 16))
+		}
+	}
+	return b.String() + "/" + strconv.Itoa(p.Bits)
+}
+
+// loopback reports whether addr is 127.0.0.0/8 or ::1.
+func loopback(addr []byte) bool {
+	if len(addr) == 4 {
+		return addr[0] == 127
+	}
+	return bytes.Equal(addr, []byte{15: 1})
+}
+
+// linkLocal reports whether addr is 169.254.0.0/16 or fe80::/10.
+func linkLocal(addr []byte) bool {
+	if len(addr) == 4 {
+		return addr[0] == 169 && addr[1] == 254
+	}
+	return addr[0] == 0xfe && addr[1]&0xc0 == 0x80
+}
+
+// hostAddrs lists the addresses of the host's interfaces with the length of
+// their networks, from the kernel's routing socket.
+func hostAddrs() ([]prefix, error) {
+	rib, err := syscall.NetlinkRIB(syscall.RTM_GETADDR, syscall.AF_UNSPEC)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := syscall.ParseNetlinkMessage(rib)
+	if err != nil {
+		return nil, err
+	}
+	var out []prefix
+	for _, m := range msgs {
+		if m.Header.Type == syscall.NLMSG_DONE {
+			break
+		}
+		if m.Header.Type != syscall.RTM_NEWADDR || len(m.Data) < syscall.SizeofIfAddrmsg {
+			continue
+		}
+		ifa := (*syscall.IfAddrmsg)(unsafe.Pointer(&m.Data[0]))
+		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+		if err != nil {
+			return nil, err
+		}
+		// IPv4's local address is IFA_LOCAL (IFA_ADDRESS is the peer's on a
+		// point-to-point link); IPv6 has only IFA_ADDRESS.
+		var addr []byte
+		for _, a := range attrs {
+			switch {
+			case a.Attr.Type == syscall.IFA_LOCAL && ifa.Family == syscall.AF_INET:
+				addr = a.Value
+			case a.Attr.Type == syscall.IFA_ADDRESS && addr == nil:
+				addr = a.Value
+			}
+		}
+		if (ifa.Family == syscall.AF_INET && len(addr) == 4) || (ifa.Family == syscall.AF_INET6 && len(addr) == 16) {
+			out = append(out, prefix{Addr: bytes.Clone(addr), Bits: int(ifa.Prefixlen)})
+		}
+	}
+	return out, nil
+}
+
+// blockedNets lists what the sandbox must not reach: each address of the
+// host's interfaces, loopback ones aside (the sandbox has its own loopback),
+// the networks the host is directly on (its LAN segment, or the other
+// containers of its compose network: the database), and IPv4's link-local
+// range.
+func blockedNets() ([]prefix, error) {
+	addrs, err := hostAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("listing the host's addresses: %w", err)
 	}
-	out := []string{linkLocal4}
+	out := []prefix{linkLocal4}
 	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok || n.IP.IsLoopback() {
+		if loopback(a.Addr) {
 			continue
 		}
-		ones, bits := n.Mask.Size()
-		if n.IP.To4() != nil {
-			bits = 32
-		}
-		out = append(out, fmt.Sprintf("%s/%d", n.IP, bits))
-		prefix := &net.IPNet{IP: n.IP.Mask(n.Mask), Mask: n.Mask}
-		if ones > 0 && ones < bits && !n.IP.IsLinkLocalUnicast() &&
-			!prefix.Contains(slirpNet.IP) && !slirpNet.Contains(prefix.IP) {
-			out = append(out, prefix.String())
+		bits := 8 * len(a.Addr)
+		out = append(out, prefix{Addr: a.Addr, Bits: bits})
+		network := a.masked()
+		if a.Bits > 0 && a.Bits < bits && !linkLocal(a.Addr) &&
+			!network.contains(slirpNet.Addr) && !slirpNet.contains(network.Addr) {
+			out = append(out, network)
 		}
 	}
 	return out, nil
@@ -354,10 +459,10 @@ func showResolvConf(spec *initSpec) error {
 	return bind("/resolv.conf", "/newroot/etc/resolv.conf", false, true)
 }
 
-// blockNets adds an unreachable route for each CIDR, in the calling
+// blockNets adds an unreachable route for each network, in the calling
 // thread's network namespace, over rtnetlink.
-func blockNets(cidrs []string) error {
-	if len(cidrs) == 0 {
+func blockNets(nets []prefix) error {
+	if len(nets) == 0 {
 		return nil
 	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
@@ -368,18 +473,17 @@ func blockNets(cidrs []string) error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
-	for i, c := range cidrs {
-		_, n, err := net.ParseCIDR(c)
-		if err != nil {
-			return fmt.Errorf("bad network %q", c)
+	for i, n := range nets {
+		if len(n.Addr) != 4 && len(n.Addr) != 16 || n.Bits < 0 || n.Bits > 8*len(n.Addr) {
+			return fmt.Errorf("bad network %v", n)
 		}
 		err = addUnreachable(fd, uint32(i+1), n)
 		switch {
 		case err == nil, errors.Is(err, unix.EEXIST):
-		case n.IP.To4() == nil && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)):
+		case len(n.Addr) == 16 && (errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP)):
 			// A kernel without IPv6: nothing reaches any v6 address.
 		default:
-			return fmt.Errorf("%s: %w", c, err)
+			return fmt.Errorf("%s: %w", n, err)
 		}
 	}
 	return nil
@@ -387,12 +491,12 @@ func blockNets(cidrs []string) error {
 
 // addUnreachable sends RTM_NEWROUTE for n of type RTN_UNREACHABLE and
 // reads the kernel's answer.
-func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
-	family, addr := uint8(unix.AF_INET), []byte(n.IP.To4())
-	if addr == nil {
-		family, addr = unix.AF_INET6, []byte(n.IP.To16())
+func addUnreachable(fd int, seq uint32, n prefix) error {
+	family, addr := uint8(unix.AF_INET), n.Addr
+	if len(addr) == 16 {
+		family = unix.AF_INET6
 	}
-	ones, _ := n.Mask.Size()
+	ones := n.Bits
 	attrLen := unix.SizeofRtAttr + len(addr)
 	total := unix.SizeofNlMsghdr + unix.SizeofRtMsg + (attrLen+3)&^3
 	b := make([]byte, total)
