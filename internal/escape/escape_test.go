@@ -499,20 +499,7 @@ func TestTheAgentCanStillWork(t *testing.T) {
 // change nothing outside thread A's worktree.
 func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 	w := newWorld(t)
-	bin := mcpfake.Build(t)
-	home, _ := os.UserHomeDir()
-	sb := sandboxtest.New(t, sandbox.Config{Hide: []string{w.dataDir, w.config, home}, ReadOnly: []string{filepath.Dir(bin)}})
-	tw, err := tools.NewWorkspace(tools.WorkspaceConfig{Root: w.a.Root(), Scratch: w.a.ScratchDir(), Sandbox: sb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tw.Close()
-	launch := func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
-		return mcptool.StartInSandbox(sb, sandbox.Spec{Path: s.Command, Args: []string{s.Command},
-			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()}, Dir: tw.Root(), Mounts: tw.Mounts()}, nil)
-	}
-	set := mcptool.Open(w.ctx, []mcptool.Server{{Name: "fake", Command: bin}}, mcptool.Options{Launch: launch})
-	defer set.Close()
+	call := w.fakeMCPServer()
 	var out strings.Builder
 	for _, c := range []struct{ tool, args string }{
 		{"fake__env", `{}`},
@@ -527,17 +514,7 @@ func TestMCPServerIsConfinedLikeBash(t *testing.T) {
 		{"fake__write", jsonWrite(filepath.Join(w.a.CommonDir(), "hooks", "pre-commit"), w.marker)},
 		{"fake__write", jsonWrite(filepath.Join(w.a.CommonDir(), "config"), w.marker)},
 	} {
-		for _, tl := range set.Tools() {
-			if tl.Spec().Name == c.tool {
-				res, err := tl.Execute(w.ctx, agent.ToolCall{ID: "m", Name: c.tool, Args: json.RawMessage(c.args)}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ct := range res.Content {
-					out.WriteString(ct.Text + "\n")
-				}
-			}
-		}
+		out.WriteString(call(c.tool, c.args))
 	}
 	if !strings.Contains(out.String(), "PATH=") {
 		t.Fatalf("the server did not answer:\n%s", out.String())
@@ -569,4 +546,42 @@ func jsonWrite(p, marker string) string {
 func jsonPath(p string) string {
 	b, _ := json.Marshal(map[string]string{"path": p})
 	return string(b)
+}
+
+// fakeMCPServer starts the fake MCP server (internal/fakes/mcpfake) in
+// thread A's sandbox, with A's worktree and HOME, and returns a function
+// that calls one of its tools and returns the text of the result, a line a
+// content part. The server stops with the test.
+func (w *world) fakeMCPServer() func(tool, args string) string {
+	t := w.t
+	bin := mcpfake.Build(t)
+	home, _ := os.UserHomeDir()
+	sb := sandboxtest.New(t, sandbox.Config{Hide: []string{w.dataDir, w.config, home}, ReadOnly: []string{filepath.Dir(bin)}})
+	tw, err := tools.NewWorkspace(tools.WorkspaceConfig{Root: w.a.Root(), Scratch: w.a.ScratchDir(), Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tw.Close() })
+	launch := func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
+		return mcptool.StartInSandbox(sb, sandbox.Spec{Path: s.Command, Args: []string{s.Command},
+			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()}, Dir: tw.Root(), Mounts: tw.Mounts()}, nil)
+	}
+	set := mcptool.Open(w.ctx, []mcptool.Server{{Name: "fake", Command: bin}}, mcptool.Options{Launch: launch})
+	t.Cleanup(func() { set.Close() })
+	return func(tool, args string) string {
+		var out strings.Builder
+		for _, tl := range set.Tools() {
+			if tl.Spec().Name != tool {
+				continue
+			}
+			res, err := tl.Execute(w.ctx, agent.ToolCall{ID: "m", Name: tool, Args: json.RawMessage(args)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Content {
+				out.WriteString(c.Text + "\n")
+			}
+		}
+		return out.String()
+	}
 }

@@ -3,20 +3,11 @@
 package escape
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/threadsmith/threadsmith/agent"
-	"github.com/threadsmith/threadsmith/agent/tools"
-	"github.com/threadsmith/threadsmith/internal/fakes/mcpfake"
-	"github.com/threadsmith/threadsmith/mcptool"
-	"github.com/threadsmith/threadsmith/sandbox"
-	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,34 +79,10 @@ func TestMCPServerRunsUnderTheSameFilter(t *testing.T) {
 	w := newWorld(t)
 	holdLeakedFD(t, w.config)
 	w.warmUp()
-	bin := mcpfake.Build(t)
-	home, _ := os.UserHomeDir()
-	sb := sandboxtest.New(t, sandbox.Config{Hide: []string{w.dataDir, w.config, home}, ReadOnly: []string{filepath.Dir(bin)}})
-	tw, err := tools.NewWorkspace(tools.WorkspaceConfig{Root: w.a.Root(), Scratch: w.a.ScratchDir(), Sandbox: sb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tw.Close()
-	launch := func(_ context.Context, s mcptool.Server) (*mcptool.Process, error) {
-		return mcptool.StartInSandbox(sb, sandbox.Spec{Path: s.Command, Args: []string{s.Command},
-			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + tw.Home()}, Dir: tw.Root(), Mounts: tw.Mounts()}, nil)
-	}
-	set := mcptool.Open(w.ctx, []mcptool.Server{{Name: "fake", Command: bin}}, mcptool.Options{Launch: launch})
-	defer set.Close()
+	call := w.fakeMCPServer()
 	var out strings.Builder
 	for _, p := range []string{"/proc/self/status", fmt.Sprintf("/proc/self/fd/%d", leakedFD)} {
-		for _, tl := range set.Tools() {
-			if tl.Spec().Name != "fake__read" {
-				continue
-			}
-			res, err := tl.Execute(w.ctx, agent.ToolCall{ID: "m", Name: "fake__read", Args: json.RawMessage(jsonPath(p))}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range res.Content {
-				out.WriteString(c.Text + "\n")
-			}
-		}
+		out.WriteString(call("fake__read", jsonPath(p)))
 	}
 	w.botRuns()
 	w.intact(out.String())

@@ -122,6 +122,12 @@ func (r *Root) Open(name string) (*os.File, fs.FileInfo, error) {
 	} else if f, err = r.sys.openFile(r, name); err != nil {
 		return nil, nil, err
 	}
+	return regular(f, func(m fs.FileMode) error { return r.notRegular(name, m) })
+}
+
+// regular returns f and its information if it is a regular file, and
+// otherwise closes it and returns refuse's error for its type.
+func regular(f *os.File, refuse func(fs.FileMode) error) (*os.File, fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -129,7 +135,7 @@ func (r *Root) Open(name string) (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, r.notRegular(name, fi.Mode())
+		return nil, nil, refuse(fi.Mode())
 	}
 	return f, fi, nil
 }
@@ -332,16 +338,9 @@ func OpenIn(r *os.Root, name string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &Error{Path: name, Reason: "it is " + kind(fi.Mode()) + "; only regular files are read"}
-	}
-	return f, fi, nil
+	return regular(f, func(m fs.FileMode) error {
+		return &Error{Path: name, Reason: "it is " + kind(m) + "; only regular files are read"}
+	})
 }
 
 // OpenDirIn opens the folder name in an os.Root without waiting: a named pipe
