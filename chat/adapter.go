@@ -224,6 +224,10 @@ type PostKey struct {
 	// them), added by the adapter in front of the text: the person who asked
 	// for a long run, told it ended. Mentions in the text itself stay inert.
 	Notify string
+	// Stream says the message will grow through edits (a run's status): an
+	// adapter may post it as a stream and turn edits that only add text
+	// into appends.
+	Stream bool
 }
 
 // HistoryReader returns the human conversation of a thread before a message,

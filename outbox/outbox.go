@@ -197,7 +197,7 @@ func (o *Outbox) PostKeyed(thread chat.ThreadRef, text string, p Priority, key c
 	if key.ID != "" {
 		op.key, op.uncertain, op.first = key.ID, key.Retry, key.First
 	}
-	op.notify = key.Notify
+	op.notify, op.stream = key.Notify, key.Stream
 	o.mu.Unlock()
 	o.poke()
 	return m
