@@ -230,6 +230,13 @@ type PostKey struct {
 	Stream bool
 }
 
+// Streamer is an adapter that may stream messages (chat.PostKey.Stream):
+// Streaming says whether message id is being streamed now, so that its
+// edits (appends) draw from a budget of their own. It must not block.
+type Streamer interface {
+	Streaming(thread ThreadRef, id string) bool
+}
+
 // HistoryReader returns the human conversation of a thread before a message,
 // oldest first, for the first mention in a thread that already has one.
 type HistoryReader interface {

@@ -415,6 +415,9 @@ type SlackRate struct {
 	// StatusPerMinute limits status updates (assistant.threads.setStatus,
 	// agents.sessions.setStatus) across the workspace.
 	StatusPerMinute int `yaml:"status_per_minute"`
+	// AppendPerMinute limits chat.appendStream across the workspace: the
+	// edits of streamed messages (slack.streaming).
+	AppendPerMinute int `yaml:"append_per_minute"`
 }
 
 // Discord configures the Discord adapter.
@@ -527,7 +530,7 @@ func Default() Config {
 			Mode:      SlackSocket,
 			Listen:    ":3000",
 			Streaming: "off",
-			Rate:      SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20},
+			Rate:      SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20, AppendPerMinute: 100},
 		},
 		Discord: Discord{
 			Rate: DiscordRate{EditsPer5s: 5, RequestsPerSecond: 50},

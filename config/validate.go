@@ -422,6 +422,7 @@ func (c *Config) validateSlack(v *collector) {
 	positiveFloat(v, "slack.rate.update_per_message_per_second", s.Rate.UpdatePerMessagePerSecond)
 	positiveInt(v, "slack.rate.update_per_minute", s.Rate.UpdatePerMinute)
 	positiveInt(v, "slack.rate.status_per_minute", s.Rate.StatusPerMinute)
+	positiveInt(v, "slack.rate.append_per_minute", s.Rate.AppendPerMinute)
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]+$`)

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -31,13 +32,21 @@ const clickEventPrefix = "click/"
 func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
 	if s := a.liveStreamOf(thread.Channel, id); s != nil {
 		// A streamed message takes its buttons once, streamed after its
-		// text; other buttons (or none) end the stream.
-		if len(actions) > 0 && !s.buttons {
+		// text, and keeps them while its text grows; other buttons (or
+		// none) end the stream.
+		switch {
+		case len(actions) > 0 && !s.buttons:
 			if done, err := a.appendStream(ctx, thread, id, s, text, actions); done {
 				return err
 			}
-		} else if done, err := a.stopStream(ctx, thread, id); done {
-			return err
+		case s.buttons && slices.Equal(actions, s.actions):
+			if done, err := a.appendStream(ctx, thread, id, s, text, nil); done {
+				return err
+			}
+		default:
+			if done, err := a.stopStream(ctx, thread, id); done {
+				return err
+			}
 		}
 	}
 	opts := append(textOptions(text), slackapi.MsgOptionBlocks(actionBlocks(render(text), actions)...))

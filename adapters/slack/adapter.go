@@ -172,6 +172,7 @@ var (
 	_ chat.HistoryReader      = (*Adapter)(nil)
 	_ chat.Downloader         = (*Adapter)(nil)
 	_ chat.Actioner           = (*Adapter)(nil)
+	_ chat.Streamer           = (*Adapter)(nil)
 )
 
 // New checks the Slack section of the configuration and builds an adapter. It

@@ -34,8 +34,9 @@ type liveStream struct {
 	// sent is the rendered text Slack shows: what chat.startStream and the
 	// appends carried.
 	sent string
-	// buttons says the message's buttons were streamed into it.
+	// buttons says the message's buttons were streamed into it: actions.
 	buttons bool
+	actions []chat.Action
 	// unsure says an append failed without an answer: it may have been
 	// added, so the next edit replaces the whole text.
 	unsure bool
@@ -120,6 +121,11 @@ func (a *Adapter) startStream(ctx context.Context, thread chat.ThreadRef, text s
 	return ts, true, nil
 }
 
+// Streaming implements chat.Streamer.
+func (a *Adapter) Streaming(thread chat.ThreadRef, id string) bool {
+	return a.liveStreamOf(thread.Channel, id) != nil
+}
+
 // liveStreamOf returns the stream of message id, or nil.
 func (a *Adapter) liveStreamOf(channel, id string) *liveStream {
 	a.streamMu.Lock()
@@ -161,7 +167,9 @@ func (a *Adapter) appendStream(ctx context.Context, thread chat.ThreadRef, id st
 	case err == nil:
 		a.streamMu.Lock()
 		s.sent = body
-		s.buttons = s.buttons || buttons != nil
+		if buttons != nil {
+			s.buttons, s.actions = true, actions
+		}
 		a.streamMu.Unlock()
 		return true, nil
 	case rateLimit(err) != nil:
