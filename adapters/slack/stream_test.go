@@ -207,3 +207,34 @@ func TestRateLimitedAppendLosesNoText(t *testing.T) {
 		t.Errorf("last append = %q, want %q", got[len(got)-1].Params.Get("markdown_text"), " two three")
 	}
 }
+
+// A stream Slack ended on its own (message_not_in_streaming_state, as after
+// a long pause between appends) is edited instead: the message shows the
+// whole text, and later edits are edits.
+func TestStreamEndedBySlackFallsBackToEdits(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv, streaming)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	a.noteAsker(th, "U0ALICE")
+	id, err := a.PostOnce(ctx, th, "one", streamKeyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.FailNext("chat.appendStream", "message_not_in_streaming_state")
+	if err := a.Edit(ctx, th, id, "one two"); err != nil {
+		t.Fatalf("Edit after Slack ended the stream: %v, want the message edited", err)
+	}
+	if got := lastText(srv, th); got != "one two" {
+		t.Errorf("message = %q, want %q", got, "one two")
+	}
+	if err := a.Edit(ctx, th, id, "one two three"); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := lastText(srv, th), len(srv.CallsTo("chat.appendStream")); got != "one two three" || n != 1 {
+		t.Errorf("message = %q after %d appends, want %q after the one refused", got, n, "one two three")
+	}
+	if a.Streaming(th, id) {
+		t.Error("the message still counts as streamed")
+	}
+}
