@@ -163,7 +163,8 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if c.startsRun && t.rec.SessionID == "" && t.pendingStatus == nil {
 		// The first answer a person sees comes before the workspace exists.
 		t.statusMsgText = t.header()
-		t.pendingStatus = t.p.Outbox.Post(t.ref, t.statusMsgText, outbox.High, nil)
+		// The run's status grows through edits: an adapter may stream it.
+		t.pendingStatus = t.p.Outbox.PostKeyed(t.ref, t.statusMsgText, outbox.High, chat.PostKey{Stream: true}, nil)
 	}
 	if c.startsRun {
 		if !t.takeSlot(pi) {

@@ -5,6 +5,7 @@ package bridge
 
 import (
 	"fmt"
+	"github.com/threadsmith/threadsmith/chat"
 
 	"github.com/threadsmith/threadsmith/outbox"
 )
@@ -52,7 +53,8 @@ func (t *thread) armStatus() {
 	status, text := t.pendingStatus, t.statusMsgText
 	if status == nil {
 		text = t.header()
-		status = t.p.Outbox.Post(t.ref, text, outbox.High, nil)
+		// It grows through edits: an adapter may stream it.
+		status = t.p.Outbox.PostKeyed(t.ref, text, outbox.High, chat.PostKey{Stream: true}, nil)
 	}
 	t.view.arm(t.repoLine(), status, text)
 	t.pendingStatus, t.statusMsgText = status, text

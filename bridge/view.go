@@ -476,7 +476,10 @@ func (v *view) renderLocked(r *runState, p outbox.Priority) {
 			}
 			continue
 		}
-		m := v.out.Post(v.ref, c, max(p, outbox.Normal), nil) // a new message is never optional
+		// A new message is never optional. The run's first status message
+		// grows through edits: an adapter may stream it.
+		key := chat.PostKey{Stream: seg.first && !seg.sealed && i == 0}
+		m := v.out.PostKeyed(v.ref, c, max(p, outbox.Normal), key, nil)
 		seg.msgs = append(seg.msgs, m)
 		seg.texts = append(seg.texts, c)
 		v.textChanged(m, c)

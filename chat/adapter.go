@@ -224,6 +224,17 @@ type PostKey struct {
 	// them), added by the adapter in front of the text: the person who asked
 	// for a long run, told it ended. Mentions in the text itself stay inert.
 	Notify string
+	// Stream says the message will grow through edits (a run's status): an
+	// adapter may post it as a stream and turn edits that only add text
+	// into appends.
+	Stream bool
+}
+
+// Streamer is an adapter that may stream messages (chat.PostKey.Stream):
+// Streaming says whether message id is being streamed now, so that its
+// edits (appends) draw from a budget of their own. It must not block.
+type Streamer interface {
+	Streaming(thread ThreadRef, id string) bool
 }
 
 // HistoryReader returns the human conversation of a thread before a message,

@@ -377,6 +377,11 @@ type Slack struct {
 	// with Slack's stop button) instead of the assistant status; the app
 	// must be declared as an agent (slack-app-manifest-agent.yaml).
 	AgentSessions bool `yaml:"agent_sessions"`
+	// Streaming is how a run's status message grows: "off" (the default)
+	// edits it with chat.update; "auto" streams it with Slack's streaming
+	// methods (chat.startStream, appendStream, stopStream) where the
+	// workspace offers them, editing it where it does not.
+	Streaming string `yaml:"streaming"`
 }
 
 // DMsAllowed says whether direct messages may use the bot: allow_dms when
@@ -410,6 +415,9 @@ type SlackRate struct {
 	// StatusPerMinute limits status updates (assistant.threads.setStatus,
 	// agents.sessions.setStatus) across the workspace.
 	StatusPerMinute int `yaml:"status_per_minute"`
+	// AppendPerMinute limits chat.appendStream across the workspace: the
+	// edits of streamed messages (slack.streaming).
+	AppendPerMinute int `yaml:"append_per_minute"`
 }
 
 // Discord configures the Discord adapter.
@@ -518,10 +526,11 @@ func Default() Config {
 		},
 		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512, Disk: 5 << 30, Files: 200_000, DiskReserve: 256 << 20},
 		Slack: Slack{
-			Enabled: true,
-			Mode:    SlackSocket,
-			Listen:  ":3000",
-			Rate:    SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20},
+			Enabled:   true,
+			Mode:      SlackSocket,
+			Listen:    ":3000",
+			Streaming: "off",
+			Rate:      SlackRate{PostPerSecond: 1, PostBurst: 5, UpdatePerMessagePerSecond: 1, UpdatePerMinute: 50, StatusPerMinute: 20, AppendPerMinute: 100},
 		},
 		Discord: Discord{
 			Rate: DiscordRate{EditsPer5s: 5, RequestsPerSecond: 50},

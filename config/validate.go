@@ -388,6 +388,11 @@ func (c *Config) validateSlack(v *collector) {
 	if !s.Mode.valid() {
 		v.add("slack.mode", fmt.Sprintf("must be socket or http (got %q)", s.Mode))
 	}
+	switch s.Streaming {
+	case "", "off", "auto":
+	default:
+		v.add("slack.streaming", fmt.Sprintf("must be auto or off (got %q)", s.Streaming))
+	}
 	tokenWithPrefix(v, "slack.bot_token", s.BotToken, "xoxb-", "required when slack.enabled is true: the bot token (xoxb-…)")
 	switch s.Mode {
 	case SlackSocket:
@@ -417,6 +422,7 @@ func (c *Config) validateSlack(v *collector) {
 	positiveFloat(v, "slack.rate.update_per_message_per_second", s.Rate.UpdatePerMessagePerSecond)
 	positiveInt(v, "slack.rate.update_per_minute", s.Rate.UpdatePerMinute)
 	positiveInt(v, "slack.rate.status_per_minute", s.Rate.StatusPerMinute)
+	positiveInt(v, "slack.rate.append_per_minute", s.Rate.AppendPerMinute)
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]+$`)

@@ -173,6 +173,7 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Slack.APIURL = "http://127.0.0.1:9000/api" }, "slack.api_url", `must end with "/"`},
 		{func(c *Config) { c.Slack.APIURL = "slack.local/api/" }, "slack.api_url", "absolute http(s) URL"},
 		{func(c *Config) { c.Slack.AllowedUsers = []string{"U1", ""} }, "slack.allowed_users[1]", "must not be empty"},
+		{func(c *Config) { c.Slack.Streaming = "on" }, "slack.streaming", `must be auto or off (got "on")`},
 		{func(c *Config) { c.Slack.AllowedChannels = []string{""} }, "slack.allowed_channels[0]", "must not be empty"},
 		{func(c *Config) { c.Slack.Rate.PostPerSecond = 0 }, "slack.rate.post_per_second", "must be greater than 0"},
 		{func(c *Config) { c.Slack.Rate.PostBurst = 0 }, "slack.rate.post_burst", "must be greater than 0"},

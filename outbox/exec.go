@@ -40,7 +40,7 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 	switch op.kind {
 	case opPost:
 		if o.once != nil {
-			return o.once.PostOnce(ctx, ref, op.text, chat.PostKey{ID: op.key, Retry: op.uncertain, First: op.first, Notify: op.notify})
+			return o.once.PostOnce(ctx, ref, op.text, chat.PostKey{ID: op.key, Retry: op.uncertain, First: op.first, Notify: op.notify, Stream: op.stream})
 		}
 		return o.a.Post(ctx, ref, op.text)
 	case opEdit:

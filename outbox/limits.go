@@ -53,6 +53,10 @@ type Limits struct {
 	EditPerChannel Rate
 	// EditPerWorkspace limits edits across the whole workspace (Slack).
 	EditPerWorkspace Rate
+	// StreamPerWorkspace limits, in place of EditPerWorkspace, the edits
+	// of messages the adapter streams (chat.Streamer): Slack's appends have
+	// a limit of their own.
+	StreamPerWorkspace Rate
 	// Requests limits every call (Discord's global limit).
 	Requests Rate
 	// Status limits status updates (chat.StatusSetter) across the
@@ -68,10 +72,11 @@ type Limits struct {
 // status updates at most 20 per minute across the workspace.
 func SlackLimits() Limits {
 	return Limits{
-		PostPerChannel:   Rate{Every: time.Second, Burst: 5},
-		EditPerMessage:   Rate{Every: time.Second, Burst: 1},
-		EditPerWorkspace: PerWindow(50, time.Minute, 5),
-		Status:           PerWindow(SlackStatusPerMinute, time.Minute, 5),
+		PostPerChannel:     Rate{Every: time.Second, Burst: 5},
+		EditPerMessage:     Rate{Every: time.Second, Burst: 1},
+		EditPerWorkspace:   PerWindow(50, time.Minute, 5),
+		Status:             PerWindow(SlackStatusPerMinute, time.Minute, 5),
+		StreamPerWorkspace: PerWindow(100, time.Minute, 5),
 	}
 }
 

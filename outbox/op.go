@@ -46,6 +46,8 @@ type op struct {
 	uncertain bool
 	// notify is the person a post mentions (chat.PostKey.Notify).
 	notify string
+	// stream is chat.PostKey.Stream.
+	stream bool
 	// final marks an edit that must show even if the platform refuses it:
 	// it is posted anew then (EditFinal).
 	final bool

@@ -91,6 +91,7 @@ type Outbox struct {
 	uploader chat.Uploader
 	statuser chat.StatusSetter
 	titled   chat.TitledStatusSetter
+	streamer chat.Streamer
 	actioner chat.Actioner
 	cfg      Config
 	log      *slog.Logger
@@ -107,6 +108,7 @@ type Outbox struct {
 	chanPost    map[string]*bucket
 	chanEdit    map[string]*bucket
 	workspace   bucket
+	streams     bucket // Limits.StreamPerWorkspace
 	requests    bucket
 	statusRate  bucket    // Limits.Status
 	statusCalls int       // status calls in flight
@@ -150,6 +152,7 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 		chanPost:    make(map[string]*bucket),
 		chanEdit:    make(map[string]*bucket),
 		workspace:   newBucket(cfg.Limits.EditPerWorkspace),
+		streams:     newBucket(cfg.Limits.StreamPerWorkspace),
 		requests:    newBucket(cfg.Limits.Requests),
 		statusRate:  newBucket(cfg.Limits.Status),
 	}
@@ -160,6 +163,7 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 	o.statuser, _ = a.(chat.StatusSetter)
 	o.titled, _ = a.(chat.TitledStatusSetter)
 	o.actioner, _ = a.(chat.Actioner)
+	o.streamer, _ = a.(chat.Streamer)
 	o.wg.Add(1)
 	go o.run()
 	return o
@@ -197,7 +201,7 @@ func (o *Outbox) PostKeyed(thread chat.ThreadRef, text string, p Priority, key c
 	if key.ID != "" {
 		op.key, op.uncertain, op.first = key.ID, key.Retry, key.First
 	}
-	op.notify = key.Notify
+	op.notify, op.stream = key.Notify, key.Stream
 	o.mu.Unlock()
 	o.poke()
 	return m

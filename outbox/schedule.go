@@ -145,7 +145,11 @@ func (o *Outbox) scopes(op *op) (bs [4]*bucket, n int) {
 	case opEdit:
 		add(&op.msg.edits)
 		add(op.th.edit)
-		add(&o.workspace)
+		if o.streamer != nil && op.msg != nil && o.streamer.Streaming(op.th.ref, op.msg.id) {
+			add(&o.streams)
+		} else {
+			add(&o.workspace)
+		}
 	case opStatus:
 		add(&o.statusRate)
 	}

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -29,6 +30,25 @@ const clickEventPrefix = "click/"
 // alone again. The message's text field stays the same mrkdwn, for
 // notifications and clients without blocks.
 func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, text string, actions []chat.Action) error {
+	if s := a.liveStreamOf(thread.Channel, id); s != nil {
+		// A streamed message takes its buttons once, streamed after its
+		// text, and keeps them while its text grows; other buttons (or
+		// none) end the stream.
+		switch {
+		case len(actions) > 0 && !s.buttons:
+			if done, err := a.appendStream(ctx, thread, id, s, text, actions); done {
+				return err
+			}
+		case s.buttons && slices.Equal(actions, s.actions):
+			if done, err := a.appendStream(ctx, thread, id, s, text, nil); done {
+				return err
+			}
+		default:
+			if done, err := a.stopStream(ctx, thread, id); done {
+				return err
+			}
+		}
+	}
 	opts := append(textOptions(text), slackapi.MsgOptionBlocks(actionBlocks(render(text), actions)...))
 	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, opts...)
 	return apiError("chat.update", err)
@@ -46,6 +66,14 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 	for _, part := range splitSections(mrkdwn, maxSectionChars) {
 		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, part, false, true), nil, nil))
 	}
+	if b := buttonsBlock(actions); b != nil {
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// buttonsBlock is the actions block of actions' valid buttons, or nil.
+func buttonsBlock(actions []chat.Action) slackapi.Block {
 	var buttons []slackapi.BlockElement
 	for _, act := range actions {
 		if !chat.ValidActionID(act.ID) {
@@ -62,10 +90,10 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 		}
 		buttons = append(buttons, b)
 	}
-	if len(buttons) > 0 {
-		blocks = append(blocks, slackapi.NewActionBlock(actionsBlockID, buttons...))
+	if len(buttons) == 0 {
+		return nil
 	}
-	return blocks
+	return slackapi.NewActionBlock(actionsBlockID, buttons...)
 }
 
 // splitSections cuts mrkdwn into parts of at most limit characters, at a line

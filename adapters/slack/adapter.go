@@ -143,6 +143,10 @@ type Adapter struct {
 	noAgent     map[string]bool   // workspaces (team ids) that refused agent sessions
 	agentShown  map[string]string // thread key -> the agent session status last set
 	agentWarned bool              // agents.sessions.setStatus's warning was logged
+	streamMu    sync.Mutex
+	streams     map[string]*liveStream // channel/ts -> the stream of a message (stream.go)
+	noStream    map[string]bool        // workspaces (team ids) that refused streaming
+	askers      map[string]string      // thread key -> who last wrote there
 	runningMu   sync.Mutex
 	running     bool
 	// connected says Slack can reach the bot now (ready.go).
@@ -168,6 +172,7 @@ var (
 	_ chat.HistoryReader      = (*Adapter)(nil)
 	_ chat.Downloader         = (*Adapter)(nil)
 	_ chat.Actioner           = (*Adapter)(nil)
+	_ chat.Streamer           = (*Adapter)(nil)
 )
 
 // New checks the Slack section of the configuration and builds an adapter. It
@@ -202,6 +207,9 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		noAgent:  map[string]bool{},
 
 		agentShown: map[string]string{},
+		streams:    map[string]*liveStream{},
+		noStream:   map[string]bool{},
+		askers:     map[string]string{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

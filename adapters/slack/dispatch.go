@@ -37,6 +37,7 @@ func (d *dispatcher) deliver(ctx context.Context, in chat.Inbound) error {
 	}
 	defer func() { <-d.sem }()
 	in.Author = d.a.users.author(ctx, in.Author.ID)
+	d.a.noteAsker(in.Thread, in.Author.ID)
 	receipt, err := d.h.Receive(ctx, in)
 	if err != nil {
 		d.a.log.Warn("slack: receive failed; not acknowledged, Slack will deliver it again",

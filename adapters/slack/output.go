@@ -54,6 +54,12 @@ func (a *Adapter) Post(ctx context.Context, thread chat.ThreadRef, text string) 
 // key among the thread's messages since the first attempt: found, it is the
 // post, and nothing is posted twice.
 func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
+	if key.Stream && !key.Retry && key.Notify == "" && a.streamOn(thread) {
+		ts, ok, err := a.startStream(ctx, thread, text)
+		if ok {
+			return ts, err
+		}
+	}
 	if key.Retry {
 		ts, err := a.findPosted(ctx, thread, key)
 		if err != nil {
@@ -161,6 +167,11 @@ func (a *Adapter) findPosted(ctx context.Context, thread chat.ThreadRef, key cha
 // message with buttons through SetActions; a message adopted after a
 // restart loses the buttons of the run that was cut off).
 func (a *Adapter) Edit(ctx context.Context, thread chat.ThreadRef, id, text string) error {
+	if s := a.liveStreamOf(thread.Channel, id); s != nil {
+		if done, err := a.appendStream(ctx, thread, id, s, text, nil); done {
+			return err
+		}
+	}
 	opts := append(textOptions(text), slackapi.MsgOptionBlocks())
 	_, _, _, err := a.api.UpdateMessageContext(ctx, thread.Channel, id, opts...)
 	return apiError("chat.update", err)

@@ -515,10 +515,11 @@ func limitsFor(cfg *config.Config, platform string) outbox.Limits {
 	case config.PlatformSlack:
 		r := cfg.Slack.Rate
 		return outbox.Limits{
-			PostPerChannel:   outbox.PerSecond(r.PostPerSecond, r.PostBurst),
-			EditPerMessage:   outbox.PerSecond(r.UpdatePerMessagePerSecond, 1),
-			EditPerWorkspace: outbox.PerWindow(r.UpdatePerMinute, time.Minute, 5),
-			Status:           outbox.PerWindow(r.StatusPerMinute, time.Minute, 5),
+			PostPerChannel:     outbox.PerSecond(r.PostPerSecond, r.PostBurst),
+			EditPerMessage:     outbox.PerSecond(r.UpdatePerMessagePerSecond, 1),
+			EditPerWorkspace:   outbox.PerWindow(r.UpdatePerMinute, time.Minute, 5),
+			Status:             outbox.PerWindow(r.StatusPerMinute, time.Minute, 5),
+			StreamPerWorkspace: outbox.PerWindow(r.AppendPerMinute, time.Minute, 5),
 		}
 	case config.PlatformDiscord:
 		r := cfg.Discord.Rate

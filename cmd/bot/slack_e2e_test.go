@@ -215,6 +215,7 @@ func (l *testLog) close() {
 var watched = []string{
 	"chat.postMessage", "chat.update", "chat.delete", "chat.postEphemeral",
 	"reactions.add", "reactions.remove", "files.completeUploadExternal",
+	"chat.startStream", "chat.appendStream", "chat.stopStream",
 }
 
 // waitFor waits until cond holds, re-checking it after every call of the bot

@@ -26,7 +26,12 @@
 // posted into a thread without replies is recorded as not Visible. Notices records
 // every post or update whose text would notify someone (<!here>, <!subteam^…>,
 // <@U…>, or plain @channel when parsed as a client would, which chat.update does
-// unless told parse=none). LoseResponseNext makes a call take effect without an
+// unless told parse=none). The streaming methods (chat.startStream, appendStream,
+// stopStream) stream only replies in a thread or a DM, to a named recipient
+// outside a DM, take at most 12,000 characters of markdown_text a call, refuse
+// appends and stops once stopped (message_not_in_streaming_state), and record
+// mentions the appended text writes; WithoutStreaming makes a workspace refuse
+// them. LoseResponseNext makes a call take effect without an
 // answer, as after a timeout.
 //
 // Messages get unique, strictly increasing ts values ("1700000000.000100") from the

@@ -27,6 +27,8 @@ type config struct {
 	spread       bool
 
 	scopes []string // nil: every scope
+
+	noStreaming string // chat.startStream's refusal; "": streaming offered
 }
 
 func defaultConfig() config {

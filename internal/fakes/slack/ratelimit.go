@@ -62,7 +62,9 @@ type RateLimits struct {
 // with bursts of 5, chat.update 50/min per workspace (bursts of 50) and 1/s per
 // message, every other method the tier Slack's method reference gives it
 // (assistant.threads.setStatus, whose limit is "special" and unpublished, as
-// Tier 3), answered with HTTP 429, with 50 ms of grace.
+// Tier 3; chat.startStream, whose tier the reference read did not give, as
+// chat.stopStream's Tier 2; chat.appendStream, also not given, as Tier 4),
+// answered with HTTP 429, with 50 ms of grace.
 func SlackRateLimits() RateLimits {
 	return RateLimits{
 		PostMessagePerChannel: Rate{Every: time.Second, Burst: 5},
@@ -85,6 +87,9 @@ func SlackRateLimits() RateLimits {
 			"files.info":                   Tier4,
 			"assistant.threads.setStatus":  Tier3,
 			"agents.sessions.setStatus":    Tier3,
+			"chat.startStream":             Tier2,
+			"chat.appendStream":            Tier4,
+			"chat.stopStream":              Tier2,
 		},
 		Grace: 50 * time.Millisecond,
 	}

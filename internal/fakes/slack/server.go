@@ -45,6 +45,7 @@ type Server struct {
 	injected    map[string][]injection
 	ephemerals  []Ephemeral
 	notices     []Notice
+	streamStops int
 	statuses    []Status
 	// agentStatuses are the accepted agents.sessions.setStatus calls.
 	agentStatuses []AgentStatus

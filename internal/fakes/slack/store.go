@@ -49,6 +49,7 @@ type message struct {
 	inviter     string
 	deleted     bool
 	reactions   []*Reaction
+	stream      streamState
 }
 
 // storedFile is a file the fake serves at its url_private.
