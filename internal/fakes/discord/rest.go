@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,7 @@ func (s *Server) routes() {
 // authorization and rate limits are checked, and the handler runs with the
 // fake's lock held; its answer is written after the lock is released.
 func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
+	s.routeList = append(s.routeList, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		body, files, perr := readBody(r)
 		s.mu.Lock()
@@ -213,6 +215,10 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 		writeResponse(w, resp)
 	})
 }
+
+// Routes returns the REST routes the fake serves ("POST /api/v9/channels/{channel}/messages"),
+// in a fixed order.
+func (s *Server) Routes() []string { return slices.Clone(s.routeList) }
 
 // LoseResponseNext makes the next request to route (a pattern such as
 // "POST /api/v9/channels/{channel}/messages") take effect but closes the

@@ -54,6 +54,7 @@ type Server struct {
 	global       *bucket
 	notices      []Notice
 	lose         map[string]int // routes whose next response is never written
+	routeList    []string       // REST route patterns, in registration order
 
 	sessions   map[string]*gwSession
 	conns      map[*gwConn]struct{}
