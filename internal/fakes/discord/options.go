@@ -171,19 +171,20 @@ func DefaultRateLimits() RateLimits {
 }
 
 type config struct {
-	token             string
-	appID             string
-	botID             string
-	botName           string
-	guilds            []Guild
-	heartbeat         time.Duration
-	disabledIntents   int
-	deadline          time.Duration
-	tokenTTL          time.Duration
-	rateLimits        *RateLimits
-	clock             Clock
-	logger            *slog.Logger
-	compressThreshold int
+	token                 string
+	appID                 string
+	botID                 string
+	botName               string
+	guilds                []Guild
+	heartbeat             time.Duration
+	disabledIntents       int
+	deadline              time.Duration
+	tokenTTL              time.Duration
+	rateLimits            *RateLimits
+	clock                 Clock
+	logger                *slog.Logger
+	compressThreshold     int
+	specViolationsAllowed bool
 }
 
 func defaultConfig() config {
@@ -251,6 +252,13 @@ func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } 
 // WithLogger makes the fake log protocol events (connections, closes,
 // rejected requests) at debug level; by default it is silent.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSpecViolationsAllowed lets requests that Discord's OpenAPI description
+// rejects through to the fake's own handling, recorded (SpecViolations)
+// without failing the test: for tests of the fake's own refusals, which send
+// such requests on purpose. Without it such a request fails the test and is
+// answered 400 Invalid Form Body (404 for a path Discord does not have).
+func WithSpecViolationsAllowed() Option { return func(c *config) { c.specViolationsAllowed = true } }
 
 // WithCompressThreshold sets the size from which dispatches are sent
 // zlib-compressed as binary frames to clients that identified with

@@ -184,6 +184,10 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 		case perr != nil:
 			resp = errInvalidJSON
 		default:
+			if err := s.checkSpecLocked(r, body); err != nil && !s.cfg.specViolationsAllowed {
+				resp = invalidForm(map[string]string{"": "BASE_TYPE_INVALID: " + err.Error()})
+				break
+			}
 			var limited bool
 			resp, limited = s.rateLimitLocked(r, pattern, auth, now)
 			if !limited {
@@ -235,6 +239,9 @@ func (s *Server) LoseResponseNext(route string) {
 func (s *Server) serveUnknown(w http.ResponseWriter, r *http.Request) {
 	body, files, _ := readBody(r)
 	s.mu.Lock()
+	if strings.HasPrefix(r.URL.Path, api+"/") {
+		s.checkSpecLocked(r, body)
+	}
 	s.requests = append(s.requests, Request{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), ContentType: r.Header.Get("Content-Type"),
 		Body: body, Files: files, Authorized: s.authorized(r), Status: http.StatusNotFound, At: s.cfg.clock.Now(),

@@ -116,7 +116,7 @@ func (a *apiClient) post(channel, content string) string {
 }
 
 func TestRESTAuthAndUnknownRoutes(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	anon := &apiClient{t: t, fake: fake}
 
@@ -154,7 +154,7 @@ func TestRESTAuthAndUnknownRoutes(t *testing.T) {
 }
 
 func TestRESTMessageRules(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	ch := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
 
@@ -218,7 +218,7 @@ func TestRESTMessageContentIntentOff(t *testing.T) {
 }
 
 func TestRESTPagination(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	var ids []string
 	for i := range 5 {
@@ -408,7 +408,7 @@ func TestInteractionDeadlineAndTokenLifetime(t *testing.T) {
 }
 
 func TestCommandRegistrationRules(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	base := "/api/v9/applications/" + fake.ApplicationID() + "/guilds/" + discordfake.DefaultGuildID + "/commands"
 	opt := func(name string, required bool) map[string]any {

@@ -1,9 +1,11 @@
 package discordfake_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
@@ -62,7 +64,7 @@ func TestNoticesAndAllowedMentionsChecks(t *testing.T) {
 }
 
 func TestEnforcedNonceCreatesOnce(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
 	body := map[string]any{"content": "once", "nonce": "k1", "enforce_nonce": true}
@@ -104,7 +106,7 @@ func TestEnforcedNonceCreatesOnce(t *testing.T) {
 
 // Components Discord refuses are refused: what a message's buttons may be.
 func TestComponentsChecks(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
 	row := func(buttons ...map[string]any) []any {
@@ -149,5 +151,61 @@ func TestComponentsChecks(t *testing.T) {
 		} else if !tc.ok && r.code(t) != 50035 {
 			t.Errorf("%s: code %d, want 50035", tc.name, r.code(t))
 		}
+	}
+}
+
+// errorRecorder is a test the fake reports to, keeping its errors instead of
+// failing the real test.
+type errorRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *errorRecorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *errorRecorder) errors() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs)
+}
+
+// A request Discord's OpenAPI description rejects fails the test that made
+// it and gets Discord's 400; one it accepts passes untouched.
+func TestRequestsAreCheckedAgainstDiscordsDescription(t *testing.T) {
+	rec := &errorRecorder{TB: t}
+	fake := discordfake.New(rec)
+	api := &apiClient{t: t, fake: fake, auth: "Bot " + fake.Token()}
+	msgs := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
+	m := api.do("POST", msgs, map[string]any{"content": "hello"}).json(t)
+	if errs := rec.errors(); len(errs) != 0 {
+		t.Fatalf("a valid message failed the test: %v", errs)
+	}
+	thread := msgs + "/" + m["id"].(string) + "/threads"
+	r := api.do("POST", thread, map[string]any{"name": strings.Repeat("n", 101)})
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "50035") {
+		t.Errorf("a thread name of 101: %d %s, want 400 50035", r.status, r.body)
+	}
+	if got := fake.Threads(); len(got) != 0 {
+		t.Errorf("the refused request made threads %v", got)
+	}
+	api.do("GET", msgs+"?limit=0", nil)
+	api.do("GET", "/api/v9/channels/"+discordfake.DefaultChannelID+"/pins/1", nil)
+	errs := rec.errors()
+	want := []string{"body.name: 101 characters, at most 100", "query limit: 0 is under the minimum 1", "no such path"}
+	if len(errs) != len(want) {
+		t.Fatalf("test errors = %q, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i], w) || !strings.Contains(errs[i], "OpenAPI") {
+			t.Errorf("error %d = %q, want it to name %q", i, errs[i], w)
+		}
+	}
+	if got := fake.SpecViolations(); len(got) != 3 {
+		t.Errorf("SpecViolations = %q, want 3", got)
 	}
 }
