@@ -144,8 +144,10 @@ type Limit struct {
 func (l Limit) enabled() bool { return l.Requests > 0 && l.Window > 0 }
 
 // RateLimits are the budgets the fake enforces when WithRateLimits is given.
-// Buckets are per route and major parameter (channel, guild or webhook), as
-// Discord's are.
+// Buckets are per route and major parameter (channel, guild, interaction or
+// webhook), as Discord's are; a zero Limit leaves its routes unlimited.
+// Discord publishes no per-route numbers (clients must read the headers);
+// the ones DefaultRateLimits gives are the ones its headers announce to bots.
 type RateLimits struct {
 	// Global caps all bot requests (interaction callbacks and webhook-token
 	// routes excepted, as on Discord). Discord: 50 per second.
@@ -154,19 +156,51 @@ type RateLimits struct {
 	MessageCreate Limit
 	// MessageEdit is PATCH /channels/{id}/messages/{id}, per channel. Discord: 5 per 5 s.
 	MessageEdit Limit
+	// MessageDelete is DELETE /channels/{id}/messages/{id}, per channel.
+	MessageDelete Limit
 	// Reactions is PUT/DELETE …/reactions/…, per channel. Discord: 1 per 250 ms.
 	Reactions Limit
-	// Other applies to every other route, per route and major parameter.
+	// MessageRead is GET /channels/{id}/messages, …/messages/{id},
+	// …/reactions/{emoji} and GET /channels/{id}, per channel.
+	MessageRead Limit
+	// ThreadCreate is POST /channels/{id}/messages/{id}/threads, per channel.
+	ThreadCreate Limit
+	// Typing is POST /channels/{id}/typing, per channel.
+	Typing Limit
+	// DM is POST /users/@me/channels (opening a DM).
+	DM Limit
+	// Members is GET /guilds/{id}/members/{id} and GET /guilds/{id}/channels,
+	// per guild.
+	Members Limit
+	// Interaction is POST /interactions/{id}/{token}/callback, per interaction.
+	Interaction Limit
+	// Webhook is the interaction webhook routes (followups, @original and
+	// message edits), per token. Discord: 5 per 2 s.
+	Webhook Limit
+	// Commands is the application command routes, per route and guild.
+	Commands Limit
+	// Other applies to every other route (gateway, users/@me, applications),
+	// per route and major parameter.
 	Other Limit
 }
 
-// DefaultRateLimits returns Discord's budgets; Other is unlimited.
+// DefaultRateLimits returns Discord's budgets, one for every route.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{
 		Global:        Limit{Requests: 50, Window: time.Second},
 		MessageCreate: Limit{Requests: 5, Window: 5 * time.Second},
 		MessageEdit:   Limit{Requests: 5, Window: 5 * time.Second},
+		MessageDelete: Limit{Requests: 5, Window: time.Second},
 		Reactions:     Limit{Requests: 1, Window: 250 * time.Millisecond},
+		MessageRead:   Limit{Requests: 5, Window: time.Second},
+		ThreadCreate:  Limit{Requests: 5, Window: 5 * time.Second},
+		Typing:        Limit{Requests: 5, Window: 5 * time.Second},
+		DM:            Limit{Requests: 5, Window: 5 * time.Second},
+		Members:       Limit{Requests: 5, Window: time.Second},
+		Interaction:   Limit{Requests: 5, Window: 5 * time.Second},
+		Webhook:       Limit{Requests: 5, Window: 2 * time.Second},
+		Commands:      Limit{Requests: 5, Window: 5 * time.Second},
+		Other:         Limit{Requests: 5, Window: 5 * time.Second},
 	}
 }
 
