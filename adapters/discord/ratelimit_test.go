@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,51 @@ func TestEveryRouteHandlesRateLimits(t *testing.T) {
 		if m.AuthorBot {
 			t.Errorf("the bot wrote in the channel: %q", m.Content)
 		}
+	}
+}
+
+// /code while the channel's thread-creation bucket is spent (by another
+// process on the token: Discord answers 429) still opens its session: the
+// interaction is answered within Discord's deadline, discordgo waits out the
+// 429 on the thread and the webhook edits, and the starter message names the
+// request.
+func TestCodeOpensItsThreadThroughRateLimits(t *testing.T) {
+	const window = 150 * time.Millisecond
+	one := discordfake.Limit{Requests: 1, Window: window}
+	// The thread's window outlasts the webhook edits made before it.
+	fake := discordfake.New(t, discordfake.WithRateLimits(discordfake.RateLimits{
+		ThreadCreate: discordfake.Limit{Requests: 1, Window: 6 * window}, Interaction: one, Webhook: one, Members: one,
+		Commands: discordfake.Limit{Requests: 2, Window: window},
+	}))
+	e := start(t, fake, baseConfig(fake))
+	other := restSession(t, fake)
+	m, err := other.ChannelMessageSend(general, "someone else's message")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.MessageThreadStart(general, m.ID, "theirs", 60); err != nil {
+		t.Fatal(err)
+	}
+	limited := fake.RateLimited()
+	id := fake.SlashCommand(general, alice, "code", map[string]any{"prompt": "fix the login bug"})
+	in := e.h.inbound(t, id)
+	ia, _ := fake.Interaction(id)
+	if !ia.Responded || ia.Latency >= 3*time.Second {
+		t.Errorf("answer: responded %v after %v, want within Discord's 3 s", ia.Responded, ia.Latency)
+	}
+	var th *discordfake.Channel
+	for _, c := range fake.Threads() {
+		if c.Name == "fix the login bug" {
+			th = &c
+		}
+	}
+	if th == nil || in.Thread.Channel != th.ID {
+		t.Fatalf("threads %+v, inbound in %q: want the session's thread", fake.Threads(), in.Thread.Channel)
+	}
+	if ia.Original == nil || !strings.Contains(ia.Original.Content, "fix the login bug") {
+		t.Errorf("starter message %+v, want the request", ia.Original)
+	}
+	if fake.RateLimited() == limited {
+		t.Error("no 429 on the way: the test did not exercise the limits")
 	}
 }
