@@ -178,7 +178,7 @@ func (s *Spec) Check(method, path string, query url.Values, body []byte) error {
 		if pm == nil {
 			continue
 		}
-		for _, e := range s.validate(paramValue(s, pm["schema"], v), pm["schema"], "path "+name) {
+		for _, e := range s.validate(s.paramValue(pm["schema"], v), pm["schema"], "path "+name) {
 			add("%s", e)
 		}
 	}
@@ -188,7 +188,7 @@ func (s *Spec) Check(method, path string, query url.Values, body []byte) error {
 			continue // Discord ignores query parameters it does not know
 		}
 		for _, v := range vs {
-			for _, e := range s.validate(paramValue(s, pm["schema"], v), pm["schema"], "query "+name) {
+			for _, e := range s.validate(s.paramValue(pm["schema"], v), pm["schema"], "query "+name) {
 				add("%s", e)
 			}
 		}
@@ -241,7 +241,7 @@ func (s *Spec) pathItem(template string) map[string]any {
 
 // paramValue turns a path or query string into the JSON value its schema
 // expects (a number or a boolean), leaving it a string when it is not one.
-func paramValue(s *Spec, schema any, v string) any {
+func (s *Spec) paramValue(schema any, v string) any {
 	types := s.types(schema)
 	switch {
 	case slices.Contains(types, "integer") || slices.Contains(types, "number"):
