@@ -146,8 +146,9 @@ func (l Limit) enabled() bool { return l.Requests > 0 && l.Window > 0 }
 // RateLimits are the budgets the fake enforces when WithRateLimits is given.
 // Buckets are per route and major parameter (channel, guild, interaction or
 // webhook), as Discord's are; a zero Limit leaves its routes unlimited.
-// Discord publishes no per-route numbers (clients must read the headers);
-// the ones DefaultRateLimits gives are the ones its headers announce to bots.
+// Discord publishes no per-route numbers (clients must read the headers):
+// the budgets marked "Discord:" below are the ones it is known to use, the
+// other defaults are of the same order.
 type RateLimits struct {
 	// Global caps all bot requests (interaction callbacks and webhook-token
 	// routes excepted, as on Discord). Discord: 50 per second.
@@ -205,19 +206,20 @@ func DefaultRateLimits() RateLimits {
 }
 
 type config struct {
-	token                 string
-	appID                 string
-	botID                 string
-	botName               string
-	guilds                []Guild
-	heartbeat             time.Duration
-	disabledIntents       int
-	deadline              time.Duration
-	tokenTTL              time.Duration
-	rateLimits            *RateLimits
-	clock                 Clock
-	logger                *slog.Logger
-	compressThreshold     int
+	token             string
+	appID             string
+	botID             string
+	botName           string
+	guilds            []Guild
+	heartbeat         time.Duration
+	disabledIntents   int
+	deadline          time.Duration
+	tokenTTL          time.Duration
+	rateLimits        *RateLimits
+	clock             Clock
+	logger            *slog.Logger
+	compressThreshold int
+
 	specViolationsAllowed bool
 }
 

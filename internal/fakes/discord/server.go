@@ -33,29 +33,30 @@ type Server struct {
 	closed  bool
 	lastID  uint64
 
-	users          map[string]user
-	guilds         map[string]*guildState
-	guildOrder     []string
-	channels       map[string]*channelState
-	dms            map[string]string // user id -> DM channel id
-	noDMs          map[string]bool   // users who take no DMs from the bot (RefuseDMs)
-	threads        []string
-	messages       map[string]*messageState
-	interactions   map[string]*interactionState
-	interOrder     []string
-	byToken        map[string]*interactionState
-	commands       map[string][]*commandState // scope ("" global, else guild id)
-	overwrites     map[string]int             // bulk overwrites per scope
-	attachments    map[string]*Attachment     // attachment id
-	typing         []Typing
-	requests       []Request
-	rateLimited    int
-	buckets        map[string]*bucket
-	global         *bucket
-	notices        []Notice
-	lose           map[string]int // routes whose next response is never written
-	routeList      []string       // REST route patterns, in registration order
-	specViolations []string       // why the OpenAPI description rejected requests
+	users        map[string]user
+	guilds       map[string]*guildState
+	guildOrder   []string
+	channels     map[string]*channelState
+	dms          map[string]string // user id -> DM channel id
+	noDMs        map[string]bool   // users who take no DMs from the bot (RefuseDMs)
+	threads      []string
+	messages     map[string]*messageState
+	interactions map[string]*interactionState
+	interOrder   []string
+	byToken      map[string]*interactionState
+	commands     map[string][]*commandState // scope ("" global, else guild id)
+	overwrites   map[string]int             // bulk overwrites per scope
+	attachments  map[string]*Attachment     // attachment id
+	typing       []Typing
+	requests     []Request
+	rateLimited  int
+	buckets      map[string]*bucket
+	global       *bucket
+	notices      []Notice
+	lose         map[string]int // routes whose next response is never written
+
+	routeList      []string // REST route patterns, in registration order
+	specViolations []string // why the OpenAPI description rejected requests
 
 	sessions   map[string]*gwSession
 	conns      map[*gwConn]struct{}
