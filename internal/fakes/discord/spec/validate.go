@@ -19,7 +19,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"math/big"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -302,10 +302,11 @@ func jsonType(v any) string {
 	case string:
 		return "string"
 	case json.Number:
-		if _, ok := new(big.Int).SetString(x.String(), 10); ok {
+		str := x.String()
+		if !strings.ContainsAny(str, ".eE") {
 			return "integer"
 		}
-		if f, ok := new(big.Float).SetString(x.String()); ok && f.IsInt() {
+		if f, err := strconv.ParseFloat(str, 64); err == nil && f == math.Trunc(f) {
 			return "integer"
 		}
 		return "number"
@@ -324,6 +325,16 @@ func typeOK(declared, actual string) bool {
 // validate returns what is wrong with v against schema, each prefixed with
 // where (a JSON path).
 func (s *Spec) validate(v any, schema any, where string) []string {
+	return s.check(v, schema, where, false)
+}
+
+// matches says whether v is valid against schema, without describing why not.
+func (s *Spec) matches(v any, schema any) bool {
+	return len(s.check(v, schema, "", true)) == 0
+}
+
+// check is validate; quiet stops at the first problem and describes none.
+func (s *Spec) check(v any, schema any, where string, quiet bool) []string {
 	sch, ok := s.resolve(schema).(map[string]any)
 	if !ok {
 		if b, isBool := schema.(bool); isBool && !b {
@@ -332,7 +343,22 @@ func (s *Spec) validate(v any, schema any, where string) []string {
 		return nil
 	}
 	var errs []string
-	add := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
+	add := func(format string, args ...any) {
+		if quiet {
+			errs = append(errs, "")
+			return
+		}
+		errs = append(errs, where+": "+fmt.Sprintf(format, args...))
+	}
+	sub := func(v any, schema any, path func() string) {
+		if quiet {
+			if len(errs) == 0 {
+				errs = append(errs, s.check(v, schema, "", true)...)
+			}
+			return
+		}
+		errs = append(errs, s.check(v, schema, path(), false)...)
+	}
 	actual := jsonType(v)
 	if types := s.types(sch); len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return typeOK(t, actual) }) {
 		add("is %s, want %s", actual, strings.Join(types, " or "))
@@ -393,7 +419,7 @@ func (s *Spec) validate(v any, schema any, where string) []string {
 		}
 		if items, has := sch["items"]; has {
 			for i, it := range x {
-				errs = append(errs, s.validate(it, items, fmt.Sprintf("%s.%d", where, i))...)
+				sub(it, items, func() string { return fmt.Sprintf("%s.%d", where, i) })
 			}
 		}
 	case map[string]any:
@@ -416,7 +442,7 @@ func (s *Spec) validate(v any, schema any, where string) []string {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if ps, has := props[k]; has {
-				errs = append(errs, s.validate(x[k], ps, where+"."+k)...)
+				sub(x[k], ps, func() string { return where + "." + k })
 				continue
 			}
 			switch ap := sch["additionalProperties"].(type) {
@@ -425,43 +451,41 @@ func (s *Spec) validate(v any, schema any, where string) []string {
 					add("property %s is not allowed", k)
 				}
 			case map[string]any:
-				errs = append(errs, s.validate(x[k], ap, where+"."+k)...)
+				sub(x[k], ap, func() string { return where + "." + k })
 			}
 		}
 	}
 	if all, ok := sch["allOf"].([]any); ok {
-		for _, sub := range all {
-			errs = append(errs, s.validate(v, sub, where)...)
+		for _, one := range all {
+			sub(v, one, func() string { return where })
 		}
 	}
-	if anyOf, ok := sch["anyOf"].([]any); ok {
-		var closest []string
-		matched := false
-		for _, sub := range anyOf {
-			e := s.validate(v, sub, where)
-			if len(e) == 0 {
-				matched = true
-				break
+	if anyOf, ok := sch["anyOf"].([]any); ok && !slices.ContainsFunc(anyOf, func(one any) bool { return s.matches(v, one) }) {
+		if quiet {
+			add("")
+		} else {
+			var closest []string
+			for _, one := range anyOf {
+				closest = closer(closest, s.validate(v, one, where), where)
 			}
-			closest = closer(closest, e, where)
-		}
-		if !matched {
 			add("matches none of anyOf (closest: %s)", strings.Join(closest, "; "))
 		}
 	}
 	if oneOf, ok := sch["oneOf"].([]any); ok {
-		var closest []string
 		n := 0
-		for _, sub := range oneOf {
-			e := s.validate(v, sub, where)
-			if len(e) == 0 {
+		for _, one := range oneOf {
+			if s.matches(v, one) {
 				n++
-			} else {
-				closest = closer(closest, e, where)
 			}
 		}
 		switch {
+		case n == 0 && quiet:
+			add("")
 		case n == 0:
+			var closest []string
+			for _, one := range oneOf {
+				closest = closer(closest, s.validate(v, one, where), where)
+			}
 			add("matches none of oneOf (closest: %s)", strings.Join(closest, "; "))
 		case n > 1:
 			add("matches %d of oneOf, want exactly one", n)
@@ -511,14 +535,26 @@ func num(v any) (float64, bool) {
 }
 
 func jsonEqual(a, b any) bool {
-	if an, ok := a.(json.Number); ok {
-		bn, ok := b.(json.Number)
+	switch x := a.(type) {
+	case json.Number:
+		y, ok := b.(json.Number)
 		if !ok {
 			return false
 		}
-		af, _ := new(big.Float).SetString(an.String())
-		bf, _ := new(big.Float).SetString(bn.String())
-		return af != nil && bf != nil && af.Cmp(bf) == 0
+		if x == y {
+			return true
+		}
+		xf, err1 := strconv.ParseFloat(x.String(), 64)
+		yf, err2 := strconv.ParseFloat(y.String(), 64)
+		return err1 == nil && err2 == nil && xf == yf
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
 	}
 	ab, _ := json.Marshal(a)
 	bb, _ := json.Marshal(b)
