@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,6 +237,7 @@ func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
 	const mallory = "U0MALLORY"
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{aliceID} }))
 	e.slack.AddUser(slackfake.User{ID: mallory, Name: "mallory", RealName: "Mallory"})
+	e.slack.ChannelJoin(slackChan, mallory)
 	pushRun(e)
 	root := e.slack.Mention(slackChan, aliceID, "add a file", "")
 	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
@@ -256,6 +259,56 @@ func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
 	}
 	if n := len(e.slack.Ephemerals()); n != 1 {
 		t.Errorf("notes = %d, want 1 for one click", n)
+	}
+}
+
+// A refused click by someone who is not in the channel (a public channel
+// can be read, and its buttons clicked, without joining) cannot get the
+// private note: Slack refuses it with user_not_in_channel. The bot logs
+// that, says nothing in the thread (no public message that would ping
+// them), runs nothing and goes on working.
+func TestSlackButtonFromARefusedNonMemberIsLoggedNotAnswered(t *testing.T) {
+	const mallory = "U0MALLORY"
+	logs := captureLogs(t)
+	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{aliceID} }))
+	logs.attach(e)
+	e.slack.AddUser(slackfake.User{ID: mallory, Name: "mallory", RealName: "Mallory"})
+	pushRun(e)
+	root := e.slack.Mention(slackChan, aliceID, "add a file", "")
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	status := e.statusTS(root)
+	e.waitButtons(status, "diff")
+	before := len(e.botMessages(slackChan, root))
+	click := e.slack.Click(slackChan, status, mallory, "diff")
+	e.waitFor("the refused note", func() bool {
+		for _, c := range e.slack.CallsTo("chat.postEphemeral") {
+			if c.Params.Get("user") == mallory {
+				return true
+			}
+		}
+		return false
+	})
+	e.waitClickAck(click)
+	e.slack.UserMessage(slackChan, aliceID, "!status", root)
+	e.waitText(slackChan, root, "Last push")
+	if n := len(e.slack.Ephemerals()); n != 0 {
+		t.Errorf("notes delivered = %d, want none to a non-member", n)
+	}
+	if n := len(e.slack.Uploads()); n != 0 {
+		t.Errorf("the refused click uploaded %d patches", n)
+	}
+	for _, m := range e.botMessages(slackChan, root)[before:] {
+		if strings.Contains(m.Text, mallory) || strings.Contains(m.Text, "not allowed") {
+			t.Errorf("the bot said in the thread what was meant for mallory: %q", m.Text)
+		}
+	}
+	for _, n := range e.slack.Notices() {
+		if slices.Contains(n.Users, mallory) {
+			t.Errorf("a message notified mallory: %+v", n)
+		}
+	}
+	if got := logs.String(); !strings.Contains(got, "refusal note failed") || !strings.Contains(got, "user_not_in_channel") {
+		t.Errorf("the undeliverable note is not logged with Slack's reason; log:\n%s", got)
 	}
 }
 
@@ -342,4 +395,32 @@ func TestSlackWithoutAgentSessionsKeepsTheAssistantStatus(t *testing.T) {
 	if got := len(e.slack.CallsTo("agents.sessions.setStatus")); got != 0 {
 		t.Errorf("agents.sessions.setStatus asked %d times without slack.agent_sessions, want never", got)
 	}
+}
+
+// logCapture keeps a copy of what a slackEnv's bot logs.
+type logCapture struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func captureLogs(testing.TB) *logCapture { return &logCapture{} }
+
+// attach tees the env's log into the capture; call it before the bot logs
+// what the test looks for.
+func (c *logCapture) attach(e *slackEnv) {
+	e.logOut.mu.Lock()
+	e.logOut.w = io.MultiWriter(e.logOut.w, c)
+	e.logOut.mu.Unlock()
+}
+
+func (c *logCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+func (c *logCapture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
 }

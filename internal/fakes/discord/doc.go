@@ -74,8 +74,17 @@
 //     LoseResponseNext makes a request take effect without an answer, as
 //     after a timeout.
 //
-// Rate limits are off unless WithRateLimits is given; then every response
-// carries X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket headers and
+// Every REST request is checked against Discord's OpenAPI description
+// (package discordspec): a method and path Discord does not have, a bad path
+// or query parameter, or a JSON body its schema rejects fails the test and is
+// answered 400 50035 (WithSpecViolationsAllowed for tests of the fake's own
+// refusals).
+//
+// Rate limits are off unless WithRateLimits is given; then every route has
+// its bucket (DefaultRateLimits: messages, edits, deletions, reactions, reads,
+// thread creation, typing, DMs, members, interaction callbacks, webhooks,
+// commands and the rest), every response of a limited route carries
+// X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket headers and
 // over-limit requests get 429 with Retry-After and a JSON body
 // {"message":"You are being rate limited.","retry_after":s,"global":b}. Windows,
 // the interaction deadline, token lifetimes, timestamps and snowflakes all read

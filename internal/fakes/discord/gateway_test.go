@@ -421,7 +421,7 @@ func TestCustomWorldAndIntentFilter(t *testing.T) {
 	if len(chans) != 1 || chans[0]["name"] != "dev" {
 		t.Errorf("guild channels: got %v, want #dev", chans)
 	}
-	if r := api.do("GET", "/api/v9/guilds/"+g.ID+"/members/@me", nil); r.status != 200 {
+	if r := api.do("GET", "/api/v9/guilds/"+g.ID+"/members/2000000000000000011", nil); r.status != 200 {
 		t.Errorf("the bot is a member of every guild: got %d %s", r.status, r.body)
 	}
 }

@@ -144,8 +144,11 @@ type Limit struct {
 func (l Limit) enabled() bool { return l.Requests > 0 && l.Window > 0 }
 
 // RateLimits are the budgets the fake enforces when WithRateLimits is given.
-// Buckets are per route and major parameter (channel, guild or webhook), as
-// Discord's are.
+// Buckets are per route and major parameter (channel, guild, interaction or
+// webhook), as Discord's are; a zero Limit leaves its routes unlimited.
+// Discord publishes no per-route numbers (clients must read the headers):
+// the budgets marked "Discord:" below are the ones it is known to use, the
+// other defaults are of the same order.
 type RateLimits struct {
 	// Global caps all bot requests (interaction callbacks and webhook-token
 	// routes excepted, as on Discord). Discord: 50 per second.
@@ -154,19 +157,51 @@ type RateLimits struct {
 	MessageCreate Limit
 	// MessageEdit is PATCH /channels/{id}/messages/{id}, per channel. Discord: 5 per 5 s.
 	MessageEdit Limit
+	// MessageDelete is DELETE /channels/{id}/messages/{id}, per channel.
+	MessageDelete Limit
 	// Reactions is PUT/DELETE …/reactions/…, per channel. Discord: 1 per 250 ms.
 	Reactions Limit
-	// Other applies to every other route, per route and major parameter.
+	// MessageRead is GET /channels/{id}/messages, …/messages/{id},
+	// …/reactions/{emoji} and GET /channels/{id}, per channel.
+	MessageRead Limit
+	// ThreadCreate is POST /channels/{id}/messages/{id}/threads, per channel.
+	ThreadCreate Limit
+	// Typing is POST /channels/{id}/typing, per channel.
+	Typing Limit
+	// DM is POST /users/@me/channels (opening a DM).
+	DM Limit
+	// Members is GET /guilds/{id}/members/{id} and GET /guilds/{id}/channels,
+	// per guild.
+	Members Limit
+	// Interaction is POST /interactions/{id}/{token}/callback, per interaction.
+	Interaction Limit
+	// Webhook is the interaction webhook routes (followups, @original and
+	// message edits), per token. Discord: 5 per 2 s.
+	Webhook Limit
+	// Commands is the application command routes, per route and guild.
+	Commands Limit
+	// Other applies to every other route (gateway, users/@me, applications),
+	// per route and major parameter.
 	Other Limit
 }
 
-// DefaultRateLimits returns Discord's budgets; Other is unlimited.
+// DefaultRateLimits returns Discord's budgets, one for every route.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{
 		Global:        Limit{Requests: 50, Window: time.Second},
 		MessageCreate: Limit{Requests: 5, Window: 5 * time.Second},
 		MessageEdit:   Limit{Requests: 5, Window: 5 * time.Second},
+		MessageDelete: Limit{Requests: 5, Window: time.Second},
 		Reactions:     Limit{Requests: 1, Window: 250 * time.Millisecond},
+		MessageRead:   Limit{Requests: 5, Window: time.Second},
+		ThreadCreate:  Limit{Requests: 5, Window: 5 * time.Second},
+		Typing:        Limit{Requests: 5, Window: 5 * time.Second},
+		DM:            Limit{Requests: 5, Window: 5 * time.Second},
+		Members:       Limit{Requests: 5, Window: time.Second},
+		Interaction:   Limit{Requests: 5, Window: 5 * time.Second},
+		Webhook:       Limit{Requests: 5, Window: 2 * time.Second},
+		Commands:      Limit{Requests: 5, Window: 5 * time.Second},
+		Other:         Limit{Requests: 5, Window: 5 * time.Second},
 	}
 }
 
@@ -184,6 +219,8 @@ type config struct {
 	clock             Clock
 	logger            *slog.Logger
 	compressThreshold int
+
+	specViolationsAllowed bool
 }
 
 func defaultConfig() config {
@@ -251,6 +288,13 @@ func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } 
 // WithLogger makes the fake log protocol events (connections, closes,
 // rejected requests) at debug level; by default it is silent.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSpecViolationsAllowed lets requests that Discord's OpenAPI description
+// rejects through to the fake's own handling, recorded (SpecViolations)
+// without failing the test: for tests of the fake's own refusals, which send
+// such requests on purpose. Without it such a request fails the test and is
+// answered 400 Invalid Form Body (404 for a path Discord does not have).
+func WithSpecViolationsAllowed() Option { return func(c *config) { c.specViolationsAllowed = true } }
 
 // WithCompressThreshold sets the size from which dispatches are sent
 // zlib-compressed as binary frames to clients that identified with

@@ -39,18 +39,7 @@ func (s *Server) rateLimitLocked(r *http.Request, pattern string, auth authKind,
 		return response{}, false
 	}
 	route := strings.TrimPrefix(pattern, r.Method+" ")
-	var lim Limit
-	class := r.Method + " " + route
-	switch {
-	case r.Method == http.MethodPost && route == api+"/channels/{channel}/messages":
-		lim = rl.MessageCreate
-	case r.Method == http.MethodPatch && route == api+"/channels/{channel}/messages/{message}":
-		lim = rl.MessageEdit
-	case strings.Contains(route, "/reactions/{emoji}/{user}"):
-		lim, class = rl.Reactions, "reactions"
-	default:
-		lim = rl.Other
-	}
+	lim, class := routeLimit(rl, r.Method, route)
 	var b *bucket
 	if lim.enabled() {
 		key := class + " " + majorParam(r)
@@ -108,6 +97,43 @@ func (s *Server) rateLimitLocked(r *http.Request, pattern string, auth authKind,
 	b.count++
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(b.limit.Requests-b.count))
 	return response{header: h}, false
+}
+
+// routeLimit returns the budget of a route and the class its buckets are
+// named by (routes of one class share a bucket hash, as Discord's do).
+func routeLimit(rl *RateLimits, method, route string) (Limit, string) {
+	route = strings.TrimPrefix(route, api)
+	class := method + " " + route
+	switch {
+	case strings.Contains(route, "/reactions/"):
+		if method == http.MethodGet {
+			return rl.MessageRead, class
+		}
+		return rl.Reactions, "reactions"
+	case route == "/channels/{channel}/messages" && method == http.MethodPost:
+		return rl.MessageCreate, class
+	case route == "/channels/{channel}/messages/{message}" && method == http.MethodPatch:
+		return rl.MessageEdit, class
+	case route == "/channels/{channel}/messages/{message}" && method == http.MethodDelete:
+		return rl.MessageDelete, class
+	case route == "/channels/{channel}/messages/{message}/threads":
+		return rl.ThreadCreate, class
+	case route == "/channels/{channel}/typing":
+		return rl.Typing, class
+	case strings.HasPrefix(route, "/channels/") && method == http.MethodGet:
+		return rl.MessageRead, class
+	case route == "/users/@me/channels":
+		return rl.DM, class
+	case strings.HasPrefix(route, "/guilds/"):
+		return rl.Members, class
+	case strings.HasPrefix(route, "/interactions/"):
+		return rl.Interaction, class
+	case strings.HasPrefix(route, "/webhooks/"):
+		return rl.Webhook, class
+	case strings.Contains(route, "/commands"):
+		return rl.Commands, class
+	}
+	return rl.Other, class
 }
 
 // retryAfter renders d in seconds, rounded up to the millisecond so that

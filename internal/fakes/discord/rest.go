@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,7 @@ func (s *Server) routes() {
 // authorization and rate limits are checked, and the handler runs with the
 // fake's lock held; its answer is written after the lock is released.
 func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
+	s.routeList = append(s.routeList, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		body, files, perr := readBody(r)
 		s.mu.Lock()
@@ -182,6 +184,10 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 		case perr != nil:
 			resp = errInvalidJSON
 		default:
+			if err := s.checkSpecLocked(r, body); err != nil && !s.cfg.specViolationsAllowed {
+				resp = invalidForm(map[string]string{"": "BASE_TYPE_INVALID: " + err.Error()})
+				break
+			}
 			var limited bool
 			resp, limited = s.rateLimitLocked(r, pattern, auth, now)
 			if !limited {
@@ -214,6 +220,10 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 	})
 }
 
+// Routes returns the REST routes the fake serves ("POST /api/v9/channels/{channel}/messages"),
+// in a fixed order.
+func (s *Server) Routes() []string { return slices.Clone(s.routeList) }
+
 // LoseResponseNext makes the next request to route (a pattern such as
 // "POST /api/v9/channels/{channel}/messages") take effect but closes the
 // connection instead of answering: the client cannot tell whether it worked,
@@ -229,6 +239,9 @@ func (s *Server) LoseResponseNext(route string) {
 func (s *Server) serveUnknown(w http.ResponseWriter, r *http.Request) {
 	body, files, _ := readBody(r)
 	s.mu.Lock()
+	if strings.HasPrefix(r.URL.Path, api+"/") {
+		s.checkSpecLocked(r, body)
+	}
 	s.requests = append(s.requests, Request{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), ContentType: r.Header.Get("Content-Type"),
 		Body: body, Files: files, Authorized: s.authorized(r), Status: http.StatusNotFound, At: s.cfg.clock.Now(),

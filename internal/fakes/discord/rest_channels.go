@@ -43,11 +43,7 @@ func (s *Server) getMember(c *call) response {
 	if g == nil {
 		return errUnknownGuild
 	}
-	uid := c.path("user")
-	if uid == "@me" {
-		uid = s.cfg.botID
-	}
-	m, found := g.members[uid]
+	m, found := g.members[c.path("user")]
 	if !found {
 		return errUnknownMember
 	}

@@ -55,6 +55,9 @@ type Server struct {
 	notices      []Notice
 	lose         map[string]int // routes whose next response is never written
 
+	routeList      []string // REST route patterns, in registration order
+	specViolations []string // why the OpenAPI description rejected requests
+
 	sessions   map[string]*gwSession
 	conns      map[*gwConn]struct{}
 	connSeq    int

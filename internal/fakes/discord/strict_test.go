@@ -1,10 +1,13 @@
 package discordfake_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
@@ -62,7 +65,7 @@ func TestNoticesAndAllowedMentionsChecks(t *testing.T) {
 }
 
 func TestEnforcedNonceCreatesOnce(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
 	body := map[string]any{"content": "once", "nonce": "k1", "enforce_nonce": true}
@@ -104,7 +107,7 @@ func TestEnforcedNonceCreatesOnce(t *testing.T) {
 
 // Components Discord refuses are refused: what a message's buttons may be.
 func TestComponentsChecks(t *testing.T) {
-	fake := discordfake.New(t)
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
 	api := newAPI(t, fake)
 	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
 	row := func(buttons ...map[string]any) []any {
@@ -149,5 +152,142 @@ func TestComponentsChecks(t *testing.T) {
 		} else if !tc.ok && r.code(t) != 50035 {
 			t.Errorf("%s: code %d, want 50035", tc.name, r.code(t))
 		}
+	}
+}
+
+// errorRecorder is a test the fake reports to, keeping its errors instead of
+// failing the real test.
+type errorRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *errorRecorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *errorRecorder) errors() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs)
+}
+
+// A request Discord's OpenAPI description rejects fails the test that made
+// it and gets Discord's 400; one it accepts passes untouched.
+func TestRequestsAreCheckedAgainstDiscordsDescription(t *testing.T) {
+	rec := &errorRecorder{TB: t}
+	fake := discordfake.New(rec)
+	api := &apiClient{t: t, fake: fake, auth: "Bot " + fake.Token()}
+	msgs := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
+	m := api.do("POST", msgs, map[string]any{"content": "hello"}).json(t)
+	if errs := rec.errors(); len(errs) != 0 {
+		t.Fatalf("a valid message failed the test: %v", errs)
+	}
+	thread := msgs + "/" + m["id"].(string) + "/threads"
+	r := api.do("POST", thread, map[string]any{"name": strings.Repeat("n", 101)})
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "50035") {
+		t.Errorf("a thread name of 101: %d %s, want 400 50035", r.status, r.body)
+	}
+	if got := fake.Threads(); len(got) != 0 {
+		t.Errorf("the refused request made threads %v", got)
+	}
+	api.do("GET", msgs+"?limit=0", nil)
+	api.do("GET", "/api/v9/channels/"+discordfake.DefaultChannelID+"/pins/1", nil)
+	errs := rec.errors()
+	want := []string{"body.name: 101 characters, at most 100", "query limit: 0 is under the minimum 1", "no such path"}
+	if len(errs) != len(want) {
+		t.Fatalf("test errors = %q, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i], w) || !strings.Contains(errs[i], "OpenAPI") {
+			t.Errorf("error %d = %q, want it to name %q", i, errs[i], w)
+		}
+	}
+	if got := fake.SpecViolations(); len(got) != 3 {
+		t.Errorf("SpecViolations = %q, want 3", got)
+	}
+}
+
+// Every route the bot calls has its bucket: past its budget Discord answers
+// 429 with the route's X-RateLimit-* headers and a JSON body with
+// retry_after and global false, and the window reopens on the fake's clock.
+func TestEveryRouteTheBotCallsIsRateLimited(t *testing.T) {
+	clock := discordfake.NewManualClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	rl := discordfake.DefaultRateLimits()
+	rl.Global = discordfake.Limit{}
+	fake := discordfake.New(t, discordfake.WithClock(clock), discordfake.WithRateLimits(rl))
+	api := newAPI(t, fake)
+	ch := "/api/v9/channels/" + discordfake.DefaultChannelID
+	var roots []string
+	for range 7 {
+		roots = append(roots, api.post(discordfake.DefaultChannelID, "root"))
+		clock.Advance(5 * time.Second)
+	}
+	in := fake.SlashCommand(discordfake.DefaultChannelID, discordfake.AliceID, "status", nil)
+	ix, _ := fake.Interaction(in)
+	if r := api.do("POST", "/api/v9/interactions/"+in+"/"+ix.Token+"/callback", map[string]any{"type": 5}); r.status != 204 {
+		t.Fatalf("deferring the interaction: %d %s", r.status, r.body)
+	}
+	clock.Advance(5 * time.Second)
+	hook := "/api/v9/webhooks/" + discordfake.DefaultApplicationID + "/" + ix.Token
+	routes := []struct {
+		name, method string
+		path         func(i int) string
+		body         any
+		limit        discordfake.Limit
+	}{
+		{"typing", "POST", func(int) string { return ch + "/typing" }, nil, rl.Typing},
+		{"message reads", "GET", func(int) string { return ch + "/messages?limit=50" }, nil, rl.MessageRead},
+		{"one message", "GET", func(int) string { return ch + "/messages/" + roots[0] }, nil, rl.MessageRead},
+		{"thread creation", "POST", func(i int) string { return ch + "/messages/" + roots[i] + "/threads" }, map[string]any{"name": "t"}, rl.ThreadCreate},
+		{"DMs", "POST", func(int) string { return "/api/v9/users/@me/channels" }, map[string]any{"recipient_id": discordfake.AliceID}, rl.DM},
+		{"members", "GET", func(int) string {
+			return "/api/v9/guilds/" + discordfake.DefaultGuildID + "/members/" + discordfake.AliceID
+		}, nil, rl.Members},
+		{"interaction callbacks", "POST", func(int) string { return "/api/v9/interactions/" + in + "/" + ix.Token + "/callback" }, map[string]any{"type": 5}, rl.Interaction},
+		{"followup edits", "PATCH", func(int) string { return hook + "/messages/@original" }, map[string]any{"content": "done"}, rl.Webhook},
+		{"followups", "POST", func(int) string { return hook }, map[string]any{"content": "more"}, rl.Webhook},
+		{"commands", "GET", func(int) string { return "/api/v9/applications/" + discordfake.DefaultApplicationID + "/commands" }, nil, rl.Commands},
+	}
+	for _, rt := range routes {
+		if !(rt.limit.Requests > 0 && rt.limit.Window > 0) {
+			t.Errorf("%s: no default limit", rt.name)
+			continue
+		}
+		var bucket string
+		for i := range rt.limit.Requests {
+			r := api.do(rt.method, rt.path(i), rt.body)
+			if r.status == 429 || r.header.Get("X-RateLimit-Limit") != fmt.Sprint(rt.limit.Requests) ||
+				r.header.Get("X-RateLimit-Remaining") != fmt.Sprint(rt.limit.Requests-1-i) {
+				t.Fatalf("%s: request %d got %d limit %q remaining %q", rt.name, i+1, r.status,
+					r.header.Get("X-RateLimit-Limit"), r.header.Get("X-RateLimit-Remaining"))
+			}
+			bucket = r.header.Get("X-RateLimit-Bucket")
+		}
+		r := api.do(rt.method, rt.path(rt.limit.Requests), rt.body)
+		want := rt.limit.Window.Seconds()
+		if r.status != 429 {
+			t.Fatalf("%s: request %d of a budget of %d got %d, want 429", rt.name, rt.limit.Requests+1, rt.limit.Requests, r.status)
+		}
+		body := r.json(t)
+		if body["retry_after"] != want || body["global"] != false || r.header.Get("X-RateLimit-Bucket") != bucket || bucket == "" ||
+			r.header.Get("X-RateLimit-Remaining") != "0" || r.header.Get("Retry-After") == "" || r.header.Get("X-RateLimit-Scope") != "user" {
+			t.Errorf("%s: 429 %s headers %v, want retry_after %v, global false, the route's bucket", rt.name, r.body, r.header, want)
+		}
+		clock.Advance(rt.limit.Window)
+		if r := api.do(rt.method, rt.path(rt.limit.Requests), rt.body); r.status == 429 {
+			t.Errorf("%s: still 429 after the window", rt.name)
+		}
+		clock.Advance(rt.limit.Window)
+	}
+	// Buckets split by channel: typing elsewhere is not limited by #general's.
+	for range rl.Typing.Requests {
+		api.do("POST", ch+"/typing", nil)
+	}
+	if r := api.do("POST", "/api/v9/channels/"+discordfake.DefaultOtherChannelID+"/typing", nil); r.status != 204 {
+		t.Errorf("typing in another channel: %d, want 204", r.status)
 	}
 }

@@ -285,6 +285,9 @@ func (s *Server) chatPostEphemeral(p url.Values) (map[string]any, string) {
 	if _, ok := s.users[user]; !ok {
 		return nil, "user_not_found"
 	}
+	if !ch.members[user] {
+		return nil, "user_not_in_channel"
+	}
 	if code := messageContent(p, maxPostRunes); code != "" {
 		return nil, code
 	}

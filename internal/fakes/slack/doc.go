@@ -23,7 +23,10 @@
 // method the granted scopes do not cover answers missing_scope; with WithRateLimits
 // every method the bot calls has its limit (chat.postMessage per channel,
 // chat.update per message and workspace, the others by tier); an ephemeral message
-// posted into a thread without replies is recorded as not Visible. Notices records
+// posted into a thread without replies is recorded as not Visible, and one to a user
+// who is not in the channel fails with user_not_in_channel (a user joins a channel
+// by writing or sharing a file in it, or with ChannelJoin; LeaveChannel takes them
+// out; the user of an im is always in it). Notices records
 // every post or update whose text would notify someone (<!here>, <!subteam^…>,
 // <@U…>, or plain @channel when parsed as a client would, which chat.update does
 // unless told parse=none). The streaming methods (chat.startStream, appendStream,

@@ -319,6 +319,7 @@ func (s *Server) echoLocked(ch *channel, m *message, ev map[string]any) {
 func (s *Server) userPostLocked(channel, user, text, threadTS string) (*channel, *message) {
 	ch := s.channelLocked(channel)
 	s.userLocked(user)
+	ch.members[user] = true
 	m := &message{Message: Message{User: user, Text: text, ThreadTS: threadTS}, clientMsgID: randomID()}
 	s.addLocked(ch, m)
 	return ch, m
@@ -414,10 +415,19 @@ func (s *Server) ChannelJoin(channel, user string) string {
 	defer s.mu.Unlock()
 	ch := s.channelLocked(channel)
 	s.userLocked(user)
+	ch.members[user] = true
 	m := &message{Message: Message{SubType: "channel_join", User: user, Text: "<@" + user + "> has joined the channel"}}
 	s.addLocked(ch, m)
 	s.emitLocked(s.messageEvent(ch, m), ch.info.ID, m.TS)
 	return m.TS
+}
+
+// LeaveChannel has user leave channel: chat.postEphemeral to them there then
+// fails with user_not_in_channel, as on Slack. Nothing is posted.
+func (s *Server) LeaveChannel(channel, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.channelLocked(channel).members, user)
 }
 
 // DMChannel returns the im channel between the bot and user, creating it.
@@ -449,6 +459,7 @@ func (s *Server) ShareFile(channel, user, threadTS, name, mimetype string, conte
 	defer s.mu.Unlock()
 	ch := s.channelLocked(channel)
 	s.userLocked(user)
+	ch.members[user] = true
 	f := s.newFileLocked("", user, name, "", mimetype, slices.Clone(content))
 	m := &message{Message: Message{SubType: "file_share", User: user, ThreadTS: threadTS, Files: []File{f.File}}, clientMsgID: randomID()}
 	s.addLocked(ch, m)

@@ -16,6 +16,7 @@ type channel struct {
 	msgs    map[string]*message
 	top     []string            // top-level ts, oldest first (broadcast replies too)
 	replies map[string][]string // root ts -> reply ts, oldest first
+	members map[string]bool     // users in the conversation
 }
 
 func newChannel(c Channel, created time.Time) *channel {
@@ -25,7 +26,11 @@ func newChannel(c Channel, created time.Time) *channel {
 	if c.Name == "" && c.Kind != "im" {
 		c.Name = strings.ToLower(c.ID)
 	}
-	return &channel{info: c, created: created, msgs: map[string]*message{}, replies: map[string][]string{}}
+	ch := &channel{info: c, created: created, msgs: map[string]*message{}, replies: map[string][]string{}, members: map[string]bool{}}
+	if c.User != "" {
+		ch.members[c.User] = true
+	}
+	return ch
 }
 
 func kindFromID(id string) string {

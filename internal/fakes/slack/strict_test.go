@@ -235,3 +235,32 @@ func TestMarkdownBlocks(t *testing.T) {
 		t.Errorf("notices %+v, want @channel for the markdown block, parse=none notwithstanding", n)
 	}
 }
+
+func TestEphemeralNeedsAChannelMember(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	srv.AddUser(slackfake.User{ID: "U0CAROL", Name: "carol"})
+	root := srv.Mention("C0DEV", "U0ALICE", "hello", "")
+	note := []slack.MsgOption{slack.MsgOptionText("note", false)}
+	if _, err := api.PostEphemeral("C0DEV", "U0ALICE", note...); err != nil {
+		t.Fatalf("to the author of a message: %v", err)
+	}
+	if _, err := api.PostEphemeral("C0DEV", "U0CAROL", note...); slackError(err) != "user_not_in_channel" {
+		t.Errorf("to a user who never joined: %v, want user_not_in_channel", err)
+	}
+	srv.ChannelJoin("C0DEV", "U0CAROL")
+	if _, err := api.PostEphemeral("C0DEV", "U0CAROL", append(note, slack.MsgOptionTS(root))...); err != nil {
+		t.Errorf("after joining: %v", err)
+	}
+	srv.LeaveChannel("C0DEV", "U0ALICE")
+	if _, err := api.PostEphemeral("C0DEV", "U0ALICE", note...); slackError(err) != "user_not_in_channel" {
+		t.Errorf("after leaving: %v, want user_not_in_channel", err)
+	}
+	dm := srv.DMChannel("U0CAROL")
+	if _, err := api.PostEphemeral(dm, "U0CAROL", note...); err != nil {
+		t.Errorf("in the user's own im: %v", err)
+	}
+	if got := len(srv.Ephemerals()); got != 3 {
+		t.Errorf("ephemerals = %d, want the 3 accepted", got)
+	}
+}
