@@ -181,6 +181,14 @@ type Uploader interface {
 	Upload(ctx context.Context, thread ThreadRef, filename string, content []byte, comment string) error
 }
 
+// OnceUploader uploads so that an upload repeated after a failure of
+// unknown outcome (a timeout: the platform may have shared the file) shows
+// once, as OncePoster does for posts. The outbox uses it instead of
+// Uploader.Upload when an adapter implements it; key.Notify is unused.
+type OnceUploader interface {
+	UploadOnce(ctx context.Context, thread ThreadRef, filename string, content []byte, comment string, key PostKey) error
+}
+
 // StatusSetter shows that the bot is working (Slack assistant status, Discord
 // typing). An empty status clears it. The bridge calls it again every few seconds
 // while working, because some platforms expire it.

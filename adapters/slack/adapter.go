@@ -145,6 +145,9 @@ type Adapter struct {
 	agentWarned bool              // agents.sessions.setStatus's warning was logged
 	runningMu   sync.Mutex
 	running     bool
+
+	upMu    sync.Mutex
+	upFiles map[string]uploadedFiles // upload key -> the files its attempts made (UploadOnce)
 	// connected says Slack can reach the bot now (ready.go).
 	connected atomic.Bool
 }
@@ -200,6 +203,7 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		conc:     opts.Concurrency,
 		noStatus: map[string]bool{},
 		noAgent:  map[string]bool{},
+		upFiles:  map[string]uploadedFiles{},
 
 		agentShown: map[string]string{},
 	}

@@ -71,8 +71,9 @@
 //     parse type given with a list of ids of that type is rejected (50035).
 //   - A message created with a nonce and enforce_nonce: true is created once;
 //     the same nonce again within a few minutes returns the first message.
-//     LoseResponseNext makes a request take effect without an answer, as
-//     after a timeout.
+//     LoseResponseNext (LoseResponseWhen, for a request picked by its
+//     content) makes a request take effect without an answer, as after a
+//     timeout.
 //
 // Rate limits are off unless WithRateLimits is given; then every response
 // carries X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket headers and

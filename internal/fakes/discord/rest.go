@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,8 +197,11 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 		lost := s.lose[pattern] > 0
 		if lost {
 			s.lose[pattern]--
-			rec.Lost = true
+		} else if i := slices.IndexFunc(s.loseIf, func(f func(Request) bool) bool { return f(rec) }); i >= 0 {
+			s.loseIf = slices.Delete(s.loseIf, i, i+1)
+			lost = true
 		}
+		rec.Lost = lost
 		s.requests = append(s.requests, rec)
 		s.notifyLocked()
 		s.mu.Unlock()
@@ -222,6 +226,15 @@ func (s *Server) LoseResponseNext(route string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lose[route]++
+}
+
+// LoseResponseWhen is LoseResponseNext for the next request that match
+// accepts (it sees the request as Requests records it), whatever its route:
+// a test picks out the upload among a thread's posts by its files.
+func (s *Server) LoseResponseWhen(match func(Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseIf = append(s.loseIf, match)
 }
 
 // serveUnknown answers routes Discord does not have (or the fake does not

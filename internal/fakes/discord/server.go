@@ -54,6 +54,7 @@ type Server struct {
 	global       *bucket
 	notices      []Notice
 	lose         map[string]int // routes whose next response is never written
+	loseIf       []func(Request) bool
 
 	sessions   map[string]*gwSession
 	conns      map[*gwConn]struct{}
