@@ -355,6 +355,12 @@ func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a := s.attachments[r.PathValue("attachment")]
 	found := a != nil && a.Filename == r.PathValue("filename")
+	if found && !s.cdnLinkValid(r, s.cfg.clock.Now()) {
+		// What Discord's CDN answers for a link past its ex, or unsigned.
+		s.mu.Unlock()
+		http.Error(w, "This content is no longer available.", http.StatusNotFound)
+		return
+	}
 	var data []byte
 	var ctype string
 	if found {

@@ -2,6 +2,7 @@ package discordfake
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +55,7 @@ type Server struct {
 	global       *bucket
 	notices      []Notice
 	lose         map[string]int // routes whose next response is never written
+	cdnKey       [32]byte       // signs attachment links
 	loseIf       []func(Request) bool
 
 	sessions   map[string]*gwSession
@@ -140,6 +142,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		sessions:     map[string]*gwSession{},
 		conns:        map[*gwConn]struct{}{},
 	}
+	_, _ = rand.Read(s.cdnKey[:])
 	s.wsUp = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 	s.users[cfg.botID] = user{ID: cfg.botID, Username: cfg.botName, Bot: true}
 	now := cfg.clock.Now()
