@@ -95,6 +95,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 	if !t.take(pi) {
 		return // another copy of it came first
 	}
+	t.noteKept(pi.id, pi.in)
 	c := classify(pi.in.Text)
 	if !t.admit(pi, c) || t.park(pi, c) {
 		return
@@ -208,7 +209,6 @@ func (t *thread) setAck(pi *pendingInput, emoji string) {
 // runs.
 func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	ctx := t.b.ctx
-	t.noteKept(pi.id, pi.in)
 	text, images := t.prepareInput(ctx, pi.in)
 	author := pi.in.Author
 	t.requester.Store(&author)

@@ -169,3 +169,38 @@ func TestDiscordQueuedFileSurvivesARestart(t *testing.T) {
 		e.start()
 	})
 }
+
+// A message whose files were kept and that is dropped before it reaches the
+// model (stopped while it waits for a run slot) leaves no kept file behind:
+// they would count against the thread's quota for nothing.
+func TestDiscordDroppedMessageLeavesNoKeptFile(t *testing.T) {
+	e := newFilesEnv(t, func(c *config.Config) { c.MaxConcurrentRuns = 1 })
+	arrived, open := make(chan struct{}, 4), make(chan struct{})
+	t.Cleanup(func() { close(open) })
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if lastUserText(r) != "a long run" {
+			return llmfake.TextReply("ok")
+		}
+		arrived <- struct{}{}
+		return llmfake.Stream(llmfake.Content("working"), llmfake.Await(open), llmfake.Finish("stop"), llmfake.Done())
+	})
+	th, _ := e.open("a quick one")
+	e.waitBot(th, "⏱")
+	e.open("a long run")
+	select {
+	case <-arrived:
+	case <-e.ctx.Done():
+		t.Fatal("the long run never reached the model")
+	}
+	e.fake.UserMessage(th, dAlice, "see my notes", discordfake.Attachment{Filename: "notes.txt", ContentType: "text/plain", Data: []byte("notes")})
+	e.waitBot(th, "run slots are busy")
+	inbox := filepath.Join(e.cfg.DataDir, "scratch", "*", "*", "inbox", "*", "*")
+	if kept, _ := filepath.Glob(inbox); len(kept) != 1 {
+		t.Fatalf("kept files %q while the message waits, want notes.txt", kept)
+	}
+	e.fake.UserMessage(th, dAlice, "!stop")
+	e.waitBot(th, "was cancelled before it started")
+	if left, _ := filepath.Glob(inbox); len(left) != 0 {
+		t.Errorf("kept files left after the message was dropped: %q", left)
+	}
+}
