@@ -3,18 +3,23 @@ package bridge
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/safefile"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace/diskuse"
 )
 
 // modelImageTypes are the image formats sent to the model as images.
@@ -37,7 +42,7 @@ func (t *thread) prepareInput(ctx context.Context, in chat.Inbound) (string, []l
 			failed = append(failed, a.Name+" (this platform cannot download files)")
 			continue
 		}
-		data, err := t.download(ctx, dl, a)
+		data, err := t.storedOrDownload(ctx, dl, a)
 		if err != nil {
 			t.log.Warn("downloading a shared file", "file", a.Name, "err", err)
 			failed = append(failed, a.Name+" ("+userError(err)+")")
@@ -65,8 +70,80 @@ func (t *thread) prepareInput(ctx context.Context, in chat.Inbound) (string, []l
 	return text, images
 }
 
-func (t *thread) download(ctx context.Context, dl chat.Downloader, a chat.Attachment) ([]byte, error) {
-	limit := t.b.cfg.MaxDownloadBytes
+// storedOrDownload is the content of a: the copy kept when the message was
+// accepted, else a download.
+func (t *thread) storedOrDownload(ctx context.Context, dl chat.Downloader, a chat.Attachment) ([]byte, error) {
+	if a.Stored != "" {
+		data, err := readStored(t.tws.Scratch(), a.Stored, t.b.cfg.MaxDownloadBytes)
+		if err == nil {
+			return data, nil
+		}
+		t.log.Warn("a file kept since its message was accepted could not be read; downloading it", "file", a.Name, "err", err)
+	}
+	return download(ctx, dl, a, t.b.cfg.MaxDownloadBytes)
+}
+
+// readStored reads the file kept at rel in scratch, through the folder's
+// root: the folder is the agent's to read (and, without a sandbox, to
+// change), so no symlink planted there may lead the read elsewhere. The file
+// stays until its input is delivered (dropKeptFiles): a process that stops
+// before then hands the input to the next one, which reads it again.
+func readStored(scratch, rel string, limit int64) ([]byte, error) {
+	root, err := safefile.OpenRoot(scratch, "the thread's scratch folder")
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel, limit)
+}
+
+// noteKept remembers the files kept for input id, to remove once it is
+// delivered or dropped.
+func (t *thread) noteKept(id int64, in chat.Inbound) {
+	var rels []string
+	for _, a := range in.Attachments {
+		if a.Stored != "" {
+			rels = append(rels, a.Stored)
+		}
+	}
+	if len(rels) == 0 {
+		return
+	}
+	t.amu.Lock()
+	if t.kept == nil {
+		t.kept = map[int64][]string{}
+	}
+	t.kept[id] = rels
+	t.amu.Unlock()
+}
+
+// dropKeptFiles removes the files kept for input id: the model has them, or
+// uploads/ does, or the input was dropped.
+func (t *thread) dropKeptFiles(id int64) {
+	t.amu.Lock()
+	rels := t.kept[id]
+	delete(t.kept, id)
+	t.amu.Unlock()
+	if len(rels) == 0 || t.tws == nil {
+		return
+	}
+	removeKept(t.tws.Scratch(), rels)
+}
+
+// removeKept removes kept files and their folders, once empty.
+func removeKept(scratch string, rels []string) {
+	r, err := os.OpenRoot(scratch)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for _, rel := range rels {
+		_ = r.Remove(rel)
+		_ = r.Remove(filepath.Dir(rel))
+	}
+}
+
+func download(ctx context.Context, dl chat.Downloader, a chat.Attachment, limit int64) ([]byte, error) {
 	if a.Size > limit {
 		return nil, plainError{"larger than the " + byteSize(limit) + " limit"}
 	}
@@ -120,6 +197,113 @@ func (t *thread) saveUpload(name string, data []byte) (string, error) {
 		}
 		return filepath.Join(t.tws.Scratch(), rel), werr
 	}
+}
+
+// inboxDir is the folder of a thread's scratch folder where files are kept
+// from when their message is accepted until it is processed.
+const inboxDir = "inbox"
+
+// keepFiles downloads the files of in whose links expire (a
+// chat.ExpiringDownloader's) into the thread's scratch folder, before the
+// message is stored: a message processed after its links expired (queued
+// behind a long run, or after an outage or a restart) still has them. Each
+// goes to inbox/<random>/<n>, and its Stored says so (dropKept removes them
+// again if the message is not stored, or was stored before). The files
+// count against the thread's disk quota like everything in its scratch
+// folder; one that cannot be kept now (a failed download, or one that would
+// take the thread past its quota) keeps only its link, tried again when the
+// message is processed, and the failure is logged.
+func (h *handler) keepFiles(ctx context.Context, in *chat.Inbound, repo string) {
+	for i := range in.Attachments {
+		in.Attachments[i].Stored = "" // the bridge's own field
+	}
+	dl, ok := h.p.Adapter.(chat.ExpiringDownloader)
+	if !ok || !dl.LinksExpire() || len(in.Attachments) == 0 || repo == "" {
+		return
+	}
+	b := h.b
+	root, scratch := b.cfg.Workspaces.ThreadDirs(repo, wsKey(in.Thread))
+	dir := inboxDir + "/" + hex.EncodeToString(binary.BigEndian.AppendUint64(nil, rand.Uint64()))
+	quota := b.cfg.Agent.DiskQuota
+	var used diskuse.Usage
+	if quota.Bytes > 0 || quota.Files > 0 {
+		u, err := diskuse.Measure(ctx, root, scratch)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			b.log.Warn("measuring a thread's files before keeping shared files", "thread", in.Thread.Key(), "err", err)
+		}
+		used = u
+	}
+	for i := range in.Attachments {
+		a := &in.Attachments[i]
+		data, err := download(ctx, dl, *a, b.cfg.MaxDownloadBytes)
+		if err != nil {
+			b.log.Warn("downloading a shared file when its message came; trying again when it is processed", "thread", in.Thread.Key(), "file", a.Name, "err", err)
+			continue
+		}
+		if (quota.Bytes > 0 && used.Bytes+int64(len(data)) > quota.Bytes) || (quota.Files > 0 && used.Files+2 > quota.Files) {
+			b.log.Warn("a shared file would take the thread past its disk quota; not kept, downloaded when its message is processed", "thread", in.Thread.Key(), "file", a.Name, "bytes", len(data))
+			continue
+		}
+		rel := fmt.Sprintf("%s/%d", dir, i)
+		if err := writeKept(scratch, rel, data); err != nil {
+			b.log.Warn("keeping a shared file", "thread", in.Thread.Key(), "file", a.Name, "err", err)
+			continue
+		}
+		used = used.Add(diskuse.Usage{Bytes: int64(len(data)), Files: 1})
+		a.Stored = rel
+	}
+}
+
+// dropKept removes the files keepFiles kept for in.
+func (h *handler) dropKept(in chat.Inbound, repo string) {
+	var rels []string
+	for _, a := range in.Attachments {
+		if a.Stored != "" {
+			rels = append(rels, a.Stored)
+		}
+	}
+	if len(rels) > 0 {
+		_, scratch := h.b.cfg.Workspaces.ThreadDirs(repo, wsKey(in.Thread))
+		removeKept(scratch, rels)
+	}
+}
+
+// writeKept writes data to rel in scratch, durably (synced, then renamed
+// into place and the folder synced), through the folder's root.
+func writeKept(scratch, rel string, data []byte) error {
+	if err := os.MkdirAll(filepath.Join(scratch, filepath.Dir(rel)), 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(scratch)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tmp := rel + ".tmp"
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, rel)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	d, err := root.Open(filepath.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func marshalAttachments(as []chat.Attachment) (json.RawMessage, error) {

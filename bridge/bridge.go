@@ -614,11 +614,21 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	b, p := h.b, h.p
 	key := in.Thread.Key()
 	skey := storeKey(in.Thread)
-	attachments, _ := marshalAttachments(in.Attachments)
 	sin := storage.Inbound{
 		Platform: p.name, EventID: in.EventID, Channel: in.Thread.Channel, MessageID: in.MessageID,
 		AuthorID: in.Author.ID, AuthorName: in.Author.Name, AuthorEmail: in.Author.Email,
-		Text: in.Text, Attachments: attachments, Mode: classify(in.Text).mode(),
+		Text: in.Text, Mode: classify(in.Text).mode(),
+	}
+	// Files whose links expire are kept before the message is stored (and
+	// acknowledged).
+	keptIn := ""
+	keep := func(repo string) {
+		keptIn = repo
+		if len(in.Attachments) > 0 {
+			in.Attachments = slices.Clone(in.Attachments)
+			h.keepFiles(ctx, &in, repo)
+		}
+		sin.Attachments, _ = marshalAttachments(in.Attachments)
 	}
 	var id int64
 	var dup bool
@@ -655,12 +665,17 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
 			return chat.Ignored, nil
 		}
+		keep(repo)
 		var a storage.Accepted
 		a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread))}, sin)
 		rec, id, dup = a.Thread, a.ID, a.Duplicate
 	case err == nil:
 		sin.ThreadID = rec.ID
+		keep(rec.Repo)
 		id, dup, err = b.cfg.Store.AcceptInbound(ctx, sin)
+	}
+	if err != nil || dup {
+		h.dropKept(in, keptIn)
 	}
 	if err != nil {
 		return 0, err

@@ -34,6 +34,9 @@ type routing struct {
 
 	amu  sync.Mutex           // acks is also read on the session's event queue
 	acks map[string]queuedAck // input id → reaction to swap on delivery
+	// kept are the files kept since an input was accepted (Attachment.Stored),
+	// by inbound id, removed once it is delivered or dropped; under amu.
+	kept map[int64][]string
 
 	requester atomic.Pointer[chat.Author] // who asked for the current prompt
 }
@@ -92,6 +95,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 	if !t.take(pi) {
 		return // another copy of it came first
 	}
+	t.noteKept(pi.id, pi.in)
 	c := classify(pi.in.Text)
 	if !t.admit(pi, c) || t.park(pi, c) {
 		return
@@ -320,8 +324,12 @@ func (t *thread) fail(pi *pendingInput, msg string, err error) {
 }
 
 func (t *thread) markInbound(id int64, state storage.InboundState, detail string) {
-	if err := t.b.cfg.Store.MarkInbound(t.b.ctx, id, state, detail); err != nil && !errors.Is(err, storage.ErrInvalidTransition) {
+	err := t.b.cfg.Store.MarkInbound(t.b.ctx, id, state, detail)
+	if err != nil && !errors.Is(err, storage.ErrInvalidTransition) {
 		t.log.Warn("recording input state", "inbound", id, "state", state, "err", err)
+	}
+	if err == nil && (state == storage.InboundDelivered || state == storage.InboundDropped) {
+		t.dropKeptFiles(id)
 	}
 }
 
@@ -345,9 +353,10 @@ func (t *thread) guard() bool {
 func inputID(id int64) string { return strconv.FormatInt(id, 10) }
 
 // delivered runs on the session's event queue when input reaches the model.
-// It only swaps the reaction: the input is recorded as delivered by the
-// store, in the commit that appends the user message (storage.AppendEntries),
-// so that no crash can separate the two.
+// It swaps the reaction and removes the files kept for the input (the model
+// has them now): the input is recorded as delivered by the store, in the
+// commit that appends the user message (storage.AppendEntries), so that no
+// crash can separate the two.
 func (t *thread) delivered(id string) {
 	t.amu.Lock()
 	ack, queued := t.acks[id]
@@ -356,5 +365,8 @@ func (t *thread) delivered(id string) {
 	if queued && ack.messageID != "" {
 		t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
 		t.p.Outbox.React(t.ref, ack.messageID, reactDelivered, true)
+	}
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		t.dropKeptFiles(n)
 	}
 }

@@ -55,11 +55,16 @@ type Author struct {
 // Attachment is a file shared with a message. The bridge downloads it through
 // the adapter's Downloader (with the platform's credentials) when the message is
 // processed, which may be after a restart: so it is described, not opened.
+// Where links expire (ExpiringDownloader) the bridge downloads it when it
+// accepts the message instead, and Stored says where it keeps it.
 type Attachment struct {
 	Name     string `json:"name"`
 	MimeType string `json:"mimeType"`
 	Size     int64  `json:"size"`
 	URL      string `json:"url"`
+	// Stored is the file's path in its thread's scratch folder once the
+	// bridge downloaded it on accepting the message; adapters leave it "".
+	Stored string `json:"stored,omitempty"`
 }
 
 // Inbound is one message a person sent that may be input to a session.
@@ -181,6 +186,14 @@ type Uploader interface {
 	Upload(ctx context.Context, thread ThreadRef, filename string, content []byte, comment string) error
 }
 
+// OnceUploader uploads so that an upload repeated after a failure of
+// unknown outcome (a timeout: the platform may have shared the file) shows
+// once, as OncePoster does for posts. The outbox uses it instead of
+// Uploader.Upload when an adapter implements it; key.Notify is unused.
+type OnceUploader interface {
+	UploadOnce(ctx context.Context, thread ThreadRef, filename string, content []byte, comment string, key PostKey) error
+}
+
 // StatusSetter shows that the bot is working (Slack assistant status, Discord
 // typing). An empty status clears it. The bridge calls it again every few seconds
 // while working, because some platforms expire it.
@@ -259,6 +272,15 @@ type Linker interface {
 // token, Discord CDN URLs).
 type Downloader interface {
 	Download(ctx context.Context, url string) (io.ReadCloser, error)
+}
+
+// ExpiringDownloader is a Downloader whose links stop working after a while
+// (Discord's CDN links are signed for about a day): a message queued behind a
+// long run, or waiting out an outage, would lose its files. The bridge
+// downloads them when it accepts the message, before storing it.
+type ExpiringDownloader interface {
+	Downloader
+	LinksExpire() bool
 }
 
 // MarkupConverter turns the mention markup an adapter leaves in Inbound.Text

@@ -51,6 +51,9 @@ func (o *Outbox) call(ctx context.Context, op *op) (string, error) {
 	case opReact:
 		return "", o.reactor.React(ctx, ref, op.target, op.emoji, op.add)
 	case opUpload:
+		if o.onceUp != nil {
+			return "", o.onceUp.UploadOnce(ctx, ref, op.name, op.content, op.text, chat.PostKey{ID: op.key, Retry: op.uncertain, First: op.first})
+		}
 		return "", o.uploader.Upload(ctx, ref, op.name, op.content, op.text)
 	case opStatus:
 		if o.titled != nil {

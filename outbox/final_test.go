@@ -170,3 +170,61 @@ func TestPostKeyedCarriesTheCallersKey(t *testing.T) {
 		}
 	})
 }
+
+// onceUploader is a recorder whose adapter shares a file once per key, and
+// whose first upload's answer is lost, as after a timeout.
+type onceUploader struct {
+	*recorder
+	mu     sync.Mutex
+	keys   []chat.PostKey
+	shared map[string]bool
+	lose   bool
+}
+
+func (u *onceUploader) UploadOnce(ctx context.Context, thread chat.ThreadRef, name string, content []byte, comment string, key chat.PostKey) error {
+	u.mu.Lock()
+	u.keys = append(u.keys, key)
+	done := u.shared[key.ID]
+	lose := u.lose
+	u.lose = false
+	u.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := u.Upload(ctx, thread, name, content, comment); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	u.shared[key.ID] = true
+	u.mu.Unlock()
+	if lose {
+		return timeoutErr{}
+	}
+	return nil
+}
+
+// An upload retried after a timeout keeps its key and says it is a retry,
+// so that the adapter can find the file it shared: the thread shows it once.
+func TestUploadRetriedAfterATimeoutKeepsItsKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := &onceUploader{recorder: newRecorder(), shared: map[string]bool{}, lose: true}
+		o := start(t, u, outbox.Config{Backoff: time.Second})
+		th := ref("C1", "t")
+		o.Upload(th, "a.diff", []byte("+a"), "first")
+		o.Upload(th, "b.diff", []byte("+b"), "second")
+		flush(t, o)
+		if got := texts(u.accepted("upload", nil)); !slices.Equal(got, []string{"upload:first", "upload:second"}) {
+			t.Errorf("uploads: got %q, want each once", got)
+		}
+		if len(u.keys) != 3 {
+			t.Fatalf("UploadOnce calls: %+v, want 3 (a timeout, its retry, another upload)", u.keys)
+		}
+		first, retry, next := u.keys[0], u.keys[1], u.keys[2]
+		if first.ID == "" || retry.ID != first.ID || first.Retry || !retry.Retry || first.First.IsZero() || !retry.First.Equal(first.First) {
+			t.Errorf("keys: first %+v, retry %+v; want the same id and first time, Retry only on the retry", first, retry)
+		}
+		if next.ID == first.ID || next.Retry || len(first.ID) > 25 {
+			t.Errorf("the next upload's key %+v; want a new id (at most 25 characters) and no retry", next)
+		}
+	})
+}

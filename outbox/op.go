@@ -39,9 +39,9 @@ type op struct {
 	name    string
 	content []byte
 
-	key   string    // a post's idempotency key, the same on every attempt
-	first time.Time // when a post's first attempt was made
-	// uncertain says an attempt of a post failed without an answer (a
+	key   string    // a post's or upload's idempotency key, the same on every attempt
+	first time.Time // when a post's or upload's first attempt was made
+	// uncertain says an attempt of a post or upload failed without an answer (a
 	// timeout): it may have been created, so the next attempt must check.
 	uncertain bool
 	// notify is the person a post mentions (chat.PostKey.Notify).

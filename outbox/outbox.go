@@ -89,6 +89,7 @@ type Outbox struct {
 	editor   chat.Editor
 	reactor  chat.Reactor
 	uploader chat.Uploader
+	onceUp   chat.OnceUploader
 	statuser chat.StatusSetter
 	titled   chat.TitledStatusSetter
 	streamer chat.Streamer
@@ -160,6 +161,7 @@ func New(a chat.Adapter, cfg Config) *Outbox {
 	o.editor, _ = a.(chat.Editor)
 	o.reactor, _ = a.(chat.Reactor)
 	o.uploader, _ = a.(chat.Uploader)
+	o.onceUp, _ = a.(chat.OnceUploader)
 	o.statuser, _ = a.(chat.StatusSetter)
 	o.titled, _ = a.(chat.TitledStatusSetter)
 	o.actioner, _ = a.(chat.Actioner)
@@ -390,6 +392,8 @@ func (o *Outbox) Upload(thread chat.ThreadRef, name string, content []byte, comm
 	th := o.threadLocked(thread, thread.Key())
 	op := o.newOpLocked(opUpload, Normal, th)
 	op.name, op.content, op.text = name, content, comment
+	// As a post's: the same key on every attempt of the upload.
+	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
 	th.lane = append(th.lane, op)
 	o.mu.Unlock()
 	o.poke()

@@ -424,6 +424,16 @@ func (m *Manager) register(ctx context.Context, w *Workspace, refs map[string]st
 	return admin, nil
 }
 
+// ThreadDirs are the worktree and scratch folders of key's workspace of
+// repoName, where Open puts them, whether or not it was opened yet: the
+// bridge keeps files that come with a message in the scratch folder before
+// the thread has a workspace, under the thread's quota like everything
+// there.
+func (m *Manager) ThreadDirs(repoName string, key ThreadKey) (root, scratch string) {
+	id := threadID(key)
+	return filepath.Join(m.cfg.DataDir, "workspaces", repoName, id), filepath.Join(m.cfg.DataDir, "scratch", repoName, id)
+}
+
 func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace {
 	return &Workspace{
 		m:       m,

@@ -198,6 +198,10 @@ func (a *Adapter) setIdentity(r *discordgo.Ready) {
 	}
 }
 
+// LinksExpire implements chat.ExpiringDownloader: attachment links are
+// signed and expire after about a day.
+func (a *Adapter) LinksExpire() bool { return true }
+
 // Download implements chat.Downloader: a plain GET of an attachment URL (no
 // credentials are sent; Discord's CDN URLs are signed).
 func (a *Adapter) Download(ctx context.Context, rawURL string) (io.ReadCloser, error) {

@@ -93,9 +93,9 @@
 // edit and upload carries allowed_mentions with no parse types and, as its
 // only user, the last person whose input the handler accepted in that
 // conversation. Posts and edits carry SUPPRESS_EMBEDS: Discord would fetch
-// the model's URLs unasked to preview them. Posts carry a nonce with
-// enforce_nonce (PostOnce), so a post
-// retried after a timeout is created once. Discord holds a nonce for a few
+// the model's URLs unasked to preview them. Posts and uploads carry a nonce
+// with enforce_nonce (PostOnce, UploadOnce), so a post or file retried after
+// a timeout is created once. Discord holds a nonce for a few
 // minutes only: an answer posted again at the next start, longer after a
 // crash that cut off its first attempt, may show twice (Slack's PostOnce
 // looks for its key in the thread instead).

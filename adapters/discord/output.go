@@ -153,12 +153,35 @@ func reactionBucket(channelID string) string {
 // Upload implements chat.Uploader: a message with the file attached and the
 // comment as its text.
 func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename string, content []byte, comment string) error {
-	return a.chatCall(ctx, "upload", discordgo.EndpointChannelMessages(thread.Channel), func(opts ...discordgo.RequestOption) error {
-		_, err := a.s.ChannelMessageSendComplex(thread.Channel, &discordgo.MessageSend{
-			Content:         truncateRunes(comment, MaxMessageChars),
-			AllowedMentions: a.mentionsIn(thread.Channel),
-			Files:           []*discordgo.File{{Name: filename, ContentType: contentType(filename), Reader: bytes.NewReader(content)}},
-		}, opts...)
+	return a.UploadOnce(ctx, thread, filename, content, comment, chat.PostKey{})
+}
+
+// uploadCreate is the payload_json of a message with a file: discordgo's
+// MessageSend has no nonce fields.
+type uploadCreate struct {
+	Content         string                            `json:"content"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Nonce           string                            `json:"nonce,omitempty"`
+	EnforceNonce    bool                              `json:"enforce_nonce,omitempty"`
+}
+
+// UploadOnce implements chat.OnceUploader as PostOnce does: the multipart
+// message carries the key as its nonce with enforce_nonce, so an upload
+// retried after a timeout is created once.
+func (a *Adapter) UploadOnce(ctx context.Context, thread chat.ThreadRef, filename string, content []byte, comment string, key chat.PostKey) error {
+	body := uploadCreate{Content: truncateRunes(comment, MaxMessageChars), AllowedMentions: a.mentionsIn(thread.Channel)}
+	if key.ID != "" {
+		body.Nonce, body.EnforceNonce = truncateRunes(key.ID, maxNonce), true
+	}
+	route := discordgo.EndpointChannelMessages(thread.Channel)
+	return a.chatCall(ctx, "upload", route, func(opts ...discordgo.RequestOption) error {
+		// A fresh reader per attempt: discordgo's own retries resend it.
+		files := []*discordgo.File{{Name: filename, ContentType: contentType(filename), Reader: bytes.NewReader(content)}}
+		ctype, data, err := discordgo.MultipartBodyWithJSON(body, files)
+		if err != nil {
+			return err
+		}
+		_, err = a.s.RequestRaw(http.MethodPost, route, ctype, data, route, 0, opts...)
 		return err
 	})
 }

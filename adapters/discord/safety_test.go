@@ -144,6 +144,44 @@ func TestPostOnceWithLostResponse(t *testing.T) {
 	}
 }
 
+// An upload whose response was lost is retried with the same nonce: the
+// file is posted once, and the retry sends the file again unread.
+func TestUploadOnceWithLostResponse(t *testing.T) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	ref := chat.ThreadRef{Platform: "discord", Team: guild, Channel: general, Thread: general}
+	key := chat.PostKey{ID: "0123456789abcdef0123456u"}
+	fake.LoseResponseNext("POST /api/v9/channels/{channel}/messages")
+	if err := e.a.UploadOnce(ctx, ref, "change.diff", []byte("+a\n"), "the patch", key); err == nil {
+		t.Fatal("UploadOnce with a lost response succeeded, want the transport error")
+	}
+	key.Retry = true
+	if err := e.a.UploadOnce(ctx, ref, "change.diff", []byte("+a\n"), "the patch", key); err != nil {
+		t.Fatal(err)
+	}
+	var files int
+	for _, m := range fake.Messages(general) {
+		for _, a := range m.Attachments {
+			if a.Filename == "change.diff" && string(a.Data) == "+a\n" {
+				files++
+			}
+		}
+	}
+	if files != 1 {
+		t.Errorf("change.diff posted %d times, want 1", files)
+	}
+	var nonces int
+	for _, r := range fake.Requests() {
+		if r.Method == "POST" && len(r.Files) == 1 && strings.Contains(string(r.Body), `"enforce_nonce":true`) && strings.Contains(string(r.Body), key.ID) {
+			nonces++
+		}
+	}
+	if nonces != 2 {
+		t.Errorf("%d multipart requests with the nonce enforced, want 2 (the attempt and its retry)", nonces)
+	}
+}
+
 // A conversation Discord no longer has (Unknown Channel on catch-up) is
 // closed, so later reconnects do not ask for it.
 func TestCatchUpClosesConversationsThatAreGone(t *testing.T) {

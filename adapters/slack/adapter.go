@@ -149,6 +149,9 @@ type Adapter struct {
 	askers      map[string]string      // thread key -> who last wrote there
 	runningMu   sync.Mutex
 	running     bool
+
+	upMu    sync.Mutex
+	upFiles map[string]uploadedFiles // upload key -> the files its attempts made (UploadOnce)
 	// connected says Slack can reach the bot now (ready.go).
 	connected atomic.Bool
 }
@@ -205,6 +208,7 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		conc:     opts.Concurrency,
 		noStatus: map[string]bool{},
 		noAgent:  map[string]bool{},
+		upFiles:  map[string]uploadedFiles{},
 
 		agentShown: map[string]string{},
 		streams:    map[string]*liveStream{},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,11 +201,60 @@ func (a *Adapter) React(ctx context.Context, thread chat.ThreadRef, messageID, e
 // Upload shares a file in the thread (files upload v2: getUploadURLExternal,
 // the upload, completeUploadExternal), with comment (Markdown) as its message.
 func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename string, content []byte, comment string) error {
+	return a.UploadOnce(ctx, thread, filename, content, comment, chat.PostKey{})
+}
+
+// uploadedFiles are the files the attempts of one upload were given ids
+// for, and when the first was.
+type uploadedFiles struct {
+	ids   []string
+	since time.Time
+}
+
+// uploadMemory is how long the adapter remembers the files of an upload
+// for its retries: far longer than the outbox retries.
+const uploadMemory = time.Hour
+
+// UploadOnce implements chat.OnceUploader. Slack has no
+// idempotency key for uploads, but getUploadURLExternal names the file
+// before anything is shared: the adapter remembers the ids each attempt was
+// given, and a retry after an attempt that failed without an answer first
+// looks for those files among the thread's messages since the first
+// attempt. Found, the file is in the thread and nothing is shared twice.
+func (a *Adapter) UploadOnce(ctx context.Context, thread chat.ThreadRef, filename string, content []byte, comment string, key chat.PostKey) error {
 	if len(content) == 0 {
 		return errors.New("slack: upload: " + filename + " is empty; Slack refuses empty files")
 	}
-	params := slackapi.UploadFileParameters{
-		Filename: filename, Title: filename, FileSize: len(content), Reader: bytes.NewReader(content),
+	if key.Retry && key.ID != "" {
+		a.upMu.Lock()
+		ids := slices.Clone(a.upFiles[key.ID].ids)
+		a.upMu.Unlock()
+		if len(ids) > 0 {
+			found, err := a.findFile(ctx, thread, ids, key.First)
+			if err != nil {
+				return err
+			}
+			if found {
+				a.forgetUpload(key.ID)
+				a.log.Info("slack: an upload that seemed to fail had gone through; not sharing it again", "thread", thread.Key())
+				return nil
+			}
+		}
+	}
+	u, err := a.api.GetUploadURLExternalContext(ctx, slackapi.GetUploadURLExternalParameters{FileName: filename, FileSize: len(content)})
+	if err != nil {
+		return apiError("files.getUploadURLExternal", err)
+	}
+	if key.ID != "" {
+		a.rememberUpload(key.ID, u.FileID)
+	}
+	if err := a.api.UploadToURL(ctx, slackapi.UploadToURLParameters{
+		UploadURL: u.UploadURL, Reader: bytes.NewReader(content), Filename: filename,
+	}); err != nil {
+		return apiError("files upload", err)
+	}
+	params := slackapi.CompleteUploadExternalParameters{
+		Files:   []slackapi.FileSummary{{ID: u.FileID, Title: filename}},
 		Channel: thread.Channel, ThreadTimestamp: thread.Thread,
 	}
 	if comment != "" {
@@ -212,8 +262,84 @@ func (a *Adapter) Upload(ctx context.Context, thread chat.ThreadRef, filename st
 		// the bridge's own text (a stat line), escaped like every other.
 		params.InitialComment = render(comment)
 	}
-	_, err := a.api.UploadFileContext(ctx, params)
-	return apiError("files upload", err)
+	if _, err := a.api.CompleteUploadExternalContext(ctx, params); err != nil {
+		return apiError("files.completeUploadExternal", err)
+	}
+	if key.ID != "" {
+		a.forgetUpload(key.ID)
+	}
+	return nil
+}
+
+// rememberUpload notes that an attempt of the upload key made file id, and
+// forgets uploads older than uploadMemory.
+func (a *Adapter) rememberUpload(key, id string) {
+	now := a.now()
+	a.upMu.Lock()
+	defer a.upMu.Unlock()
+	for k, f := range a.upFiles {
+		if now.Sub(f.since) > uploadMemory {
+			delete(a.upFiles, k)
+		}
+	}
+	f := a.upFiles[key]
+	if f.since.IsZero() {
+		f.since = now
+	}
+	f.ids = append(f.ids, id)
+	a.upFiles[key] = f
+}
+
+func (a *Adapter) forgetUpload(key string) {
+	a.upMu.Lock()
+	delete(a.upFiles, key)
+	a.upMu.Unlock()
+}
+
+// findFile says whether a message of the thread (or of the channel's top
+// level) since first carries one of the files ids. File ids are Slack's
+// own, given to this adapter alone: no one else's message can carry them
+// unless the file was shared.
+func (a *Adapter) findFile(ctx context.Context, thread chat.ThreadRef, ids []string, first time.Time) (bool, error) {
+	oldest := ""
+	if !first.IsZero() {
+		oldest = strconv.FormatInt(first.Add(-lookBack).Unix(), 10) + ".000000"
+	}
+	var cursor string
+	for {
+		var msgs []slackapi.Message
+		var more bool
+		var method string
+		var err error
+		if thread.Thread != "" {
+			method = "conversations.replies"
+			msgs, more, cursor, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: thread.Channel, Timestamp: thread.Thread, Oldest: oldest, Cursor: cursor, Limit: repliesPage,
+			})
+		} else {
+			method = "conversations.history"
+			var res *slackapi.GetConversationHistoryResponse
+			res, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: thread.Channel, Oldest: oldest, Cursor: cursor, Limit: repliesPage,
+			})
+			if res != nil {
+				msgs, more, cursor = res.Messages, res.HasMore, res.ResponseMetaData.NextCursor
+			}
+		}
+		if err != nil {
+			return false, apiError(method, err)
+		}
+		for _, m := range msgs {
+			for _, f := range m.Files {
+				if slices.Contains(ids, f.ID) {
+					return true, nil
+				}
+			}
+		}
+		if !more || cursor == "" {
+			return false, nil
+		}
+	}
 }
 
 // SetStatus shows that the bot works in the thread (status), or that it is

@@ -115,6 +115,56 @@ func TestUploadSharesFileInThread(t *testing.T) {
 	}
 }
 
+// An upload whose completeUploadExternal answer was lost (the file was
+// shared) is not shared again by its retry, which finds the file in the
+// thread; a retry of an attempt that shared nothing uploads.
+func TestUploadOnceFindsAFileThatWasShared(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	key := chat.PostKey{ID: "up1", First: time.Now()}
+
+	srv.LoseResponseNext("files.completeUploadExternal")
+	if err := a.UploadOnce(ctx, th, "change.diff", []byte("+a\n"), "the patch", key); err == nil {
+		t.Fatal("UploadOnce with a lost response succeeded, want the transport error")
+	}
+	key.Retry = true
+	must(t, a.UploadOnce(ctx, th, "change.diff", []byte("+a\n"), "the patch", key))
+	if ups := srv.Uploads(); len(ups) != 1 || !ups[0].Completed || ups[0].ThreadTS != th.Thread {
+		t.Fatalf("uploads %+v, want the one shared into the thread", ups)
+	}
+	files := 0
+	for _, m := range srv.Messages("C0DEV", th.Thread) {
+		files += len(m.Files)
+	}
+	if files != 1 {
+		t.Errorf("%d files in the thread, want 1", files)
+	}
+	if c := srv.CallsTo("conversations.replies"); len(c) != 1 {
+		t.Errorf("conversations.replies called %d times, want one look-up", len(c))
+	}
+
+	// A completion refused shares nothing: the retry does not find the
+	// file the first attempt named, and shares one.
+	key = chat.PostKey{ID: "up2", First: time.Now()}
+	srv.FailNext("files.completeUploadExternal", "internal_error")
+	if err := a.UploadOnce(ctx, th, "b.diff", []byte("+b\n"), "", key); err == nil {
+		t.Fatal("UploadOnce with a failed completion succeeded")
+	}
+	key.Retry = true
+	must(t, a.UploadOnce(ctx, th, "b.diff", []byte("+b\n"), "", key))
+	shared := 0
+	for _, u := range srv.Uploads() {
+		if u.Filename == "b.diff" && u.Completed {
+			shared++
+		}
+	}
+	if shared != 1 {
+		t.Errorf("b.diff shared %d times, want 1", shared)
+	}
+}
+
 func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 	ctx := testContext(t)
 	t.Run("not allowed", func(t *testing.T) {

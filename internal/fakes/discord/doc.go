@@ -71,8 +71,13 @@
 //     parse type given with a list of ids of that type is rejected (50035).
 //   - A message created with a nonce and enforce_nonce: true is created once;
 //     the same nonce again within a few minutes returns the first message.
-//     LoseResponseNext makes a request take effect without an answer, as
-//     after a timeout.
+//   - Attachment links are signed as Discord's CDN signs them (ex, is, hm)
+//     and answer 404 "This content is no longer available." once ex has
+//     passed on the Clock (AttachmentURLLifetime, a day); a message rendered
+//     again (fetched, dispatched) carries a fresh link.
+//   - LoseResponseNext (LoseResponseWhen, for a request picked by its
+//     content) makes a request take effect without an answer, as after a
+//     timeout.
 //
 // Every REST request is checked against Discord's OpenAPI description
 // (package discordspec): a method and path Discord does not have, a bad path

@@ -1,7 +1,11 @@
 package discordfake
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -68,6 +72,7 @@ func (s *Server) storeAttachmentLocked(channelID string, a Attachment) Attachmen
 	}
 	a.URL = s.URL() + "attachments/" + channelID + "/" + a.ID + "/" + url.PathEscape(a.Filename)
 	stored := a
+	a.URL = s.signedURLLocked(a.URL)
 	s.attachments[a.ID] = &stored
 	return a
 }
@@ -263,4 +268,44 @@ func (s *Server) dmChannelLocked(userID string, now time.Time) *channelState {
 	s.channels[ch.ID] = ch
 	s.dms[userID] = ch.ID
 	return ch
+}
+
+// AttachmentURLLifetime is how long an attachment URL the fake hands out
+// works: Discord's CDN links are signed (ex, is, hm) and expire after about
+// a day; a message fetched again carries fresh ones.
+const AttachmentURLLifetime = 24 * time.Hour
+
+// signedURLLocked is base signed as Discord's CDN signs attachment links:
+// ex (expiry) and is (issued), hexadecimal Unix seconds, and hm, an HMAC of
+// the path and both, which serveAttachment checks against the clock.
+func (s *Server) signedURLLocked(base string) string {
+	now := s.cfg.clock.Now()
+	ex := strconv.FormatInt(now.Add(AttachmentURLLifetime).Unix(), 16)
+	is := strconv.FormatInt(now.Unix(), 16)
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	q := url.Values{"ex": {ex}, "is": {is}, "hm": {s.cdnMAC(u.EscapedPath(), ex, is)}}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (s *Server) cdnMAC(path, ex, is string) string {
+	m := hmac.New(sha256.New, s.cdnKey[:])
+	m.Write([]byte(path + "\x00" + ex + "\x00" + is))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// cdnLinkValid says whether r carries a signature the fake made for its
+// path that has not expired at now.
+func (s *Server) cdnLinkValid(r *http.Request, now time.Time) bool {
+	q := r.URL.Query()
+	ex, is, hm := q.Get("ex"), q.Get("is"), q.Get("hm")
+	want := s.cdnMAC(r.URL.EscapedPath(), ex, is)
+	if !hmac.Equal([]byte(hm), []byte(want)) {
+		return false
+	}
+	until, err := strconv.ParseInt(ex, 16, 64)
+	return err == nil && now.Unix() < until
 }

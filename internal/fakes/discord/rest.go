@@ -202,8 +202,11 @@ func (s *Server) handle(pattern string, auth authKind, h func(*call) response) {
 		lost := s.lose[pattern] > 0
 		if lost {
 			s.lose[pattern]--
-			rec.Lost = true
+		} else if i := slices.IndexFunc(s.loseIf, func(f func(Request) bool) bool { return f(rec) }); i >= 0 {
+			s.loseIf = slices.Delete(s.loseIf, i, i+1)
+			lost = true
 		}
+		rec.Lost = lost
 		s.requests = append(s.requests, rec)
 		s.notifyLocked()
 		s.mu.Unlock()
@@ -232,6 +235,15 @@ func (s *Server) LoseResponseNext(route string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lose[route]++
+}
+
+// LoseResponseWhen is LoseResponseNext for the next request that match
+// accepts (it sees the request as Requests records it), whatever its route:
+// a test picks out the upload among a thread's posts by its files.
+func (s *Server) LoseResponseWhen(match func(Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseIf = append(s.loseIf, match)
 }
 
 // serveUnknown answers routes Discord does not have (or the fake does not
@@ -355,6 +367,12 @@ func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a := s.attachments[r.PathValue("attachment")]
 	found := a != nil && a.Filename == r.PathValue("filename")
+	if found && !s.cdnLinkValid(r, s.cfg.clock.Now()) {
+		// What Discord's CDN answers for a link past its ex, or unsigned.
+		s.mu.Unlock()
+		http.Error(w, "This content is no longer available.", http.StatusNotFound)
+		return
+	}
 	var data []byte
 	var ctype string
 	if found {

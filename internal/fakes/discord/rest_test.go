@@ -9,7 +9,9 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -537,4 +539,63 @@ func TestWaitHelpers(t *testing.T) {
 		!strings.Contains(err.Error(), discordfake.DefaultOtherChannelID) {
 		t.Errorf("WaitForMessage on a cancelled context: got %v, want an error naming the channel", err)
 	}
+}
+
+// Attachment links are signed and expire a day after they were handed out,
+// as Discord's CDN links do; a message fetched again carries a fresh link,
+// and a link whose signature does not match its expiry is refused.
+func TestAttachmentLinksExpire(t *testing.T) {
+	clock := discordfake.NewManualClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	fake := discordfake.New(t, discordfake.WithClock(clock))
+	api := newAPI(t, fake)
+	get := func(u string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	m := fake.UserMessage(discordfake.DefaultChannelID, discordfake.AliceID, "log", discordfake.Attachment{Filename: "app.log", Data: []byte("boom")})
+	link := m.Attachments[0].URL
+	if q := mustParse(t, link).Query(); q.Get("ex") == "" || q.Get("is") == "" || q.Get("hm") == "" {
+		t.Fatalf("link %s, want ex, is and hm", link)
+	}
+	if code, body := get(link); code != 200 || body != "boom" {
+		t.Fatalf("fresh link: %d %q, want 200 boom", code, body)
+	}
+	forged := mustParse(t, link)
+	q := forged.Query()
+	q.Set("ex", strconv.FormatInt(clock.Now().Add(48*time.Hour).Unix(), 16))
+	forged.RawQuery = q.Encode()
+	if code, _ := get(forged.String()); code != 404 {
+		t.Errorf("link with a later ex and the old hm: %d, want 404", code)
+	}
+	clock.Advance(discordfake.AttachmentURLLifetime + time.Second)
+	if code, body := get(link); code != 404 || !strings.Contains(body, "no longer available") {
+		t.Errorf("link after a day: %d %q, want 404 no longer available", code, body)
+	}
+	r := api.do("GET", "/api/v9/channels/"+discordfake.DefaultChannelID+"/messages/"+m.ID, nil)
+	var got struct {
+		Attachments []struct {
+			URL string `json:"url"`
+		} `json:"attachments"`
+	}
+	if err := json.Unmarshal(r.body, &got); err != nil || len(got.Attachments) != 1 {
+		t.Fatalf("fetched message %s: %v", r.body, err)
+	}
+	if code, body := get(got.Attachments[0].URL); code != 200 || body != "boom" {
+		t.Errorf("the refetched message's link: %d %q, want 200 boom", code, body)
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -2,6 +2,7 @@ package discordfake
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +55,8 @@ type Server struct {
 	global       *bucket
 	notices      []Notice
 	lose         map[string]int // routes whose next response is never written
+	cdnKey       [32]byte       // signs attachment links
+	loseIf       []func(Request) bool
 
 	routeList      []string // REST route patterns, in registration order
 	specViolations []string // why the OpenAPI description rejected requests
@@ -142,6 +145,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		sessions:     map[string]*gwSession{},
 		conns:        map[*gwConn]struct{}{},
 	}
+	_, _ = rand.Read(s.cdnKey[:])
 	s.wsUp = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 	s.users[cfg.botID] = user{ID: cfg.botID, Username: cfg.botName, Bot: true}
 	now := cfg.clock.Now()

@@ -238,6 +238,9 @@ func (s *Server) guildCreateObjLocked(gid string, sess *gwSession) obj {
 }
 
 func (s *Server) attachmentObj(a Attachment) obj {
+	// Every rendering hands out a link signed now, as Discord refreshes
+	// them when a message is fetched.
+	a.URL = s.signedURLLocked(a.URL)
 	return obj{
 		"id":           a.ID,
 		"filename":     a.Filename,

@@ -1,0 +1,62 @@
+package bridge
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/agent/tools"
+	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+)
+
+// expiringChat is the in-process platform with links that expire, as
+// Discord's do.
+type expiringChat struct{ *chatfake.Adapter }
+
+func (expiringChat) LinksExpire() bool { return true }
+
+// Files whose links expire are kept in the thread's scratch folder when
+// their message is accepted, within the thread's disk quota: a file that
+// would pass it keeps only its link, and a Stored the platform set is not
+// taken for one the bridge made.
+func TestFilesAreKeptWithinTheThreadsQuota(t *testing.T) {
+	const quota = 256 << 10
+	r := newRig(t, func(c *Config, p *Platform) {
+		c.Agent.DiskQuota = tools.Quota{Bytes: quota, Files: 1000}
+		p.Adapter = expiringChat{p.Adapter.(*chatfake.Adapter)}
+	})
+	small, big := "small notes", strings.Repeat("x", quota)
+	r.chat.AddFile("https://files.test/small.txt", small)
+	r.chat.AddFile("https://files.test/big.bin", big)
+	th := testThread("90.1")
+	in := chat.Inbound{Thread: th, EventID: "e1", MessageID: "90.2", Attachments: []chat.Attachment{
+		{Name: "small.txt", MimeType: "text/plain", Size: int64(len(small)), URL: "https://files.test/small.txt", Stored: "../../../etc/passwd"},
+		{Name: "big.bin", Size: int64(len(big)), URL: "https://files.test/big.bin"},
+	}}
+	h := &handler{b: r.b, p: r.b.platforms["test"]}
+	h.keepFiles(r.ctx, &in, "app")
+
+	_, scratch := r.wsm.ThreadDirs("app", wsKey(th))
+	got := in.Attachments
+	if got[0].Stored == "" || !strings.HasPrefix(got[0].Stored, inboxDir+"/") {
+		t.Fatalf("small.txt stored as %q, want kept in the scratch folder's inbox", got[0].Stored)
+	}
+	if data, err := os.ReadFile(filepath.Join(scratch, got[0].Stored)); err != nil || string(data) != small {
+		t.Errorf("the kept small.txt holds %q (%v), want its content", data, err)
+	}
+	if got[1].Stored != "" {
+		t.Errorf("big.bin, which would pass the quota, stored as %q; want only its link", got[1].Stored)
+	}
+	left, _ := filepath.Glob(filepath.Join(scratch, inboxDir, "*", "*"))
+	if len(left) != 1 {
+		t.Errorf("files in the inbox %q, want small.txt alone", left)
+	}
+
+	// Not stored after all (a duplicate, a failed write): nothing is left.
+	h.dropKept(in, "app")
+	if left, _ := filepath.Glob(filepath.Join(scratch, inboxDir, "*")); len(left) != 0 {
+		t.Errorf("after dropKept the inbox holds %q, want nothing", left)
+	}
+}
