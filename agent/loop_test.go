@@ -447,7 +447,7 @@ func setToolsChangesWhatTheNextCallOffers(t *testing.T, p provider) {
 	equalStrings(t, "results", reqs[2].results, []string{"c1=fresh ran", "c2=tool old not found"})
 }
 
-// A1 (issue 14): a steer the run already took off the queue, while a parallel
+// A steer the run already took off the queue, while a parallel
 // tool still ran, is not lost when the abort lands before the next turn: the
 // aborted run keeps it, and the next run delivers it.
 func TestAbortAfterSteerWasTakenKeepsTheSteer(t *testing.T) {

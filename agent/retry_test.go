@@ -211,7 +211,7 @@ func TestSuccessResetsTheRetryCounter(t *testing.T) {
 	}
 }
 
-// The doubling delay is capped like a Retry-After (issue 14): with a 2 s base
+// The doubling delay is capped like a Retry-After: with a 2 s base
 // and a 5 s cap the waits are 2, 4, 5, 5 s, and many retries neither overflow
 // nor exceed the cap.
 func TestRetryDelayIsCappedByMaxDelay(t *testing.T) {

@@ -33,7 +33,7 @@ func (m *threadMetrics) counts() (loaded, evicted, stopped int) {
 	return m.loaded, m.evicted, m.stopped
 }
 
-// threadsmith_threads_live and threads_evicted_total (issue 18): an idle
+// threadsmith_threads_live and threads_evicted_total: an idle
 // thread's eviction is counted as one, and its reload as a thread loaded
 // again; the shutdown unloads what is left without calling it an eviction.
 func TestThreadEvictionsAreCounted(t *testing.T) {

@@ -31,7 +31,7 @@ func holdPushes(t *testing.T, r *rig) (release func()) {
 	return release
 }
 
-// D2 (issue 14): the answer is in the thread as soon as the model is done,
+// The answer is in the thread as soon as the model is done,
 // while the push still waits on a slow remote; the thread's commands answer
 // meanwhile, and the push has its own notice when it lands.
 func TestAnswerIsPostedBeforeASlowPush(t *testing.T) {
@@ -66,7 +66,7 @@ func TestAnswerIsPostedBeforeASlowPush(t *testing.T) {
 	})
 }
 
-// D3 (issue 14): a commit the remote never got (the bot died between commit
+// A commit the remote never got (the bot died between commit
 // and push) is pushed after the next run, even one that changes nothing, and
 // !status says it is missing until then.
 func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
@@ -100,7 +100,7 @@ func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
 	}
 }
 
-// D5 (issue 14): a thread whose !compact still runs in the background is
+// A thread whose !compact still runs in the background is
 // not evicted; before, the idle timer dropped it, the next message started a
 // second owner over the same session, and the compaction entry was lost.
 // (The check that nothing happens needs the idle timer to fire: it waits

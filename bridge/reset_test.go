@@ -7,7 +7,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
-// D4 (issue 14): !reset during a run cancels the input queued for the old
+// !reset during a run cancels the input queued for the old
 // conversation, visibly (❌ instead of ⏳, listed in the thread) and for good
 // (recorded as dropped, so a restart does not replay it into the new
 // conversation). Before, ⏳ stayed and the row stayed queued.

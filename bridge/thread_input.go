@@ -228,7 +228,7 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
 	if author.ID == forgeAuthorID {
 		// A review a forge's webhook brought waits for the run going on:
-		// the reviewer did not see what it is doing (issue 16).
+		// the reviewer did not see what it is doing.
 		opts.Behavior = agent.BehaviorFollowUp
 	}
 	out, text, behavior, err := t.prompt(ctx, pi, c, text, opts)

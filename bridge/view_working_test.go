@@ -9,7 +9,7 @@ import (
 
 // While a threshold compaction runs after the answer (its notice below the
 // status), the status still says the run is working; only the run's end
-// gives it its ✓ (issue 18: it showed ✓ while the summary was written).
+// gives it its ✓ (it showed ✓ while the summary was written).
 func TestViewStatusSaysWorkingWhileCompacting(t *testing.T) {
 	r := newViewRig(t, 2000)
 	r.start("go on")

@@ -22,7 +22,7 @@ func sessionOn(t *testing.T, store agent.Store, id string) *agent.Session {
 	return s
 }
 
-// D5 (issue 14): two owners of one session (the bridge once started a second
+// Two owners of one session (the bridge once started a second
 // one while a !compact ran) both number their next entry the same. The store
 // is the authority: the second append moves to the next free number and is
 // kept, instead of being refused and only logged.

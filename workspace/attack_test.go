@@ -434,7 +434,7 @@ func TestPinsHoldWithoutTheConfigGuard(t *testing.T) {
 }
 
 // Hooks planted in the mirror's hooks folder or through core.hooksPath never
-// run. (The bot disabled hooks before issue 12 too; this keeps it so.)
+// run.
 func TestPlantedHooksNeverRun(t *testing.T) {
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")

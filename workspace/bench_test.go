@@ -12,7 +12,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 )
 
-// benchFiles is the size of the benchmark repository (issue 6 measured a
+// benchFiles is the size of the benchmark repository (the size of a
 // 3,887-file project).
 const benchFiles = 4000
 

@@ -96,7 +96,7 @@ func (h *dedupHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, erro
 //
 //   - measured: split by Measure, the length after mrkdwn escaping, as the
 //     bridge does;
-//   - runes: split by rune count, as before issue 13 (messages then ran
+//   - runes: split by rune count, as the bot once did (messages then ran
 //     over chat.update's 4,000 characters), for the cost of measuring.
 func BenchmarkRenderSplit(b *testing.B) {
 	var sb strings.Builder

@@ -265,7 +265,7 @@ func TestConsoleInATerminal(t *testing.T) {
 	term.typeText("\x03")
 	at = term.waitFor(ctx, at, "press Ctrl-C again to quit")
 	at = term.waitFor(ctx, at, "stopped")
-	// Timings for BENCHMARKS.md (issue 18): go test -v -run TestConsoleInATerminal ./cmd/bot | grep timing
+	// Timings for BENCHMARKS.md: go test -v -run TestConsoleInATerminal ./cmd/bot | grep timing
 	t.Logf("timing: Ctrl-C to 'stopped' while the model writes: %v", time.Since(pressed).Round(time.Millisecond))
 	term.typeText("are you there?\n")
 	at = term.waitFor(ctx, at, "bot> answer to: are you there?")

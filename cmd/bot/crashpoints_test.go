@@ -14,7 +14,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
-// TestCrashBetweenDurableSteps (issue 14) cuts the real binary with SIGKILL
+// TestCrashBetweenDurableSteps cuts the real binary with SIGKILL
 // at each point between two durable steps of a run that writes a file —
 // accepted, delivered (user message appended), answered (the answer stored,
 // not handed to Slack), posted (Slack took the answer, not recorded yet),

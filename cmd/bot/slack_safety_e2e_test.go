@@ -150,8 +150,8 @@ func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
 		}
 	}
 	// The figure for BENCHMARKS: the longest text sent, against splitting
-	// the Markdown at 3,500 characters and converting afterwards (before
-	// issue 13), measured here on the same answer.
+	// the Markdown at 3,500 characters and converting afterwards (as the bot
+	// once did), measured here on the same answer.
 	longest, before := 0, 0
 	for _, c := range e.slack.Calls() {
 		if c.Method == "chat.postMessage" || c.Method == "chat.update" {
@@ -256,7 +256,7 @@ func TestSlackReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
 	if d := e.slack.DeliveriesFor(slackChan, gap); len(d) != 1 || !d[0].Lost {
 		t.Errorf("deliveries of the message typed in the outage: %+v, want one, lost (so only catch-up brought it)", d)
 	}
-	// The figure for BENCHMARKS: before issue 13 the catch-up read every
+	// The figure for BENCHMARKS: the catch-up once read every
 	// thread in state active, one conversations.replies call each.
 	db, err := storage.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
 	if err != nil {

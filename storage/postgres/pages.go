@@ -118,7 +118,7 @@ func (db *DB) ThreadVersion(ctx context.Context, threadID int64) (string, error)
 	return fmt.Sprint(seq, "/", sessions, "/", runs, "/", ended, "/", pushes, "/", pending, "/", inbound), nil
 }
 
-// Pending posts (issue 14).
+// Pending posts.
 
 // RecordPendingPosts implements storage.PendingPostStore.
 func (db *DB) RecordPendingPosts(ctx context.Context, posts []storage.PendingPost) ([]int64, error) {

@@ -1286,8 +1286,8 @@ func testClosed(t *testing.T, s *suite) {
 	}
 }
 
-// Each run's replies are summed into its own usage record when it ends
-// (issue 17): tokens, cost and the models that replied; the next run of the
+// Each run's replies are summed into its own usage record when it ends:
+// tokens, cost and the models that replied; the next run of the
 // session counts only what came after; a run the process died in gets its
 // record when it is marked interrupted.
 func testRunUsage(t *testing.T, s *suite) {
