@@ -71,4 +71,21 @@ func TestNestedRepositoryLeftOutIsSaid(t *testing.T) {
 	if files := r.remote.Files(t, rec.Branch); files["planted/p.txt"] != "" || files["elsewhere/e.txt"] == "" {
 		t.Errorf("remote files = %v, want elsewhere/e.txt and nothing of planted", files)
 	}
+
+	// The folder left out stays in the work tree: later runs neither say
+	// so again nor push when they committed nothing.
+	r.llm.Push(llmfake.TextReply("nothing to do"))
+	r.say(th, alice, "anything?", false)
+	r.waitRuns(th, 2)
+	r.llm.Push(writeThenAnswer("d.txt", "d", "wrote d")...)
+	r.say(th, alice, "write d.txt", false)
+	r.waitText(th, "• `d.txt` +1 −0")
+	r.flush()
+	tr := r.chat.Transcript(th)
+	if n := strings.Count(tr, "Nested git repositories"); n != 1 {
+		t.Errorf("%d notes of nested repositories, want 1; the thread has:\n%s", n, tr)
+	}
+	if n := strings.Count(tr, "⬆️ pushed"); n != 2 {
+		t.Errorf("%d push notices, want 2 (the first run's and the third's); the thread has:\n%s", n, tr)
+	}
 }

@@ -65,9 +65,12 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 			t.say("⚠️ Committing the changes failed: " + userError(err))
 			return false
 		}
-		if note := nestedNote(res.Nested); note != "" {
+		if note := nestedNote(t.newlyNested(res.Nested)); note != "" {
 			t.say(note)
 		}
+		// A folder left out keeps the work tree changed with nothing to
+		// commit: only a new commit is pushed and told as one.
+		changed = res.SHA != ""
 		crashpoint.Hit(crashpoint.Committed)
 	}
 	if !changed && !t.unpushed && !t.aheadOfRemote(ctx) {
@@ -236,6 +239,25 @@ func (t *thread) link(ctx context.Context) string {
 		}
 	}
 	return fmt.Sprintf("Thread: %s %s", t.ref.Platform, t.ref.Key())
+}
+
+// newlyNested drops from nested the repositories left out that the thread
+// was already told of, and remembers the others left out.
+func (t *thread) newlyNested(nested []workspace.Nested) []workspace.Nested {
+	var out []workspace.Nested
+	for _, n := range nested {
+		if n.How == workspace.NestedSkipped {
+			if t.leftOut[n.Path] {
+				continue
+			}
+			if t.leftOut == nil {
+				t.leftOut = map[string]bool{}
+			}
+			t.leftOut[n.Path] = true
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // maxNestedNamed caps the nested repositories a note names.

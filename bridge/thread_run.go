@@ -28,6 +28,9 @@ type lifecycle struct {
 	pushing    *pushJob      // the push in flight, if any (push.go)
 	nextPush   *pushJob      // the push to start when it is done
 	pushDone   chan *pushJob // its result, back to the owner
+	// leftOut are the nested repositories the thread was told were left
+	// out of its commits; they stay in the work tree, and are not told again.
+	leftOut map[string]bool
 }
 
 // activeRun is the run a thread is in.
