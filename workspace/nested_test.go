@@ -203,3 +203,42 @@ func TestSubmoduleOfTheRemoteDoesNotBreakCommits(t *testing.T) {
 	}
 	mustPush(t, w)
 }
+
+// A nested .git folder the agent wrote to borrow another thread's
+// repository (its commondir file, or its refs linked there) is left out:
+// resolving its HEAD would record the other thread's unpushed commit in
+// this thread's branch.
+func TestNestedRepositoryCannotNameAnotherThreadsCommit(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+	b := e.open("app", "victim")
+	writeFile(t, b.Root(), "secret.txt", "unpushed\n")
+	secret, err := b.Commit(ctx, CommitRequest{Request: "unpushed work"})
+	if err != nil || secret == "" {
+		t.Fatalf("victim's commit: %q, %v", secret, err)
+	}
+	a := e.open("app", "attacker")
+	ref := "ref: refs/heads/" + b.Branch() + "\n"
+	writeFile(t, a.Root(), "common/.git/HEAD", ref)
+	writeFile(t, a.Root(), "common/.git/commondir", b.CommonDir()+"\n")
+	writeFile(t, a.Root(), "common/f.txt", "f\n")
+	writeFile(t, a.Root(), "linked/.git/HEAD", ref)
+	if err := os.Symlink(filepath.Join(b.CommonDir(), "refs"), filepath.Join(a.Root(), "linked", ".git", "refs")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, a.Root(), "linked/f.txt", "f\n")
+	writeFile(t, a.Root(), "plain.txt", "plain\n")
+
+	res, err := a.CommitWork(ctx, CommitRequest{Request: "borrow"})
+	if err != nil || res.SHA == "" {
+		t.Fatalf("Commit: %+v, %v", res, err)
+	}
+	if tree := agentGit(t, a.Root(), "ls-tree", "-r", "HEAD"); strings.Contains(tree, secret) {
+		t.Errorf("the other thread's commit %s is in the attacker's branch:\n%s", secret, tree)
+	}
+	want := []Nested{{Path: "common", How: NestedSkipped}, {Path: "linked", How: NestedSkipped}}
+	if !slices.Equal(res.Nested, want) {
+		t.Errorf("Nested = %+v, want %+v", res.Nested, want)
+	}
+}

@@ -3,6 +3,8 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +23,8 @@ const (
 	// commit and without files is not reported: there is nothing to record.)
 	NestedAsFiles
 	// NestedSkipped: not recorded at all: its .git is not a folder (a file
-	// or symlink naming a repository elsewhere).
+	// or symlink naming a repository elsewhere), or its refs are not its
+	// own (see ownRefsOnly).
 	NestedSkipped
 )
 
@@ -109,12 +112,12 @@ func (w *Workspace) updateIndex(ctx context.Context, env []string, paths []byte)
 }
 
 // stageNested records the untracked nested repository dir (relative to
-// Root). Only a real .git folder is looked at, and only by git in-process
-// (update-index reads its HEAD); a .git file or symlink could name any
-// repository on the machine, so its folder is left out unread.
+// Root). Only a real .git folder whose refs are its own is looked at, and
+// only by git in-process (update-index reads its HEAD); a .git file or
+// symlink, a commondir file or linked refs could name any repository on the
+// machine, so such a folder is left out unread.
 func (w *Workspace) stageNested(ctx context.Context, env []string, dir string) ([]Nested, error) {
-	st, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(dir), ".git"))
-	if err != nil || !st.IsDir() {
+	if !ownRefsOnly(filepath.Join(w.root, filepath.FromSlash(dir), ".git")) {
 		return []Nested{{Path: dir, How: NestedSkipped}}, nil
 	}
 	// With a commit checked out, update-index records it as a gitlink;
@@ -147,6 +150,41 @@ func (w *Workspace) stageNested(ctx context.Context, env []string, dir string) (
 		done = append(done, n...)
 	}
 	return done, nil
+}
+
+// ownRefsOnly reports whether dotgit is a folder whose HEAD git resolves
+// from files inside it: no commondir file (which names another repository's
+// refs), and HEAD, packed-refs and everything under refs/ and reftable/
+// neither symlinks nor special files. Otherwise git, reading its HEAD for a
+// gitlink, could record a commit of any repository the bot can read, another
+// thread's included.
+func ownRefsOnly(dotgit string) bool {
+	if st, err := os.Lstat(dotgit); err != nil || !st.IsDir() {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(dotgit, "commondir")); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	for _, name := range []string{"HEAD", "packed-refs"} {
+		st, err := os.Lstat(filepath.Join(dotgit, name))
+		if name == "HEAD" && err != nil || err == nil && !st.Mode().IsRegular() {
+			return false
+		}
+	}
+	for _, name := range []string{"refs", "reftable"} {
+		ok := true
+		filepath.WalkDir(filepath.Join(dotgit, name), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !d.Type().IsRegular() {
+				ok = false
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // listNestedFiles lists the files of the nested repository dir that are not
