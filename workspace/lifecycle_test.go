@@ -203,3 +203,16 @@ func TestCleanupRunsGCOnThreadRepositories(t *testing.T) {
 		t.Errorf("HEAD after gc = %q, want the commit kept", out)
 	}
 }
+
+// ThreadDirs names the folders Open gives the thread, before it is opened:
+// files kept there for a message are the workspace's.
+func TestThreadDirsAreTheWorkspacesFolders(t *testing.T) {
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	key := ThreadKey{Platform: "slack", Key: "dirs"}
+	root, scratch := e.m.ThreadDirs("app", key)
+	w := e.open("app", key.Key)
+	if w.Root() != root || w.ScratchDir() != scratch {
+		t.Errorf("ThreadDirs = %s, %s; the workspace has %s, %s", root, scratch, w.Root(), w.ScratchDir())
+	}
+}

@@ -435,6 +435,7 @@ func (m *Manager) ThreadDirs(repoName string, key ThreadKey) (root, scratch stri
 }
 
 func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace {
+	root, scratch := m.ThreadDirs(mr.repo.Name, key)
 	return &Workspace{
 		m:       m,
 		mirror:  mr,
@@ -442,8 +443,8 @@ func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace 
 		key:     key,
 		id:      id,
 		branch:  m.cfg.BranchPrefix + id,
-		root:    filepath.Join(m.cfg.DataDir, "workspaces", mr.repo.Name, id),
-		scratch: filepath.Join(m.cfg.DataDir, "scratch", mr.repo.Name, id),
+		root:    root,
+		scratch: scratch,
 		meta:    filepath.Join(m.cfg.DataDir, "meta", mr.repo.Name, id+".json"),
 		git:     mr.git,
 	}
