@@ -111,19 +111,9 @@ func TestCleanupRunsGCOnMirrors(t *testing.T) {
 	if got := loose(); got == "0" {
 		t.Fatalf("no loose objects before gc; the test needs some")
 	}
-	// Make `gc --auto` find work: more packs than gc.autoPackLimit (50).
-	// (Not by lowering the limit in the mirror's config: the bot owns that
-	// file and puts it back.) One fast-import, a pack per checkpoint, every
-	// object reachable so that gc packs rather than loosens them.
-	var packs strings.Builder
-	for i := range 51 {
-		fmt.Fprintf(&packs, "commit refs/test/packs\ncommitter t <t@t> 0 +0000\ndata 1\nx\n")
-		if i > 0 {
-			packs.WriteString("from refs/test/packs^0\n")
-		}
-		fmt.Fprintf(&packs, "M 100644 inline f%d\ndata 2\n%d\n\ncheckpoint\n\n", i, i%10)
-	}
-	gitremote.GitInput(t, mirror, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
+	// Not by lowering gc.autoPackLimit in the mirror's config: the bot owns
+	// that file and puts it back.
+	addPacks(t, mirror)
 	if _, err := e.m.Cleanup(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -168,16 +158,7 @@ func TestCleanupRunsGCOnThreadRepositories(t *testing.T) {
 	writeFile(t, w.Root(), "loose.txt", "a new blob\n")
 	mustCommit(t, w, "loose objects")
 	w.Close()
-	// More packs than gc.autoPackLimit (50), as for the mirror.
-	var packs strings.Builder
-	for i := range 51 {
-		fmt.Fprintf(&packs, "commit refs/test/packs\ncommitter t <t@t> 0 +0000\ndata 1\nx\n")
-		if i > 0 {
-			packs.WriteString("from refs/test/packs^0\n")
-		}
-		fmt.Fprintf(&packs, "M 100644 inline f%d\ndata 2\n%d\n\ncheckpoint\n\n", i, i%10)
-	}
-	gitremote.GitInput(t, store, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
+	addPacks(t, store)
 	idx := func() []string {
 		p, _ := filepath.Glob(filepath.Join(store, "objects", "pack", "*.idx"))
 		return p
@@ -215,4 +196,20 @@ func TestThreadDirsAreTheWorkspacesFolders(t *testing.T) {
 	if w.Root() != root || w.ScratchDir() != scratch {
 		t.Errorf("ThreadDirs = %s, %s; the workspace has %s, %s", root, scratch, w.Root(), w.ScratchDir())
 	}
+}
+
+// addPacks adds 51 packs to repository dir, more than gc.autoPackLimit (50),
+// so that `gc --auto` finds work: one fast-import with a checkpoint per
+// commit, every object reachable (gc packs them rather than loosen them).
+func addPacks(t *testing.T, dir string) {
+	t.Helper()
+	var packs strings.Builder
+	for i := range 51 {
+		fmt.Fprintf(&packs, "commit refs/test/packs\ncommitter t <t@t> 0 +0000\ndata 1\nx\n")
+		if i > 0 {
+			packs.WriteString("from refs/test/packs^0\n")
+		}
+		fmt.Fprintf(&packs, "M 100644 inline f%d\ndata 2\n%d\n\ncheckpoint\n\n", i, i%10)
+	}
+	gitremote.GitInput(t, dir, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
 }

@@ -109,14 +109,7 @@ func (m *mirror) ensure(ctx context.Context) error {
 		return newError(CodeInternal, "", err)
 	}
 	defer os.RemoveAll(tmp)
-	init := gitCall{dir: filepath.Dir(tmp), args: []string{"init", "--quiet", "--bare", "--initial-branch=" + m.repo.DefaultBranch, tmp}}
-	if _, err := m.git.run(ctx, init); err != nil {
-		return newError(CodeInternal, "", err)
-	}
-	if err := writeFileAtomic(filepath.Join(tmp, "config"), *m.git.config.Load(), 0o644); err != nil {
-		return newError(CodeInternal, "", err)
-	}
-	if err := m.guardPushes(tmp); err != nil {
+	if err := m.initBare(ctx, tmp, "--initial-branch="+m.repo.DefaultBranch); err != nil {
 		return err
 	}
 	if err := markLayout(tmp); err != nil {
@@ -180,6 +173,19 @@ const prePushHook = `#!/bin/sh
 echo "threadsmith: pushes go through the bot, only to the thread's branch" >&2
 exit 1
 `
+
+// initBare makes dir a bare repository (git init with the extra flags)
+// with the mirror's config and push guard.
+func (m *mirror) initBare(ctx context.Context, dir string, flags ...string) error {
+	args := append(append([]string{"init", "--quiet", "--bare"}, flags...), dir)
+	if _, err := m.git.run(ctx, gitCall{dir: filepath.Dir(dir), args: args}); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "config"), *m.git.config.Load(), 0o644); err != nil {
+		return newError(CodeInternal, "", err)
+	}
+	return m.guardPushes(dir)
+}
 
 // guardPushes makes the git CLI unable to push from the mirror and its
 // worktrees (with the dead-end pushurl of the canonical config), so only

@@ -81,14 +81,7 @@ func (m *mirror) makeStore(ctx context.Context, dir, branch, sha string) error {
 		return newError(CodeInternal, "", err)
 	}
 	defer os.RemoveAll(tmp)
-	init := gitCall{dir: parent, args: []string{"init", "--quiet", "--bare", "--template=", tmp}}
-	if _, err := m.git.run(ctx, init); err != nil {
-		return newError(CodeInternal, "", err)
-	}
-	if err := writeFileAtomic(filepath.Join(tmp, "config"), *m.git.config.Load(), 0o644); err != nil {
-		return newError(CodeInternal, "", err)
-	}
-	if err := m.guardPushes(tmp); err != nil {
+	if err := m.initBare(ctx, tmp, "--template="); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(tmp, "objects", "info"), 0o755); err != nil {
