@@ -9,7 +9,7 @@ import (
 )
 
 // A nested repository without a commit (`git init`, `cargo new`), made by
-// the agent's own bash under a name it chose, no longer fails the thread's
+// the agent's own bash under a name it chose, does not fail the thread's
 // commits: its files are pushed, and the thread gets one line saying so in
 // which the name cannot break out of its code span.
 func TestNestedRepositoryIsCommittedWithANote(t *testing.T) {

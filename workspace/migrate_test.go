@@ -47,7 +47,7 @@ func TestMirrorOfTheSharedLayoutIsMigrated(t *testing.T) {
 	if err := e.m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// A mirror made before had no marker.
+	// A mirror of the shared layout has no marker.
 	if err := os.Remove(filepath.Join(mirror, layoutMarker)); err != nil {
 		t.Fatal(err)
 	}
