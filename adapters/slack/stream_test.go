@@ -112,15 +112,15 @@ func TestStreamedStatusArrivesWholeAndInOrder(t *testing.T) {
 	}
 }
 
-// The model writes mentions into an answer that streams: none of them
-// notifies anyone, and no append (nor the stream as a whole) passes
+// The model writes mentions into an answer that streams, whole or split
+// across edits: none of them notifies anyone, and no append (nor the stream as a whole) passes
 // 4,000 characters after escaping; text that would is edited in instead,
 // cut as every message is.
 func TestStreamedTextStaysInertAndWithinLimits(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho())
 	a, ctx, th, id := startStreamed(t, srv, "working…")
 	text := "working…"
-	for _, attack := range []string{" <!channel>", " <!here|here>", " @channel @here @everyone", " <@U0BOB>", " <!subteam^S0OPS>", " &lt;!channel&gt;"} {
+	for _, attack := range []string{" <!channel>", " <!here|here>", " @channel @here @everyone", " <@U0BOB>", " <!subteam^S0OPS>", " &lt;!channel&gt;", " <!chan", "nel>", " <@U0B", "OB>"} {
 		text += attack
 		if err := a.Edit(ctx, th, id, text); err != nil {
 			t.Fatal(err)
