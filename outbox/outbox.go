@@ -209,6 +209,10 @@ func (o *Outbox) PostKeyed(thread chat.ThreadRef, text string, p Priority, key c
 	return m
 }
 
+// newKey is an operation's idempotency key: 24 hex characters, the same on
+// every attempt (Discord's nonce takes 25 at most).
+func newKey() string { return fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32()) }
+
 // postLocked queues the post of m with text.
 func (o *Outbox) postLocked(m *Message, text string, p Priority) *op {
 	th := o.threadLocked(m.ref, m.key)
@@ -217,7 +221,7 @@ func (o *Outbox) postLocked(m *Message, text string, p Priority) *op {
 	m.want = text
 	// The same key on every attempt lets the platform (or the adapter) tell a
 	// repeated post from a new one.
-	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
+	op.key = newKey()
 	m.post = op
 	th.lane = append(th.lane, op)
 	return op
@@ -393,7 +397,7 @@ func (o *Outbox) Upload(thread chat.ThreadRef, name string, content []byte, comm
 	op := o.newOpLocked(opUpload, Normal, th)
 	op.name, op.content, op.text = name, content, comment
 	// As a post's: the same key on every attempt of the upload.
-	op.key = fmt.Sprintf("%016x%08x", rand.Uint64(), rand.Uint32())
+	op.key = newKey()
 	th.lane = append(th.lane, op)
 	o.mu.Unlock()
 	o.poke()

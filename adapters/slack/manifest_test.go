@@ -56,6 +56,9 @@ var methodScopes = map[string][]string{
 	"chat.postMessage":      {"chat:write"},
 	"chat.update":           {"chat:write"},
 	"chat.postEphemeral":    {"chat:write"},
+	"chat.startStream":      {"chat:write"},
+	"chat.appendStream":     {"chat:write"},
+	"chat.stopStream":       {"chat:write"},
 	// Since 2026-03 setStatus accepts chat:write, so channel apps need neither
 	// assistant:write nor the assistant view.
 	"assistant.threads.setStatus":  {"chat:write"},
@@ -138,7 +141,7 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	}
 	srv := slackfake.New(t, opts...)
 	h := newRecorder()
-	r := startSocket(t, srv, h, func(c *config.Slack, _ *Options) { c.AgentSessions = agent })
+	r := startSocket(t, srv, h, func(c *config.Slack, _ *Options) { c.AgentSessions, c.Streaming = agent, "auto" })
 	ctx := testContext(t)
 
 	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
@@ -148,6 +151,10 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	id, err := r.Post(ctx, th, "working…")
 	must(t, err)
 	must(t, r.Edit(ctx, th, id, "done"))
+	streamed, err := r.PostOnce(ctx, th, "working…", chat.PostKey{ID: "k1", Stream: true})
+	must(t, err)
+	must(t, r.Edit(ctx, th, streamed, "working… more"))
+	must(t, r.Edit(ctx, th, streamed, "done"))
 	must(t, r.SetActions(ctx, th, id, "done", []chat.Action{{ID: "diff", Label: "Diff"}}))
 	must(t, r.React(ctx, th, root, "eyes", true))
 	must(t, r.React(ctx, th, root, "eyes", false))

@@ -119,19 +119,26 @@ func (a *Adapter) findPosted(ctx context.Context, thread chat.ThreadRef, key cha
 	if err != nil {
 		return "", err
 	}
-	oldest := ""
-	if !key.First.IsZero() {
-		oldest = strconv.FormatInt(key.First.Add(-lookBack).Unix(), 10) + ".000000"
-	}
-	match := func(m slackapi.Message) bool {
+	return a.findMessage(ctx, thread, key.First, func(m slackapi.Message) bool {
 		return (m.User == id.UserID || (id.BotID != "" && m.BotID == id.BotID)) &&
 			m.Metadata.EventType == postKeyEvent && m.Metadata.EventPayload["key"] == key.ID
+	})
+}
+
+// findMessage returns the ts of the first message of the thread (or of the
+// channel's top level) since first (lookBack earlier; all of them when first
+// is zero) that match accepts, or "".
+func (a *Adapter) findMessage(ctx context.Context, thread chat.ThreadRef, first time.Time, match func(slackapi.Message) bool) (string, error) {
+	oldest := ""
+	if !first.IsZero() {
+		oldest = strconv.FormatInt(first.Add(-lookBack).Unix(), 10) + ".000000"
 	}
 	var cursor string
 	for {
 		var msgs []slackapi.Message
 		var more bool
 		var method string
+		var err error
 		if thread.Thread != "" {
 			method = "conversations.replies"
 			msgs, more, cursor, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
@@ -301,45 +308,10 @@ func (a *Adapter) forgetUpload(key string) {
 // own, given to this adapter alone: no one else's message can carry them
 // unless the file was shared.
 func (a *Adapter) findFile(ctx context.Context, thread chat.ThreadRef, ids []string, first time.Time) (bool, error) {
-	oldest := ""
-	if !first.IsZero() {
-		oldest = strconv.FormatInt(first.Add(-lookBack).Unix(), 10) + ".000000"
-	}
-	var cursor string
-	for {
-		var msgs []slackapi.Message
-		var more bool
-		var method string
-		var err error
-		if thread.Thread != "" {
-			method = "conversations.replies"
-			msgs, more, cursor, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
-				ChannelID: thread.Channel, Timestamp: thread.Thread, Oldest: oldest, Cursor: cursor, Limit: repliesPage,
-			})
-		} else {
-			method = "conversations.history"
-			var res *slackapi.GetConversationHistoryResponse
-			res, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
-				ChannelID: thread.Channel, Oldest: oldest, Cursor: cursor, Limit: repliesPage,
-			})
-			if res != nil {
-				msgs, more, cursor = res.Messages, res.HasMore, res.ResponseMetaData.NextCursor
-			}
-		}
-		if err != nil {
-			return false, apiError(method, err)
-		}
-		for _, m := range msgs {
-			for _, f := range m.Files {
-				if slices.Contains(ids, f.ID) {
-					return true, nil
-				}
-			}
-		}
-		if !more || cursor == "" {
-			return false, nil
-		}
-	}
+	ts, err := a.findMessage(ctx, thread, first, func(m slackapi.Message) bool {
+		return slices.ContainsFunc(m.Files, func(f slackapi.File) bool { return slices.Contains(ids, f.ID) })
+	})
+	return ts != "", err
 }
 
 // SetStatus shows that the bot works in the thread (status), or that it is

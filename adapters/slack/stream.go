@@ -29,7 +29,9 @@ import (
 // so that it never splits an entity, and the whole stream stays within
 // maxTextRunes, as a post does.
 
-// liveStream is a message the adapter is streaming.
+// liveStream is a message the adapter is streaming. Its fields belong to
+// the calls for its message (Edit, SetActions), which the outbox makes one
+// at a time; streamMu guards the maps that hold it, not its fields.
 type liveStream struct {
 	// sent is the rendered text Slack shows: what chat.startStream and the
 	// appends carried.
@@ -165,21 +167,17 @@ func (a *Adapter) appendStream(ctx context.Context, thread chat.ThreadRef, id st
 	_, _, err = a.api.AppendStreamContext(ctx, thread.Channel, id, opts...)
 	switch {
 	case err == nil:
-		a.streamMu.Lock()
 		s.sent = body
 		if buttons != nil {
 			s.buttons, s.actions = true, actions
 		}
-		a.streamMu.Unlock()
 		return true, nil
 	case rateLimit(err) != nil:
 		// Nothing was added: the outbox sends the latest text later, and
 		// its append carries everything not shown yet.
 		return true, apiError("chat.appendStream", err)
 	case slackCode(err) == "":
-		a.streamMu.Lock()
 		s.unsure = true
-		a.streamMu.Unlock()
 		return true, apiError("chat.appendStream", err)
 	}
 	a.forgetStream(thread.Channel, id)

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -35,6 +36,21 @@ func appended(srv *slackfake.Server, ts string) string {
 func lastText(srv *slackfake.Server, th chat.ThreadRef) string {
 	msgs := srv.Messages(th.Channel, th.Thread)
 	return msgs[len(msgs)-1].Text
+}
+
+// startStreamed starts a streaming adapter on srv and posts text as a
+// stream to U0ALICE in a new thread of C0DEV.
+func startStreamed(t *testing.T, srv *slackfake.Server, text string) (*Adapter, context.Context, chat.ThreadRef, string) {
+	t.Helper()
+	a := newAdapter(t, srv, streaming)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	a.noteAsker(th, "U0ALICE")
+	id, err := a.PostOnce(ctx, th, text, streamKeyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, ctx, th, id
 }
 
 // The person's mention reaches the bot through Run (which notes them as the
@@ -96,23 +112,15 @@ func TestStreamedStatusArrivesWholeAndInOrder(t *testing.T) {
 	}
 }
 
-// The model writes mentions into an answer that streams: none of them
-// notifies anyone, and no append (nor the stream as a whole) passes
+// The model writes mentions into an answer that streams, whole or split
+// across edits: none of them notifies anyone, and no append (nor the stream as a whole) passes
 // 4,000 characters after escaping; text that would is edited in instead,
 // cut as every message is.
 func TestStreamedTextStaysInertAndWithinLimits(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho())
-	a := newAdapter(t, srv, streaming)
-	ctx := testContext(t)
-	th := thread(srv, "C0DEV")
-	a.noteAsker(th, "U0ALICE")
-
-	id, err := a.PostOnce(ctx, th, "working…", streamKeyed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ctx, th, id := startStreamed(t, srv, "working…")
 	text := "working…"
-	for _, attack := range []string{" <!channel>", " <!here|here>", " @channel @here @everyone", " <@U0BOB>", " <!subteam^S0OPS>", " &lt;!channel&gt;"} {
+	for _, attack := range []string{" <!channel>", " <!here|here>", " @channel @here @everyone", " <@U0BOB>", " <!subteam^S0OPS>", " &lt;!channel&gt;", " <!chan", "nel>", " <@U0B", "OB>"} {
 		text += attack
 		if err := a.Edit(ctx, th, id, text); err != nil {
 			t.Fatal(err)
@@ -184,16 +192,9 @@ func TestStreamingRefusedFallsBackToEdits(t *testing.T) {
 // everything not shown yet, so no text is lost.
 func TestRateLimitedAppendLosesNoText(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho())
-	a := newAdapter(t, srv, streaming)
-	ctx := testContext(t)
-	th := thread(srv, "C0DEV")
-	a.noteAsker(th, "U0ALICE")
-	id, err := a.PostOnce(ctx, th, "one", streamKeyed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ctx, th, id := startStreamed(t, srv, "one")
 	srv.RateLimitNext("chat.appendStream", 30*time.Second)
-	err = a.Edit(ctx, th, id, "one two")
+	err := a.Edit(ctx, th, id, "one two")
 	if _, ok := errors.AsType[*chat.RateLimitError](err); !ok {
 		t.Fatalf("Edit during a rate limit = %v, want a *chat.RateLimitError", err)
 	}
@@ -213,14 +214,7 @@ func TestRateLimitedAppendLosesNoText(t *testing.T) {
 // whole text, and later edits are edits.
 func TestStreamEndedBySlackFallsBackToEdits(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho())
-	a := newAdapter(t, srv, streaming)
-	ctx := testContext(t)
-	th := thread(srv, "C0DEV")
-	a.noteAsker(th, "U0ALICE")
-	id, err := a.PostOnce(ctx, th, "one", streamKeyed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ctx, th, id := startStreamed(t, srv, "one")
 	srv.FailNext("chat.appendStream", "message_not_in_streaming_state")
 	if err := a.Edit(ctx, th, id, "one two"); err != nil {
 		t.Fatalf("Edit after Slack ended the stream: %v, want the message edited", err)

@@ -3,6 +3,7 @@ package slackfake
 import (
 	"encoding/json"
 	"net/url"
+	"reflect"
 	"unicode/utf8"
 )
 
@@ -178,10 +179,9 @@ func (s *Server) chatAppendStream(p url.Values) (map[string]any, string) {
 		return nil, code
 	}
 	prev := s.messageObject(ch, m)
-	added := &message{Message: m.Message}
-	added.Text = text
+	before := m.Text
 	m.Text += text
-	s.noticeLocked("chat.appendStream", added, "none", false)
+	s.noticeAppendLocked("chat.appendStream", m, before, text)
 	s.echoLocked(ch, m, s.changedEvent(ch, m, prev))
 	return map[string]any{"channel": ch.info.ID, "ts": m.TS}, ""
 }
@@ -202,10 +202,9 @@ func (s *Server) chatStopStream(p url.Values) (map[string]any, string) {
 	}
 	prev := s.messageObject(ch, m)
 	if text != "" {
-		added := &message{Message: m.Message}
-		added.Text = text
+		before := m.Text
 		m.Text += text
-		s.noticeLocked("chat.stopStream", added, "none", false)
+		s.noticeAppendLocked("chat.stopStream", m, before, text)
 	}
 	if b := rawBlocks(p); b != nil {
 		m.Blocks = b
@@ -214,4 +213,16 @@ func (s *Server) chatStopStream(p url.Values) (map[string]any, string) {
 	s.streamStops++
 	s.echoLocked(ch, m, s.changedEvent(ch, m, prev))
 	return map[string]any{"channel": ch.info.ID, "ts": m.TS, "message": s.messageObject(ch, m)}, ""
+}
+
+// noticeAppendLocked records a notice for text appended to streaming
+// message m (whose text was before): Slack reads the message as a whole, so
+// markup split across appends ("<!chan" then "nel>") notifies as written in
+// one piece. The notice is the added text's own mentions, or the whole
+// message's when appending changed them.
+func (s *Server) noticeAppendLocked(method string, m *message, before, text string) {
+	if !Mentions(text, "none", false, s.groupHandles).Empty() ||
+		!reflect.DeepEqual(Mentions(before, "none", false, s.groupHandles), Mentions(m.Text, "none", false, s.groupHandles)) {
+		s.noticeLocked(method, m, "none", false)
+	}
 }

@@ -74,3 +74,31 @@ func TestStreamingRefusedByTheWorkspace(t *testing.T) {
 		t.Errorf("chat.startStream where streaming is not offered: %v, want not_allowed", err)
 	}
 }
+
+// Slack reads a streamed message as a whole: mention markup split across
+// appends notifies as if appended in one piece.
+func TestStreamedMentionSplitAcrossAppendsNotifies(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	_, ts, err := api.StartStream("C0DEV", slack.MsgOptionTS(root), slack.MsgOptionRecipientUserID("U0ALICE"),
+		slack.MsgOptionRecipientTeamID("T0FAKE0001"), slack.MsgOptionMarkdownText("hi <!chan"))
+	if err != nil {
+		t.Fatalf("chat.startStream: %v", err)
+	}
+	if n := srv.Notices(); len(n) != 0 {
+		t.Fatalf("notices after half the markup = %+v, want none", n)
+	}
+	if _, _, err := api.AppendStream("C0DEV", ts, slack.MsgOptionMarkdownText("nel> all")); err != nil {
+		t.Fatalf("chat.appendStream: %v", err)
+	}
+	if n := srv.Notices(); len(n) != 1 || len(n[0].Special) != 1 || n[0].Special[0] != "channel" {
+		t.Errorf("notices = %+v, want one of @channel", n)
+	}
+	if _, _, err := api.AppendStream("C0DEV", ts, slack.MsgOptionMarkdownText(" more")); err != nil {
+		t.Fatalf("chat.appendStream: %v", err)
+	}
+	if n := srv.Notices(); len(n) != 1 {
+		t.Errorf("notices after plain text = %+v, want still the one", n)
+	}
+}
