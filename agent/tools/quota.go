@@ -331,16 +331,12 @@ func (q *quota) planBash(ctx context.Context) bashPlan {
 
 // watch measures the workspace while a bash call runs and calls stop (once)
 // with the notice of the limit it passed: the call's limit, or, with the
-// disk below its floor, any growth. It returns when done is closed or ctx
-// ends.
-func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, stop func(QuotaNotice)) {
-	ctx, cancel := context.WithCancel(ctx) // ends the pending wait with the watch
-	defer cancel()
+// disk below its floor, any growth. It returns when ctx ends, which also
+// ends the walk under way.
+func (q *quota) watch(ctx context.Context, p bashPlan, stop func(QuotaNotice)) {
 	every := q.cfg.Every
 	for {
 		select {
-		case <-done:
-			return
 		case <-ctx.Done():
 			return
 		case <-q.cfg.After(ctx, every):
