@@ -291,8 +291,8 @@ func (q *quota) planBash(ctx context.Context) bashPlan {
 		return p
 	}
 	// The workspace as measured at the end of the last command, plus the
-	// file tools' writes since: a tree of 200,000 files takes a second to
-	// walk, which every command would otherwise wait for twice.
+	// file tools' writes since: a command starts without walking the tree
+	// (only the first, which has nothing measured yet, waits for a walk).
 	u, err := q.current(ctx)
 	if err != nil {
 		n := QuotaNotice{Limit: "unmeasurable", Quota: q.cfg}
