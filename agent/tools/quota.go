@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -421,12 +422,12 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	}
 	u, err := q.current(ctx)
 	if err != nil {
-		return d, "Not written: " + unmeasurableNote(err)[1:len(unmeasurableNote(err))-1]
+		return d, "Not written: " + unbracket(unmeasurableNote(err))
 	}
 	if free, low, _ := q.low(); low {
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
 		q.notify(n)
-		return d, "Not written: " + floorNote(n)[1:len(floorNote(n))-1]
+		return d, "Not written: " + unbracket(floorNote(n))
 	}
 	if lim := q.exceeded(u.Add(d), q.limits()); lim != "" {
 		n := QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg}
@@ -436,6 +437,10 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	}
 	return d, ""
 }
+
+// unbracket is a note to the model without its brackets, for a file tool's
+// refusal.
+func unbracket(note string) string { return strings.TrimSuffix(strings.TrimPrefix(note, "["), "]") }
 
 // blocks is the space a file of n bytes takes on a filesystem of 4 KiB
 // blocks.
