@@ -17,13 +17,11 @@ func startDirect(sp Spec) (process, error) {
 	cmd := &spawn{Path: sp.Path, Args: sp.Args, Env: sp.Env, Dir: sp.Dir}
 	setStdio(cmd, sp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := cmd.Start
 	if lim := fileSizeLimit(sp.FileSize); lim >= 0 {
-		if err := startLimited(cmd, lim); err != nil {
-			return nil, fmt.Errorf("sandbox: start: %w", err)
-		}
-		return &direct{cmd: cmd}, nil
+		start = func() error { return startLimited(cmd, lim) }
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	return &direct{cmd: cmd}, nil

@@ -30,8 +30,14 @@ func listener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := new(atomic.Int32)
 	t.Cleanup(func() { ln.Close() })
+	return ln, answer(ln, "the host's service answered\n")
+}
+
+// answer writes reply to every connection ln accepts, until ln is closed,
+// and counts them.
+func answer(ln net.Listener, reply string) *atomic.Int32 {
+	n := new(atomic.Int32)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -39,11 +45,11 @@ func listener(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
 				return
 			}
 			n.Add(1)
-			io.WriteString(c, "the host's service answered\n")
+			io.WriteString(c, reply)
 			c.Close()
 		}
 	}()
-	return ln, n
+	return n
 }
 
 // tcpProbe is a bash line that tries a TCP connection to host:port for at most
@@ -114,16 +120,7 @@ func TestNetworkOnReachesTheOutside(t *testing.T) {
 	r := netRig(t)
 	o := sandboxtest.Outside(t)
 	ln := o.Listen(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "hello from outside\n")
-			c.Close()
-		}
-	}()
+	answer(ln, "hello from outside\n")
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	hostSide, hostCount := listener(t, o.HostAddr+":0")
 	_, hostPort, _ := net.SplitHostPort(hostSide.Addr().String())
@@ -170,16 +167,7 @@ func TestNetworkOnNamesResolveEndToEnd(t *testing.T) {
 	sandboxtest.Network(t)
 	o := sandboxtest.Outside(t)
 	ln := o.Listen(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "HTTP/1.0 200 OK\r\n\r\nhello from outside\n")
-			c.Close()
-		}
-	}()
+	answer(ln, "HTTP/1.0 200 OK\r\n\r\nhello from outside\n")
 	resolver := fmt.Sprintf("127.77.%d.%d", os.Getpid()>>8&255, os.Getpid()&255|1)
 	dns, err := net.ListenPacket("udp", resolver+":53")
 	if err != nil {

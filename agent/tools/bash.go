@@ -157,13 +157,17 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		exited <- ended{e, err}
 	}()
 	// The quota's watcher measures the workspace while the command runs and
-	// kills it once it passes its limit.
+	// kills it once it passes its limit. Its context ends with the command,
+	// which also ends a walk under way: the measurement after the command is
+	// the one that counts.
 	var stop *QuotaNotice
-	watchDone, watchEnded := make(chan struct{}), make(chan struct{})
+	watchCtx, endWatch := context.WithCancel(ctx)
+	defer endWatch()
+	watchEnded := make(chan struct{})
 	if q.enabled() {
 		go func() {
 			defer close(watchEnded)
-			q.watch(ctx, plan, watchDone, func(n QuotaNotice) {
+			q.watch(watchCtx, plan, func(n QuotaNotice) {
 				stop = &n
 				proc.Kill()
 			})
@@ -191,7 +195,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	// still hold the pipe; stop reading after a grace.
 	_ = pr.SetReadDeadline(time.Now().Add(bashDrainGrace))
 	<-drained
-	close(watchDone)
+	endWatch()
 	<-watchEnded
 	if end.err != nil {
 		return nil, fmt.Errorf("bash: %w", end.err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -291,8 +292,8 @@ func (q *quota) planBash(ctx context.Context) bashPlan {
 		return p
 	}
 	// The workspace as measured at the end of the last command, plus the
-	// file tools' writes since: a tree of 200,000 files takes a second to
-	// walk, which every command would otherwise wait for twice.
+	// file tools' writes since: a command starts without walking the tree
+	// (only the first, which has nothing measured yet, waits for a walk).
 	u, err := q.current(ctx)
 	if err != nil {
 		n := QuotaNotice{Limit: "unmeasurable", Quota: q.cfg}
@@ -331,16 +332,12 @@ func (q *quota) planBash(ctx context.Context) bashPlan {
 
 // watch measures the workspace while a bash call runs and calls stop (once)
 // with the notice of the limit it passed: the call's limit, or, with the
-// disk below its floor, any growth. It returns when done is closed or ctx
-// ends.
-func (q *quota) watch(ctx context.Context, p bashPlan, done <-chan struct{}, stop func(QuotaNotice)) {
-	ctx, cancel := context.WithCancel(ctx) // ends the pending wait with the watch
-	defer cancel()
+// disk below its floor, any growth. It returns when ctx ends, which also
+// ends the walk under way.
+func (q *quota) watch(ctx context.Context, p bashPlan, stop func(QuotaNotice)) {
 	every := q.cfg.Every
 	for {
 		select {
-		case <-done:
-			return
 		case <-ctx.Done():
 			return
 		case <-q.cfg.After(ctx, every):
@@ -425,12 +422,12 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	}
 	u, err := q.current(ctx)
 	if err != nil {
-		return d, "Not written: " + unmeasurableNote(err)[1:len(unmeasurableNote(err))-1]
+		return d, "Not written: " + unbracket(unmeasurableNote(err))
 	}
 	if free, low, _ := q.low(); low {
 		n := QuotaNotice{Limit: "reserve", Usage: u, Quota: q.cfg, Free: free}
 		q.notify(n)
-		return d, "Not written: " + floorNote(n)[1:len(floorNote(n))-1]
+		return d, "Not written: " + unbracket(floorNote(n))
 	}
 	if lim := q.exceeded(u.Add(d), q.limits()); lim != "" {
 		n := QuotaNotice{Limit: lim, Usage: u, Quota: q.cfg}
@@ -440,6 +437,10 @@ func (q *quota) checkWrite(ctx context.Context, path string, oldSize, newSize in
 	}
 	return d, ""
 }
+
+// unbracket is a note to the model without its brackets, for a file tool's
+// refusal.
+func unbracket(note string) string { return strings.TrimSuffix(strings.TrimPrefix(note, "["), "]") }
 
 // blocks is the space a file of n bytes takes on a filesystem of 4 KiB
 // blocks.

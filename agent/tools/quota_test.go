@@ -299,7 +299,8 @@ func TestFloorStopsAndResumes(t *testing.T) {
 		t.Errorf("below the floor: want writes refused and rm working:\n%s", out)
 	}
 	w := NewWriteTool(r.Workspace, r.files)
-	if res := call(t, w, map[string]any{"path": "w.txt", "content": "hello"}); !res.IsError || !strings.Contains(textOf(res), "nearly full") {
+	if res := call(t, w, map[string]any{"path": "w.txt", "content": "hello"}); !res.IsError || !strings.Contains(textOf(res), "nearly full") ||
+		!strings.HasPrefix(textOf(res), "Not written: The bot's disk") || strings.HasSuffix(textOf(res), "]") {
 		t.Errorf("the write tool below the floor: %s", textOf(res))
 	}
 	if ns := r.noticesSeen(); len(ns) != 1 || ns[0].Limit != "reserve" || !strings.Contains(ns[0].Message(), "resume by themselves") {

@@ -14,6 +14,19 @@ import (
 	"github.com/threadsmith/threadsmith/workspace/diskuse/disktest"
 )
 
+// toolOutput is the result of tool call id as the model was sent it, "" if
+// it was not.
+func toolOutput(llm *llmfake.Server, id string) string {
+	for _, r := range llm.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && m.ToolCallID == id {
+				return m.Content
+			}
+		}
+	}
+	return ""
+}
+
 // A disk-filling agent leaves every other thread working, end to end through
 // the program on the fake Slack with the real sandbox: thread A's
 // `head -c 200M /dev/zero > big.bin` stops at its quota, A's model and A's
@@ -44,20 +57,9 @@ func TestDiskFillingThreadLeavesOthersWorking(t *testing.T) {
 		}
 		return llmfake.TextReply("?")
 	})
-	toolOut := func(id string) string {
-		for _, r := range e.llm.Requests() {
-			for _, m := range r.Messages {
-				if m.Role == "tool" && m.ToolCallID == id {
-					return m.Content
-				}
-			}
-		}
-		return ""
-	}
-
 	rootA := e.slack.Mention(slackChan, aliceID, "thread A: fill the disk", "")
 	e.waitText(slackChan, rootA, "A did fill")
-	out := toolOut("fill")
+	out := toolOutput(e.llm, "fill")
 	if !strings.Contains(out, "File too large") || !strings.Contains(out, "[Disk quota:") {
 		t.Errorf("thread A's model was not told what stopped it:\n%s", out)
 	}
@@ -83,12 +85,12 @@ func TestDiskFillingThreadLeavesOthersWorking(t *testing.T) {
 	// A frees its space and works again.
 	e.slack.UserMessage(slackChan, aliceID, "thread A: clean up", rootA)
 	e.waitText(slackChan, rootA, "A did clean")
-	if out := toolOut("clean"); !strings.Contains(out, "removed") {
+	if out := toolOutput(e.llm, "clean"); !strings.Contains(out, "removed") {
 		t.Errorf("rm at the quota:\n%s", out)
 	}
 	e.slack.UserMessage(slackChan, aliceID, "thread A: again", rootA)
 	e.waitText(slackChan, rootA, "A did again")
-	if out := toolOut("again"); !strings.Contains(out, "small-ok") || strings.Contains(out, "quota") {
+	if out := toolOutput(e.llm, "again"); !strings.Contains(out, "small-ok") || strings.Contains(out, "quota") {
 		t.Errorf("after rm thread A does not work again:\n%s", out)
 	}
 	if n := strings.Count(e.transcript(slackChan, rootA), "reached its disk quota"); n != 1 {
@@ -140,26 +142,16 @@ func TestDiskReserveKeepsTheDatabaseWorking(t *testing.T) {
 	e.waitFor("B's second answer", func() bool { return strings.Count(e.threadText(slackChan, rootB), "B answered") >= 2 },
 		func() string { return e.transcript(slackChan, rootB) })
 
-	toolOut := func(id string) string {
-		for _, r := range e.llm.Requests() {
-			for _, m := range r.Messages {
-				if m.Role == "tool" && m.ToolCallID == id {
-					return m.Content
-				}
-			}
-		}
-		return ""
-	}
 	e.slack.UserMessage(slackChan, aliceID, "thread A: clean up", rootA)
 	e.waitFor("A's second run", func() bool { return strings.Count(e.threadText(slackChan, rootA), "A did it") >= 2 },
 		func() string { return e.transcript(slackChan, rootA) })
-	if out := toolOut("clean"); !strings.Contains(out, "removed") {
+	if out := toolOutput(e.llm, "clean"); !strings.Contains(out, "removed") {
 		t.Errorf("rm below the floor:\n%s", out)
 	}
 	e.slack.UserMessage(slackChan, aliceID, "thread A: once more", rootA)
 	e.waitFor("A's third run", func() bool { return strings.Count(e.threadText(slackChan, rootA), "A did it") >= 3 },
 		func() string { return e.transcript(slackChan, rootA) })
-	if out := toolOut("again"); !strings.Contains(out, "small-ok") || strings.Contains(out, "nearly full") {
+	if out := toolOutput(e.llm, "again"); !strings.Contains(out, "small-ok") || strings.Contains(out, "nearly full") {
 		t.Errorf("once space returned thread A does not work again:\n%s", out)
 	}
 	if n := strings.Count(e.transcript(slackChan, rootA), "The bot's disk is nearly full"); n != 1 {

@@ -209,6 +209,34 @@ func TestFloorHandsTheReserveOverWhenTheDiskFills(t *testing.T) {
 	}
 }
 
+// A bot started again on a disk that has room for its agents but not for a
+// second reserve finds its reserve's file and keeps it: the floor is not
+// low, and the file is handed over when the disk fills.
+func TestFloorKeepsItsReserveAcrossARestart(t *testing.T) {
+	dir := disktest.Small(t, 32<<20)
+	if st, err := (&Floor{Path: dir, Reserve: 8 << 20}).Check(); err != nil || st.Low {
+		t.Fatalf("an empty disk: %+v, %v", st, err)
+	}
+	agent := filepath.Join(dir, "agent.bin")
+	if err := os.WriteFile(agent, make([]byte, 16<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if free, _ := Free(dir); free >= 12<<20 {
+		t.Fatalf("%d bytes free: the test needs less than the reserve and its margins", free)
+	}
+	f := &Floor{Path: dir, Reserve: 8 << 20}
+	if st, err := f.Check(); err != nil || st.Low || st.Room <= 0 {
+		t.Fatalf("restarted with its reserve set aside: %+v, %v; want not low", st, err)
+	}
+	disktest.Fill(t, agent+".more")
+	if st, err := f.Check(); err != nil || !st.Low || st.Free < 8<<20 {
+		t.Errorf("a full disk after the restart: %+v, %v; want low with the 8 MiB reserve free", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BalloonName)); err == nil {
+		t.Error("the reserve's file found at the restart was not handed over")
+	}
+}
+
 // tree makes files files of size bytes under root, spread over folders of
 // perDir files each, nested depth levels.
 func tree(b *testing.B, root string, files, perDir, depth, size int) {
