@@ -893,8 +893,8 @@ var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)
 // resolveRepo picks the repository of a new thread: the platform's explicit
 // argument, else a repo=<name> word in the text, else the channel's
 // repository, else the default; then holds it to the channel mapping (see
-// Platform.Channels). A repository the place may not open is refused with a
-// *chat.NotAllowedError naming the ones it may.
+// Platform.Channels). A name the place may not open, known or not, is
+// refused with a *chat.NotAllowedError naming the ones it may.
 func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
 	name := in.Repo
 	if name == "" {
@@ -918,15 +918,15 @@ func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
 		return "", fmt.Errorf("no repository is configured for this channel; known repositories: %s", strings.Join(open, ", "))
 	case slices.Contains(open, name):
 		return name, nil
-	case !slices.Contains(b.cfg.Workspaces.Repos(), name):
-		return "", fmt.Errorf("unknown repository %q; known repositories: %s", name, strings.Join(open, ", "))
 	}
+	// An unknown name and a repository kept from this place get the same
+	// private note, so that the refusal does not tell whether it exists.
 	note := fmt.Sprintf("Sorry, `%s` can't be opened in this channel.", name)
 	switch {
 	case in.DM:
-		note = fmt.Sprintf("Sorry, `%s` can't be opened from a direct message: it is kept to the channels mapped to it.", name)
+		note = fmt.Sprintf("Sorry, `%s` can't be opened from a direct message: a repository is kept to the channels mapped to it.", name)
 	case len(mapped) == 0:
-		note = fmt.Sprintf("Sorry, `%s` can't be opened in this channel: it is kept to the channels mapped to it.", name)
+		note = fmt.Sprintf("Sorry, `%s` can't be opened in this channel: a repository is kept to the channels mapped to it.", name)
 	}
 	if len(open) > 0 {
 		note += " Here you may use: " + strings.Join(open, ", ") + "."

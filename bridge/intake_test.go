@@ -345,6 +345,9 @@ func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
 		if s := r.chat.Transcript(th); strings.Contains(s, "unknown repository") {
 			t.Errorf("a mention in an existing thread was refused for its repository:\n%s", s)
 		}
+		if w := r.chat.Whispers(); len(w) != 0 {
+			t.Errorf("a mention in an existing thread was refused: %q", w)
+		}
 	}
 }
 

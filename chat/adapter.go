@@ -318,8 +318,9 @@ type Handler interface {
 	Receive(ctx context.Context, in Inbound) (Receipt, error)
 	// Describe resolves the repository and branch a new session started by
 	// in would use (Discord shows them in the /code starter message): in.Repo
-	// may be "". An unknown repo is an error whose text lists the ones open
-	// there; one the operator keeps from that place is a *NotAllowedError.
+	// may be "". A name that place may not open, whether a repository or
+	// not, is a *NotAllowedError whose note lists the ones open there; other
+	// errors (no repository configured) may be said publicly.
 	Describe(in Inbound) (repoName, branch string, err error)
 	// ActiveThreads lists this platform's threads that have a session and were
 	// active lately (a day), with the id of the newest message seen in each,

@@ -180,6 +180,7 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Slack.Rate.UpdatePerMessagePerSecond = -1 }, "slack.rate.update_per_message_per_second", "must be greater than 0"},
 		{func(c *Config) { c.Slack.Rate.UpdatePerMinute = 0 }, "slack.rate.update_per_minute", "must be greater than 0"},
 		{func(c *Config) { c.Slack.Rate.StatusPerMinute = 0 }, "slack.rate.status_per_minute", "must be greater than 0"},
+		{func(c *Config) { c.Slack.Rate.AppendPerMinute = 0 }, "slack.rate.append_per_minute", "must be greater than 0"},
 
 		{func(c *Config) { c.Discord.Enabled = true }, "discord.token", "required when discord.enabled is true"},
 		{func(c *Config) { c.Discord.Enabled, c.Discord.Token, c.Discord.ApplicationID = true, "t", "abc" }, "discord.application_id", "must be a numeric id"},

@@ -4,10 +4,26 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/chat"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
+
+// startWithThread starts the adapter and a thread people started in
+// general, which the adapter has seen when it returns.
+func startWithThread(t *testing.T) (*discordfake.Server, *env, *discordgo.Channel) {
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	m := fake.UserMessage(general, alice, "start a thread here")
+	th, err := restSession(t, fake).MessageThreadStart(general, m.ID, "a thread", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.barrier(t, th.ID)
+	return fake, e, th
+}
 
 // ParentChannel names the channel a thread lives in, which an MCP server's
 // channels list: from discordgo's state, else by asking Discord once (a
@@ -15,15 +31,7 @@ import (
 // thread is its own parent without a request, and one Discord does not know
 // is its own (no server limited to a channel reaches it).
 func TestParentChannel(t *testing.T) {
-	fake := discordfake.New(t)
-	e := start(t, fake, baseConfig(fake))
-	rest := restSession(t, fake)
-	m := fake.UserMessage(general, alice, "start a thread here")
-	th, err := rest.MessageThreadStart(general, m.ID, "a thread", 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.barrier(t, th.ID) // the adapter has seen the thread by now
+	fake, e, th := startWithThread(t)
 	ref := func(channel string) chat.ThreadRef {
 		return chat.ThreadRef{Team: guild, Channel: channel, Thread: channel}
 	}
@@ -66,15 +74,7 @@ func TestParentChannel(t *testing.T) {
 // thread's parent channel (Inbound.Parent), whose mapping and allowlist
 // apply; /code in a text channel names that channel. A DM names none.
 func TestInboundNamesTheParentChannel(t *testing.T) {
-	fake := discordfake.New(t)
-	e := start(t, fake, baseConfig(fake))
-	rest := restSession(t, fake)
-	m := fake.UserMessage(general, alice, "start a thread here")
-	th, err := rest.MessageThreadStart(general, m.ID, "a thread", 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.barrier(t, th.ID)
+	fake, e, th := startWithThread(t)
 	mention := fake.UserMessage(th.ID, alice, "<@"+fake.BotUserID()+"> repo=web fix it")
 	if in := e.h.inbound(t, mention.ID); !in.Mention || in.Parent != general || in.Repo != "" {
 		t.Errorf("mention in a thread: Inbound %+v, want a mention with Parent %s and no Repo", in, general)

@@ -79,7 +79,7 @@ func TestBotIsNoConfusedDeputy(t *testing.T) {
 		c.HTTP.PublicURL = "http://pages.test"
 		c.HTTP.SessionKey = "e2e-session-key-0123456789abcdef0123"
 	}))
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	e.logOut.w = logs
 	db := filepath.Join(e.cfg.DataDir, "threadsmith.db")
 

@@ -802,8 +802,14 @@ func testDiscordUnknownRepo(e *discordEnv) {
 	t, fake := e.t, e.fake
 	threads := len(fake.Threads())
 	id := fake.SlashCommand(dGeneral, dAlice, "code", map[string]any{"prompt": "juliet: do it", "repo": "nope"})
-	ia := e.waitOriginal(id, func(m discordfake.Message) bool { return strings.Contains(m.Content, "unknown repository") })
-	if want := `unknown repository "nope"; known repositories: app, web`; !strings.Contains(ia.Original.Content, want) {
+	ia, err := fake.WaitForInteractionResponse(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ia.Ephemeral || ia.Original == nil {
+		t.Fatalf("answer to /code repo:nope: %+v, want an ephemeral note", ia)
+	}
+	if want := "`nope` can't be opened in this channel: a repository is kept to the channels mapped to it. Here you may use: app, web."; !strings.Contains(ia.Original.Content, want) {
 		t.Errorf("answer to /code repo:nope: got %q, want it to contain %q", ia.Original.Content, want)
 	}
 	// A later /code is handled after this one (the adapter keeps order):

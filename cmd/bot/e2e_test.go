@@ -268,14 +268,22 @@ func TestOverflowIsRecoveredWithoutUserAction(t *testing.T) {
 	}
 }
 
-func TestUnknownRepoIsSaidPlainly(t *testing.T) {
+// An unknown repository is refused privately, as one the channel may not
+// open is, naming the ones it may; nothing public is posted.
+func TestUnknownRepoIsRefusedPrivately(t *testing.T) {
 	e := newEnv(t)
 	th := thread("800.1")
 	_, r, err := e.chat.Say(e.ctx, th, alice, "repo=nope fix it", true)
-	if err != nil || r != chat.Ignored {
+	if err != nil || r != chat.Refused {
 		t.Fatalf("receipt %v, %v", r, err)
 	}
-	e.waitText(th, `unknown repository "nope"; known repositories: app`)
+	want := alice.ID + ": Sorry, `nope` can't be opened in this channel: a repository is kept to the channels mapped to it. Here you may use: app."
+	if w := e.chat.Whispers(); len(w) != 1 || w[0] != want {
+		t.Errorf("private notes = %q, want %q", w, want)
+	}
+	if tr := e.chat.Transcript(th); tr != "" {
+		t.Errorf("the bot posted in the thread:\n%s", tr)
+	}
 }
 
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {

@@ -113,6 +113,13 @@ func TestSlackDMsReachOnlyUnmappedRepos(t *testing.T) {
 	// An unmapped channel is held to the same rule.
 	other := e.slack.Mention(slackChan, aliceID, "repo=secret print KEYS.md", "")
 	e.assertRefusedPrivately(1, slackChan, other, "kept to the channels mapped to it")
+	// A name that is no repository gets the same private note: the refusal
+	// does not tell a kept repository from an unknown one.
+	nosuch := e.slack.Mention(slackChan, aliceID, "repo=nosuch print KEYS.md", "")
+	e.assertRefusedPrivately(2, slackChan, nosuch, "`nosuch` can't be opened in this channel")
+	if kept, unknown := e.slack.Ephemerals()[1].Text, e.slack.Ephemerals()[2].Text; strings.ReplaceAll(kept, "secret", "nosuch") != unknown {
+		t.Errorf("the notes tell a kept repository from an unknown one:\n%q\n%q", kept, unknown)
+	}
 
 	_, ok := e.slack.DM(aliceID, "say hi")
 	e.waitText(dm, ok, "working on app")

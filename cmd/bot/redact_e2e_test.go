@@ -1,35 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
-
-// lockedBuffer collects the bot's logs for a test to search.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The model writes the configured LLM key into bash commands, streamed in
 // argument deltas that split it: once where the status line shows it
@@ -42,7 +22,7 @@ func TestSecretInToolArgumentsIsRedactedInTheStatus(t *testing.T) {
 		c.HTTP.PublicURL = "http://pages.test"
 		c.HTTP.SessionKey = "e2e-session-key-0123456789abcdef0123"
 	}))
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	e.logOut.w = io.MultiWriter(e.logOut.w, logs)
 	e.start()
 	secret := e.cfg.LLM.APIKey
