@@ -269,9 +269,12 @@ func (h *handler) dropKept(in chat.Inbound, repo string) {
 }
 
 // writeKept writes data to rel in scratch, durably (synced, then renamed
-// into place and the folder synced), through the folder's root.
+// into place and the folder synced), through the folder's root: the folder
+// is the agent's to change, so a link there never leads a folder or a file
+// the bot makes out of it, and the file is created new (a pipe or a link the
+// agent put in its place is refused, never opened).
 func writeKept(scratch, rel string, data []byte) error {
-	if err := os.MkdirAll(filepath.Join(scratch, filepath.Dir(rel)), 0o700); err != nil {
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return err
 	}
 	root, err := os.OpenRoot(scratch)
@@ -279,8 +282,11 @@ func writeKept(scratch, rel string, data []byte) error {
 		return err
 	}
 	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(rel), 0o700); err != nil {
+		return err
+	}
 	tmp := rel + ".tmp"
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
