@@ -100,12 +100,7 @@ func readStored(scratch, rel string, limit int64) ([]byte, error) {
 // noteKept remembers the files kept for input id, to remove once it is
 // delivered or dropped.
 func (t *thread) noteKept(id int64, in chat.Inbound) {
-	var rels []string
-	for _, a := range in.Attachments {
-		if a.Stored != "" {
-			rels = append(rels, a.Stored)
-		}
-	}
+	rels := keptFiles(in)
 	if len(rels) == 0 {
 		return
 	}
@@ -128,6 +123,17 @@ func (t *thread) dropKeptFiles(id int64) {
 		return
 	}
 	removeKept(t.tws.Scratch(), rels)
+}
+
+// keptFiles are the files kept for in, relative to its scratch folder.
+func keptFiles(in chat.Inbound) []string {
+	var rels []string
+	for _, a := range in.Attachments {
+		if a.Stored != "" {
+			rels = append(rels, a.Stored)
+		}
+	}
+	return rels
 }
 
 // removeKept removes kept files and their folders, once empty.
@@ -256,13 +262,7 @@ func (h *handler) keepFiles(ctx context.Context, in *chat.Inbound, repo string) 
 
 // dropKept removes the files keepFiles kept for in.
 func (h *handler) dropKept(in chat.Inbound, repo string) {
-	var rels []string
-	for _, a := range in.Attachments {
-		if a.Stored != "" {
-			rels = append(rels, a.Stored)
-		}
-	}
-	if len(rels) > 0 {
+	if rels := keptFiles(in); len(rels) > 0 {
 		_, scratch := h.b.cfg.Workspaces.ThreadDirs(repo, wsKey(in.Thread))
 		removeKept(scratch, rels)
 	}
