@@ -103,3 +103,47 @@ func TestKeptFilesStayInTheScratchFolder(t *testing.T) {
 		t.Fatal("writeKept blocked on a pipe in the scratch folder")
 	}
 }
+
+// A kept file is read back through safefile: what the agent put in its
+// place in the scratch folder (a link to a secret of the bot's, a pipe, a
+// device) is refused at once, and the file is downloaded again instead.
+func TestKeptFileReadBackRefusesWhatTheAgentPutThere(t *testing.T) {
+	scratch := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "threadsmith.yaml")
+	if err := os.WriteFile(secret, []byte("api_key: sk-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(scratch, inboxDir, "0c")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(string) error{
+		"link": func(p string) error { return os.Symlink(secret, p) },
+		"zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"pipe": func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"big":  func(p string) error { return os.WriteFile(p, make([]byte, 2<<10), 0o600) },
+	} {
+		if err := plant(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			data, err := readStored(scratch, inboxDir+"/0c/"+name, 1<<10)
+			if strings.Contains(string(data), "sk-secret") {
+				t.Errorf("%s: the secret was read: %q", name, data)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: read back, want refused", name)
+			}
+		case <-time.After(5 * time.Second):
+			if f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("%s: the read back blocked", name)
+		}
+	}
+}
