@@ -100,12 +100,7 @@ func readStored(scratch, rel string, limit int64) ([]byte, error) {
 // noteKept remembers the files kept for input id, to remove once it is
 // delivered or dropped.
 func (t *thread) noteKept(id int64, in chat.Inbound) {
-	var rels []string
-	for _, a := range in.Attachments {
-		if a.Stored != "" {
-			rels = append(rels, a.Stored)
-		}
-	}
+	rels := keptFiles(in)
 	if len(rels) == 0 {
 		return
 	}
@@ -128,6 +123,17 @@ func (t *thread) dropKeptFiles(id int64) {
 		return
 	}
 	removeKept(t.tws.Scratch(), rels)
+}
+
+// keptFiles are the files kept for in, relative to its scratch folder.
+func keptFiles(in chat.Inbound) []string {
+	var rels []string
+	for _, a := range in.Attachments {
+		if a.Stored != "" {
+			rels = append(rels, a.Stored)
+		}
+	}
+	return rels
 }
 
 // removeKept removes kept files and their folders, once empty.
@@ -256,22 +262,19 @@ func (h *handler) keepFiles(ctx context.Context, in *chat.Inbound, repo string) 
 
 // dropKept removes the files keepFiles kept for in.
 func (h *handler) dropKept(in chat.Inbound, repo string) {
-	var rels []string
-	for _, a := range in.Attachments {
-		if a.Stored != "" {
-			rels = append(rels, a.Stored)
-		}
-	}
-	if len(rels) > 0 {
+	if rels := keptFiles(in); len(rels) > 0 {
 		_, scratch := h.b.cfg.Workspaces.ThreadDirs(repo, wsKey(in.Thread))
 		removeKept(scratch, rels)
 	}
 }
 
 // writeKept writes data to rel in scratch, durably (synced, then renamed
-// into place and the folder synced), through the folder's root.
+// into place and the folder synced), through the folder's root: the folder
+// is the agent's to change, so a link there never leads a folder or a file
+// the bot makes out of it, and the file is created new (a pipe or a link the
+// agent put in its place is refused, never opened).
 func writeKept(scratch, rel string, data []byte) error {
-	if err := os.MkdirAll(filepath.Join(scratch, filepath.Dir(rel)), 0o700); err != nil {
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return err
 	}
 	root, err := os.OpenRoot(scratch)
@@ -279,8 +282,11 @@ func writeKept(scratch, rel string, data []byte) error {
 		return err
 	}
 	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(rel), 0o700); err != nil {
+		return err
+	}
 	tmp := rel + ".tmp"
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
@@ -58,5 +60,90 @@ func TestFilesAreKeptWithinTheThreadsQuota(t *testing.T) {
 	h.dropKept(in, "app")
 	if left, _ := filepath.Glob(filepath.Join(scratch, inboxDir, "*")); len(left) != 0 {
 		t.Errorf("after dropKept the inbox holds %q, want nothing", left)
+	}
+}
+
+// The scratch folder is the agent's to change: a link it put where the
+// inbox goes does not lead the kept files (or their folders) out of it, and
+// a pipe where a file is written is refused, never opened (which would wait
+// for a reader).
+func TestKeptFilesStayInTheScratchFolder(t *testing.T) {
+	scratch, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(scratch, inboxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKept(scratch, inboxDir+"/0a/0", []byte("kept")); err == nil {
+		t.Error("writeKept through a link out of the scratch folder succeeded")
+	}
+	if left, _ := os.ReadDir(outside); len(left) != 0 {
+		t.Errorf("the link's target holds %v, want nothing made there", left)
+	}
+
+	if err := os.Remove(filepath.Join(scratch, inboxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(scratch, inboxDir, "0b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(scratch, inboxDir, "0b", "0.tmp"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- writeKept(scratch, inboxDir+"/0b/0", []byte("kept")) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("writeKept over a pipe succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		// Unblock the writer so the test ends.
+		if f, err := os.OpenFile(filepath.Join(scratch, inboxDir, "0b", "0.tmp"), os.O_RDONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("writeKept blocked on a pipe in the scratch folder")
+	}
+}
+
+// A kept file is read back through safefile: what the agent put in its
+// place in the scratch folder (a link to a secret of the bot's, a pipe, a
+// device) is refused at once, and the file is downloaded again instead.
+func TestKeptFileReadBackRefusesWhatTheAgentPutThere(t *testing.T) {
+	scratch := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "threadsmith.yaml")
+	if err := os.WriteFile(secret, []byte("api_key: sk-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(scratch, inboxDir, "0c")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(string) error{
+		"link": func(p string) error { return os.Symlink(secret, p) },
+		"zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"pipe": func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"big":  func(p string) error { return os.WriteFile(p, make([]byte, 2<<10), 0o600) },
+	} {
+		if err := plant(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			data, err := readStored(scratch, inboxDir+"/0c/"+name, 1<<10)
+			if strings.Contains(string(data), "sk-secret") {
+				t.Errorf("%s: the secret was read: %q", name, data)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: read back, want refused", name)
+			}
+		case <-time.After(5 * time.Second):
+			if f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("%s: the read back blocked", name)
+		}
 	}
 }

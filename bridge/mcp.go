@@ -256,16 +256,27 @@ func (t *thread) launchMCP(_ context.Context, s mcptool.Server) (*mcptool.Proces
 
 // serverPath finds a stdio server's program: on PATH, or for a repository's
 // server a relative path such as ./scripts/mcp.sh in its worktree (where it
-// runs), never one that leads out of it.
+// runs), never one that leads out of it. The worktree is the agent's to
+// write, so the program is looked at through its root: a link there is
+// followed only within it, and the answer says nothing of what lies outside.
 func serverPath(s mcptool.Server, root string) (string, error) {
 	if !s.FromRepo || !strings.Contains(s.Command, "/") || filepath.IsAbs(s.Command) {
 		return exec.LookPath(s.Command)
 	}
 	p := filepath.Join(root, s.Command)
-	if rel, err := filepath.Rel(root, p); err != nil || !filepath.IsLocal(rel) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%s leads out of the repository", s.Command)
 	}
-	return exec.LookPath(p)
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	if fi, err := r.Stat(rel); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not a program in the repository", s.Command)
+	}
+	return p, nil
 }
 
 // toolsText answers !tools: the session's tools, by server.

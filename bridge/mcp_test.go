@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -138,6 +139,23 @@ func TestServerPathOfARepositoryServer(t *testing.T) {
 	}
 	if _, err := serverPath(mcptool.Server{Command: "../../bin/sh", FromRepo: true}, root); err == nil || !strings.Contains(err.Error(), "leads out of the repository") {
 		t.Errorf("../../bin/sh: %v", err)
+	}
+	// A link the agent made is followed within the worktree only.
+	if err := os.Symlink("mcp.sh", filepath.Join(root, "scripts/in.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := serverPath(mcptool.Server{Command: "./scripts/in.sh", FromRepo: true}, root); err != nil || p != filepath.Join(root, "scripts/in.sh") {
+		t.Errorf("./scripts/in.sh (a link to mcp.sh): %q, %v", p, err)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sh, filepath.Join(root, "scripts/out.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serverPath(mcptool.Server{Command: "./scripts/out.sh", FromRepo: true}, root); err == nil || !strings.Contains(err.Error(), "not a program in the repository") {
+		t.Errorf("./scripts/out.sh (a link to %s): %v, want refused", sh, err)
 	}
 	if p, err := serverPath(mcptool.Server{Command: "sh", FromRepo: true}, root); err != nil || !filepath.IsAbs(p) {
 		t.Errorf("sh: %q, %v, want it from PATH", p, err)

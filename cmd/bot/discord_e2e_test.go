@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -72,22 +71,13 @@ func newDiscordEnv(t *testing.T, configure ...func(*config.Config, *discordEnv))
 	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n", "main.go": "package main\n"}})
 	web := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"index.html": "<p>web</p>\n"}})
 
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.LLM.BaseURL = e.llm.URL()
-	cfg.LLM.APIKey = "sk-test-key"
-	cfg.LLM.Model = "fake-model"
-	cfg.Slack.Enabled = false
+	cfg := e2eConfig(t, e.llm, e.remote)
 	cfg.Discord.Enabled = true
 	cfg.Discord.Token = e.fake.Token()
 	cfg.Discord.APIURL = e.fake.URL()
 	cfg.Discord.GuildIDs = []string{dGuild, dGuild2}
 	cfg.Discord.AllowedRoles = []string{discordfake.DevRoleID} // alice has it, bob does not
-	cfg.Workspace.DefaultRepo = "app"
-	cfg.Workspace.Repos = []config.Repo{
-		{Name: "app", URL: e.remote.Path, DefaultBranch: "main"},
-		{Name: "web", URL: web.Path, DefaultBranch: "main"},
-	}
+	cfg.Workspace.Repos = append(cfg.Workspace.Repos, config.Repo{Name: "web", URL: web.Path, DefaultBranch: "main"})
 	// Little is kept verbatim, so that /compact has something to summarize
 	// after two short runs; the window is large, so nothing compacts by itself.
 	cfg.Agent.Compaction.KeepRecentTokens = 50

@@ -33,18 +33,11 @@ func newFilesEnv(t *testing.T, configure ...func(*config.Config)) *filesEnv {
 		llm:  llmfake.New(t),
 	}}
 	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n"}})
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.LLM.BaseURL = e.llm.URL()
-	cfg.LLM.APIKey = "sk-test-key"
-	cfg.LLM.Model = "fake-model"
-	cfg.Slack.Enabled = false
+	cfg := e2eConfig(t, e.llm, e.remote)
 	cfg.Discord.Enabled = true
 	cfg.Discord.Token = e.fake.Token()
 	cfg.Discord.APIURL = e.fake.URL()
 	cfg.Discord.GuildIDs = []string{dGuild}
-	cfg.Workspace.DefaultRepo = "app"
-	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: e.remote.Path, DefaultBranch: "main"}}
 	cfg.ShutdownGrace = 2 * time.Second
 	for _, f := range configure {
 		f(&cfg)

@@ -29,18 +29,26 @@ type env struct {
 
 var alice = chatfake.Person{ID: "U1", Name: "Alice", Email: "alice@example.com"}
 
-func newEnv(t *testing.T, tweak ...func(*config.Config)) *env {
-	t.Helper()
-	e := &env{t: t, chat: chatfake.New("test", 3500), llm: llmfake.New(t)}
-	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n", "main.go": "package main\n"}})
+// e2eConfig is the config the end-to-end tests start from: a fresh data
+// folder, the fake LLM, and the one repository "app" at remote, the default;
+// no platform enabled.
+func e2eConfig(t *testing.T, llm *llmfake.Server, remote *gitremote.Repo) config.Config {
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.LLM.BaseURL = e.llm.URL()
+	cfg.LLM.BaseURL = llm.URL()
 	cfg.LLM.APIKey = "sk-test-key"
 	cfg.LLM.Model = "fake-model"
 	cfg.Slack.Enabled = false
 	cfg.Workspace.DefaultRepo = "app"
-	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: e.remote.Path, DefaultBranch: "main"}}
+	cfg.Workspace.Repos = []config.Repo{{Name: "app", URL: remote.Path, DefaultBranch: "main"}}
+	return cfg
+}
+
+func newEnv(t *testing.T, tweak ...func(*config.Config)) *env {
+	t.Helper()
+	e := &env{t: t, chat: chatfake.New("test", 3500), llm: llmfake.New(t)}
+	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n", "main.go": "package main\n"}})
+	cfg := e2eConfig(t, e.llm, e.remote)
 	cfg.ShutdownGrace = 10 * time.Second
 	for _, f := range tweak {
 		f(&cfg)

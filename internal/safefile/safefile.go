@@ -218,20 +218,30 @@ func readDirFollowing(dir string) ([]Entry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return listDir(f, func(n string) (fs.FileMode, bool) {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			fi, err = os.Lstat(filepath.Join(dir, n))
+		}
+		if err != nil {
+			return 0, false
+		}
+		return fi.Mode().Type(), true
+	})
+}
+
+// listDir lists up to MaxDirEntries names of the open folder f with their
+// types (typeOf), leaving out a name typeOf cannot tell (removed since).
+func listDir(f *os.File, typeOf func(name string) (fs.FileMode, bool)) ([]Entry, error) {
 	names, err := f.Readdirnames(MaxDirEntries)
 	if err != nil && err != io.EOF {
 		return nil, err
 	}
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
-		fi, err := os.Stat(filepath.Join(dir, n))
-		if err != nil {
-			fi, err = os.Lstat(filepath.Join(dir, n))
-			if err != nil {
-				continue
-			}
+		if t, ok := typeOf(n); ok {
+			out = append(out, Entry{Name: n, Type: t})
 		}
-		out = append(out, Entry{Name: n, Type: fi.Mode().Type()})
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package safefile
 
 import (
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -177,17 +176,11 @@ func (s *rootSys) readDir(r *Root, name string) ([]Entry, error) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	names, err := f.Readdirnames(MaxDirEntries)
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(names))
-	for _, n := range names {
+	return listDir(f, func(n string) (fs.FileMode, bool) {
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue // removed since
+			return 0, false
 		}
-		out = append(out, Entry{Name: n, Type: fileMode(st.Mode)})
-	}
-	return out, nil
+		return fileMode(st.Mode), true
+	})
 }

@@ -3,7 +3,6 @@
 package safefile
 
 import (
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -69,17 +68,11 @@ func (s *rootSys) readDir(r *Root, name string) ([]Entry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	names, err := f.Readdirnames(MaxDirEntries)
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(names))
-	for _, n := range names {
+	return listDir(f, func(n string) (fs.FileMode, bool) {
 		fi, err := s.root.Lstat(path.Join(name, n))
 		if err != nil {
-			continue
+			return 0, false
 		}
-		out = append(out, Entry{Name: n, Type: fi.Mode().Type()})
-	}
-	return out, nil
+		return fi.Mode().Type(), true
+	})
 }
