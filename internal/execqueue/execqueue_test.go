@@ -1,0 +1,231 @@
+package execqueue
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestItemsRunInOrderOneAtATime(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []int
+	inRun := 0
+	q := &Queue[int]{Run: func(v int) {
+		mu.Lock()
+		inRun++
+		if inRun > 1 {
+			t.Errorf("two items ran at once")
+		}
+		got = append(got, v)
+		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+		inRun--
+		mu.Unlock()
+	}}
+	for i := range 1000 {
+		q.Add(i)
+	}
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1000 {
+		t.Fatalf("ran %d items, want 1000", len(got))
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("item %d ran as %d: order not kept", i, v)
+		}
+	}
+}
+
+func TestNoGoroutineWhileIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewFunc(nil)
+		ran := false
+		q.Add(func() { ran = true })
+		synctest.Wait() // every goroutine of the bubble is blocked or gone
+		if !ran {
+			t.Fatal("item did not run")
+		}
+		// synctest.Test fails if a goroutine of the bubble is left over.
+	})
+}
+
+func TestAddNeverBlocksOnWork(t *testing.T) {
+	t.Parallel()
+	release, started := make(chan struct{}), make(chan struct{})
+	q := NewFunc(nil)
+	q.Add(func() { close(started); <-release })
+	<-started
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			q.Add(func() {})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add blocked behind a running item")
+	}
+	if n := q.Len(); n != 100 {
+		t.Fatalf("Len = %d, want 100", n)
+	}
+	close(release)
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPanicIsLoggedAndQueueGoesOn(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	var ran []string
+	q := &Queue[string]{Log: log, Name: func(s string) string { return "item " + s }, Run: func(s string) {
+		if s == "bad" {
+			panic("boom")
+		}
+		ran = append(ran, s)
+	}}
+	q.Add("a")
+	q.Add("bad")
+	q.Add("b")
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ran, ",") != "a,b" {
+		t.Fatalf("ran %v, want a,b", ran)
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if !strings.Contains(out, "boom") || !strings.Contains(out, "item bad") || !strings.Contains(out, "execqueue_test.go") {
+		t.Fatalf("panic not logged with its item and stack:\n%s", out)
+	}
+}
+
+func TestAddFrontRunsBeforeWaitingItems(t *testing.T) {
+	t.Parallel()
+	var got []string
+	var q *Queue[string]
+	q = &Queue[string]{Run: func(s string) {
+		got = append(got, s)
+		if s == "a" {
+			q.AddFront("a1", "a2")
+		}
+	}}
+	q.Add("a")
+	q.Add("b")
+	q.Add("c")
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, ","); s != "a,a1,a2,b,c" {
+		t.Fatalf("order %s, want a,a1,a2,b,c", s)
+	}
+}
+
+func TestAddFrontInTheMiddleOfABatch(t *testing.T) {
+	t.Parallel()
+	var got []string
+	var q *Queue[string]
+	gate := make(chan struct{})
+	q = &Queue[string]{Run: func(s string) {
+		if s == "gate" {
+			<-gate
+			return
+		}
+		got = append(got, s)
+		if s == "a" {
+			q.AddFront("x")
+		}
+	}}
+	q.Add("gate")
+	for _, s := range []string{"a", "b", "c"} {
+		q.Add(s) // one batch behind the gate
+	}
+	close(gate)
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, ","); s != "a,x,b,c" {
+		t.Fatalf("order %s, want a,x,b,c", s)
+	}
+}
+
+func TestCloseDropsLaterItemsAndKeepsQueuedOnes(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	n := 0
+	q := &Queue[int]{Run: func(v int) {
+		if v == 0 {
+			<-gate
+		}
+		n++
+	}}
+	q.Add(0)
+	q.Add(1)
+	q.Close()
+	if q.Add(2) {
+		t.Fatal("Add after Close was taken")
+	}
+	close(gate)
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("ran %d items, want the 2 added before Close", n)
+	}
+}
+
+func TestWaitHonoursContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		q := NewFunc(nil)
+		q.Add(func() { <-gate })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := q.Wait(ctx); err != context.DeadlineExceeded {
+			t.Fatalf("Wait = %v, want the context's deadline", err)
+		}
+		close(gate)
+		if err := q.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkSteadyStream(b *testing.B) {
+	n := 0
+	q := &Queue[int]{Run: func(v int) { n += v }}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		q.Add(1)
+		if i%64 == 63 {
+			_ = q.Wait(context.Background())
+		}
+	}
+	_ = q.Wait(context.Background())
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
