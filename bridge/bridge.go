@@ -171,6 +171,7 @@ type Bridge struct {
 	known    map[string]bool // keys of threads that have a session
 	seen     recentSet       // recently accepted deliveries, to answer duplicates without storage
 	closing  bool
+	shut     chan struct{}  // closed as closing is set
 	wg       sync.WaitGroup // thread owners
 	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
@@ -235,6 +236,7 @@ func New(cfg Config) (*Bridge, error) {
 		released:  map[int64]int64{},
 		known:     map[string]bool{},
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
+		shut:      make(chan struct{}),
 		redact:    tools.Redactor(cfg.Secrets),
 	}
 	if b.leasing() {
@@ -314,7 +316,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 // it, and the rest is kept for stopping, reporting and flushing.
 func (b *Bridge) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
-	b.closing = true
+	if !b.closing {
+		b.closing = true
+		close(b.shut)
+	}
 	threads := make([]*thread, 0, len(b.threads))
 	for _, t := range b.threads {
 		threads = append(threads, t)
@@ -393,7 +398,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		// Its work (a commit not pushed yet, changes not committed) goes to
 		// the remote now, ahead of any input replayed below.
 		if rec, err := b.cfg.Store.ThreadByID(ctx, r.ThreadID); err == nil && rec.Repo != "" {
-			b.dispatchItem(p, rec, func(t *thread) item { return item{fn: func() { t.resumeInterrupted(r) }} })
+			b.dispatchItem(p, rec, func(*thread) message { return msgResume{r} })
 		}
 	}
 
@@ -466,11 +471,12 @@ func interruptedStatus(saved string) string {
 
 // dispatch hands accepted input to its thread's owner, starting one if needed.
 func (b *Bridge) dispatch(p *platform, rec storage.Thread, pi pendingInput) {
-	b.dispatchItem(p, rec, func(*thread) item { return item{input: &pi} })
+	b.dispatchItem(p, rec, func(*thread) message { return msgInput{&pi} })
 }
 
-// dispatchItem hands the thread's owner (started if needed) the item mk makes.
-func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) item) {
+// dispatchItem hands the thread's owner (started if needed) the message mk
+// makes, if any.
+func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) message) {
 	ref := refOf(rec.Key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -486,19 +492,18 @@ func (b *Bridge) dispatchItem(p *platform, rec storage.Thread, mk func(*thread) 
 		b.threads[ref.Key()] = t
 		b.byID[rec.ID] = t
 		b.wg.Add(1)
-		go func() {
-			b.intake.wait(t.stop)
-			t.loop()
-		}()
+		t.post(msgStart{})
 	}
-	t.enqueue(mk(t))
+	if m := mk(t); m != nil {
+		t.post(m)
+	}
 }
 
 // evict removes an idle thread owner if nothing arrived for it meanwhile.
 func (b *Bridge) evict(t *thread) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t.queued() > 0 {
+	if t.inbox.Len() > 0 {
 		return false
 	}
 	b.forgetLocked(t)

@@ -172,7 +172,7 @@ func (t *thread) commands() []agent.Command {
 		}),
 		cmd("reset", func(ctx context.Context, s *agent.Session, _ string) error {
 			// Replacing the session must wait until Start has returned.
-			t.enqueue(item{fn: func() { t.reset(ctx) }})
+			t.post(msgReset{ctx})
 			return nil
 		}),
 		cmd("model", func(_ context.Context, s *agent.Session, name string) error {

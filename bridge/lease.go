@@ -184,6 +184,12 @@ func (t *thread) recoverOwned(ctx context.Context) {
 	}
 }
 
+// inputNews takes the stored input the owner has not taken yet (nudge).
+func (t *thread) inputNews() {
+	t.nudged.Store(false)
+	t.takePending(t.b.ctx)
+}
+
 // takePending hands the owner the thread's stored input it has not taken
 // yet, in order, ahead of what its inbox holds (which it takes once).
 func (t *thread) takePending(ctx context.Context) {
@@ -222,7 +228,7 @@ func (t *thread) loseLease(l *storage.Lease) {
 	first := !t.leaseFenced.Swap(true) // before the lease goes: owned must not read nil as released
 	t.lease.CompareAndSwap(l, nil)
 	if first {
-		t.enqueue(item{fn: t.leaseLost})
+		t.post(msgLeaseLost{})
 	}
 }
 
@@ -244,21 +250,17 @@ func (t *thread) leaseLost() {
 	t.waiting = nil
 	if r := t.run; r != nil {
 		t.run = nil
-		r.timer.Stop()
+		r.stopTimers()
 		r.sess.Abort()
 		if r.slot {
 			t.releaseSlot()
-		}
-		if t.statusTick != nil {
-			t.statusTick.Stop()
-			t.statusTick = nil
 		}
 	}
 	if t.pushing != nil {
 		// Its result is not this replica's to report; the workspace stays
 		// open until the push is done with it.
 		select {
-		case <-t.pushDone:
+		case <-t.pushing.done:
 		case <-time.After(time.Minute):
 			t.log.Warn("a push of the lost thread did not finish in a minute")
 		}
@@ -526,10 +528,7 @@ func (b *Bridge) nudge(threadID int64) {
 	t := b.byID[threadID]
 	b.mu.Unlock()
 	if t != nil && t.lease.Load() != nil && t.nudged.CompareAndSwap(false, true) {
-		t.enqueue(item{fn: func() {
-			t.nudged.Store(false)
-			t.takePending(b.ctx)
-		}})
+		t.post(msgInputNews{})
 	}
 }
 
@@ -559,7 +558,7 @@ func (b *Bridge) takeOver(ctx context.Context) {
 			continue
 		}
 		b.log.Info("taking over a thread without an owner", "thread", refOf(rec.Key).Key())
-		b.dispatchItem(p, rec, func(*thread) item { return item{} })
+		b.dispatchItem(p, rec, func(*thread) message { return nil })
 	}
 }
 

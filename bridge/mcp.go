@@ -164,20 +164,10 @@ func (t *thread) openMCP(ctx context.Context) {
 		Secrets: t.b.cfg.Secrets,
 		// A server's new tool list reaches the session through the
 		// thread's owner, like everything else that changes it.
-		OnChange: func() { t.enqueue(item{fn: t.refreshTools}) },
+		OnChange: func() { t.post(msgToolsChanged{}) },
 		// A server given up (it died twice) is reported in the thread, not
 		// only to the model in its tool results.
-		OnDown: func(server string, err error) {
-			t.enqueue(item{fn: func() {
-				// err is the Set's, without Options.Secrets.
-				msg := fmt.Sprintf("⚠️ MCP server `%s`: %v", server, err)
-				if t.view == nil {
-					t.say(msg)
-					return
-				}
-				t.view.note(msg) // under the call that found it dead
-			}})
-		},
+		OnDown: func(server string, err error) { t.post(msgMCPDown{server, err}) },
 	})
 	var failed []string
 	for _, st := range t.mcp.Status() {
@@ -190,6 +180,17 @@ func (t *thread) openMCP(ctx context.Context) {
 		// (Options.Secrets).
 		t.say("⚠️ These MCP servers did not start, so their tools are missing: " + strings.Join(failed, "; "))
 	}
+}
+
+// mcpDown tells the thread that an MCP server was given up. err is the
+// Set's, without Options.Secrets.
+func (t *thread) mcpDown(server string, err error) {
+	msg := fmt.Sprintf("⚠️ MCP server `%s`: %v", server, err)
+	if t.view == nil {
+		t.say(msg)
+		return
+	}
+	t.view.note(msg) // under the call that found it dead
 }
 
 // sessionTools are the built-in tools and the MCP servers' tools, each

@@ -20,7 +20,7 @@ import (
 //
 // The push itself runs off the owner goroutine, so that a slow or silent
 // remote holds up neither the thread's commands nor its next run; its result
-// comes back to the owner on pushDone. One push is in flight per thread; runs
+// comes back to the owner as a message (msgPushDone). One push is in flight per thread; runs
 // that end meanwhile fold into the next one.
 
 // pushJob is one push of the thread's branch and what waits on it.
@@ -29,8 +29,9 @@ type pushJob struct {
 	committed bool     // it carries a new commit (else it retries earlier ones)
 	runs      []runEnd // runs recorded as ended once the push is done
 
-	res workspace.PushResult
-	err error
+	res  workspace.PushResult
+	err  error
+	done chan struct{} // closed once the push is done with the workspace
 }
 
 // runEnd is a run whose end is recorded when its work is on the remote.
@@ -114,19 +115,24 @@ func (t *thread) queuePush(job *pushJob) {
 
 func (t *thread) startPush(job *pushJob) {
 	t.pushing = job
+	job.done = make(chan struct{})
 	ws, ctx := t.ws, t.b.ctx
 	go func() {
 		job.res, job.err = ws.Push(ctx)
 		if job.err == nil {
 			crashpoint.Hit(crashpoint.Pushed)
 		}
-		t.pushDone <- job // buffered for the one push in flight: never blocks
+		close(job.done)
+		t.post(msgPushDone{job})
 	}()
 }
 
 // pushFinished runs on the owner when a push is done: the thread hears how
 // it went, the runs it carried end, and the next push starts.
 func (t *thread) pushFinished(job *pushJob) {
+	if job != t.pushing {
+		return // given up (the thread was lost)
+	}
 	ctx := t.b.ctx
 	t.pushing = nil
 	if notice := t.pushNoticeFor(ctx, job, job.res, job.err); notice != "" {
@@ -138,20 +144,6 @@ func (t *thread) pushFinished(job *pushJob) {
 	if next := t.nextPush; next != nil {
 		t.nextPush = nil
 		t.startPush(next)
-	}
-}
-
-// waitPushes lets pushes in flight finish for a shutdown, until ctx ends.
-// A push cut off leaves its runs open: the next start pushes their work.
-func (t *thread) waitPushes(ctx context.Context) {
-	for t.pushing != nil {
-		select {
-		case job := <-t.pushDone:
-			t.pushFinished(job)
-		case <-ctx.Done():
-			t.log.Warn("shutting down with a push in flight; it is retried at the next start")
-			return
-		}
 	}
 }
 

@@ -274,7 +274,7 @@ func TestNoThreadOwnerStartsDuringShutdown(t *testing.T) {
 	r.b.mu.Lock()
 	r.b.closing = true
 	r.b.mu.Unlock()
-	r.b.dispatchItem(r.b.platforms["test"], rec, func(*thread) item { return item{} })
+	r.b.dispatchItem(r.b.platforms["test"], rec, func(*thread) message { return nil })
 	if r.live(th) {
 		t.Fatal("a thread owner started during shutdown")
 	}
@@ -408,7 +408,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 	// that notices the loss first ends, and drops the items queued to it).
 	held, paused := make(chan struct{}), make(chan struct{})
 	pushed := make(chan bool, 1)
-	owner.enqueue(item{fn: func() {
+	owner.post(ownerFunc(func() {
 		close(held)
 		<-paused
 		// Work the lost owner still has in its workspace.
@@ -416,7 +416,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 			t.Error(err)
 		}
 		pushed <- owner.commitRun(a.ctx, &activeRun{request: "stale work"}, storage.RunDone)
-	}})
+	}))
 	recv(a, "the owner to take the item", held)
 	a.lapse(*l, "replica-b")
 	offset.Store(int64(2 * time.Hour))
@@ -470,14 +470,14 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 		t.Fatal("replica b does not own the thread it answered")
 	}
 	got := make(chan string, 1)
-	owner.enqueue(item{fn: func() {
+	owner.post(ownerFunc(func() {
 		data, err := os.ReadFile(filepath.Join(owner.ws.Root(), "notes.txt"))
 		if err != nil {
 			got <- err.Error()
 			return
 		}
 		got <- string(data)
-	}})
+	}))
 	if s := recv(b, "replica b's owner to read notes.txt", got); s != "written on a\n" {
 		t.Errorf("notes.txt in replica b's workspace: %q, want the pushed work", s)
 	}
@@ -506,7 +506,7 @@ func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
 	rec, _ := r.thread(th)
 	owner := r.owner(th)
 	busy, sessc := make(chan struct{}), make(chan *agent.Session, 1)
-	owner.enqueue(item{fn: func() { sessc <- owner.sess; <-busy }}) // the owner is busy…
+	owner.post(ownerFunc(func() { sessc <- owner.sess; <-busy })) // the owner is busy…
 	sess := recv(r, "the owner to be busy", sessc)
 	r.say(th, bob, "second", false) // …so this waits in its inbox,
 	g.release()                     // and the run ends behind it.
@@ -554,7 +554,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	rec, _ := a.thread(th)
 	owner := a.owner(th)
 	busy, held := make(chan struct{}), make(chan struct{})
-	owner.enqueue(item{fn: func() { close(held); <-busy }})
+	owner.post(ownerFunc(func() { close(held); <-busy }))
 	recv(a, "the owner to be busy", held)
 	before := store.calls.Load()
 	for range 50 {
@@ -562,7 +562,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 	}
 	close(busy)
 	done := make(chan struct{})
-	owner.enqueue(item{fn: func() { close(done) }})
+	owner.post(ownerFunc(func() { close(done) }))
 	recv(a, "the owner to take the news", done)
 	if n := store.calls.Load() - before; n != 1 {
 		t.Errorf("50 pieces of news for a busy owner made %d PendingInbound queries, want 1", n)

@@ -338,3 +338,8 @@ func (r *rig) waitArrived(g *gate) {
 		r.tb.Fatal("the LLM request never arrived")
 	}
 }
+
+// ownerFunc is code a test runs as a thread's owner, between its messages.
+type ownerFunc func()
+
+func (f ownerFunc) runOnOwner() { f() }

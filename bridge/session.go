@@ -134,7 +134,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	if t.view == nil {
 		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
 		t.view.delivered = t.delivered
-		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
+		t.view.onRunStart = func() { t.post(msgAdopt{}) }
 		t.view.onText = t.saver.update
 		t.view.redact = b.redact
 		threadID := t.rec.ID

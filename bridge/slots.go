@@ -9,8 +9,8 @@ import (
 // runSlots caps the runs of all threads (max_concurrent_runs). A thread that
 // finds no free slot does not block on one: it parks its input, registers
 // here and goes on answering commands (!status, !stop) at once; when a slot
-// frees, it is handed to the longest-waiting thread as an item on that
-// thread's own queue. Waiting is a state of the thread, not a blocked
+// frees, it is handed to the longest-waiting thread as a message on that
+// thread's own inbox. Waiting is a state of the thread, not a blocked
 // goroutine.
 type runSlots struct {
 	mu      sync.Mutex
@@ -39,7 +39,7 @@ func (s *runSlots) tryAcquire(t *thread) bool {
 }
 
 // release frees a slot: it goes to the first waiting thread (which owns it
-// from now on, as the item slotGranted), or back to the pool.
+// from now on, as the message msgSlotGranted), or back to the pool.
 func (s *runSlots) release() {
 	s.mu.Lock()
 	if len(s.waiters) == 0 {
@@ -51,7 +51,9 @@ func (s *runSlots) release() {
 	s.waiters[0] = nil
 	s.waiters = s.waiters[1:]
 	s.mu.Unlock()
-	t.enqueue(item{slotGranted: true})
+	if !t.post(msgSlotGranted{}) {
+		s.release() // its owner ended: the next one gets it
+	}
 }
 
 // cancel withdraws t's wait. A slot already handed to it arrives anyway, and

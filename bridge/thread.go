@@ -10,35 +10,38 @@ import (
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/execqueue"
 	"github.com/threadsmith/threadsmith/mcptool"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
-// thread owns one chat thread: its session, workspace and run. It is made of
-// parts with single owners, each in its own file:
+// thread owns one chat thread: its session, workspace and run. Its state
+// is confined to its owner: the inbox's goroutine, which handles one message
+// at a time (handle); other goroutines reach it only by posting messages. It
+// is made of parts, each written in its own file:
 //
-//   - inbox (thread_inbox.go): the queue through which everything reaches the
-//     owner goroutine; any goroutine may enqueue.
+//   - inbox (thread_inbox.go): the messages and the queue they wait in;
+//     any goroutine may post.
+//   - owner (thread.go): the dispatch of messages, the owner's start, idle
+//     eviction, shutdown and end.
 //   - routing (thread_input.go, thread_slots.go): what becomes of each
-//     accepted message; the owner's, but for the acknowledgements, which the
-//     session's event queue swaps on delivery.
+//     accepted message.
 //   - lifecycle (thread_run.go, push.go): the run in progress and the pushes
-//     after it; the owner's, with a run's end, timeout and push result
-//     reaching it as messages.
+//     after it, its end, timeout and push results reaching the owner as
+//     messages.
 //   - rendering (thread_render.go, view.go, saver.go): what the thread shows.
 //
-// The rest is the session and its workspace, set up by open (session.go).
+// The rest is the session and its workspace, set up by open (session.go),
+// and the thread's lease when the bridge is a replica (lease.go).
 type thread struct {
 	b   *Bridge
 	p   *platform
 	ref chat.ThreadRef
 	log *slog.Logger
 
-	inbox
-	stop     chan struct{} // closed by shutdown
-	stopOnce sync.Once
-	stopCtx  context.Context // the shutdown deadline, set before stop closes
+	inbox *execqueue.Queue[message]
+	owner
 
 	routing
 	lifecycle
@@ -82,92 +85,153 @@ type thread struct {
 	bg          bgGroup      // command goroutines (diff, compact, pr)
 }
 
+// owner is the state of the owner itself (thread.go).
+type owner struct {
+	lastActive time.Time   // when the owner last handled a message (idle eviction)
+	idleTimer  *time.Timer // posts msgIdleTick
+	// stopping is the shutdown's deadline once msgStop came: no new run
+	// starts; the active run may go on until it ends (stopDue).
+	stopping  context.Context
+	stopDue   bool
+	stopWatch func() bool // stops the deadline's msgStopDeadline
+	ended     bool        // the owner ended: what the inbox still holds is dropped
+}
+
 func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *thread {
 	log := b.log.With("platform", ref.Platform, "thread", ref.Key())
-	return &thread{
+	t := &thread{
 		b:         b,
 		p:         p,
 		ref:       ref,
 		log:       log,
-		inbox:     inbox{wake: make(chan struct{}, 1)},
-		stop:      make(chan struct{}),
 		routing:   routing{acks: map[string]queuedAck{}},
-		lifecycle: lifecycle{pushDone: make(chan *pushJob, 1)},
 		rendering: rendering{saver: newStatusSaver(b.cfg.Store, log)},
 		rec:       rec,
 		taken:     map[int64]*pendingInput{},
 		store:     b.cfg.Store,
 	}
+	t.inbox = &execqueue.Queue[message]{Run: t.handle, Log: log, Name: messageName}
+	return t
 }
 
-// shutdown asks the owner to finish: the active run may go on until ctx ends.
-func (t *thread) shutdown(ctx context.Context) {
-	t.stopOnce.Do(func() {
-		t.stopCtx = ctx
-		close(t.stop)
-	})
-}
+// shutdown asks the owner to finish, before anything it has not started: the
+// active run may go on until ctx ends.
+func (t *thread) shutdown(ctx context.Context) { t.inbox.AddFront(msgStop{ctx}) }
 
-// loop is the owner goroutine.
-func (t *thread) loop() {
-	defer t.b.wg.Done()
-	defer t.close()
-	t.b.cfg.Metrics.ThreadLoaded()
-	evicted := false
-	defer func() { t.b.cfg.Metrics.ThreadUnloaded(evicted) }()
-	if t.b.leasing() && !t.claim() {
-		t.b.forget(t)
-		t.dropItems()
+// handle is the owner: it passes each message to the part that owns it.
+func (t *thread) handle(m message) {
+	if t.ended || (t.stopping != nil && !whileStopping(m)) {
+		t.drop(m)
 		return
 	}
-	idle := time.NewTimer(t.b.cfg.IdleEvict)
-	defer idle.Stop()
-	for {
-		var tick <-chan time.Time
-		if t.statusTick != nil {
-			tick = t.statusTick.C
+	switch m := m.(type) {
+	case msgStart:
+		t.start()
+	case msgInput:
+		t.handleInput(m.pi)
+	case msgRunEnded:
+		t.runEnded(m.r)
+	case msgAdopt:
+		t.adoptRun()
+	case msgRunTimeout:
+		t.runTimedOut(m.r)
+	case msgStatusTick:
+		t.statusTick(m.r)
+	case msgSlotGranted:
+		t.slotGranted()
+	case msgPushDone:
+		t.pushFinished(m.job)
+	case msgReset:
+		t.reset(m.ctx)
+	case msgResume:
+		t.resumeInterrupted(m.r)
+	case msgToolsChanged:
+		t.refreshTools()
+	case msgMCPDown:
+		t.mcpDown(m.server, m.err)
+	case msgLeaseLost:
+		t.leaseLost()
+	case msgInputNews:
+		t.inputNews()
+	case msgIdleTick:
+		t.idleTick()
+		return
+	case msgStop:
+		t.stop(m.ctx)
+	case msgStopDeadline:
+		t.stopDeadline()
+	default:
+		if p, ok := m.(interface{ runOnOwner() }); ok {
+			p.runOnOwner() // tests: code run as the owner
+			break
 		}
-		// Shutting down: no new run, whatever else is ready (an owner
-		// that waited at the intake gate finds its input and stop at once).
-		select {
-		case <-t.stop:
-			t.drain()
-			return
-		default:
-		}
-		select {
-		case <-t.wake:
-			for {
-				it, ok := t.next()
-				if !ok {
-					break
-				}
-				t.handle(it)
-				if t.gone {
-					t.b.forget(t)
-					t.dropItems()
-					return
-				}
-			}
-		case <-tick:
-			t.p.Outbox.SetStatus(t.ref, "is working…")
-		case job := <-t.pushDone:
-			t.pushFinished(job)
-		case <-idle.C:
-			if t.idle() && t.tryEvict() {
-				t.log.Debug("evicted idle thread")
-				evicted = true
-				return
-			}
-			if t.gone {
-				return
-			}
-		case <-t.stop:
-			t.drain()
-			return
-		}
-		idle.Reset(t.b.cfg.IdleEvict)
+		t.log.Error("unknown message to a thread's owner", "type", messageName(m))
 	}
+	t.lastActive = time.Now()
+	t.afterMessage()
+}
+
+// whileStopping says whether the owner of a thread shutting down handles m:
+// what finishes the run and its pushes. Input and other work wait in storage
+// for the next start.
+func whileStopping(m message) bool {
+	switch m.(type) {
+	case msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline:
+		return true
+	}
+	return false
+}
+
+// drop disposes of a message the owner does not handle: input is in storage
+// for the next start or the thread's holder; a run slot handed over is given
+// back.
+func (t *thread) drop(m message) {
+	if _, ok := m.(msgSlotGranted); ok {
+		t.releaseSlot()
+	}
+}
+
+// afterMessage ends the owner when the thread is gone (another replica has
+// it) or a shutdown has nothing left to wait for.
+func (t *thread) afterMessage() {
+	switch {
+	case t.ended:
+	case t.gone:
+		t.b.forget(t)
+		t.end(false)
+	case t.stopping != nil && t.run == nil && (t.pushing == nil || t.stopDue):
+		t.end(false)
+	}
+}
+
+// start is the owner's first message: new owners wait at the intake gate,
+// then a replica takes the thread's lease.
+func (t *thread) start() {
+	t.b.intake.wait(t.b.shut)
+	t.b.cfg.Metrics.ThreadLoaded()
+	if t.b.leasing() && !t.claim() {
+		t.gone = true
+		return
+	}
+	t.idleTimer = time.AfterFunc(t.b.cfg.IdleEvict, func() { t.post(msgIdleTick{}) })
+}
+
+// idleTick evicts the thread when nothing happened in it for IdleEvict and
+// it is idle, else looks again later.
+func (t *thread) idleTick() {
+	evict := t.b.cfg.IdleEvict
+	if wait := evict - time.Since(t.lastActive); wait > 0 {
+		t.idleTimer.Reset(wait)
+		return
+	}
+	if t.idle() && t.tryEvict() {
+		t.log.Debug("evicted idle thread")
+		t.end(true)
+		return
+	}
+	t.lastActive = time.Now()
+	t.idleTimer.Reset(evict)
+	t.afterMessage()
 }
 
 // idle reports whether the thread may be evicted: nothing of it works on. A
@@ -191,25 +255,57 @@ func (t *thread) tryEvict() bool {
 	}
 	if leased && !t.claim() {
 		t.gone = true
-		t.b.forget(t)
-		t.dropItems()
 	}
 	return false
 }
 
-// dropItems empties the inbox of an owner that ends without its thread:
-// input is in storage for the thread's holder; a run slot handed over is
-// given back.
-func (t *thread) dropItems() {
-	for {
-		it, ok := t.next()
-		if !ok {
-			return
-		}
-		if it.slotGranted {
-			t.releaseSlot()
-		}
+// stop begins the shutdown: no new run; the owner ends once the active run
+// and its pushes are done, or at ctx's end (stopDeadline).
+func (t *thread) stop(ctx context.Context) {
+	if t.stopping != nil {
+		return
 	}
+	t.stopping = ctx
+	t.stopWatch = context.AfterFunc(ctx, func() { t.post(msgStopDeadline{}) })
+}
+
+// stopDeadline runs when the shutdown's deadline passed: the active run is
+// stopped and reported as interrupted (runEnded) once it ends, or after
+// runWindDown if it does not; a push cut off leaves its runs open, and the
+// next start pushes their work.
+func (t *thread) stopDeadline() {
+	t.stopDue = true
+	if r := t.run; r != nil {
+		if !r.interrupted {
+			r.interrupted, r.stopped = true, true
+			r.sess.Abort()
+			r.windDown = time.AfterFunc(runWindDown, func() { t.post(msgRunEnded{r}) })
+		}
+		return
+	}
+	if t.pushing != nil {
+		t.log.Warn("shutting down with a push in flight; it is retried at the next start")
+	}
+}
+
+// runWindDown is how long a run stopped by a shutdown may take to end before
+// the owner reports it interrupted all the same.
+const runWindDown = 5 * time.Second
+
+// end ends the owner: later messages are dropped, and the thread's session
+// and workspace are released.
+func (t *thread) end(evicted bool) {
+	t.ended = true
+	t.inbox.Close()
+	if t.idleTimer != nil {
+		t.idleTimer.Stop()
+	}
+	if t.stopWatch != nil {
+		t.stopWatch()
+	}
+	t.b.cfg.Metrics.ThreadUnloaded(evicted)
+	t.close()
+	t.b.wg.Done()
 }
 
 // bgGroup is a WaitGroup that can also say whether anything is running.
@@ -222,56 +318,6 @@ func (g *bgGroup) Add(d int)  { g.n.Add(int32(d)); g.wg.Add(d) }
 func (g *bgGroup) Done()      { g.n.Add(-1); g.wg.Done() }
 func (g *bgGroup) Wait()      { g.wg.Wait() }
 func (g *bgGroup) busy() bool { return g.n.Load() > 0 }
-
-// handle passes a message to the part that owns it.
-func (t *thread) handle(it item) {
-	switch {
-	case it.input != nil:
-		t.handleInput(it.input)
-	case it.runDone != nil:
-		// That run, not whichever is current: a late end must not finish
-		// the next one.
-		if it.runDone == t.run && it.runDone.sess == t.sess {
-			t.finishRun(t.b.ctx)
-		}
-	case it.runTimeout != nil:
-		t.runTimedOut(it.runTimeout)
-	case it.slotGranted:
-		t.slotGranted()
-	case it.fn != nil:
-		it.fn()
-	}
-}
-
-// drain finishes the thread for shutdown: the active run gets until the
-// shutdown deadline, then is stopped and reported. Input still queued here is
-// in storage and is replayed at the next start.
-func (t *thread) drain() {
-	ctx := t.stopCtx
-	defer t.waitPushes(ctx)
-	if t.run == nil {
-		return
-	}
-	done := make(chan struct{})
-	sess := t.sess
-	go func() {
-		_ = sess.Wait(ctx)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		t.run.stopped = true
-		sess.Abort()
-		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = sess.Wait(wctx)
-		cancel()
-		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
-		t.finishRunWith(context.Background(), storage.RunInterrupted, false)
-		return
-	}
-	t.finishRun(context.Background())
-}
 
 // close releases the thread's session and workspace.
 func (t *thread) close() {
@@ -293,9 +339,6 @@ func (t *thread) close() {
 	}
 	if t.ws != nil {
 		_ = t.ws.Close()
-	}
-	if t.statusTick != nil {
-		t.statusTick.Stop()
 	}
 	// Last: the session wrote what it had under the lease.
 	t.releaseLease()

@@ -1,67 +1,83 @@
 package bridge
 
 // A thread's inbox: the one queue through which everything reaches the
-// thread's owner goroutine — accepted input, a run's end or timeout, a run
-// slot handed over, work of command goroutines. Producers on any goroutine
-// enqueue; only the owner takes items off.
+// thread's owner — accepted input, the session's events, a run's end or
+// timeout, a run slot handed over, a push or background command done,
+// shutdown, timers. Producers on any goroutine post typed messages; the
+// owner handles them one at a time, in order, on the queue's goroutine
+// (internal/execqueue), which exists only while there is work. thread.go's
+// handle is the one dispatch.
 
-import "sync"
+import (
+	"context"
+	"fmt"
 
-// inbox is the owner's queue.
-type inbox struct {
-	qmu   sync.Mutex
-	items []item
-	wake  chan struct{} // signalled (without blocking) on each enqueue
-}
+	"github.com/threadsmith/threadsmith/storage"
+)
 
-// item is a message to a thread's owner goroutine; one field is set.
-type item struct {
-	input       *pendingInput // accepted input (thread_input.go)
-	runDone     *activeRun    // the run whose session went idle (thread_run.go)
-	runTimeout  *activeRun    // the run that reached the run timeout
-	slotGranted bool          // a run slot was handed to this thread (runSlots)
-	fn          func()        // anything else to do on the owner
-}
+// message is anything posted to a thread's owner: one of the types below.
+type message any
 
-func (q *inbox) enqueue(it item) {
-	q.qmu.Lock()
-	q.items = append(q.items, it)
-	q.qmu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+// The messages, each handled by a method of the file that owns its state.
+type (
+	// msgStart is an owner's first message: it takes the thread (thread.go).
+	msgStart struct{}
+	// msgInput is accepted input (thread_input.go).
+	msgInput struct{ pi *pendingInput }
+	// msgRunEnded: run r's session went idle, its events handled before
+	// (thread_run.go).
+	msgRunEnded struct{ r *activeRun }
+	// msgAdopt: the session started a run by itself (thread_run.go).
+	msgAdopt struct{}
+	// msgRunTimeout: run r reached the run timeout (thread_run.go).
+	msgRunTimeout struct{ r *activeRun }
+	// msgStatusTick: re-send the working indicator of run r (thread_run.go).
+	msgStatusTick struct{ r *activeRun }
+	// msgSlotGranted: a run slot was handed to the thread (thread_slots.go).
+	msgSlotGranted struct{}
+	// msgPushDone: a push finished (push.go).
+	msgPushDone struct{ job *pushJob }
+	// msgReset: start a new conversation, after the !reset that asked for
+	// it returned from the session (commands.go).
+	msgReset struct{ ctx context.Context }
+	// msgResume: push the work of run r the previous process left (push.go).
+	msgResume struct{ r storage.Run }
+	// msgToolsChanged: an MCP server's tools changed (mcp.go).
+	msgToolsChanged struct{}
+	// msgMCPDown: an MCP server was given up (mcp.go).
+	msgMCPDown struct {
+		server string
+		err    error
 	}
-}
+	// msgLeaseLost: another replica has the thread (lease.go).
+	msgLeaseLost struct{}
+	// msgInputNews: stored input may wait that the owner has not taken
+	// (lease.go).
+	msgInputNews struct{}
+	// msgIdleTick: time to look whether the thread may be evicted (thread.go).
+	msgIdleTick struct{}
+	// msgStop: shut down; the active run may go on until ctx ends (thread.go).
+	msgStop struct{ ctx context.Context }
+	// msgStopDeadline: the shutdown's deadline passed (thread.go).
+	msgStopDeadline struct{}
+)
 
-func (q *inbox) next() (item, bool) {
-	q.qmu.Lock()
-	defer q.qmu.Unlock()
-	if len(q.items) == 0 {
-		return item{}, false
-	}
-	it := q.items[0]
-	q.items[0] = item{}
-	q.items = q.items[1:]
-	return it, true
-}
+// post hands m to the owner. It reports whether m was taken: an owner that
+// ended takes nothing.
+func (t *thread) post(m message) bool { return t.inbox.Add(m) }
 
-func (q *inbox) queued() int {
-	q.qmu.Lock()
-	defer q.qmu.Unlock()
-	return len(q.items)
-}
-
-// requeueFront puts inputs back at the front of the queue, in order.
-func (q *inbox) requeueFront(ins []*pendingInput) {
+// requeueFront puts inputs back at the front of the inbox, in order. Only the
+// owner calls it.
+func (t *thread) requeueFront(ins []*pendingInput) {
 	if len(ins) == 0 {
 		return
 	}
-	q.qmu.Lock()
-	front := make([]item, 0, len(ins)+len(q.items))
-	for _, pi := range ins {
-		front = append(front, item{input: pi})
+	ms := make([]message, len(ins))
+	for i, pi := range ins {
+		ms[i] = msgInput{pi}
 	}
-	q.items = append(front, q.items...)
-	q.qmu.Unlock()
-	q.enqueue(item{}) // wake the loop; an empty item does nothing
+	t.inbox.AddFront(ms...)
 }
+
+// messageName names a message in the inbox's panic log line.
+func messageName(m message) string { return fmt.Sprintf("%T", m) }

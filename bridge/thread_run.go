@@ -1,7 +1,7 @@
 package bridge
 
 // Run lifecycle: a run is tracked from its start (recorded, timer armed),
-// its end reaches the owner as an item (runDone, or the timeout), and
+// its end reaches the owner as a message (msgRunEnded, or the timeout), and
 // finishing it posts the answer (durably, thread_answer.go), then commits and
 // pushes (push.go). Owner goroutine only.
 
@@ -22,12 +22,10 @@ const statusRefresh = 8 * time.Second
 
 // lifecycle is the state of the thread's run and of the pushes after it.
 type lifecycle struct {
-	run        *activeRun
-	statusTick *time.Ticker  // re-sends "is working…" while a run goes on
-	unpushed   bool          // the last push failed: the next run pushes again
-	pushing    *pushJob      // the push in flight, if any (push.go)
-	nextPush   *pushJob      // the push to start when it is done
-	pushDone   chan *pushJob // its result, back to the owner
+	run      *activeRun
+	unpushed bool     // the last push failed: the next run pushes again
+	pushing  *pushJob // the push in flight, if any (push.go)
+	nextPush *pushJob // the push to start when it is done
 	// leftOut are the nested repositories the thread was told were left
 	// out of its commits; they stay in the work tree, and are not told again.
 	leftOut map[string]bool
@@ -40,10 +38,14 @@ type activeRun struct {
 	request   string
 	author    chat.Author
 	sess      *agent.Session // the session it runs on
-	timer     *time.Timer
+	timer     *time.Timer    // posts msgRunTimeout
+	tick      *time.Timer    // posts msgStatusTick
+	windDown  *time.Timer    // a shutdown's msgRunEnded for a run that does not end
 	timedOut  bool
 	stopped   bool
-	slot      bool
+	// interrupted: the shutdown's deadline stopped it (reported, not pushed)
+	interrupted bool
+	slot        bool
 }
 
 // beginRun tracks a run that Start just started (its transcript began at
@@ -81,18 +83,46 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	// The request names the work where the platform shows a title (a Slack
 	// agent session).
 	t.p.Outbox.SetStatusTitled(t.ref, "is working…", r.request)
-	t.statusTick = time.NewTicker(statusRefresh)
 	sess := t.sess
 	r.sess = sess
-	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() { t.enqueue(item{runTimeout: r}) })
+	r.tick = time.AfterFunc(statusRefresh, func() { t.post(msgStatusTick{r}) })
+	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() { t.post(msgRunTimeout{r}) })
 	go func() {
 		_ = sess.Wait(context.Background())
-		t.enqueue(item{runDone: r})
+		t.post(msgRunEnded{r})
 	}()
 }
 
+// statusTick re-sends the working indicator while r goes on.
+func (t *thread) statusTick(r *activeRun) {
+	if t.run != r {
+		return
+	}
+	t.p.Outbox.SetStatus(t.ref, "is working…")
+	r.tick.Reset(statusRefresh)
+}
+
+// runEnded runs when r's session went idle (its events were handled before):
+// that run, not whichever is current, ends — a late end must not finish the
+// next one.
+func (t *thread) runEnded(r *activeRun) {
+	if r != t.run || r.sess != t.sess {
+		return
+	}
+	if r.interrupted {
+		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
+		t.finishRunWith(context.Background(), storage.RunInterrupted, false)
+		return
+	}
+	ctx := t.b.ctx
+	if t.stopping != nil {
+		ctx = context.Background()
+	}
+	t.finishRun(ctx)
+}
+
 // runTimedOut runs on the owner when r reached the run timeout: it is
-// aborted, and ends as any run does (runDone).
+// aborted, and ends as any run does (runEnded).
 func (t *thread) runTimedOut(r *activeRun) {
 	if t.run == r {
 		r.timedOut = true
@@ -113,13 +143,9 @@ func (t *thread) finishRun(ctx context.Context) {
 func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, push bool) {
 	r := t.run
 	t.run = nil
-	r.timer.Stop()
+	r.stopTimers()
 	if r.slot {
 		t.releaseSlot()
-	}
-	if t.statusTick != nil {
-		t.statusTick.Stop()
-		t.statusTick = nil
 	}
 	t.p.Outbox.SetStatus(t.ref, "")
 	if r.timedOut {
@@ -145,6 +171,15 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	held := t.held
 	t.held = nil
 	t.requeueFront(held)
+}
+
+// stopTimers stops what r's timers would still post.
+func (r *activeRun) stopTimers() {
+	r.timer.Stop()
+	r.tick.Stop()
+	if r.windDown != nil {
+		r.windDown.Stop()
+	}
 }
 
 // notifyOf is the person r's answer mentions: who asked, when the run took

@@ -36,6 +36,7 @@ type Queue[T any] struct {
 	items   []T
 	spare   []T // the last processed batch, reused
 	front   []T // items to run before items (AddFront)
+	left    int // items of the batch being run that have not started
 	running bool
 	idle    chan struct{} // closed when the queue drains; nil while idle
 	closed  bool
@@ -80,11 +81,12 @@ func (q *Queue[T]) start() {
 	go q.drain()
 }
 
-// Len is the number of items added and not yet taken to run.
+// Len is the number of items added that have not started to run; called by
+// Run, it does not count the item being run.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items) + len(q.front)
+	return len(q.items) + len(q.front) + q.left
 }
 
 func (q *Queue[T]) drain() {
@@ -93,6 +95,7 @@ func (q *Queue[T]) drain() {
 		if len(q.front) > 0 {
 			batch := q.front
 			q.front = nil
+			q.left = len(batch) - 1
 			q.mu.Unlock()
 			q.runBatch(batch, false)
 			continue
@@ -107,6 +110,7 @@ func (q *Queue[T]) drain() {
 		batch := q.items
 		q.items = q.spare[:0]
 		q.spare = nil
+		q.left = len(batch) - 1
 		q.mu.Unlock()
 		rest := q.runBatch(batch, true)
 		q.mu.Lock()
@@ -114,6 +118,7 @@ func (q *Queue[T]) drain() {
 			// AddFront during the batch: what the batch did not reach yet
 			// runs after the items put in front.
 			q.front = append(q.front, rest...)
+			q.left = 0
 		}
 		q.spare = batch[:0]
 		q.mu.Unlock()
@@ -122,24 +127,26 @@ func (q *Queue[T]) drain() {
 
 // runBatch runs the batch in order. When the queue's own Run puts items in
 // front (AddFront) it stops and returns the part not run yet, copied.
+// q.left counts the items of the batch not started yet (Len).
 func (q *Queue[T]) runBatch(batch []T, items bool) []T {
 	var zero T
 	for i := range batch {
 		q.call(batch[i])
 		batch[i] = zero
-		if items && i+1 < len(batch) && q.hasFront() {
+		if i+1 == len(batch) {
+			break
+		}
+		q.mu.Lock()
+		if items && len(q.front) > 0 {
 			rest := append([]T(nil), batch[i+1:]...)
 			clear(batch[i+1:])
+			q.mu.Unlock()
 			return rest
 		}
+		q.left--
+		q.mu.Unlock()
 	}
 	return nil
-}
-
-func (q *Queue[T]) hasFront() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.front) > 0
 }
 
 func (q *Queue[T]) call(v T) {

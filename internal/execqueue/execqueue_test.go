@@ -229,3 +229,43 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// Len seen from Run counts what is still to run, the rest of the batch being
+// run included, and not the item running: an owner that asks whether more
+// work waits for it must not miss items taken in the same batch.
+func TestLenCountsTheRestOfTheBatch(t *testing.T) {
+	t.Parallel()
+	var q *Queue[int]
+	var got []int
+	gate := make(chan struct{})
+	q = &Queue[int]{Run: func(v int) {
+		if v == 0 {
+			<-gate
+		}
+		got = append(got, q.Len())
+	}}
+	q.Add(0)
+	for i := 1; i <= 3; i++ {
+		q.Add(i)
+	}
+	close(gate)
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Item 0 ran alone (items 1–3 came while it ran), then 1–3 as one batch.
+	want := []int{3, 2, 1, 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Len seen by each item = %v, want %v", got, want)
+		}
+	}
+	q.Add(1)
+	q.Add(2)
+	q.Add(3)
+	if err := q.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := got[4:]; got[0] != 2 || got[1] != 1 || got[2] != 0 {
+		t.Fatalf("Len within one batch = %v, want [2 1 0]", got)
+	}
+}
