@@ -104,21 +104,17 @@ func (t *thread) noteKept(id int64, in chat.Inbound) {
 	if len(rels) == 0 {
 		return
 	}
-	t.amu.Lock()
 	if t.kept == nil {
 		t.kept = map[int64][]string{}
 	}
 	t.kept[id] = rels
-	t.amu.Unlock()
 }
 
 // dropKeptFiles removes the files kept for input id: the model has them, or
 // uploads/ does, or the input was dropped.
 func (t *thread) dropKeptFiles(id int64) {
-	t.amu.Lock()
 	rels := t.kept[id]
 	delete(t.kept, id)
-	t.amu.Unlock()
 	if len(rels) == 0 || t.tws == nil {
 		return
 	}

@@ -112,12 +112,8 @@ func (t *thread) commands() []agent.Command {
 			t.say(t.toolsText(s))
 			return nil
 		}),
-		cmd("pr", func(context.Context, *agent.Session, string) error {
-			t.bg.Add(1)
-			go func() {
-				defer t.bg.Done()
-				t.say(t.prText(t.b.ctx))
-			}()
+		cmd("pr", func(ctx context.Context, _ *agent.Session, _ string) error {
+			t.prCommand(ctx)
 			return nil
 		}),
 		cmd("stop", func(_ context.Context, s *agent.Session, _ string) error {
@@ -146,28 +142,26 @@ func (t *thread) commands() []agent.Command {
 			return t.queueAs(ctx, s, args, agent.BehaviorFollowUp)
 		}),
 		cmd("compact", func(_ context.Context, s *agent.Session, focus string) error {
-			t.bg.Add(1)
-			go func() {
-				defer t.bg.Done()
+			t.background(func() msgCommandDone {
 				_, err := s.Compact(t.b.ctx, focus)
 				switch {
 				case err == nil:
 				case errors.Is(err, compaction.ErrNothingToCompact):
-					t.say("🗜️ Nothing to compact yet: the conversation is still short.")
+					return msgCommandDone{say: "🗜️ Nothing to compact yet: the conversation is still short."}
 				case errors.Is(err, agent.ErrRunActive):
-					t.say("🗜️ " + agent.ErrRunActive.Error())
+					return msgCommandDone{say: "🗜️ " + agent.ErrRunActive.Error()}
 				default:
 					t.log.Warn("compaction failed", "err", err) // the thread heard it from the event
 				}
-			}()
+				return msgCommandDone{}
+			})
 			return nil
 		}),
 		cmd("diff", func(context.Context, *agent.Session, string) error {
-			t.bg.Add(1)
-			go func() {
-				defer t.bg.Done()
+			t.background(func() msgCommandDone {
 				t.postDiff(t.b.ctx)
-			}()
+				return msgCommandDone{}
+			})
 			return nil
 		}),
 		cmd("reset", func(ctx context.Context, s *agent.Session, _ string) error {
@@ -384,10 +378,7 @@ func (t *thread) cancelQueued(msgs []llm.Message, reason string) {
 		if id, err := strconv.ParseInt(m.InputID, 10, 64); err == nil {
 			t.markInbound(id, storage.InboundDropped, reason)
 		}
-		t.amu.Lock()
-		ack, ok := t.acks[m.InputID]
-		delete(t.acks, m.InputID)
-		t.amu.Unlock()
+		ack, ok := t.takeAck(m.InputID)
 		if ok && ack.messageID != "" {
 			t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
 			t.p.Outbox.React(t.ref, ack.messageID, reactCancelled, true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unicode/utf8"
 
@@ -38,41 +39,76 @@ func (t *thread) pullRequestOf() *PullRequests {
 // notice ("" when there is nothing to say). The branch is pushed by then:
 // the thread's status message gets Diff and the pull request's button.
 func (t *thread) syncPullRequest(ctx context.Context, request string) string {
-	line, url := t.ensurePullRequest(ctx, request)
-	pr := t.pullRequestOf()
-	t.offerPushed(url, pr != nil && pr.Client != nil)
-	return line
+	return t.prDone(t.prWorkOf().sync(ctx, request))
 }
 
-// ensurePullRequest is syncPullRequest's work; it also returns the pull
-// request's URL ("" without one).
-func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, url string) {
-	pr := t.pullRequestOf()
-	if pr == nil || t.ws == nil {
-		return "", ""
+// prWork is what syncing the thread's pull request needs of it, taken on the
+// owner, so that !pr can do the work off it.
+type prWork struct {
+	pr        *PullRequests // nil: the repository has none
+	ws        *workspace.Workspace
+	repo      string
+	requester string                       // named in the description ("" for no one)
+	link      func(context.Context) string // the thread's link (thread.link: no owner state)
+	platform  string
+	log       *slog.Logger
+}
+
+// prResult is what a sync found, for the owner to act on (prDone).
+type prResult struct {
+	line string // for the thread ("" for nothing)
+	url  string // the pull request's ("" without one)
+	prs  bool   // the repository has pull requests
+	off  string // why it gets none, told once ("" for nothing)
+}
+
+// prWorkOf takes what a sync of the pull request needs.
+func (t *thread) prWorkOf() prWork {
+	w := prWork{pr: t.pullRequestOf(), ws: t.ws, repo: t.rec.Repo, link: t.link, platform: platformTitle(t.ref.Platform), log: t.log}
+	if a := t.requester; a != nil && a.ID != forgeAuthorID {
+		w.requester = a.Name // a forge's webhook asked for the last run: no one to name
+	}
+	return w
+}
+
+// prDone acts on a sync's result on the owner: the buttons, and the note of
+// why there is no pull request, said once. It returns the line to tell.
+func (t *thread) prDone(res prResult) string {
+	t.offerPushed(res.url, res.prs)
+	if res.off != "" {
+		return t.prNoteOnce(res.off)
+	}
+	return res.line
+}
+
+// sync opens or updates the pull request.
+func (w prWork) sync(ctx context.Context, request string) prResult {
+	pr := w.pr
+	if pr == nil || w.ws == nil {
+		return prResult{prs: pr != nil && pr.Client != nil}
 	}
 	if pr.Client == nil {
-		return t.prNoteOnce(pr.Off), ""
+		return prResult{off: pr.Off}
 	}
-	subjects, err := t.ws.Subjects(ctx)
+	subjects, err := w.ws.Subjects(ctx)
 	if err != nil {
-		t.log.Warn("listing the branch's commits for the pull request", "err", err)
+		w.log.Warn("listing the branch's commits for the pull request", "err", err)
 	}
 	title := firstLine(request)
 	if len(subjects) > 0 {
 		title = firstLine(subjects[0])
 	}
 	res, err := pr.Client.Ensure(ctx, forge.Request{
-		Head: t.ws.Branch(), Base: t.ws.DefaultBranch(),
-		Title: title, Body: t.prBody(ctx, subjects), Draft: pr.Draft,
+		Head: w.ws.Branch(), Base: w.ws.DefaultBranch(),
+		Title: title, Body: w.body(ctx, subjects), Draft: pr.Draft,
 	})
 	if err != nil {
 		var fe *forge.Error
 		if errors.As(err, &fe) && fe.Refused {
-			return t.prNoteOnce(fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", t.rec.Repo, fe.Message)), ""
+			return prResult{prs: true, off: fmt.Sprintf("the forge does not let the bot open pull requests for `%s` (%s)", w.repo, fe.Message)}
 		}
-		t.log.Warn("pull request", "err", err)
-		return "⚠️ The pull request could not be opened or updated: " + err.Error() + ". I'll try again after the next push, or say `!pr`.", ""
+		w.log.Warn("pull request", "err", err)
+		return prResult{prs: true, line: "⚠️ The pull request could not be opened or updated: " + err.Error() + ". I'll try again after the next push, or say `!pr`."}
 	}
 	verb := "Updated"
 	if res.Created {
@@ -81,7 +117,7 @@ func (t *thread) ensurePullRequest(ctx context.Context, request string) (line, u
 			verb = "Opened draft"
 		}
 	}
-	return fmt.Sprintf("🔀 %s [%s](%s)", verb, prName(pr.Client.Kind(), res.Number), res.URL), res.URL
+	return prResult{prs: true, url: res.URL, line: fmt.Sprintf("🔀 %s [%s](%s)", verb, prName(pr.Client.Kind(), res.Number), res.URL)}
 }
 
 // prName is how the forge calls its request number n: GitLab's are merge
@@ -95,27 +131,24 @@ func prName(kind string, n int) string {
 
 // prNoteOnce tells the thread, once, why it gets no pull request.
 func (t *thread) prNoteOnce(why string) string {
-	if why == "" || !t.prNoted.CompareAndSwap(false, true) {
+	if why == "" || t.prNoted {
 		return ""
 	}
+	t.prNoted = true
 	return "ℹ️ No pull request: " + why + ". The branch is pushed; open one from the compare link."
 }
 
-// prBody is the pull request's description: where it comes from, what the
+// body is the pull request's description: where it comes from, what the
 // branch's runs were asked and which files they changed.
-func (t *thread) prBody(ctx context.Context, subjects []string) string {
-	name := ""
-	if a := t.requester.Load(); a != nil && a.ID != forgeAuthorID {
-		name = a.Name // a forge's webhook asked for the last run: no one to name
-	}
-	files, err := t.ws.BranchFiles(ctx)
+func (w prWork) body(ctx context.Context, subjects []string) string {
+	files, err := w.ws.BranchFiles(ctx)
 	if err != nil {
-		t.log.Warn("listing the branch's files for the pull request", "err", err)
+		w.log.Warn("listing the branch's files for the pull request", "err", err)
 	}
-	return prDescription(platformTitle(t.ref.Platform), strings.TrimPrefix(t.link(ctx), "Thread: "), name, subjects, files)
+	return prDescription(w.platform, strings.TrimPrefix(w.link(ctx), "Thread: "), w.requester, subjects, files)
 }
 
-// prDescription writes prBody. The commit subjects are the model's words and
+// prDescription writes body. The commit subjects are the model's words and
 // the name is the person's choice: an @ in them does not mention anyone on
 // the forge (a zero-width space follows it), or a commit subject could ping
 // any user or team there. File names are the model's too: each is one code
@@ -207,24 +240,28 @@ const maxPRBody = 60000
 // noMentions keeps the forge from reading @name in s as a mention.
 func noMentions(s string) string { return strings.ReplaceAll(s, "@", "@\u200b") }
 
-// prText answers !pr: the thread's pull request, opened if needed.
-func (t *thread) prText(ctx context.Context) string {
+// prCommand answers !pr: the thread's pull request, opened if needed (off
+// the owner; prDone tells it).
+func (t *thread) prCommand(ctx context.Context) {
 	pr := t.pullRequestOf()
 	switch {
 	case pr == nil:
-		return "🔀 This repository has no pull requests here (a local remote, or `pull_requests: off`)."
+		t.say("🔀 This repository has no pull requests here (a local remote, or `pull_requests: off`).")
+		return
 	case pr.Client == nil:
-		return "🔀 No pull request: " + pr.Off + "."
+		t.say("🔀 No pull request: " + pr.Off + ".")
+		return
 	}
 	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err != nil || lp.Result != storage.PushOK {
-		return "🔀 Nothing is pushed yet: the pull request opens with the first push of a run that changes files."
+		t.say("🔀 Nothing is pushed yet: the pull request opens with the first push of a run that changes files.")
+		return
 	}
-	t.prNoted.Store(false)
-	line := t.syncPullRequest(ctx, "")
-	if line == "" {
-		return "🔀 No pull request."
-	}
-	return line
+	t.prNoted = false
+	w := t.prWorkOf()
+	t.background(func() msgCommandDone {
+		res := w.sync(t.b.ctx, "")
+		return msgCommandDone{pr: &res}
+	})
 }
 
 // reviewPrompt turns `!review` into the message that gives the model the

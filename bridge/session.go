@@ -186,23 +186,61 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.unsubscribe()
 	}
 	t.sess = sess
-	t.unsubscribe = sess.Subscribe(func(ev agent.Event) {
-		if !t.owned(context.Background(), 0) {
-			return // another replica has the thread: it shows it now
-		}
-		t.view.handle(ev)
-		t.sessionEvent(ev)
-		countEvent(b.cfg.Metrics, ev)
-	})
+	// The session's events reach the owner in the order it emitted them;
+	// its Wait returns once they are all posted (so a run's end comes after
+	// its events).
+	t.unsubscribe = sess.Subscribe(func(ev agent.Event) { t.post(msgEvent{sess, ev}) })
 	return nil
 }
 
-// sessionEvent is the thread's own look at its session's events (on the
-// session's event queue): what the view does not render.
-func (t *thread) sessionEvent(ev agent.Event) {
+// sessionEvent runs on the owner for each event of session sess (the
+// current one, or one a reset replaced): the view renders it, and the thread
+// looks at what the view does not render.
+func (t *thread) sessionEvent(sess *agent.Session, ev agent.Event) {
+	if !t.owned(context.Background(), 0) {
+		return // another replica has the thread: it shows it now
+	}
+	t.view.handle(ev)
 	if pf, ok := ev.(agent.PersistFailed); ok && !t.leaseFenced.Load() {
 		t.log.Error("session entries were not stored", "count", pf.Entries, "err", pf.ErrorMessage)
 		t.say("⚠️ I couldn't save part of this conversation; it is missing if I restart (the details are in the bot's log).")
+	}
+	countEvent(t.b.cfg.Metrics, ev)
+}
+
+// hookState is what the session's before_agent_start hook, which runs off
+// the owner, needs of the thread: taken on the owner (msgHook), by value.
+type hookState struct {
+	context string // the thread's context (context)
+	root    string // the workspace's root, "" without one
+	header  string // the request header (requestHeader)
+}
+
+// hookState answers a hook's msgHook. The owner takes it after the message
+// it is handling, so a run started by deliver is recorded (StartRun) before
+// the hook returns and the run's prompt, whose append marks the input
+// delivered, is stored: a crash between the two would leave input delivered
+// with no run to report as interrupted.
+func (t *thread) hookState() hookState {
+	st := hookState{context: t.context(), header: t.requestHeader()}
+	if t.ws != nil {
+		st.root = t.ws.Root()
+	}
+	return st
+}
+
+// askOwner is the hook's side of msgHook: the thread's hookState, or the
+// zero one when the owner ended or ctx (the run) ended first.
+func (t *thread) askOwner(ctx context.Context) hookState {
+	reply := make(chan hookState, 1)
+	if !t.post(msgHook{reply}) {
+		return hookState{}
+	}
+	select {
+	case st := <-reply:
+		return st
+	case <-ctx.Done():
+		return hookState{}
 	}
 }
 
@@ -221,27 +259,25 @@ func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 		Name:     "chat",
 		Commands: t.commands(),
 		BeforeAgentStart: func(ctx context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
-			// The run is recorded before its prompt is stored (runRecorded).
-			if p := t.runRecorded.Load(); p != nil {
-				select {
-				case <-*p:
-				case <-ctx.Done():
-				}
+			// The run is recorded before its prompt is stored (hookState).
+			st := t.askOwner(ctx)
+			if st.context == "" {
+				return agent.BeforeAgentStartResult{} // the thread ends
 			}
 			// The system prompt holds only what stays the same for the
 			// session, so that every request extends the previous one and the
 			// provider's prompt cache serves the history; who asks and the
 			// date go into the conversation, when they change.
-			prompt := ev.SystemPrompt + "\n\n" + t.context()
-			if t.ws != nil {
-				if name, text, err := repoInstructions(t.ws.Root()); name != "" && err == nil {
+			prompt := ev.SystemPrompt + "\n\n" + st.context
+			if st.root != "" {
+				if name, text, err := repoInstructions(st.root); name != "" && err == nil {
 					prompt += "\n\n" + text
 				}
 			}
 			res := agent.BeforeAgentStartResult{SystemPrompt: prompt}
 			// Told when the context does not carry it last: it changed, or
 			// a compaction summarised it away.
-			if h := t.requestHeader(); h != lastRequestHeader(messages()) {
+			if h := st.header; h != lastRequestHeader(messages()) {
 				res.Preface = []llm.Message{{Role: llm.RoleCustom, CustomType: requestHeaderType, Content: []llm.Content{llm.Text(h)}}}
 			}
 			return res
@@ -291,7 +327,7 @@ const requestHeaderType = "request_header"
 // for the current prompt and today's date (UTC).
 func (t *thread) requestHeader() string {
 	date := t.b.cfg.Now().UTC().Format("2006-01-02")
-	if a := t.requester.Load(); a != nil {
+	if a := t.requester; a != nil {
 		if name := headerName(a.Name); name != "" {
 			return "[Requested by " + name + " · " + date + "]"
 		}

@@ -66,14 +66,6 @@ type thread struct {
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
 	store storage.Store
-	// runRecorded is set while deliver hands input to the session: closed
-	// once the run it may start is recorded (StartRun). The session's
-	// before_agent_start hook waits for it, so that the run's prompt — whose
-	// append marks the input delivered — is never stored before its run: a
-	// crash between the two left input delivered with no run to report as
-	// interrupted, and the person was never told.
-	runRecorded atomic.Pointer[chan struct{}]
-
 	// The session and its resources (owner goroutine).
 	rec         storage.Thread
 	sess        *agent.Session
@@ -81,8 +73,7 @@ type thread struct {
 	ws          *workspace.Workspace
 	tws         *tools.Workspace
 	mcp         *mcptool.Set // the session's MCP servers, or nil
-	prNoted     atomic.Bool  // the thread was told why it gets no pull request (owner and !pr's goroutine)
-	bg          bgGroup      // command goroutines (diff, compact, pr)
+	prNoted     bool         // the thread was told why it gets no pull request (pullrequest.go)
 }
 
 // owner is the state of the owner itself (thread.go).
@@ -94,7 +85,11 @@ type owner struct {
 	stopping  context.Context
 	stopDue   bool
 	stopWatch func() bool // stops the deadline's msgStopDeadline
-	ended     bool        // the owner ended: what the inbox still holds is dropped
+	// working counts commands' work off the owner not done yet
+	// (background): the session and workspace stay open for it.
+	working int
+	forgot  bool // the bridge forgot the thread (gone): it ends once working is 0
+	ended   bool // the owner ended: what the inbox still holds is dropped
 }
 
 func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *thread {
@@ -120,7 +115,7 @@ func (t *thread) shutdown(ctx context.Context) { t.inbox.AddFront(msgStop{ctx}) 
 
 // handle is the owner: it passes each message to the part that owns it.
 func (t *thread) handle(m message) {
-	if t.ended || (t.stopping != nil && !whileStopping(m)) {
+	if t.ended || (t.gone && !whileGone(m)) || (t.stopping != nil && !whileStopping(m)) {
 		t.drop(m)
 		return
 	}
@@ -129,6 +124,12 @@ func (t *thread) handle(m message) {
 		t.start()
 	case msgInput:
 		t.handleInput(m.pi)
+	case msgEvent:
+		t.sessionEvent(m.sess, m.ev)
+	case msgHook:
+		m.reply <- t.hookState()
+	case msgCommandDone:
+		t.commandDone(m)
 	case msgRunEnded:
 		t.runEnded(m.r)
 	case msgAdopt:
@@ -176,7 +177,17 @@ func (t *thread) handle(m message) {
 // for the next start.
 func whileStopping(m message) bool {
 	switch m.(type) {
-	case msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline:
+	case msgEvent, msgHook, msgCommandDone, msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline:
+		return true
+	}
+	return false
+}
+
+// whileGone says whether the owner of a thread another replica has handles
+// m: the end of its commands' work, which it waits for.
+func whileGone(m message) bool {
+	switch m.(type) {
+	case msgHook, msgCommandDone:
 		return true
 	}
 	return false
@@ -186,21 +197,56 @@ func whileStopping(m message) bool {
 // for the next start or the thread's holder; a run slot handed over is given
 // back.
 func (t *thread) drop(m message) {
-	if _, ok := m.(msgSlotGranted); ok {
+	switch m := m.(type) {
+	case msgSlotGranted:
 		t.releaseSlot()
+	case msgHook:
+		m.reply <- hookState{}
 	}
 }
 
 // afterMessage ends the owner when the thread is gone (another replica has
-// it) or a shutdown has nothing left to wait for.
+// it) or a shutdown has nothing left to wait for; either waits for the work
+// of commands off the owner.
 func (t *thread) afterMessage() {
 	switch {
 	case t.ended:
 	case t.gone:
-		t.b.forget(t)
+		if !t.forgot {
+			t.forgot = true
+			t.b.forget(t)
+		}
+		if t.working == 0 {
+			t.end(false)
+		}
+	case t.stopping != nil && t.run == nil && (t.pushing == nil || t.stopDue) && t.working == 0:
 		t.end(false)
-	case t.stopping != nil && t.run == nil && (t.pushing == nil || t.stopDue):
-		t.end(false)
+	}
+}
+
+// background runs a command's slow work off the owner; what it returns
+// comes back as msgCommandDone. The thread is not idle meanwhile.
+func (t *thread) background(work func() msgCommandDone) {
+	t.working++
+	go func() {
+		var done msgCommandDone
+		defer func() { t.post(done) }()
+		done = work()
+	}()
+}
+
+// commandDone takes the result of a command's work off the owner.
+func (t *thread) commandDone(m msgCommandDone) {
+	t.working--
+	if m.pr != nil {
+		line := t.prDone(*m.pr)
+		if line == "" {
+			line = "🔀 No pull request."
+		}
+		t.say(line)
+	}
+	if m.say != "" {
+		t.say(m.say)
 	}
 }
 
@@ -239,7 +285,7 @@ func (t *thread) idleTick() {
 // session and workspace; an owner started after an eviction would be a
 // second writer on them (sequence numbers collided and entries were lost).
 func (t *thread) idle() bool {
-	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && !t.bg.busy() && (t.sess == nil || !t.sess.IsRunning())
+	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && t.working == 0 && (t.sess == nil || !t.sess.IsRunning())
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica
@@ -308,20 +354,8 @@ func (t *thread) end(evicted bool) {
 	t.b.wg.Done()
 }
 
-// bgGroup is a WaitGroup that can also say whether anything is running.
-type bgGroup struct {
-	wg sync.WaitGroup
-	n  atomic.Int32
-}
-
-func (g *bgGroup) Add(d int)  { g.n.Add(int32(d)); g.wg.Add(d) }
-func (g *bgGroup) Done()      { g.n.Add(-1); g.wg.Done() }
-func (g *bgGroup) Wait()      { g.wg.Wait() }
-func (g *bgGroup) busy() bool { return g.n.Load() > 0 }
-
 // close releases the thread's session and workspace.
 func (t *thread) close() {
-	t.bg.Wait()
 	if t.sess != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := t.sess.Close(ctx); err != nil {

@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/threadsmith/threadsmith/agent"
+
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -24,6 +26,12 @@ type (
 	msgStart struct{}
 	// msgInput is accepted input (thread_input.go).
 	msgInput struct{ pi *pendingInput }
+	// msgEvent is an event of session sess, in the order the session
+	// emitted it (session.go).
+	msgEvent struct {
+		sess *agent.Session
+		ev   agent.Event
+	}
 	// msgRunEnded: run r's session went idle, its events handled before
 	// (thread_run.go).
 	msgRunEnded struct{ r *activeRun }
@@ -37,6 +45,13 @@ type (
 	msgSlotGranted struct{}
 	// msgPushDone: a push finished (push.go).
 	msgPushDone struct{ job *pushJob }
+	// msgCommandDone: a command's work off the owner finished (thread.go);
+	// say is what the thread is told ("" for nothing), pr the result of
+	// !pr's sync, if it was that.
+	msgCommandDone struct {
+		say string
+		pr  *prResult
+	}
 	// msgReset: start a new conversation, after the !reset that asked for
 	// it returned from the session (commands.go).
 	msgReset struct{ ctx context.Context }
@@ -54,6 +69,9 @@ type (
 	// msgInputNews: stored input may wait that the owner has not taken
 	// (lease.go).
 	msgInputNews struct{}
+	// msgHook: a session hook, off the owner, asks for what it needs of
+	// the thread (session.go).
+	msgHook struct{ reply chan<- hookState }
 	// msgIdleTick: time to look whether the thread may be evicted (thread.go).
 	msgIdleTick struct{}
 	// msgStop: shut down; the active run may go on until ctx ends (thread.go).

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -32,13 +30,12 @@ type routing struct {
 	waiting []*pendingInput // input parked until a run slot frees (thread_slots.go)
 	current *pendingInput   // the input being handled, for the commands it runs
 
-	amu  sync.Mutex           // acks is also read on the session's event queue
 	acks map[string]queuedAck // input id → reaction to swap on delivery
 	// kept are the files kept since an input was accepted (Attachment.Stored),
-	// by inbound id, removed once it is delivered or dropped; under amu.
+	// by inbound id, removed once it is delivered or dropped (attach.go).
 	kept map[int64][]string
 
-	requester atomic.Pointer[chat.Author] // who asked for the current prompt
+	requester *chat.Author // who asked for the current prompt
 }
 
 // pendingInput is an accepted message waiting for its thread.
@@ -200,9 +197,14 @@ func (t *thread) restoreAck(pi *pendingInput) {
 }
 
 func (t *thread) setAck(pi *pendingInput, emoji string) {
-	t.amu.Lock()
 	t.acks[inputID(pi.id)] = queuedAck{messageID: pi.in.MessageID, emoji: emoji}
-	t.amu.Unlock()
+}
+
+// takeAck takes the queued reaction of input id off the list.
+func (t *thread) takeAck(id string) (queuedAck, bool) {
+	ack, ok := t.acks[id]
+	delete(t.acks, id)
+	return ack, ok
 }
 
 // deliver gives pi to the session: it starts a run (which holds slot), joins
@@ -212,18 +214,12 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	ctx := t.b.ctx
 	text, images := t.prepareInput(ctx, pi.in)
 	author := pi.in.Author
-	t.requester.Store(&author)
+	t.requester = &author
 	if slot {
 		// The transcript must be ready before the run's first event.
 		t.armStatus()
 		t.syncBranch(ctx)
 	}
-	recorded := make(chan struct{})
-	t.runRecorded.Store(&recorded)
-	defer func() {
-		t.runRecorded.Store(nil)
-		close(recorded)
-	}()
 	status := t.pendingStatus
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
 	if author.ID == forgeAuthorID {
@@ -352,16 +348,13 @@ func (t *thread) guard() bool {
 
 func inputID(id int64) string { return strconv.FormatInt(id, 10) }
 
-// delivered runs on the session's event queue when input reaches the model.
+// delivered runs when input reaches the model (the view tells it).
 // It swaps the reaction and removes the files kept for the input (the model
 // has them now): the input is recorded as delivered by the store, in the
 // commit that appends the user message (storage.AppendEntries), so that no
 // crash can separate the two.
 func (t *thread) delivered(id string) {
-	t.amu.Lock()
-	ack, queued := t.acks[id]
-	delete(t.acks, id)
-	t.amu.Unlock()
+	ack, queued := t.takeAck(id)
 	if queued && ack.messageID != "" {
 		t.p.Outbox.React(t.ref, ack.messageID, ack.emoji, false)
 		t.p.Outbox.React(t.ref, ack.messageID, reactDelivered, true)

@@ -62,7 +62,7 @@ func (t *thread) adoptRun() {
 	}
 	req := "(queued input)"
 	var author chat.Author
-	if a := t.requester.Load(); a != nil {
+	if a := t.requester; a != nil {
 		author = *a
 	}
 	t.trackRun(&activeRun{request: req, author: author}, nil, "")
