@@ -499,3 +499,29 @@ func abortAfterSteerWasTakenKeepsTheSteer(t *testing.T, p provider) {
 		t.Fatalf("users of the next request = %v, want go|next|steer me", got)
 	}
 }
+
+// Input given with Join joins the active run and never starts one: on an
+// idle session it fails with ErrIdle, before any hook sees it, and nothing
+// runs; while a run goes on it is queued as its Behavior says.
+func TestJoinOnlyJoinsARun(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, withTools(g.tool("work", false)))
+	h.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
+		llmfake.TextReply("done"),
+	)
+	out, err := h.sess.Start(context.Background(), "join me", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true})
+	if !errors.Is(err, agent.ErrIdle) || h.sess.IsRunning() || len(h.llm.Requests()) != 0 {
+		t.Fatalf("Join on an idle session: outcome %v, err %v, running %v, requests %d; want ErrIdle and nothing run", out, err, h.sess.IsRunning(), len(h.llm.Requests()))
+	}
+	h.start("task", agent.PromptOptions{})
+	g.waitStarted(t)
+	if out := h.start("and this", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true}); out != agent.Queued {
+		t.Fatalf("Join during a run: outcome %v, want queued", out)
+	}
+	close(g.open)
+	h.wait()
+	if _, err := h.sess.Start(context.Background(), "late", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true}); !errors.Is(err, agent.ErrIdle) {
+		t.Fatalf("Join after the run: err %v, want ErrIdle", err)
+	}
+}

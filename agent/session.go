@@ -53,6 +53,11 @@ type PromptOptions struct {
 	SkipExpansion bool
 	// InputID is copied into the user message (see llm.Message.InputID).
 	InputID string
+	// Join makes input that would start a run fail with ErrIdle instead:
+	// it may only join the active one (as Behavior says). The check and the
+	// queueing are one step, so a caller that believes a run goes on cannot
+	// start a second one as the first settles.
+	Join bool
 }
 
 // Outcome says what Start did with the input.
@@ -81,6 +86,8 @@ var (
 	ErrBusy = errors.New("already processing; specify steer or followUp")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("session closed")
+	// ErrIdle is returned for input given with Join while no run is active.
+	ErrIdle = errors.New("no active run to join")
 )
 
 // Config configures a Session.
@@ -286,6 +293,9 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	if s.isClosed() {
 		return 0, ErrClosed
 	}
+	if opts.Join && !s.IsRunning() {
+		return 0, ErrIdle // before the input hooks see it: it comes again
+	}
 	images := opts.Images
 	if !opts.SkipExpansion {
 		// 1. Commands run even while a run is active.
@@ -320,6 +330,10 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 			return 0, ErrBusy
 		}
 		return Queued, nil
+	}
+	if opts.Join {
+		s.mu.Unlock()
+		return 0, ErrIdle
 	}
 	// 5. Validate before claiming the session.
 	if err := s.validate(); err != nil {

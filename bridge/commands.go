@@ -328,19 +328,21 @@ func (t *thread) postDiff(ctx context.Context) {
 	t.say("```diff\n" + strings.TrimRight(d.Patch, "\n") + "\n```")
 }
 
-// reset starts a new session on the same thread and branch.
+// reset starts a new session on the same thread and branch. A run going on
+// is stopped and ends first, its events all shown (runEnded resets then).
 func (t *thread) reset(ctx context.Context) {
-	if t.sess != nil && t.sess.IsRunning() {
-		if t.run != nil {
-			t.run.stopped = true
-		}
+	if r := t.run; r != nil {
+		r.stopped = true
+		r.resetAfter = ctx
+		r.sess.Abort()
+		return
+	}
+	if t.sess != nil {
+		// A compaction may hold the session: it stops first.
 		t.sess.Abort()
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_ = t.sess.Wait(wctx)
 		cancel()
-		if t.run != nil {
-			t.finishRun(ctx)
-		}
 	}
 	// Input still queued for the old conversation is cancelled, visibly (its
 	// ⏳/↪️ becomes ❌ and the thread lists it) and for good: it is recorded

@@ -134,7 +134,6 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	if t.view == nil {
 		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
 		t.view.delivered = t.delivered
-		t.view.onRunStart = func() { t.post(msgAdopt{}) }
 		t.view.onText = t.saver.update
 		t.view.redact = b.redact
 		threadID := t.rec.ID
@@ -194,16 +193,25 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 }
 
 // sessionEvent runs on the owner for each event of session sess (the
-// current one, or one a reset replaced): the view renders it, and the thread
-// looks at what the view does not render.
+// current one, or one a reset replaced): the view renders it, and the
+// thread's run follows the session's: a run the session started by itself
+// is adopted at its agent_start; every run ends when the session is idle
+// (msgRunEnded, after all its events).
 func (t *thread) sessionEvent(sess *agent.Session, ev agent.Event) {
 	if !t.owned(context.Background(), 0) {
 		return // another replica has the thread: it shows it now
 	}
 	t.view.handle(ev)
-	if pf, ok := ev.(agent.PersistFailed); ok && !t.leaseFenced.Load() {
-		t.log.Error("session entries were not stored", "count", pf.Entries, "err", pf.ErrorMessage)
-		t.say("⚠️ I couldn't save part of this conversation; it is missing if I restart (the details are in the bot's log).")
+	switch ev := ev.(type) {
+	case agent.AgentStart:
+		if sess == t.sess && t.run == nil {
+			t.adoptRun()
+		}
+	case agent.PersistFailed:
+		if !t.leaseFenced.Load() {
+			t.log.Error("session entries were not stored", "count", ev.Entries, "err", ev.ErrorMessage)
+			t.say("⚠️ I couldn't save part of this conversation; it is missing if I restart (the details are in the bot's log).")
+		}
 	}
 	countEvent(t.b.cfg.Metrics, ev)
 }
@@ -337,7 +345,8 @@ func (t *thread) requestHeader() string {
 
 // attributed is the input being handled (t.current; the input hook runs
 // inside Start on the owner) as the model gets it: a message that joins a
-// run someone else asked for starts with [From NAME], so that the model
+// run someone else asked for starts with [From NAME] (input given while a
+// run is tracked may only join it: PromptOptions.Join), so that the model
 // knows who says what; and a line of the person's own that looks like one
 // of these headers (or the request header) is not one: its bracket becomes
 // a parenthesis, so that nobody can speak as someone else.
@@ -350,7 +359,7 @@ func (t *thread) attributed(text string) string {
 		}
 	}
 	text = strings.Join(lines, "\n")
-	if r, pi := t.run, t.current; r != nil && pi != nil && t.sess != nil && t.sess.IsRunning() && r.author.ID != pi.in.Author.ID {
+	if r, pi := t.run, t.current; r != nil && pi != nil && r.author.ID != pi.in.Author.ID {
 		if name := headerName(pi.in.Author.Name); name != "" {
 			text = "[From " + name + "]\n" + text
 		}

@@ -132,8 +132,6 @@ func (t *thread) handle(m message) {
 		t.commandDone(m)
 	case msgRunEnded:
 		t.runEnded(m.r)
-	case msgAdopt:
-		t.adoptRun()
 	case msgRunTimeout:
 		t.runTimedOut(m.r)
 	case msgStatusTick:
@@ -282,10 +280,11 @@ func (t *thread) idleTick() {
 
 // idle reports whether the thread may be evicted: nothing of it works on. A
 // !compact or !diff in the background, or a push in flight, still use the
-// session and workspace; an owner started after an eviction would be a
+// session and workspace (a run the session starts by itself after a
+// compaction is news in the inbox, which keeps the thread from eviction); an owner started after an eviction would be a
 // second writer on them (sequence numbers collided and entries were lost).
 func (t *thread) idle() bool {
-	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && t.working == 0 && (t.sess == nil || !t.sess.IsRunning())
+	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && t.working == 0
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica

@@ -32,11 +32,10 @@ type (
 		sess *agent.Session
 		ev   agent.Event
 	}
-	// msgRunEnded: run r's session went idle, its events handled before
-	// (thread_run.go).
+	// msgRunEnded: run r's session went idle, its events posted before
+	// (thread_run.go); or a shutdown stopped r and it did not end within
+	// runWindDown.
 	msgRunEnded struct{ r *activeRun }
-	// msgAdopt: the session started a run by itself (thread_run.go).
-	msgAdopt struct{}
 	// msgRunTimeout: run r reached the run timeout (thread_run.go).
 	msgRunTimeout struct{ r *activeRun }
 	// msgStatusTick: re-send the working indicator of run r (thread_run.go).

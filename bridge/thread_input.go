@@ -102,7 +102,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 		return
 	}
 	t.restoreAck(pi)
-	if c.startsRun && !slot && !t.sess.IsRunning() {
+	if c.startsRun && !slot && t.run == nil {
 		if !t.takeSlot(pi) {
 			return // parked until a slot frees
 		}
@@ -137,16 +137,19 @@ func (t *thread) park(pi *pendingInput, c inputClass) bool {
 		pi.parked = true
 		t.waiting = append(t.waiting, pi)
 	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
-	case c.startsRun && t.run != nil && (t.run.stopped || !t.sess.IsRunning()):
-		// The run winds down (stopped), or its session went idle and its
-		// end is still to be handled here: the input starts the next run
-		// (starting it now would take the place of the one not finished).
-		t.held = append(t.held, pi)
+	case c.startsRun && t.run != nil && t.run.stopped:
+		// The run winds down: the input starts the next run (starting it
+		// now would take the place of the one not finished).
+		t.hold(pi)
 	default:
 		return false
 	}
 	return true
 }
+
+// hold keeps input for the model until the run tracked ends: finishRun
+// hands it back.
+func (t *thread) hold(pi *pendingInput) { t.held = append(t.held, pi) }
 
 // ensureSession opens the thread's session for pi when it has none, and
 // reports whether a run slot is now held for pi and whether pi goes on.
@@ -227,6 +230,10 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 		// the reviewer did not see what it is doing.
 		opts.Behavior = agent.BehaviorFollowUp
 	}
+	// While a run is tracked, input for the model may only join it: if the
+	// session settled already (its idle event is still to come), Start
+	// starts nothing, and the input starts the next run.
+	opts.Join = c.startsRun && t.run != nil
 	out, text, behavior, err := t.prompt(ctx, pi, c, text, opts)
 	if out != agent.Started && slot {
 		t.releaseSlot()
@@ -238,6 +245,10 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	}
 	t.pendingStatus = nil
 	switch {
+	case errors.Is(err, agent.ErrIdle):
+		t.pendingStatus = unused
+		unused = nil
+		t.hold(pi)
 	case err != nil:
 		t.pendingStatus = unused
 		t.fail(pi, userError(err), err)

@@ -45,6 +45,7 @@ type activeRun struct {
 	stopped   bool
 	// interrupted: the shutdown's deadline stopped it (reported, not pushed)
 	interrupted bool
+	resetAfter  context.Context // a !reset stopped it: the reset follows its end
 	slot        bool
 }
 
@@ -55,11 +56,8 @@ func (t *thread) beginRun(pi *pendingInput, request string, author chat.Author, 
 }
 
 // adoptRun tracks a run the session started by itself (input queued during a
-// compaction and delivered after it).
+// compaction and delivered after it), at its agent_start.
 func (t *thread) adoptRun() {
-	if t.run != nil || t.sess == nil || !t.sess.IsRunning() {
-		return
-	}
 	req := "(queued input)"
 	var author chat.Author
 	if a := t.requester; a != nil {
@@ -87,6 +85,8 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	r.sess = sess
 	r.tick = time.AfterFunc(statusRefresh, func() { t.post(msgStatusTick{r}) })
 	r.timer = time.AfterFunc(t.b.cfg.RunTimeout, func() { t.post(msgRunTimeout{r}) })
+	// Wait returns once the session is idle and its events are processed,
+	// that is posted here: the run's end comes after all of them.
 	go func() {
 		_ = sess.Wait(context.Background())
 		t.post(msgRunEnded{r})
@@ -102,12 +102,16 @@ func (t *thread) statusTick(r *activeRun) {
 	r.tick.Reset(statusRefresh)
 }
 
-// runEnded runs when r's session went idle (its events were handled before):
-// that run, not whichever is current, ends — a late end must not finish the
-// next one.
+// runEnded runs when r's session went idle (after every event of the run):
+// that run, not whichever is current, ends — a late
+// end must not finish the next one. A run a !reset stopped is followed by
+// the reset.
 func (t *thread) runEnded(r *activeRun) {
 	if r != t.run || r.sess != t.sess {
 		return
+	}
+	if r.resetAfter != nil {
+		defer t.reset(r.resetAfter)
 	}
 	if r.interrupted {
 		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
