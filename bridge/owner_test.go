@@ -1,0 +1,90 @@
+package bridge
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+)
+
+// onOwner runs f as the thread's owner and waits for it.
+func (r *rig) onOwner(t *thread, f func()) {
+	r.tb.Helper()
+	done := make(chan struct{})
+	if !t.post(ownerFunc(func() { f(); close(done) })) {
+		r.tb.Fatal("the owner ended")
+	}
+	recv(r, "the owner to run the probe", done)
+}
+
+// A run's end is that run's: an end that reaches the owner late (the run
+// before) does not finish the run going on, which ends when its session is
+// idle.
+func TestLateRunEndDoesNotFinishTheNextRun(t *testing.T) {
+	r := newRig(t)
+	g1, g := newGate(t), newGate(t)
+	var n atomic.Int32
+	r.llm.Handle(func(llmfake.Request) llmfake.Response {
+		switch n.Add(1) {
+		case 1:
+			g1.hold()
+		case 2:
+			g.hold()
+		}
+		return llmfake.TextReply("ok")
+	})
+	th := testThread("900.1")
+	r.say(th, alice, "first", true)
+	r.waitArrived(g1)
+	owner := r.owner(th)
+	var first *activeRun
+	r.onOwner(owner, func() { first = owner.run })
+	g1.release()
+	r.waitRuns(th, 1)
+	r.say(th, alice, "second", false)
+	r.waitArrived(g)
+	var second *activeRun
+	r.onOwner(owner, func() { second = owner.run })
+	if second == nil || second == first {
+		t.Fatalf("the second run is not tracked (run %p, first %p)", second, first)
+	}
+	owner.post(msgRunEnded{first}) // the first run's end, late
+	r.onOwner(owner, func() {
+		if owner.run != second {
+			t.Errorf("a late end of the first run finished the second")
+		}
+	})
+	if got := strings.Count(r.chat.Transcript(th), "_⏱"); got != 1 {
+		t.Errorf("%d footers while the second run goes on, want 1", got)
+	}
+	g.release()
+	r.waitRuns(th, 2)
+}
+
+// Shutdown gives the active run until its deadline, then stops it and
+// tells the thread; the owner ends and Shutdown returns within its grace,
+// however long the model would have taken.
+func TestShutdownInterruptsARunPastItsDeadline(t *testing.T) {
+	r := newRig(t)
+	g := newGate(t)
+	r.llm.Handle(g.holdFirst(llmfake.TextReply("too late")))
+	th := testThread("901.1")
+	r.say(th, alice, "work on this for a long time", true)
+	r.waitArrived(g)
+	owner := r.owner(th)
+	start := time.Now()
+	if err := r.stop(3 * time.Second); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Shutdown took %v, longer than its grace", d)
+	}
+	if owner.post(ownerFunc(func() {})) {
+		t.Error("the owner still takes messages after Shutdown returned")
+	}
+	if tr := r.chat.Transcript(th); !strings.Contains(tr, "This run was interrupted: the bot is restarting") {
+		t.Errorf("the thread was not told its run was interrupted:\n%s", tr)
+	}
+}
