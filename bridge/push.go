@@ -155,13 +155,9 @@ func (t *thread) resumeInterrupted(r storage.Run) {
 	if t.run != nil {
 		return // a run is going: it pushes when it ends
 	}
-	if t.ws == nil {
-		ws, err := t.b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref))
-		if err != nil {
-			t.log.Warn("opening the workspace of an interrupted run", "err", err)
-			return
-		}
-		t.ws = ws
+	if _, err := t.openWorkspace(ctx); err != nil {
+		t.log.Warn("opening the workspace of an interrupted run", "err", err)
+		return
 	}
 	request := "(work of an interrupted run)"
 	if r.InboundID != 0 {
@@ -169,11 +165,16 @@ func (t *thread) resumeInterrupted(r storage.Run) {
 			request = in.Text
 		}
 	}
-	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil && lp.Result != storage.PushOK {
-		t.unpushed = true
-	}
+	t.noteLastPush(ctx)
 	if t.commitRun(ctx, &activeRun{request: request}, "") {
 		t.log.Info("pushing the work of an interrupted run", "run", r.ID)
+	}
+}
+
+// noteLastPush: a last push that failed makes the next run push again.
+func (t *thread) noteLastPush(ctx context.Context) {
+	if lp, err := t.b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil && lp.Result != storage.PushOK {
+		t.unpushed = true
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/workspace"
 )
 
 // baseSystemPrompt is what every session starts from; the thread's context is
@@ -42,13 +43,9 @@ Writing in the thread:
 // the first message, reloading it from storage otherwise).
 func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 	b := t.b
-	ws := t.ws // opened already to push an interrupted run's work
-	if ws == nil {
-		var err error
-		if ws, err = b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref)); err != nil {
-			return err
-		}
-		t.ws = ws
+	ws, err := t.openWorkspace(ctx)
+	if err != nil {
+		return err
 	}
 	if t.rec.WorkspacePath != ws.Root() || t.rec.Branch != ws.Branch() {
 		if err := b.cfg.Store.SetThreadWorkspace(ctx, t.rec.ID, storage.ThreadInit{Repo: ws.Repo(), Branch: ws.Branch(), WorkspacePath: ws.Root()}); err != nil {
@@ -101,10 +98,22 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 	if isNew {
 		t.addHistory(ctx, in)
 	}
-	if lp, err := b.cfg.Store.LastPush(ctx, t.rec.ID); err == nil && lp.Result != storage.PushOK {
-		t.unpushed = true
-	}
+	t.noteLastPush(ctx)
 	return nil
+}
+
+// openWorkspace opens the thread's workspace, unless it is open already
+// (to push an interrupted run's work).
+func (t *thread) openWorkspace(ctx context.Context) (*workspace.Workspace, error) {
+	if t.ws != nil {
+		return t.ws, nil
+	}
+	ws, err := t.b.cfg.Workspaces.Open(ctx, t.rec.Repo, wsKey(t.ref))
+	if err != nil {
+		return nil, err
+	}
+	t.ws = ws
+	return ws, nil
 }
 
 // startSession creates the agent session with the given id, loading its

@@ -134,8 +134,7 @@ func (t *thread) admit(pi *pendingInput, c inputClass) bool {
 func (t *thread) park(pi *pendingInput, c inputClass) bool {
 	switch {
 	case c.startsRun && len(t.waiting) > 0 && !pi.granted:
-		pi.parked = true
-		t.waiting = append(t.waiting, pi)
+		t.waitBehind(pi)
 	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
 	case c.startsRun && t.run != nil && t.run.stopped:
 		// The run winds down: the input starts the next run (starting it
@@ -150,6 +149,13 @@ func (t *thread) park(pi *pendingInput, c inputClass) bool {
 // hold keeps input for the model until the run tracked ends: finishRun
 // hands it back.
 func (t *thread) hold(pi *pendingInput) { t.held = append(t.held, pi) }
+
+// takeHeld takes the input held while a run wound down.
+func (t *thread) takeHeld() []*pendingInput {
+	held := t.held
+	t.held = nil
+	return held
+}
 
 // ensureSession opens the thread's session for pi when it has none, and
 // reports whether a run slot is now held for pi and whether pi goes on.

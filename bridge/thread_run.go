@@ -172,9 +172,7 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 		t.endRunRecord(ctx, r.id, outcome)
 	}
 	// Input that arrived while a stopped run wound down starts the next one.
-	held := t.held
-	t.held = nil
-	t.requeueFront(held)
+	t.requeueFront(t.takeHeld())
 }
 
 // stopTimers stops what r's timers would still post.

@@ -28,6 +28,12 @@ func (t *thread) takeSlot(pi *pendingInput) bool {
 	return false
 }
 
+// waitBehind parks pi behind the input that waits for a run slot.
+func (t *thread) waitBehind(pi *pendingInput) {
+	pi.parked = true
+	t.waiting = append(t.waiting, pi)
+}
+
 // slotGranted resumes the parked input with the slot handed to the thread;
 // what was parked behind it follows in order (joining the run it starts).
 func (t *thread) slotGranted() {
