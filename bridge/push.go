@@ -152,7 +152,7 @@ func (t *thread) pushFinished(job *pushJob) {
 // committed) is committed and pushed now instead of waiting for a next run.
 func (t *thread) resumeInterrupted(r storage.Run) {
 	ctx := t.b.ctx
-	if t.run != nil {
+	if t.running() {
 		return // a run is going: it pushes when it ends
 	}
 	if _, err := t.openWorkspace(ctx); err != nil {

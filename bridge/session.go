@@ -213,7 +213,7 @@ func (t *thread) sessionEvent(sess *agent.Session, ev agent.Event) {
 	t.view.handle(ev)
 	switch ev := ev.(type) {
 	case agent.AgentStart:
-		if sess == t.sess && t.run == nil {
+		if sess == t.sess && !t.running() {
 			t.adoptRun()
 		}
 	case agent.PersistFailed:
@@ -368,7 +368,8 @@ func (t *thread) attributed(text string) string {
 		}
 	}
 	text = strings.Join(lines, "\n")
-	if r, pi := t.run, t.current; r != nil && pi != nil && r.author.ID != pi.in.Author.ID {
+	if a, ok := t.runAuthor(); ok && t.current != nil && a.ID != t.current.in.Author.ID {
+		pi := t.current
 		if name := headerName(pi.in.Author.Name); name != "" {
 			text = "[From " + name + "]\n" + text
 		}

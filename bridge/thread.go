@@ -217,7 +217,7 @@ func (t *thread) afterMessage() {
 		if t.working == 0 {
 			t.end(false)
 		}
-	case t.stopping != nil && t.run == nil && (t.pushing == nil || t.stopDue) && t.working == 0:
+	case t.stopping != nil && !t.running() && (t.pushing == nil || t.stopDue) && t.working == 0:
 		t.end(false)
 	}
 }
@@ -284,7 +284,7 @@ func (t *thread) idleTick() {
 // compaction is news in the inbox, which keeps the thread from eviction); an owner started after an eviction would be a
 // second writer on them (sequence numbers collided and entries were lost).
 func (t *thread) idle() bool {
-	return t.run == nil && t.pushing == nil && len(t.waiting) == 0 && t.working == 0
+	return !t.running() && t.pushing == nil && !t.waitingForSlot() && t.working == 0
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica
@@ -320,22 +320,14 @@ func (t *thread) stop(ctx context.Context) {
 // next start pushes their work.
 func (t *thread) stopDeadline() {
 	t.stopDue = true
-	if r := t.run; r != nil {
-		if !r.interrupted {
-			r.interrupted, r.stopped = true, true
-			r.sess.Abort()
-			r.windDown = time.AfterFunc(runWindDown, func() { t.post(msgRunEnded{r}) })
-		}
+	if t.running() {
+		t.interruptRun()
 		return
 	}
 	if t.pushing != nil {
 		t.log.Warn("shutting down with a push in flight; it is retried at the next start")
 	}
 }
-
-// runWindDown is how long a run stopped by a shutdown may take to end before
-// the owner reports it interrupted all the same.
-const runWindDown = 5 * time.Second
 
 // end ends the owner: later messages are dropped, and the thread's session
 // and workspace are released.

@@ -102,7 +102,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 		return
 	}
 	t.restoreAck(pi)
-	if c.startsRun && !slot && t.run == nil {
+	if c.startsRun && !slot && !t.running() {
 		if !t.takeSlot(pi) {
 			return // parked until a slot frees
 		}
@@ -133,10 +133,10 @@ func (t *thread) admit(pi *pendingInput, c inputClass) bool {
 // run, where it would sit in the stopped run's queue; it starts the next).
 func (t *thread) park(pi *pendingInput, c inputClass) bool {
 	switch {
-	case c.startsRun && len(t.waiting) > 0 && !pi.granted:
+	case c.startsRun && t.waitingForSlot() && !pi.granted:
 		t.waitBehind(pi)
 	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
-	case c.startsRun && t.run != nil && t.run.stopped:
+	case c.startsRun && t.runStopping():
 		// The run winds down: the input starts the next run (starting it
 		// now would take the place of the one not finished).
 		t.hold(pi)
@@ -239,7 +239,7 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	// While a run is tracked, input for the model may only join it: if the
 	// session settled already (its idle event is still to come), Start
 	// starts nothing, and the input starts the next run.
-	opts.Join = c.startsRun && t.run != nil
+	opts.Join = c.startsRun && t.running()
 	out, text, behavior, err := t.prompt(ctx, pi, c, text, opts)
 	if out != agent.Started && slot {
 		t.releaseSlot()

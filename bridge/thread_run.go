@@ -93,6 +93,37 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	}()
 }
 
+// running reports whether a run is tracked: from its start to the handling
+// of its end.
+func (t *thread) running() bool { return t.run != nil }
+
+// runStopping reports whether the run tracked was stopped and winds down.
+func (t *thread) runStopping() bool { return t.run != nil && t.run.stopped }
+
+// runAuthor is who asked for the run tracked, if one is.
+func (t *thread) runAuthor() (chat.Author, bool) {
+	if t.run == nil {
+		return chat.Author{}, false
+	}
+	return t.run.author, true
+}
+
+// interruptRun stops the run at the shutdown's deadline: it is reported as
+// interrupted when it ends (runEnded), or after runWindDown if it does not.
+func (t *thread) interruptRun() {
+	r := t.run
+	if r.interrupted {
+		return
+	}
+	r.interrupted, r.stopped = true, true
+	r.sess.Abort()
+	r.windDown = time.AfterFunc(runWindDown, func() { t.post(msgRunEnded{r}) })
+}
+
+// runWindDown is how long a run stopped by a shutdown may take to end before
+// the owner reports it interrupted all the same.
+const runWindDown = 5 * time.Second
+
 // statusTick re-sends the working indicator while r goes on.
 func (t *thread) statusTick(r *activeRun) {
 	if t.run != r {

@@ -28,6 +28,9 @@ func (t *thread) takeSlot(pi *pendingInput) bool {
 	return false
 }
 
+// waitingForSlot reports whether input of the thread waits for a run slot.
+func (t *thread) waitingForSlot() bool { return len(t.waiting) > 0 }
+
 // waitBehind parks pi behind the input that waits for a run slot.
 func (t *thread) waitBehind(pi *pendingInput) {
 	pi.parked = true
