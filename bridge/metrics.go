@@ -4,8 +4,8 @@ import "github.com/threadsmith/threadsmith/agent"
 
 // Metrics is what the bridge tells the operator's metrics (package ops).
 // Runs and pushes are counted where storage records them; these are the
-// facts only the bridge sees. Calls are made on threads' goroutines and
-// sessions' event queues: they must be quick.
+// facts only the bridge sees. Calls are made by threads' owners, for each
+// session event among others: they must be quick.
 type Metrics interface {
 	// ThreadLoaded: a thread's owner started (its session comes into memory).
 	ThreadLoaded()

@@ -71,9 +71,8 @@ func (v *view) setRunID(id int64) {
 }
 
 // postAnswer stores a run's answer messages, then posts them (the view's
-// final hook: on the owner goroutine while the run ends, on the session's
-// event queue for an answer posted while it goes on). threadID is t.rec.ID,
-// which only the owner may read. notify is the person the first message
+// final hook, on the owner: as the run ends, or as the session's events
+// show an answer while it goes on). notify is the person the first message
 // mentions, if any; it is not stored, so an answer posted again after a
 // crash mentions nobody.
 func (t *thread) postAnswer(threadID, runID int64, chunks []string, notify string) {
