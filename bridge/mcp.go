@@ -175,7 +175,7 @@ func (t *thread) openMCP(ctx context.Context) {
 					t.say(msg)
 					return
 				}
-				t.view.note(msg) // under the call that found it dead
+				t.note(msg) // under the call that found it dead
 			}})
 		},
 	})

@@ -132,19 +132,8 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.log.Warn("reading the repository's instructions", "err", ierr)
 	}
 	if t.view == nil {
-		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
-		t.view.delivered = t.delivered
-		t.view.onRunStart = func() { t.enqueue(item{fn: t.adoptRun}) }
-		t.view.onText = t.saver.update
-		t.view.redact = b.redact
-		threadID := t.rec.ID
-		t.view.final = func(runID int64, chunks []string, notify string) { t.postAnswer(threadID, runID, chunks, notify) }
-		t.view.price = func() Price {
-			if t.sess == nil {
-				return Price{}
-			}
-			return b.modelInfo(t.sess.ModelName()).Price
-		}
+		t.view = newView(t.p.limit, t.p.measure, b.cfg.Now, b.redact)
+		t.threadID = t.rec.ID
 	}
 	// Told once a session start; each prompt after leaves the files out
 	// without a word.
@@ -190,7 +179,9 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		if !t.owned(context.Background(), 0) {
 			return // another replica has the thread: it shows it now
 		}
-		t.view.handle(ev)
+		// A reply without its cost is priced with the session's model.
+		price := b.modelInfo(sess.ModelName()).Price
+		t.showing(func(v *view) viewResult { return v.handle(ev, price) })
 		t.sessionEvent(ev)
 		countEvent(b.cfg.Metrics, ev)
 	})

@@ -266,7 +266,7 @@ func (t *thread) drain() {
 		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = sess.Wait(wctx)
 		cancel()
-		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
+		t.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
 		t.finishRunWith(context.Background(), storage.RunInterrupted, false)
 		return
 	}

@@ -238,7 +238,7 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	// A status posted for input that did not start a run (armed but unused).
 	var unused *outbox.Message
 	if out != agent.Started {
-		unused = t.view.disarm()
+		unused = t.disarmStatus()
 	}
 	t.pendingStatus = nil
 	switch {
