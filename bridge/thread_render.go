@@ -18,7 +18,9 @@ import (
 type rendering struct {
 	// viewMu makes the calls into the view one at a time: the session's
 	// events come on the session's event queue, the rest on the owner and
-	// command goroutines. It is the thread's, held only in showing.
+	// command goroutines. It is the thread's (the view has no lock), held
+	// only in showing; once every call comes from the owner goroutine it
+	// has nothing left to order.
 	viewMu sync.Mutex
 	view   *view
 	// threadID is t.rec.ID, for the answers stored from the session's
