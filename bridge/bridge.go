@@ -175,6 +175,7 @@ type Bridge struct {
 	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
+	news  int64         // the news of stored input told to owners so far (nudge)
 
 	intake *intakeGate // new thread owners wait while input is being accepted
 

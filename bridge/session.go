@@ -176,7 +176,9 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	}
 	t.sess = sess
 	t.unsubscribe = sess.Subscribe(func(ev agent.Event) {
-		if !t.owned(context.Background(), 0) {
+		// On the session's event goroutine: the lease's guard, not owned
+		// (the owner's).
+		if !t.postGuard.ok(context.Background()) {
 			return // another replica has the thread: it shows it now
 		}
 		// A reply without its cost is priced with the session's model.
@@ -191,7 +193,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 // sessionEvent is the thread's own look at its session's events (on the
 // session's event queue): what the view does not render.
 func (t *thread) sessionEvent(ev agent.Event) {
-	if pf, ok := ev.(agent.PersistFailed); ok && !t.leaseFenced.Load() {
+	if pf, ok := ev.(agent.PersistFailed); ok && !t.postGuard.lost() {
 		t.log.Error("session entries were not stored", "count", pf.Entries, "err", pf.ErrorMessage)
 		t.say("⚠️ I couldn't save part of this conversation; it is missing if I restart (the details are in the bot's log).")
 	}

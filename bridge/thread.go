@@ -44,21 +44,19 @@ type thread struct {
 	lifecycle
 	rendering
 
-	// Replicas (lease.go): the lease while held (the lease keeper renews
-	// it), whether a write was fenced, and on the owner: whether the thread
-	// was lost, and the input ids it took.
-	lease       atomic.Pointer[storage.Lease]
-	leaseFenced atomic.Bool
-	// owned's store check of a lease run out: one at a time, and not
-	// before leaseCheckAfter (Unix ns) once the store could not answer.
-	leaseCheck      sync.Mutex
-	leaseCheckAfter atomic.Int64
-	gone            bool
-	taken           map[int64]*pendingInput
-	// nudged: a look for stored input (takePending) is queued; more news of
-	// input waits for it instead of queueing a store query each (nudge).
-	nudged    atomic.Bool
-	postGuard *leaseGuard // the outbox guard of the thread's posts (lease.go)
+	// Replicas (lease.go). lease is the thread's lease while this replica
+	// holds it: the one replica state read off the owner (the outbox's
+	// guard reads it on the outbox's goroutines), hence atomic; the owner
+	// sets and clears it, and the lease keeper stores each renewal in it.
+	// postGuard (nil without leases, set once) is the lease as the other
+	// goroutines see it. The rest is the owner's: whether the thread was
+	// lost, the input ids it took, and the last news of input its look at
+	// the store covers.
+	lease     atomic.Pointer[storage.Lease]
+	postGuard *leaseGuard
+	gone      bool
+	taken     map[int64]*pendingInput
+	newsSeen  int64
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
@@ -84,7 +82,7 @@ type thread struct {
 
 func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *thread {
 	log := b.log.With("platform", ref.Platform, "thread", ref.Key())
-	return &thread{
+	t := &thread{
 		b:         b,
 		p:         p,
 		ref:       ref,
@@ -98,6 +96,10 @@ func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *
 		taken:     map[int64]*pendingInput{},
 		store:     b.cfg.Store,
 	}
+	if b.leasing() {
+		t.postGuard = newLeaseGuard(t)
+	}
+	return t
 }
 
 // shutdown asks the owner to finish: the active run may go on until ctx ends.
@@ -238,6 +240,10 @@ func (t *thread) handle(it item) {
 		t.runTimedOut(it.runTimeout)
 	case it.slotGranted:
 		t.slotGranted()
+	case it.leaseLost != nil:
+		t.onLeaseLost(it.leaseLost)
+	case it.inputNews != 0:
+		t.onInputNews(it.inputNews)
 	case it.fn != nil:
 		it.fn()
 	}

@@ -5,7 +5,11 @@ package bridge
 // slot handed over, work of command goroutines. Producers on any goroutine
 // enqueue; only the owner takes items off.
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
 
 // inbox is the owner's queue.
 type inbox struct {
@@ -21,6 +25,10 @@ type item struct {
 	runTimeout  *activeRun    // the run that reached the run timeout
 	slotGranted bool          // a run slot was handed to this thread (runSlots)
 	fn          func()        // anything else to do on the owner
+
+	// From the replica layer (lease.go).
+	leaseLost *storage.Lease // a lease of the thread was refused or ran out: the thread ends
+	inputNews int64          // news that the thread has stored input: its number (Bridge.nudge)
 }
 
 func (q *inbox) enqueue(it item) {
