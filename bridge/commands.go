@@ -6,7 +6,8 @@ package bridge
 // !help, input classification (classify), the answer in a thread without a
 // session, the answers while a request waits for a run slot, and the
 // commands an adapter registers (Commands). Handlers are in
-// command_handlers.go.
+// command_handlers.go. A new command is one entry here, its handler, and its
+// test; no other code lists the commands.
 
 import (
 	"context"

@@ -258,7 +258,8 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 // (Handled); the words after !steer and !followup go to the model as that
 // kind of input (or start a run when nothing runs).
 func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, text string, opts agent.PromptOptions) (agent.Outcome, string, agent.Behavior, error) {
-	if cmd := lookupCommand(c.name); c.command {
+	if c.command {
+		cmd := lookupCommand(c.name)
 		_, args := commandWord(text)
 		if cmd.run != nil {
 			return agent.Handled, text, opts.Behavior, t.runCommand(ctx, cmd, pi, args)
