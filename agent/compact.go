@@ -54,7 +54,7 @@ func estimateAll(msgs []llm.Message) int {
 	return n
 }
 
-// compactBeforePrompt is pipeline stage 6: the previous reply may have been cut
+// compactBeforePrompt is pipeline stage 5: the previous reply may have been cut
 // off near the limit.
 func (s *Session) compactBeforePrompt(ctx context.Context) {
 	s.compactIfNeeded(ctx)

@@ -48,8 +48,8 @@ type PromptOptions struct {
 	Images []llm.Content
 	// Behavior applies only when a run is active; an idle session starts a run.
 	Behavior Behavior
-	// SkipExpansion skips commands, input hooks and skill/template expansion
-	// (pipeline stages 1–3), for messages that extensions send themselves.
+	// SkipExpansion skips input hooks and skill/template expansion
+	// (pipeline stages 1–2), for messages that extensions send themselves.
 	SkipExpansion bool
 	// InputID is copied into the user message (see llm.Message.InputID).
 	InputID string
@@ -61,7 +61,7 @@ type Outcome int
 const (
 	Started Outcome = iota + 1 // a run started
 	Queued                     // queued as steer or followUp on the active run
-	Handled                    // a command or an input hook took it
+	Handled                    // an input hook took it
 )
 
 func (o Outcome) String() string {
@@ -126,13 +126,12 @@ type ModelSpec struct {
 
 // Session is one conversation (one chat thread). See the package doc.
 type Session struct {
-	id       string
-	cfg      Config
-	agent    *Agent
-	events   serialQueue
-	log      *slog.Logger
-	now      func() time.Time
-	commands map[string]Command
+	id     string
+	cfg    Config
+	agent  *Agent
+	events serialQueue
+	log    *slog.Logger
+	now    func() time.Time
 
 	baseCtx    context.Context
 	baseCancel context.CancelFunc
@@ -180,26 +179,14 @@ func New(cfg Config) (*Session, error) {
 		cfg.Sleep = sleep
 	}
 	s := &Session{
-		id:       cfg.ID,
-		cfg:      cfg,
-		log:      cfg.Logger.With("session", cfg.ID),
-		now:      cfg.Now,
-		commands: map[string]Command{},
+		id:  cfg.ID,
+		cfg: cfg,
+		log: cfg.Logger.With("session", cfg.ID),
+		now: cfg.Now,
 	}
 	s.events.log = s.log
 	s.processFn = s.process
 	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
-	for _, x := range cfg.Extensions {
-		for _, c := range x.Commands {
-			if c.Name == "" || c.Run == nil {
-				return nil, fmt.Errorf("extension %q: command without name or function", x.Name)
-			}
-			if _, dup := s.commands[c.Name]; dup {
-				return nil, fmt.Errorf("extension %q: command %q registered twice", x.Name, c.Name)
-			}
-			s.commands[c.Name] = c
-		}
-	}
 	restored := transcript.BuildContext(cfg.Entries)
 	s.entries = slices.Clone(cfg.Entries)
 	s.nextSeq = restored.NextSeq
@@ -288,17 +275,13 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	}
 	images := opts.Images
 	if !opts.SkipExpansion {
-		// 1. Commands run even while a run is active.
-		if cmd, args, ok := s.command(text); ok {
-			return Handled, s.runCommand(ctx, cmd, args)
-		}
-		// 2. Input hooks see the raw input.
+		// 1. Input hooks see the raw input.
 		var handled bool
 		text, images, handled = s.runInputHooks(ctx, text, images)
 		if handled {
 			return Handled, nil
 		}
-		// 3. Skills and templates.
+		// 2. Skills and templates.
 		text = s.cfg.Resources.Expand(text)
 	}
 	msg := userMessage(text, images, opts.InputID, s.now())
@@ -308,7 +291,7 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 		s.mu.Unlock()
 		return 0, ErrClosed
 	}
-	// 4. A run is active (or a compaction holds the session): queue.
+	// 3. A run is active (or a compaction holds the session): queue.
 	if s.running {
 		defer s.mu.Unlock()
 		switch opts.Behavior {
@@ -321,7 +304,7 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 		}
 		return Queued, nil
 	}
-	// 5. Validate before claiming the session.
+	// 4. Validate before claiming the session.
 	if err := s.validate(); err != nil {
 		s.mu.Unlock()
 		return 0, err
@@ -340,31 +323,6 @@ func userMessage(text string, images []llm.Content, inputID string, now time.Tim
 	content = append(content, llm.Text(text))
 	content = append(content, images...)
 	return llm.Message{Role: llm.RoleUser, Content: content, InputID: inputID, Timestamp: now.UnixMilli()}
-}
-
-// command parses "/name args" or "!name args" naming a registered command.
-func (s *Session) command(text string) (Command, string, bool) {
-	t := strings.TrimSpace(text)
-	if len(t) < 2 || (t[0] != '/' && t[0] != '!') {
-		return Command{}, "", false
-	}
-	name, args, _ := strings.Cut(t[1:], " ")
-	if i := strings.IndexAny(name, "\n\t"); i >= 0 {
-		args = strings.TrimSpace(name[i:] + " " + args)
-		name = name[:i]
-	}
-	c, ok := s.commands[name]
-	return c, strings.TrimSpace(args), ok
-}
-
-func (s *Session) runCommand(ctx context.Context, c Command, args string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("command panicked", "command", c.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("command %s failed", c.Name)
-		}
-	}()
-	return c.Run(ctx, s, args)
 }
 
 func (s *Session) runInputHooks(ctx context.Context, text string, images []llm.Content) (string, []llm.Content, bool) {
@@ -409,18 +367,18 @@ func (s *Session) claimLocked() context.Context {
 	return ctx
 }
 
-// preparePrompt runs pipeline stages 6–8 on the run goroutine and returns the
+// preparePrompt runs pipeline stages 5–7 on the run goroutine and returns the
 // messages that open the run.
 func (s *Session) preparePrompt(ctx context.Context, msg llm.Message, images []llm.Content) []llm.Message {
-	// 6. The previous reply may have ended near the limit.
+	// 5. The previous reply may have ended near the limit.
 	s.compactBeforePrompt(ctx)
-	// 7. The prompt and any messages waiting for the next turn.
+	// 6. The prompt and any messages waiting for the next turn.
 	prompts := []llm.Message{msg}
 	s.mu.Lock()
 	prompts = append(prompts, s.pendingNextTurn...)
 	s.pendingNextTurn = nil
 	s.mu.Unlock()
-	// 8. Hooks may add context and replace the system prompt for this prompt only.
+	// 7. Hooks may add context and replace the system prompt for this prompt only.
 	system := s.baseSystemPrompt()
 	var preface []llm.Message
 	custom := func(m llm.Message) llm.Message {
@@ -501,7 +459,7 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 
 // queuedPrompt takes the first queued message (steer before followUp) off
 // its queue and returns the messages that open a run with it as the prompt:
-// stages 6–8 of the pipeline run for it, so hooks see it and what they tell
+// stages 5–7 of the pipeline run for it, so hooks see it and what they tell
 // is told. Input delivered after a compaction goes this way: the context
 // was rebuilt, and what a hook told before (who asks, the date) may have been
 // summarised away — delivered as a plain continuation, the hooks would not

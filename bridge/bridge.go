@@ -968,14 +968,19 @@ func mappedChannel(in chat.Inbound) string {
 	return in.Thread.Channel
 }
 
-// commandWord returns the name of a leading !command (or /command) and its arguments.
+// commandWord returns the name of a leading !command (or /command), in lower
+// case, and its arguments: the rest of the text after the first space or
+// line break.
 func commandWord(text string) (string, string) {
 	t := strings.TrimSpace(text)
 	if len(t) < 2 || (t[0] != '!' && t[0] != '/') {
 		return "", ""
 	}
-	name, args, _ := strings.Cut(t[1:], " ")
-	return strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(args)
+	name, args := t[1:], ""
+	if i := strings.IndexAny(name, " \t\r\n"); i >= 0 {
+		name, args = name[:i], name[i:]
+	}
+	return strings.ToLower(name), strings.TrimSpace(args)
 }
 
 func storeKey(r chat.ThreadRef) storage.ThreadKey {

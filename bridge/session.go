@@ -206,13 +206,12 @@ func instructions(s string) string {
 	return "\n\nInstructions from the operator of this bot:\n" + s
 }
 
-// extension is the chat's part of every session: commands, the markup input
-// hook and the thread context added before each prompt. messages returns the
+// extension is the chat's part of every session: the input hook (!review,
+// markup, attribution) and the thread context added before each prompt. messages returns the
 // session's context (what the model will see before the prompt).
 func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 	x := agent.Extension{
-		Name:     "chat",
-		Commands: t.commands(),
+		Name: "chat",
 		BeforeAgentStart: func(ctx context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
 			// The run is recorded before its prompt is stored (runRecorded).
 			if p := t.runRecorded.Load(); p != nil {
@@ -292,9 +291,10 @@ func (t *thread) requestHeader() string {
 	return "[" + date + "]"
 }
 
-// attributed is the input being handled (t.current; the input hook runs
-// inside Start on the owner) as the model gets it: a message that joins a
-// run someone else asked for starts with [From NAME], so that the model
+// attributed is the input being handled (its author is the requester: the
+// input hook runs inside Start on the owner, right after deliver sets it) as
+// the model gets it: a message that joins a run someone else asked for
+// starts with [From NAME], so that the model
 // knows who says what; and a line of the person's own that looks like one
 // of these headers (or the request header) is not one: its bracket becomes
 // a parenthesis, so that nobody can speak as someone else.
@@ -307,8 +307,8 @@ func (t *thread) attributed(text string) string {
 		}
 	}
 	text = strings.Join(lines, "\n")
-	if r, pi := t.run, t.current; r != nil && pi != nil && t.sess != nil && t.sess.IsRunning() && r.author.ID != pi.in.Author.ID {
-		if name := headerName(pi.in.Author.Name); name != "" {
+	if r, a := t.run, t.requester.Load(); r != nil && a != nil && t.sess != nil && t.sess.IsRunning() && r.author.ID != a.ID {
+		if name := headerName(a.Name); name != "" {
 			text = "[From " + name + "]\n" + text
 		}
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// downloads) after discord.api_url has been applied; nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// Commands are the bridge's chat commands (bridge.Commands), registered
+	// as slash commands after /code.
+	Commands []chat.CommandSpec
 }
 
 // Adapter is a connection to Discord for one bot. Its chat methods may be
@@ -65,6 +68,8 @@ type Adapter struct {
 	log    *slog.Logger
 	s      *discordgo.Session
 	client *http.Client
+
+	commands []command // the slash commands: /code, then Options.Commands
 
 	running atomic.Bool
 	// connected is set by READY and RESUMED, cleared by a disconnect and
@@ -124,6 +129,7 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		log:          logger.With("platform", Platform),
 		s:            s,
 		appID:        cfg.ApplicationID,
+		commands:     slashCommands(opts.Commands),
 		receiveRetry: []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second},
 		openTimeout:  time.Minute,
 	}

@@ -7,6 +7,7 @@ import (
 
 	discordadapter "github.com/threadsmith/threadsmith/adapters/discord"
 	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
+	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/ops"
@@ -39,7 +40,7 @@ func buildPlatformAdapters(cfg *config.Config, log *slog.Logger, hooks platformH
 		out = append(out, a)
 	}
 	if cfg.Discord.Enabled {
-		opts := discordadapter.Options{Logger: log.With("component", "discord")}
+		opts := discordadapter.Options{Logger: log.With("component", "discord"), Commands: bridge.Commands()}
 		if hooks.metrics != nil {
 			opts.Transport = hooks.metrics.Transport(config.PlatformDiscord, nil)
 		}
