@@ -179,6 +179,11 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 	q.mu.Lock()
 	ch := q.idle
 	q.mu.Unlock()
+	return waitClosed(ctx, ch)
+}
+
+// waitClosed waits until ch is closed (at once when nil) or ctx ends.
+func waitClosed(ctx context.Context, ch <-chan struct{}) error {
 	if ch == nil {
 		return nil
 	}

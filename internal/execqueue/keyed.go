@@ -71,13 +71,5 @@ func (k *Keyed[K, T]) Wait(ctx context.Context) error {
 	k.mu.Lock()
 	ch := k.idle
 	k.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return waitClosed(ctx, ch)
 }

@@ -1,12 +1,9 @@
 package execqueue
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -135,29 +132,13 @@ func TestKeyedWaitCoversEveryKeyAndHonoursContext(t *testing.T) {
 
 func TestKeyedPanicIsLoggedAndKeyGoesOn(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
-	var ran []string
-	k := &Keyed[string, string]{Log: log, Name: func(s string) string { return "job " + s }, Run: func(s string) {
-		if s == "bad" {
-			panic("boom")
-		}
-		ran = append(ran, s)
-	}}
+	p := &panicProbe{}
+	k := &Keyed[string, string]{Log: p.logger(), Name: func(s string) string { return "job " + s }, Run: p.run}
 	k.Add("t", "a")
 	k.Add("t", "bad")
 	k.Add("t", "b")
 	if err := k.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(ran, ",") != "a,b" {
-		t.Fatalf("ran %v, want a,b", ran)
-	}
-	mu.Lock()
-	out := buf.String()
-	mu.Unlock()
-	if !strings.Contains(out, "boom") || !strings.Contains(out, "job bad") {
-		t.Fatalf("panic not logged with its item:\n%s", out)
-	}
+	p.check(t, "job bad")
 }
