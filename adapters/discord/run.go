@@ -54,7 +54,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	}
 	defer a.running.Store(false)
 
-	wctx, stopWorker := context.WithCancel(ctx)
+	wctx, stopEvents := context.WithCancel(ctx)
 	r := &runner{a: a, h: h, ctx: wctx, disconnected: make(chan struct{}, 1)}
 	r.q.Run = r.handle
 	r.q.Log = a.log
@@ -70,7 +70,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	defer func() {
 		a.connected.Store(false)
 		a.s.Close() // a second while connected; at once otherwise
-		stopWorker()
+		stopEvents()
 		// Events still queued are dropped (handle sees the context ended);
 		// the one being handled ends with it.
 		r.q.Close()
