@@ -29,6 +29,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/execqueue"
 )
 
 // Behavior says what to do with a prompt that arrives while a run is active.
@@ -129,7 +130,7 @@ type Session struct {
 	id     string
 	cfg    Config
 	agent  *Agent
-	events serialQueue
+	events execqueue.Queue[queuedEvent]
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -162,6 +163,23 @@ type Session struct {
 	compactions   int // compactions that succeeded (by the run goroutine or Compact's caller)
 }
 
+// queuedEvent is one item of the session's event queue: an event and the
+// function that processes it (s.process, or a persistence step with no event).
+type queuedEvent struct {
+	ev Event
+	fn func(Event)
+}
+
+func runQueued(it queuedEvent) { it.fn(it.ev) }
+
+// queuedName names an item in the log line of a panic.
+func queuedName(it queuedEvent) string {
+	if it.ev == nil {
+		return "persist"
+	}
+	return it.ev.Type()
+}
+
 type listener struct {
 	id int
 	fn func(Event)
@@ -184,7 +202,9 @@ func New(cfg Config) (*Session, error) {
 		log: cfg.Logger.With("session", cfg.ID),
 		now: cfg.Now,
 	}
-	s.events.log = s.log
+	s.events.Run = runQueued
+	s.events.Log = s.log
+	s.events.Name = queuedName
 	s.processFn = s.process
 	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
 	restored := transcript.BuildContext(cfg.Entries)
@@ -219,14 +239,14 @@ func New(cfg Config) (*Session, error) {
 		FollowUpMode: cfg.FollowUpMode,
 		Messages:     restored.Messages,
 		Emit:         s.handle,
-		BeforeTools:  func() { _ = s.events.wait(context.Background()) },
+		BeforeTools:  func() { _ = s.events.Wait(context.Background()) },
 		Now:          cfg.Now,
 		Logger:       s.log,
 	})
 	// Queue changes are reported in the order they happen: the observer runs
 	// under the agent's queue lock and only appends to the serial queue.
 	s.agent.setQueueObserver(func(steer, followUp []llm.Message) {
-		s.events.add(QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn)
+		s.events.Add(queuedEvent{QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn})
 	})
 	return s, nil
 }
@@ -439,7 +459,7 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 		}
 		// Everything the run emitted, persistence included, is processed before
 		// deciding what comes next; nothing else emits meanwhile.
-		_ = s.events.wait(context.Background())
+		_ = s.events.Wait(context.Background())
 		compactions := s.compactions
 		if s.afterRun(ctx) {
 			continue
@@ -563,16 +583,16 @@ func (s *Session) handle(ev Event) {
 		if s.retryAttempt > 0 {
 			attempt := s.retryAttempt
 			s.retryAttempt = 0
-			s.events.add(ev, s.processFn)
+			s.events.Add(queuedEvent{ev, s.processFn})
 			s.emit(AutoRetryEnd{Success: true, Attempt: attempt})
 			return
 		}
 	}
-	s.events.add(ev, s.processFn)
+	s.events.Add(queuedEvent{ev, s.processFn})
 }
 
 // emit queues a session event (retry, compaction) behind the agent's events.
-func (s *Session) emit(ev Event) { s.events.add(ev, s.processFn) }
+func (s *Session) emit(ev Event) { s.events.Add(queuedEvent{ev, s.processFn}) }
 
 // process runs on the event queue: extensions, then listeners, then persistence.
 func (s *Session) process(ev Event) {
@@ -660,7 +680,7 @@ func (s *Session) renumber(ctx context.Context, entries []transcript.Entry) bool
 
 // persistLater queues entries for persistence behind the events already queued.
 func (s *Session) persistLater(entries ...transcript.Entry) {
-	s.events.add(nil, func(Event) { s.persist(entries...) })
+	s.events.Add(queuedEvent{nil, func(Event) { s.persist(entries...) }})
 }
 
 func (s *Session) safely(what string, fn func()) {
@@ -733,7 +753,7 @@ func (s *Session) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return s.events.wait(ctx)
+	return s.events.Wait(ctx)
 }
 
 // IsRunning reports whether a run (or compaction) is active.
@@ -853,8 +873,8 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := s.events.wait(ctx)
-	s.events.close()
+	err := s.events.Wait(ctx)
+	s.events.Close()
 	s.baseCancel()
 	return err
 }

@@ -17,11 +17,10 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 )
 
 // Platform is the adapter's platform name, the Platform of its ThreadRefs.
-const Platform = config.PlatformDiscord
+const Platform = "discord"
 
 // MaxMessageChars is Discord's limit on a message's content.
 const MaxMessageChars = 2000
@@ -64,7 +63,7 @@ type Options struct {
 // called from any goroutine, before, during and after Run (they use REST
 // only); Run may run once at a time.
 type Adapter struct {
-	cfg    config.Discord
+	cfg    Config
 	log    *slog.Logger
 	s      *discordgo.Session
 	client *http.Client
@@ -100,13 +99,13 @@ type Adapter struct {
 
 // New returns an adapter for the bot configured in cfg. It does not connect:
 // Run does.
-func New(cfg config.Discord, opts Options) (*Adapter, error) {
+func New(cfg Config, opts Options) (*Adapter, error) {
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("discord: the bot token (discord.token) is empty")
 	}
-	base, err := url.Parse(cfg.BaseURL())
+	base, err := url.Parse(cfg.baseURL())
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("discord: discord.api_url must be an http(s) URL such as %s", config.DefaultDiscordAPIURL)
+		return nil, fmt.Errorf("discord: discord.api_url must be an http(s) URL such as %s", DefaultAPIURL)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -134,7 +133,7 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		openTimeout:  time.Minute,
 	}
 	tr := &transport{next: next, gatewayCtx: a.gatewayCtx}
-	if cfg.BaseURL() != config.DefaultDiscordAPIURL {
+	if cfg.baseURL() != DefaultAPIURL {
 		tr.base = base
 	}
 	a.client = &http.Client{Transport: tr}
@@ -145,7 +144,7 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		NetDialContext:   a.dialGateway,
 	}
 	s.Identify.Intents = Intents
-	if cfg.Sharded() {
+	if cfg.sharded() {
 		// IDENTIFY carries [shard_id, shard_count]: Discord then sends this
 		// connection only its shard's guilds (and DMs to shard 0).
 		s.ShardID, s.ShardCount = cfg.ShardID, cfg.ShardCount

@@ -18,7 +18,6 @@ import (
 	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
@@ -43,8 +42,8 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // baseConfig is the adapter's configuration for a fake.
-func baseConfig(fake *discordfake.Server) config.Discord {
-	return config.Discord{Enabled: true, Token: fake.Token(), APIURL: fake.URL()}
+func baseConfig(fake *discordfake.Server) discord.Config {
+	return discord.Config{Token: fake.Token(), APIURL: fake.URL()}
 }
 
 // recorder is the chat.Handler of these tests: it records every Receive and
@@ -229,7 +228,7 @@ type env struct {
 }
 
 // start runs an adapter against fake until the test ends, and waits for READY.
-func start(t *testing.T, fake *discordfake.Server, cfg config.Discord) *env {
+func start(t *testing.T, fake *discordfake.Server, cfg discord.Config) *env {
 	t.Helper()
 	a, err := discord.New(cfg, discord.Options{Logger: testLogger(t), Commands: bridge.Commands()})
 	if err != nil {

@@ -85,7 +85,7 @@ func (r *runner) onInteraction(raw json.RawMessage) {
 		ev.err = r.a.answer(r.ctx, i, ev.resp)
 	})
 	if ev.resp.kind != replyEphemeral {
-		r.q.push(ev)
+		r.q.Add(ev)
 	}
 }
 

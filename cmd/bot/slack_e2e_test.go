@@ -155,8 +155,8 @@ func (e *slackEnv) start() {
 		if err != nil {
 			e.tb.Fatal(err)
 		}
-		sc := cfg.Slack
-		sc.Mode, sc.SigningSecret, sc.Listen = config.SlackHTTP, signingSecret, ln.Addr().String()
+		sc := slackAdapterConfig(cfg.Slack)
+		sc.Mode, sc.SigningSecret, sc.Listen = slackadapter.ModeHTTP, signingSecret, ln.Addr().String()
 		a, err := slackadapter.New(sc, slackadapter.Options{Listener: ln, Logger: m.Logger.With("component", "slack")})
 		if err != nil {
 			e.tb.Fatal(err)
