@@ -262,6 +262,10 @@ func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, tex
 		cmd := lookupCommand(c.name)
 		_, args := commandWord(text)
 		if cmd.run != nil {
+			// Recorded before it runs: a command acts at most once (a
+			// restart must not replay a !reset into the new conversation),
+			// and what it answers is never seen before its input is done.
+			t.markInbound(pi.id, storage.InboundDelivered, "")
 			return agent.Handled, text, opts.Behavior, t.runCommand(ctx, cmd, pi, args)
 		}
 		text, opts.Behavior = args, cmd.behavior()
