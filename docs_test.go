@@ -128,3 +128,51 @@ func TestDocLinksStayInTheRepository(t *testing.T) {
 		}
 	}
 }
+
+// The code refers to the docs by file and section (docs/behaviour.md §4):
+// each reference names a file of docs/ and a section it has, and nothing
+// names a design file the repository does not hold.
+func TestCodeRefersToDocsThatExist(t *testing.T) {
+	ref := regexp.MustCompile(`docs/([A-Za-z0-9_-]+\.md)(?: §(\d+))?`)
+	outside := regexp.MustCompile(`\b(PRODUCT|AGENT|DESIGN|SPEC)\.md\b`)
+	sections := map[string]string{}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || p == "docs_test.go" {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range outside.FindAll(src, -1) {
+			t.Errorf("%s names %s, which is not in the repository", p, m)
+		}
+		for _, m := range ref.FindAllStringSubmatch(string(src), -1) {
+			doc, ok := sections[m[1]]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join("docs", m[1]))
+				if err != nil {
+					t.Errorf("%s refers to %s: %v", p, m[0], err)
+				}
+				doc = string(b)
+				sections[m[1]] = doc
+			}
+			if m[2] != "" && !strings.Contains(doc, "\n## §"+m[2]+" ") {
+				t.Errorf("%s refers to %s: docs/%s has no section §%s", p, m[0], m[1], m[2])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
