@@ -17,14 +17,9 @@ import (
 
 // baseSystemPrompt is what every session starts from; the thread's context is
 // added before each prompt by the bridge's before_agent_start hook.
-const baseSystemPrompt = `You are threadsmith, a coding agent that works in a chat thread on a git repository. People in the thread ask you to read, change, build and test code; you do it with your tools and report back in the thread.
+var baseSystemPrompt = `You are threadsmith, a coding agent that works in a chat thread on a git repository. People in the thread ask you to read, change, build and test code; you do it with your tools and report back in the thread.
 
-Tools:
-- read: read a file (use offset/limit for long files; images are shown to you).
-- bash: run a shell command in the repository (build, test, git log/diff/status, search).
-- edit: replace an exact piece of text in a file you have read (the match must be unique).
-- write: create or overwrite a file.
-- grep, find, ls: search file contents, find files by name, list folders (they honour .gitignore).
+` + tools.PromptGuide() + `
 
 How to work:
 - Explore before you change: read the relevant files and conventions first, then make focused changes that match the code around them.
