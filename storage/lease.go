@@ -12,12 +12,13 @@ import (
 // (every third of the TTL, say); once it lapses, another replica may acquire
 // the thread. Every new acquisition gets a larger fencing number (Fence), and
 // a write made under a lease (WithLease) — a session entry, a run's start or
-// end, an outbound record, a pending post — is refused with ErrFenced once the thread was
-// acquired anew: a replica that paused past its lease cannot overwrite the
-// new owner's work, whatever the clocks say.
+// end, an outbound record, a pending post — is refused with ErrFenced once
+// the thread was acquired anew: a replica that paused past its lease cannot
+// overwrite the new owner's work, whatever the clocks say.
 //
-// Times are the store's clock (WithClock): replicas' clocks should agree to
-// well within the TTL. Fencing keeps the writes safe even when they do not.
+// Times are the store's clock (each backend's WithClock option): replicas'
+// clocks should agree to well within the TTL. Fencing keeps the writes safe
+// even when they do not.
 
 // Lease is a replica's hold on a thread.
 type Lease struct {
@@ -50,11 +51,12 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 type leaseKey struct{}
 
 // WithLease returns a context whose writes to l.ThreadID's session entries,
-// runs (StartRun, FinishRun, InterruptRuns: that thread's only), outbound records (RecordOutbound,
-// UpdateOutbound) and pending posts (RecordPendingPosts) are refused with ErrFenced unless l is still the thread's
-// lease, checked in the write's own transaction. Such a write to another
-// thread is refused too. Writes without a lease in their context are not
-// checked.
+// runs (StartRun, FinishRun, InterruptRuns: that thread's only), outbound
+// records (RecordOutbound, UpdateOutbound) and pending posts
+// (RecordPendingPosts) are refused with ErrFenced unless l is still the
+// thread's lease, checked in the write's own transaction. Such a write to
+// another thread is refused too. Writes without a lease in their context are
+// not checked.
 func WithLease(ctx context.Context, l Lease) context.Context {
 	return context.WithValue(ctx, leaseKey{}, l)
 }
