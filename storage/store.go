@@ -98,10 +98,11 @@ type InboundStore interface {
 	// the platform redelivers. A message already accepted — same (platform,
 	// event id), or same (platform, channel, message id) — is not stored
 	// again: duplicate is true and id is the first copy's. Stored input is
-	// its thread's activity (ActiveAt) and, when it has a message id, its
-	// newest message seen (as SetLastSeenMessage). Input without platform or
-	// channel, with an unknown mode or with attachments that are not JSON is
-	// refused. Listeners (InboundNotifier) hear of every input stored.
+	// its thread's activity (ActiveAt; a closed thread is active again) and,
+	// when it has a message id, its newest message seen (as
+	// SetLastSeenMessage). Input without platform or channel, with an
+	// unknown mode or with attachments that are not JSON is refused.
+	// Listeners (InboundNotifier) hear of every input stored.
 	AcceptInbound(ctx context.Context, in Inbound) (id int64, duplicate bool, err error)
 	// AcceptInboundInThread is EnsureThread and AcceptInbound in one
 	// transaction, for the first message of a thread: the thread with key is
@@ -203,7 +204,8 @@ type UsageStore interface {
 // run's own input).
 type RunUsageStore interface {
 	// ThreadRunUsage returns the recorded usage of the thread's ended runs,
-	// by run id. Runs still going have none.
+	// by run id. Runs still going, and runs that ended before the store
+	// recorded usage per run, have none.
 	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]RunUsage, error)
 	// RunUsageOf returns the recorded usage of one ended run, or ErrNotFound.
 	RunUsageOf(ctx context.Context, runID int64) (RunUsage, error)
