@@ -22,6 +22,7 @@
 // can refuse to acknowledge input it could not store. Errors name the
 // operation; they never carry user content.
 //
-// Consumers declare the part of Store they use as their own interface; the
-// groups below (ThreadStore, SessionStore, …) organise the contract.
+// A consumer that needs only part of Store declares that part as its own
+// interface (package web does); the groups below (ThreadStore, SessionStore,
+// …) organise the contract.
 package storage
