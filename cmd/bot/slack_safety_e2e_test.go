@@ -17,6 +17,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // manifestScopes are the bot scopes slack-app-manifest.yaml grants: the fake
@@ -198,7 +199,7 @@ func seedDormant(t *testing.T, dataDir string, n int, key func(i int) storage.Th
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(ctx, filepath.Join(dataDir, "threadsmith.db"), storage.WithClock(func() time.Time { return then }))
+	db, err := sqlite.Open(ctx, filepath.Join(dataDir, "threadsmith.db"), sqlite.WithClock(func() time.Time { return then }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestSlackReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
 	}
 	// The figure for BENCHMARKS.md: the catch-up's calls against reading
 	// every thread in state active, one conversations.replies call each.
-	db, err := storage.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
+	db, err := sqlite.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
