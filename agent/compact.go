@@ -54,7 +54,7 @@ func estimateAll(msgs []llm.Message) int {
 	return n
 }
 
-// compactBeforePrompt is pipeline stage 6: the previous reply may have been cut
+// compactBeforePrompt is pipeline stage 5: the previous reply may have been cut
 // off near the limit.
 func (s *Session) compactBeforePrompt(ctx context.Context) {
 	s.compactIfNeeded(ctx)
@@ -112,7 +112,7 @@ func (s *Session) Compact(ctx context.Context, focus string) (CompactionResult, 
 	stop := context.AfterFunc(ctx, s.Abort)
 	res, err := s.compact(runCtx, CompactionManual, focus, false)
 	stop()
-	_ = s.events.wait(context.Background()) // its events are processed when it returns
+	_ = s.events.Wait(context.Background()) // its events are processed when it returns
 	if s.settle() {
 		s.wg.Done()
 	} else {
@@ -127,7 +127,7 @@ func (s *Session) Compact(ctx context.Context, focus string) (CompactionResult, 
 // compaction.ErrNothingToCompact without events: that is an answer, not a
 // failure.
 func (s *Session) compact(ctx context.Context, reason CompactionReason, focus string, willRetry bool) (CompactionResult, error) {
-	_ = s.events.wait(ctx) // the record must hold every message before preparing
+	_ = s.events.Wait(ctx) // the record must hold every message before preparing
 	before := s.ContextTokens()
 	window := s.contextWindow()
 	settings := s.cfg.Compaction
@@ -174,7 +174,7 @@ func (s *Session) compact(ctx context.Context, reason CompactionReason, focus st
 		ModifiedFiles: prep.ModifiedFiles,
 		Reason:        string(reason),
 	}})
-	_ = s.events.wait(context.Background())
+	_ = s.events.Wait(context.Background())
 	rebuilt := transcript.BuildContext(s.Entries())
 	s.agent.ReplaceMessages(rebuilt.Messages)
 	if willRetry {

@@ -382,7 +382,7 @@ func TestNothingToCompact(t *testing.T) {
 }
 
 // A session resumed over the threshold compacts before it sends the next
-// prompt (docs/agent.md §3 stage 6): the run that grew the context ended without
+// prompt (docs/agent.md §3 stage 5): the run that grew the context ended without
 // a check (the process stopped), and the first request must not carry it.
 func TestThresholdCompactionBeforeThePrompt(t *testing.T) {
 	first := newHarness(t, func(c *agent.Config) { c.ContextWindow = 4000 })

@@ -10,8 +10,6 @@ import (
 // given at construction and called in the order they were given.
 type Extension struct {
 	Name string
-	// Commands are run by Prompt when the input is "/name args" or "!name args".
-	Commands []Command
 	// Input sees raw input before expansion and may handle or transform it.
 	Input func(ctx context.Context, in Input) InputResult
 	// BeforeAgentStart runs just before a prompt is sent: it may add custom
@@ -19,14 +17,6 @@ type Extension struct {
 	BeforeAgentStart func(ctx context.Context, ev BeforeAgentStart) BeforeAgentStartResult
 	// OnEvent sees every event, before external listeners, on the event queue.
 	OnEvent func(Event)
-}
-
-// Command is a named action typed by a person. It runs even while the agent is
-// working, on the caller's goroutine: a long command should start its work and return.
-type Command struct {
-	Name        string
-	Description string
-	Run         func(ctx context.Context, s *Session, args string) error
 }
 
 // Input is what a person sent.

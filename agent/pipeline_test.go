@@ -13,52 +13,6 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
-func TestCommandsAreInterceptedEvenWhileStreaming(t *testing.T) {
-	var mu sync.Mutex
-	var calls []string
-	ext := agent.Extension{Name: "chat", Commands: []agent.Command{{
-		Name: "status",
-		Run: func(_ context.Context, s *agent.Session, args string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, "status["+args+"] running="+map[bool]string{true: "yes", false: "no"}[s.IsRunning()])
-			return nil
-		},
-	}}}
-	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)), func(c *agent.Config) { c.Extensions = []agent.Extension{ext} })
-	h.llm.Push(llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}), llmfake.TextReply("done"))
-
-	if out := h.start("!status now", agent.PromptOptions{}); out != agent.Handled {
-		t.Fatalf("idle command outcome %v, want handled", out)
-	}
-	h.start("work please", agent.PromptOptions{})
-	g.waitStarted(t)
-	if out := h.start("/status", agent.PromptOptions{}); out != agent.Handled {
-		t.Fatalf("command while streaming outcome %v, want handled", out)
-	}
-	close(g.open)
-	h.wait()
-	mu.Lock()
-	got := strings.Join(calls, ";")
-	mu.Unlock()
-	if got != "status[now] running=no;status[] running=yes" {
-		t.Fatalf("command calls = %q", got)
-	}
-	for _, u := range userTexts(h.llm.Requests()[1]) {
-		if strings.Contains(u, "status") {
-			t.Fatalf("a command reached the model: %q", u)
-		}
-	}
-	// An unknown command is ordinary text.
-	h.llm.Push(llmfake.TextReply("?"))
-	h.prompt("!nosuch thing")
-	reqs := h.llm.Requests()
-	if u := userTexts(reqs[len(reqs)-1]); u[len(u)-1] != "!nosuch thing" {
-		t.Fatalf("unknown command not sent as text: %v", u)
-	}
-}
-
 func TestInputHooksRunInOrder(t *testing.T) {
 	var order []string
 	hook := func(name string, res func(in agent.Input) agent.InputResult) agent.Extension {
@@ -101,11 +55,10 @@ func TestInputHooksRunInOrder(t *testing.T) {
 	}
 }
 
-func TestSkipExpansionSkipsCommandsHooksAndTemplates(t *testing.T) {
+func TestSkipExpansionSkipsHooksAndTemplates(t *testing.T) {
 	hookRan := false
 	ext := agent.Extension{
-		Name:     "x",
-		Commands: []agent.Command{{Name: "cmd", Run: func(context.Context, *agent.Session, string) error { t.Fatal("command ran"); return nil }}},
+		Name: "x",
 		Input: func(context.Context, agent.Input) agent.InputResult {
 			hookRan = true
 			return agent.InputResult{}

@@ -20,6 +20,7 @@ import (
 	anthropicfake "github.com/threadsmith/threadsmith/internal/fakes/anthropic"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // TestEveryRequestExtendsThePreviousOne drives 30 turns with tool calls
@@ -67,10 +68,10 @@ func driveTurns(t *testing.T, client llm.Model, bodies func() [][]byte, split fu
 	defer cancel()
 	dbPath := filepath.Join(t.TempDir(), "threadsmith.db")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	open := func() *storage.DB {
-		db, err := storage.Open(ctx, dbPath, storage.WithLogger(log))
+	open := func() *sqlite.DB {
+		db, err := sqlite.Open(ctx, dbPath, sqlite.WithLogger(log))
 		if err != nil {
-			t.Fatalf("storage.Open: %v", err)
+			t.Fatalf("sqlite.Open: %v", err)
 		}
 		return db
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/compaction"
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/execqueue"
 )
 
 // Behavior says what to do with a prompt that arrives while a run is active.
@@ -48,8 +49,8 @@ type PromptOptions struct {
 	Images []llm.Content
 	// Behavior applies only when a run is active; an idle session starts a run.
 	Behavior Behavior
-	// SkipExpansion skips commands, input hooks and skill/template expansion
-	// (pipeline stages 1–3), for messages that extensions send themselves.
+	// SkipExpansion skips input hooks and skill/template expansion
+	// (pipeline stages 1–2), for messages that extensions send themselves.
 	SkipExpansion bool
 	// InputID is copied into the user message (see llm.Message.InputID).
 	InputID string
@@ -66,7 +67,7 @@ type Outcome int
 const (
 	Started Outcome = iota + 1 // a run started
 	Queued                     // queued as steer or followUp on the active run
-	Handled                    // a command or an input hook took it
+	Handled                    // an input hook took it
 )
 
 func (o Outcome) String() string {
@@ -133,13 +134,12 @@ type ModelSpec struct {
 
 // Session is one conversation (one chat thread). See the package doc.
 type Session struct {
-	id       string
-	cfg      Config
-	agent    *Agent
-	events   serialQueue
-	log      *slog.Logger
-	now      func() time.Time
-	commands map[string]Command
+	id     string
+	cfg    Config
+	agent  *Agent
+	events execqueue.Queue[queuedEvent]
+	log    *slog.Logger
+	now    func() time.Time
 
 	baseCtx    context.Context
 	baseCancel context.CancelFunc
@@ -170,6 +170,23 @@ type Session struct {
 	compactions   int // compactions that succeeded (by the run goroutine or Compact's caller)
 }
 
+// queuedEvent is one item of the session's event queue: an event and the
+// function that processes it (s.process, or a persistence step with no event).
+type queuedEvent struct {
+	ev Event
+	fn func(Event)
+}
+
+func runQueued(it queuedEvent) { it.fn(it.ev) }
+
+// queuedName names an item in the log line of a panic.
+func queuedName(it queuedEvent) string {
+	if it.ev == nil {
+		return "persist"
+	}
+	return it.ev.Type()
+}
+
 type listener struct {
 	id int
 	fn func(Event)
@@ -187,26 +204,16 @@ func New(cfg Config) (*Session, error) {
 		cfg.Sleep = sleep
 	}
 	s := &Session{
-		id:       cfg.ID,
-		cfg:      cfg,
-		log:      cfg.Logger.With("session", cfg.ID),
-		now:      cfg.Now,
-		commands: map[string]Command{},
+		id:  cfg.ID,
+		cfg: cfg,
+		log: cfg.Logger.With("session", cfg.ID),
+		now: cfg.Now,
 	}
-	s.events.log = s.log
+	s.events.Run = runQueued
+	s.events.Log = s.log
+	s.events.Name = queuedName
 	s.processFn = s.process
 	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
-	for _, x := range cfg.Extensions {
-		for _, c := range x.Commands {
-			if c.Name == "" || c.Run == nil {
-				return nil, fmt.Errorf("extension %q: command without name or function", x.Name)
-			}
-			if _, dup := s.commands[c.Name]; dup {
-				return nil, fmt.Errorf("extension %q: command %q registered twice", x.Name, c.Name)
-			}
-			s.commands[c.Name] = c
-		}
-	}
 	restored := transcript.BuildContext(cfg.Entries)
 	s.entries = slices.Clone(cfg.Entries)
 	s.nextSeq = restored.NextSeq
@@ -239,14 +246,14 @@ func New(cfg Config) (*Session, error) {
 		FollowUpMode: cfg.FollowUpMode,
 		Messages:     restored.Messages,
 		Emit:         s.handle,
-		BeforeTools:  func() { _ = s.events.wait(context.Background()) },
+		BeforeTools:  func() { _ = s.events.Wait(context.Background()) },
 		Now:          cfg.Now,
 		Logger:       s.log,
 	})
 	// Queue changes are reported in the order they happen: the observer runs
 	// under the agent's queue lock and only appends to the serial queue.
 	s.agent.setQueueObserver(func(steer, followUp []llm.Message) {
-		s.events.add(QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn)
+		s.events.Add(queuedEvent{QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn})
 	})
 	return s, nil
 }
@@ -298,17 +305,13 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	}
 	images := opts.Images
 	if !opts.SkipExpansion {
-		// 1. Commands run even while a run is active.
-		if cmd, args, ok := s.command(text); ok {
-			return Handled, s.runCommand(ctx, cmd, args)
-		}
-		// 2. Input hooks see the raw input.
+		// 1. Input hooks see the raw input.
 		var handled bool
 		text, images, handled = s.runInputHooks(ctx, text, images)
 		if handled {
 			return Handled, nil
 		}
-		// 3. Skills and templates.
+		// 2. Skills and templates.
 		text = s.cfg.Resources.Expand(text)
 	}
 	msg := userMessage(text, images, opts.InputID, s.now())
@@ -318,7 +321,7 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 		s.mu.Unlock()
 		return 0, ErrClosed
 	}
-	// 4. A run is active (or a compaction holds the session): queue.
+	// 3. A run is active (or a compaction holds the session): queue.
 	if s.running {
 		defer s.mu.Unlock()
 		switch opts.Behavior {
@@ -335,7 +338,7 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 		s.mu.Unlock()
 		return 0, ErrIdle
 	}
-	// 5. Validate before claiming the session.
+	// 4. Validate before claiming the session.
 	if err := s.validate(); err != nil {
 		s.mu.Unlock()
 		return 0, err
@@ -354,31 +357,6 @@ func userMessage(text string, images []llm.Content, inputID string, now time.Tim
 	content = append(content, llm.Text(text))
 	content = append(content, images...)
 	return llm.Message{Role: llm.RoleUser, Content: content, InputID: inputID, Timestamp: now.UnixMilli()}
-}
-
-// command parses "/name args" or "!name args" naming a registered command.
-func (s *Session) command(text string) (Command, string, bool) {
-	t := strings.TrimSpace(text)
-	if len(t) < 2 || (t[0] != '/' && t[0] != '!') {
-		return Command{}, "", false
-	}
-	name, args, _ := strings.Cut(t[1:], " ")
-	if i := strings.IndexAny(name, "\n\t"); i >= 0 {
-		args = strings.TrimSpace(name[i:] + " " + args)
-		name = name[:i]
-	}
-	c, ok := s.commands[name]
-	return c, strings.TrimSpace(args), ok
-}
-
-func (s *Session) runCommand(ctx context.Context, c Command, args string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("command panicked", "command", c.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("command %s failed", c.Name)
-		}
-	}()
-	return c.Run(ctx, s, args)
 }
 
 func (s *Session) runInputHooks(ctx context.Context, text string, images []llm.Content) (string, []llm.Content, bool) {
@@ -423,18 +401,18 @@ func (s *Session) claimLocked() context.Context {
 	return ctx
 }
 
-// preparePrompt runs pipeline stages 6–8 on the run goroutine and returns the
+// preparePrompt runs pipeline stages 5–7 on the run goroutine and returns the
 // messages that open the run.
 func (s *Session) preparePrompt(ctx context.Context, msg llm.Message, images []llm.Content) []llm.Message {
-	// 6. The previous reply may have ended near the limit.
+	// 5. The previous reply may have ended near the limit.
 	s.compactBeforePrompt(ctx)
-	// 7. The prompt and any messages waiting for the next turn.
+	// 6. The prompt and any messages waiting for the next turn.
 	prompts := []llm.Message{msg}
 	s.mu.Lock()
 	prompts = append(prompts, s.pendingNextTurn...)
 	s.pendingNextTurn = nil
 	s.mu.Unlock()
-	// 8. Hooks may add context and replace the system prompt for this prompt only.
+	// 7. Hooks may add context and replace the system prompt for this prompt only.
 	system := s.baseSystemPrompt()
 	var preface []llm.Message
 	custom := func(m llm.Message) llm.Message {
@@ -495,7 +473,7 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 		}
 		// Everything the run emitted, persistence included, is processed before
 		// deciding what comes next; nothing else emits meanwhile.
-		_ = s.events.wait(context.Background())
+		_ = s.events.Wait(context.Background())
 		compactions := s.compactions
 		if s.afterRun(ctx) {
 			continue
@@ -515,7 +493,7 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 
 // queuedPrompt takes the first queued message (steer before followUp) off
 // its queue and returns the messages that open a run with it as the prompt:
-// stages 6–8 of the pipeline run for it, so hooks see it and what they tell
+// stages 5–7 of the pipeline run for it, so hooks see it and what they tell
 // is told. Input delivered after a compaction goes this way: the context
 // was rebuilt, and what a hook told before (who asks, the date) may have been
 // summarised away — delivered as a plain continuation, the hooks would not
@@ -619,16 +597,16 @@ func (s *Session) handle(ev Event) {
 		if s.retryAttempt > 0 {
 			attempt := s.retryAttempt
 			s.retryAttempt = 0
-			s.events.add(ev, s.processFn)
+			s.events.Add(queuedEvent{ev, s.processFn})
 			s.emit(AutoRetryEnd{Success: true, Attempt: attempt})
 			return
 		}
 	}
-	s.events.add(ev, s.processFn)
+	s.events.Add(queuedEvent{ev, s.processFn})
 }
 
 // emit queues a session event (retry, compaction) behind the agent's events.
-func (s *Session) emit(ev Event) { s.events.add(ev, s.processFn) }
+func (s *Session) emit(ev Event) { s.events.Add(queuedEvent{ev, s.processFn}) }
 
 // process runs on the event queue: extensions, then listeners, then persistence.
 func (s *Session) process(ev Event) {
@@ -716,7 +694,7 @@ func (s *Session) renumber(ctx context.Context, entries []transcript.Entry) bool
 
 // persistLater queues entries for persistence behind the events already queued.
 func (s *Session) persistLater(entries ...transcript.Entry) {
-	s.events.add(nil, func(Event) { s.persist(entries...) })
+	s.events.Add(queuedEvent{nil, func(Event) { s.persist(entries...) }})
 }
 
 func (s *Session) safely(what string, fn func()) {
@@ -789,7 +767,7 @@ func (s *Session) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return s.events.wait(ctx)
+	return s.events.Wait(ctx)
 }
 
 // IsRunning reports whether a run (or compaction) is active.
@@ -909,8 +887,8 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := s.events.wait(ctx)
-	s.events.close()
+	err := s.events.Wait(ctx)
+	s.events.Close()
 	s.baseCancel()
 	return err
 }

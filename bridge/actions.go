@@ -35,6 +35,6 @@ func pushedActions(prURL string, prs bool) []chat.Action {
 // latest status message (or the running one's, when it ends).
 func (t *thread) offerPushed(prURL string, prs bool) {
 	if t.view != nil {
-		t.view.offer(pushedActions(prURL, prs))
+		t.offer(pushedActions(prURL, prs))
 	}
 }

@@ -55,7 +55,7 @@ func TestStatusButtonsFollowTheRun(t *testing.T) {
 		_ = out.Close(ctx)
 	})
 	r.out = out
-	r.v = newView(out, r.ref, 3500, nil, r.clock.Now)
+	r.v = newView(3500, nil, r.clock.Now, nil)
 
 	r.start("first")
 	first := r.messages()[0].ID
@@ -73,7 +73,7 @@ func TestStatusButtonsFollowTheRun(t *testing.T) {
 		t.Errorf("status still working: %q", r.messages()[0].Text)
 	}
 
-	r.v.offer(pushedActions("https://forge.test/pull/1", true))
+	r.apply(r.v.offer(pushedActions("https://forge.test/pull/1", true)))
 	r.messages()
 	if got, want := bc.buttons(first), []string{"diff", "prhttps://forge.test/pull/1"}; !slices.Equal(got, want) {
 		t.Errorf("buttons after a push: %v, want %v", got, want)

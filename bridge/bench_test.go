@@ -238,7 +238,7 @@ func BenchmarkStreamEdits(b *testing.B) {
 			d := fmt.Sprintf("w%d ", i%10)
 			text.WriteString(d)
 			r.clock.Advance(every)
-			r.v.handle(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: d}})
+			r.play(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: d}})
 		}
 		b.StopTimer()
 		pace.Stop()

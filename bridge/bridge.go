@@ -176,6 +176,7 @@ type Bridge struct {
 	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
+	news  int64         // the news of stored input told to owners so far (nudge)
 
 	intake *intakeGate // new thread owners wait while input is being accepted
 
@@ -315,16 +316,6 @@ func (b *Bridge) Run(ctx context.Context) error {
 // outboxes — all before ctx's deadline: runs get the time until shortly before
 // it, and the rest is kept for stopping, reporting and flushing.
 func (b *Bridge) Shutdown(ctx context.Context) error {
-	b.mu.Lock()
-	if !b.closing {
-		b.closing = true
-		close(b.shut)
-	}
-	threads := make([]*thread, 0, len(b.threads))
-	for _, t := range b.threads {
-		threads = append(threads, t)
-	}
-	b.mu.Unlock()
 	runCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {
 		reserve := min(5*time.Second, time.Until(deadline)/4)
@@ -332,9 +323,17 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 		runCtx, cancel = context.WithDeadline(ctx, deadline.Add(-reserve))
 		defer cancel()
 	}
-	for _, t := range threads {
+	// Every owner is told before the intake gate lets any go (shut): one
+	// waiting there finds its stop ahead of its input.
+	b.mu.Lock()
+	for _, t := range b.threads {
 		t.shutdown(runCtx)
 	}
+	if !b.closing {
+		b.closing = true
+		close(b.shut)
+	}
+	b.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		b.wg.Wait()
@@ -972,14 +971,19 @@ func mappedChannel(in chat.Inbound) string {
 	return in.Thread.Channel
 }
 
-// commandWord returns the name of a leading !command (or /command) and its arguments.
+// commandWord returns the name of a leading !command (or /command), in lower
+// case, and its arguments: the rest of the text after the first space or
+// line break.
 func commandWord(text string) (string, string) {
 	t := strings.TrimSpace(text)
 	if len(t) < 2 || (t[0] != '!' && t[0] != '/') {
 		return "", ""
 	}
-	name, args, _ := strings.Cut(t[1:], " ")
-	return strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(args)
+	name, args := t[1:], ""
+	if i := strings.IndexAny(name, " \t\r\n"); i >= 0 {
+		name, args = name[:i], name[i:]
+	}
+	return strings.ToLower(name), strings.TrimSpace(args)
 }
 
 func storeKey(r chat.ThreadRef) storage.ThreadKey {

@@ -8,6 +8,7 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // A reconnect catches up on the threads someone wrote in within the window,
@@ -21,7 +22,7 @@ func TestActiveThreadsAreTheRecentOnesAndGoneOnesClose(t *testing.T) {
 	// Dormant: a session two days old, written through a second handle on
 	// the same file whose clock says so.
 	then := time.Now().Add(-48 * time.Hour)
-	old, err := storage.Open(r.ctx, r.db.Path(), storage.WithClock(func() time.Time { return then }))
+	old, err := sqlite.Open(r.ctx, r.db.Path(), sqlite.WithClock(func() time.Time { return then }))
 	if err != nil {
 		t.Fatal(err)
 	}

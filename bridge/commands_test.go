@@ -25,12 +25,17 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 	r.say(th, alice, "!help", true)
 	r.waitText(th, "Commands:")
 	help := r.chat.Transcript(th)
-	for _, name := range commandOrder {
-		if !strings.Contains(help, "`!"+name) {
-			t.Errorf("!help does not list !%s:\n%s", name, help)
+	var names []string
+	for _, c := range commands {
+		if !strings.Contains(help, "`!"+c.Name) {
+			t.Errorf("!help does not list !%s:\n%s", c.Name, help)
+		}
+		if c.mode != storage.ModePrompt {
+			names = append(names, c.Name)
 		}
 	}
-	if got, want := sortedKeys(commandHelp), []string{"compact", "diff", "followup", "help", "link", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	sort.Strings(names)
+	if got, want := names, []string{"compact", "diff", "followup", "help", "link", "model", "pr", "reset", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("commands = %v, want docs/behaviour.md §3's and §9's (!tools, !link) %v", got, want)
 	}
 
@@ -308,15 +313,6 @@ func inboundByMessage(t *testing.T, r *rig, messageID string) storage.Inbound {
 	return storage.Inbound{}
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func TestUnknownCommand(t *testing.T) {
 	for in, want := range map[string]bool{
 		"!stauts": true, "!frob x y": true, "!status": false, "!review": false, "!steer now": false,
@@ -324,6 +320,64 @@ func TestUnknownCommand(t *testing.T) {
 	} {
 		if got := classify(in).unknown; got != want {
 			t.Errorf("classify(%q).unknown = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// A command is read by the bridge alone, as classify reads it: in any case
+// and with its argument on the next line, it is answered by its handler and
+// never reaches the model.
+func TestCommandsAreAnsweredAsClassified(t *testing.T) {
+	r := newRig(t)
+	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
+	th := testThread("60.1")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+
+	r.say(th, alice, "!Status", false)
+	r.waitText(th, "📊 *Status*: idle")
+	r.say(th, alice, "!compact\nkeep the API notes", false)
+	r.waitText(th, "Nothing to compact yet")
+	r.flush()
+	if n := len(r.requests()); n != 1 {
+		t.Errorf("LLM requests = %d, want 1 (commands make none): %q", n, userTexts(r.lastRequest()))
+	}
+	if n := strings.Count(r.chat.Transcript(th), "_⏱"); n != 1 {
+		t.Errorf("runs = %d, want 1", n)
+	}
+}
+
+// Every entry of the table is whole: what people see of it, and a handler
+// exactly when the bot answers it. Classification follows the table.
+func TestCommandTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range commands {
+		if seen[c.Name] || c.Name != strings.ToLower(c.Name) || !mistypedCommand("!"+c.Name, c.Name) {
+			t.Errorf("%q: a command word must be a unique plain lower-case word", c.Name)
+		}
+		seen[c.Name] = true
+		if !strings.HasPrefix(c.Help, "`!"+c.Name) || c.Description == "" || len(c.Description) > 100 {
+			t.Errorf("!%s: help %q and description %q, want a help line that starts with `!%s and a description of 1 to 100 characters (Discord's limit)",
+				c.Name, c.Help, c.Description, c.Name)
+		}
+		if a := c.Arg; a != nil && (a.Name == "" || a.Description == "" || a.Placeholder == "") {
+			t.Errorf("!%s: argument %+v, want its name, description and placeholder", c.Name, *a)
+		}
+		answered := c.mode == storage.ModeCommand
+		if (c.run != nil) != answered || (!answered && (c.noSession != nil || c.whileWaiting != nil)) {
+			t.Errorf("!%s (mode %q): a handler exactly when the bot answers it", c.Name, c.mode)
+		}
+		if (c.mode == storage.ModeSteer || c.mode == storage.ModeFollowUp) && (c.Arg == nil || !c.Arg.Required) {
+			t.Errorf("!%s: input for the model needs its text as a required argument", c.Name)
+		}
+		got := classify("!" + c.Name + " x")
+		if got.command != (c.mode != storage.ModePrompt) || got.startsRun == answered || got.unknown || got.mode() != c.mode {
+			t.Errorf("classify(!%s) = %+v, mode %q; want what the table says (mode %q)", c.Name, got, got.mode(), c.mode)
+		}
+	}
+	for i, s := range Commands() {
+		if c := commands[i]; s.Name != c.Name || s.Input != (c.mode != storage.ModeCommand) {
+			t.Errorf("Commands()[%d] = %+v, want !%s with Input %v", i, s, c.Name, c.mode != storage.ModeCommand)
 		}
 	}
 }

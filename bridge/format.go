@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
@@ -20,16 +21,9 @@ const (
 	reactDelivered = "eyes"
 )
 
-// toolArgKeys says which argument is the "main" one shown for a tool call.
-var toolArgKeys = map[string][]string{
-	"bash":  {"command"},
-	"read":  {"path"},
-	"write": {"path"},
-	"edit":  {"path"},
-	"ls":    {"path"},
-	"find":  {"pattern", "path"},
-	"grep":  {"pattern", "path"},
-}
+// toolArgKeys says which argument is the "main" one shown for a built-in
+// tool's call: the tool registry's MainArgs.
+var toolArgKeys = tools.MainArgs()
 
 // mainArg returns the argument worth showing for a tool call: the command of
 // bash, the path of file tools, else the first non-empty string argument in

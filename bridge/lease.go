@@ -12,6 +12,12 @@ package bridge
 // or gave them up) and takes them over, recovering each as a restart would:
 // its cut-off run reported, its answers posted, its queued input replayed,
 // its workspace rebuilt from the pushed branch.
+//
+// The lease keeper, the input watcher and the takeover reach a thread's
+// owner only through its inbox (a lease lost, news of stored input) and its
+// lease value, which the keeper renews in place: a message for each renewal
+// would wake every idle owner every Renew and keep it from being evicted.
+// What the other goroutines know of the lease is the thread's leaseGuard.
 
 import (
 	"context"
@@ -136,12 +142,11 @@ func (t *thread) claim() bool {
 	t.lease.Store(&l)
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
-	g := &leaseGuard{}
-	g.owner.Store(t)
+	g := t.postGuard
+	g.check.Store(nil) // the looks at the store were of another lease
 	g.remove = t.p.Outbox.Guard(t.ref, g.ok)
-	t.postGuard = g
 	// A refused write is news of a takeover too: the thread ends.
-	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { t.loseLease(t.lease.Load()) }}
+	t.store = leasedStore{Store: b.cfg.Store, lease: l, lost: func() { g.lose(&l) }}
 	t.saver.store = t.store
 	b.cfg.Metrics.Lease("acquired")
 	prev := b.releasedFence(t.rec.ID)
@@ -184,15 +189,12 @@ func (t *thread) recoverOwned(ctx context.Context) {
 	}
 }
 
-// inputNews takes the stored input the owner has not taken yet (nudge).
-func (t *thread) inputNews() {
-	t.nudged.Store(false)
-	t.takePending(t.b.ctx)
-}
-
 // takePending hands the owner the thread's stored input it has not taken
-// yet, in order, ahead of what its inbox holds (which it takes once).
+// yet, in order, ahead of what its inbox holds (which it takes once). The
+// news of input told so far is of input stored before it: this look covers
+// it (onInputNews).
 func (t *thread) takePending(ctx context.Context) {
+	t.newsSeen = t.b.newsTold()
 	ins, err := t.b.cfg.Store.PendingInbound(ctx, t.rec.ID)
 	if err != nil {
 		t.log.Warn("loading the thread's queued input", "err", err)
@@ -221,26 +223,17 @@ func (t *thread) take(pi *pendingInput) bool {
 	return true
 }
 
-// loseLease records that lease l of the thread is lost (a write or a
-// renewal was refused, or it ran out unrenewed), from any goroutine: the
-// thread shows, writes and pushes nothing more, and its owner ends it (once).
-func (t *thread) loseLease(l *storage.Lease) {
-	first := !t.leaseFenced.Swap(true) // before the lease goes: owned must not read nil as released
-	t.lease.CompareAndSwap(l, nil)
-	if first {
-		t.post(msgLeaseLost{})
-	}
-}
-
-// leaseLost ends a thread whose lease went to another replica: its run is
-// stopped without a word (the new owner reports it), and it writes nothing
-// more (its writes would be refused anyway).
-func (t *thread) leaseLost() {
+// onLeaseLost ends a thread whose lease is lost (a write or a renewal was
+// refused, or it ran out unrenewed; the guard refuses its posts already):
+// its run is stopped without a word (the new owner reports it), and it
+// writes nothing more (its writes would be refused anyway).
+func (t *thread) onLeaseLost(l *storage.Lease) {
 	if t.gone {
 		return
 	}
 	t.gone = true
-	t.log.Warn("lost the thread to another replica; stopping here")
+	t.lease.Store(nil)
+	t.log.Warn("lost the thread to another replica; stopping here", "fence", l.Fence)
 	t.b.cfg.Metrics.Lease("lost")
 	if t.unsubscribe != nil {
 		t.unsubscribe() // nothing more is rendered
@@ -268,92 +261,153 @@ func (t *thread) leaseLost() {
 	}
 }
 
-// owned reports whether the thread is still this replica's, with at least
-// margin left on its lease: always without leases; not once a write was
-// fenced or the lease was lost. A lease that ran out by the local clock (the
-// process was paused, the store out of reach) is renewed first, on the
-// caller's goroutine: a refusal is the news that the thread was taken over.
-// It is called on every session event, so the common case is two atomic
-// loads and a clock read.
+// owned reports, on the owner, whether the thread is still this replica's,
+// with at least margin left on its lease: always without leases; not once
+// the lease was lost. A lease that ran out by the local clock is checked
+// with the store first (leaseGuard.holds).
 func (t *thread) owned(ctx context.Context, margin time.Duration) bool {
 	if !t.b.leasing() {
 		return true
 	}
-	if t.leaseFenced.Load() {
+	return !t.gone && t.postGuard.holds(ctx, margin)
+}
+
+// leaseGuard is a thread's lease as the goroutines other than its owner see
+// it: the outbox asks it before each call for the thread (claim registers
+// it), and whoever learns that the lease is lost tells it (lose). Once the
+// lease is lost it refuses everything, and no longer keeps the owner (its
+// session, its view) in memory: the outbox may keep the guard past the
+// owner.
+type leaseGuard struct {
+	owner  atomic.Pointer[thread]     // nil once the lease is lost
+	check  atomic.Pointer[leaseCheck] // the last look at the store (holds)
+	remove func()                     // drops the guard from the outbox (owner; nil: not there)
+}
+
+func newLeaseGuard(t *thread) *leaseGuard {
+	g := &leaseGuard{}
+	g.owner.Store(t)
+	return g
+}
+
+// leaseCheck is one look at the store for a lease that ran out by the
+// local clock: the callers that need one meanwhile wait for its answer, and
+// take it while it stands.
+type leaseCheck struct {
+	done  chan struct{}  // closed once the fields below are set
+	lease *storage.Lease // the lease renewed; nil: refused, or the store could not say
+	retry time.Time      // the store could not say: no other look before this
+}
+
+// stands reports whether c answers a caller at now that needs margin left
+// on the lease: while it is under way, and after that while the lease it
+// renewed has margin left or until its retry time.
+func (c *leaseCheck) stands(now time.Time, margin time.Duration) bool {
+	select {
+	case <-c.done:
+	default:
+		return true
+	}
+	if c.lease != nil {
+		return now.Add(margin).Before(c.lease.Expires)
+	}
+	return now.Before(c.retry)
+}
+
+// ok is the outbox's question: may the call for the thread be made.
+func (g *leaseGuard) ok(ctx context.Context) bool { return g.holds(ctx, 0) }
+
+// lost reports whether the thread's lease is known lost (false without
+// leases).
+func (g *leaseGuard) lost() bool { return g != nil && g.owner.Load() == nil }
+
+// lose records, from any goroutine, that lease l of the thread was refused
+// or ran out: the guard refuses everything from now on, and the owner hears
+// of it, once.
+func (g *leaseGuard) lose(l *storage.Lease) {
+	if t := g.owner.Swap(nil); t != nil {
+		t.post(msgLeaseLost{l})
+	}
+}
+
+// holds reports, from any goroutine, whether the thread's lease is still
+// this replica's with at least margin left: always without leases (g nil);
+// not once it is lost. A lease that ran out by the local clock (the process
+// was paused, the store out of reach) is renewed with the store on the
+// caller's goroutine: a refusal is the news that the thread was taken over.
+// It is asked before every call the outbox makes for the thread, so the
+// common case is two atomic loads and a clock read. One look at a time: the
+// others wait for its answer. After a store that could not answer, none for
+// a Renew: the thread's calls (one per streamed edit) must not each wait on
+// an unreachable store; the fenced writes still catch a loss.
+func (g *leaseGuard) holds(ctx context.Context, margin time.Duration) bool {
+	if g == nil {
+		return true
+	}
+	t := g.owner.Load()
+	if t == nil {
 		return false
 	}
 	l := t.lease.Load()
 	now := t.b.cfg.Now()
 	if l == nil || now.Add(margin).Before(l.Expires) {
-		return true // nil: released as the owner closes
+		return true // nil: released as the owner ends
 	}
-	// None for a while after the store could not answer: the session's
-	// events (one per token) must not each wait on an unreachable store;
-	// the fenced writes still catch a loss. One check at a time: the others
-	// wait for its answer.
-	if now.UnixNano() < t.leaseCheckAfter.Load() {
-		return true
+	c := g.check.Load()
+	if c == nil || !c.stands(now, margin) {
+		nc := &leaseCheck{done: make(chan struct{})}
+		if g.check.CompareAndSwap(c, nc) {
+			g.look(ctx, t, l, nc)
+		}
+		if c = g.check.Load(); c == nil {
+			return g.owner.Load() != nil // a new lease was taken meanwhile
+		}
 	}
-	t.leaseCheck.Lock()
-	defer t.leaseCheck.Unlock()
-	if t.leaseFenced.Load() {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
 		return false
 	}
-	if cur := t.lease.Load(); cur != l {
-		return cur == nil || t.b.cfg.Now().Add(margin).Before(cur.Expires) // renewed meanwhile
-	}
+	return g.owner.Load() != nil
+}
+
+// look renews l with the store for c's callers. The renewed lease stays in
+// c: the lease keeper stores renewals in the thread's lease.
+func (g *leaseGuard) look(ctx context.Context, t *thread, l *storage.Lease, c *leaseCheck) {
+	defer close(c.done)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	nl, err := t.b.cfg.Store.RenewLease(rctx, *l, t.b.cfg.Lease.TTL)
 	switch {
 	case err == nil:
-		t.lease.CompareAndSwap(l, &nl)
-		return true
+		c.lease = &nl
 	case errors.Is(err, storage.ErrFenced):
-		t.loseLease(l)
-		return false
-	}
-	// The store cannot say: its writes will be refused if the thread was
-	// lost, and shown otherwise.
-	t.leaseCheckAfter.Store(t.b.cfg.Now().Add(t.b.cfg.Lease.Renew).UnixNano())
-	t.log.Warn("checking the thread's lease", "err", err)
-	return true
-}
-
-// leaseGuard is the outbox guard of a thread's posts while this replica
-// owns it (claim). The outbox keeps it, maybe past the owner: once the owner
-// ended it refuses everything, without keeping the owner (its session, its
-// view) in memory.
-type leaseGuard struct {
-	owner  atomic.Pointer[thread] // nil: the owner that lost the thread ended
-	remove func()
-}
-
-func (g *leaseGuard) ok(ctx context.Context) bool {
-	t := g.owner.Load()
-	return t != nil && t.owned(ctx, 0)
-}
-
-// endGuard drops the guard as the owner ends (close). What the outbox still
-// holds for a thread that was lost stays withdrawn; another owner of the
-// thread here replaces the guard (claim).
-func (t *thread) endGuard() {
-	switch g := t.postGuard; {
-	case g == nil:
-		return
-	case t.leaseFenced.Load():
-		g.owner.Store(nil)
+		g.lose(l)
 	default:
-		g.remove()
+		// The store cannot say: its writes will be refused if the thread
+		// was lost, and shown otherwise.
+		c.retry = t.b.cfg.Now().Add(t.b.cfg.Lease.Renew)
+		t.log.Warn("checking the thread's lease", "err", err)
 	}
-	t.postGuard = nil
+}
+
+// endGuard drops the guard from the outbox as the owner ends (close). A
+// thread that was lost stays refused; another owner of the thread here
+// registers its own guard (claim).
+func (t *thread) endGuard() {
+	g := t.postGuard
+	if g == nil || g.lost() || g.remove == nil {
+		return
+	}
+	g.remove()
+	g.remove = nil
 }
 
 // releaseLease gives the thread up (shutdown, eviction): another replica
 // may take it at once.
 func (t *thread) releaseLease() {
 	l := t.lease.Swap(nil)
-	if l == nil || t.gone || t.leaseFenced.Load() {
+	if l == nil || t.gone || t.postGuard.lost() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -362,9 +416,9 @@ func (t *thread) releaseLease() {
 		t.log.Warn("giving up the thread's lease", "err", err)
 		return
 	}
-	if t.postGuard != nil {
-		t.postGuard.remove()
-		t.postGuard = nil
+	if g := t.postGuard; g.remove != nil {
+		g.remove()
+		g.remove = nil
 	}
 	t.b.noteReleased(l.ThreadID, l.Fence)
 	t.b.cfg.Metrics.Lease("released")
@@ -384,9 +438,11 @@ func (b *Bridge) noteReleased(threadID, fence int64) {
 	b.released[threadID] = fence
 }
 
-// keepLeases renews this replica's leases every Renew, and ends the threads
-// whose lease is lost: taken over, or expired while the store could not be
-// reached (another replica may hold it by now).
+// keepLeases renews this replica's leases every Renew, in place (the
+// thread's lease value), and ends the threads whose lease is lost: taken
+// over, or expired while the store could not be reached (another replica may
+// hold it by now). The owner hears of a loss through its inbox; the guard
+// refuses the thread's posts at once.
 func (b *Bridge) keepLeases(ctx context.Context) {
 	tick := time.NewTicker(b.cfg.Lease.Renew)
 	defer tick.Stop()
@@ -406,9 +462,9 @@ func (b *Bridge) keepLeases(ctx context.Context) {
 			cancel()
 			switch {
 			case err == nil:
-				t.lease.CompareAndSwap(l, &nl)
+				t.lease.CompareAndSwap(l, &nl) // unless the owner released it meanwhile
 			case errors.Is(err, storage.ErrFenced) || b.cfg.Now().After(l.Expires):
-				t.loseLease(l)
+				t.postGuard.lose(l)
 			case ctx.Err() == nil:
 				t.log.Warn("renewing the thread's lease", "err", err, "expires", l.Expires)
 			}
@@ -518,18 +574,37 @@ func (b *Bridge) pollInput(ctx context.Context) {
 	}
 }
 
-// nudge has the thread's owner, if this replica holds it, take the stored
-// input it has not taken yet. News that comes while a look is queued joins
-// it: a burst of input (each accepted message is news, on every replica)
-// costs the busy owner one store query, not one each. The flag drops before
-// the look reads the store, so news after that read queues another.
+// nudge tells the thread's owner, if this replica runs it, that the thread
+// has stored input it may not have taken yet. Each piece of news has a
+// number; the owner skips the news its last look at the store covers
+// (onInputNews), so that a burst of input (each accepted message is news, on
+// every replica) costs a busy owner one store query, not one each.
 func (b *Bridge) nudge(threadID int64) {
 	b.mu.Lock()
 	t := b.byID[threadID]
+	b.news++
+	n := b.news
 	b.mu.Unlock()
-	if t != nil && t.lease.Load() != nil && t.nudged.CompareAndSwap(false, true) {
-		t.post(msgInputNews{})
+	if t != nil {
+		t.post(msgInputNews{n})
 	}
+}
+
+// newsTold is the number of the last news of input told to an owner.
+func (b *Bridge) newsTold() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.news
+}
+
+// onInputNews takes the thread's stored input on news n of it, unless the
+// owner looked at the store after the news was told (the input was stored
+// before it), or holds no lease (it gives the thread up).
+func (t *thread) onInputNews(n int64) {
+	if n <= t.newsSeen || t.lease.Load() == nil {
+		return
+	}
+	t.takePending(t.b.ctx)
 }
 
 // takeOver claims the threads that have work and no live lease.

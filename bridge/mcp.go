@@ -190,7 +190,7 @@ func (t *thread) mcpDown(server string, err error) {
 		t.say(msg)
 		return
 	}
-	t.view.note(msg) // under the call that found it dead
+	t.note(msg) // under the call that found it dead
 }
 
 // sessionTools are the built-in tools and the MCP servers' tools, each

@@ -40,7 +40,7 @@ func TestRunWithoutAnswerNotifiesInANewMessage(t *testing.T) {
 			return np
 		})
 		r.start("go")
-		r.v.endRun(footer(r.v.stats(), r.clock.Now(), 0, 0, false), who)
+		r.apply(r.v.endRun(footer(r.v.stats(), r.clock.Now(), 0, 0, false), who))
 		msgs := r.messages()
 		np.mu.Lock()
 		var notified []string

@@ -242,7 +242,8 @@ func noMentions(s string) string { return strings.ReplaceAll(s, "@", "@\u200b") 
 
 // prCommand answers !pr: the thread's pull request, opened if needed (off
 // the owner; prDone tells it).
-func (t *thread) prCommand(ctx context.Context) {
+func (t *thread) prCommand(c commandCall) {
+	ctx := c.ctx
 	pr := t.pullRequestOf()
 	switch {
 	case pr == nil:

@@ -11,6 +11,7 @@ import (
 
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
@@ -49,7 +50,7 @@ func TestRecentSetForgetsTheOldest(t *testing.T) {
 func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
 	// What a process killed between "answer stored" and "posted" leaves.
 	seed := func(cfg *Config, _ *Platform) {
-		db := any(cfg.Store).(*storage.DB)
+		db := any(cfg.Store).(*sqlite.DB)
 		ctx := context.Background()
 		th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "test", Team: "T1", Channel: "C1", Thread: "old"}, storage.ThreadInit{})
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
@@ -251,7 +252,7 @@ func TestReplicaReleasesItsLeases(t *testing.T) {
 	if err := a.stop(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(a.ctx, a.db.Path())
+	db, err := sqlite.Open(a.ctx, a.db.Path())
 	if err != nil {
 		t.Fatal(err)
 	}

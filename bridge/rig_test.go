@@ -20,6 +20,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
@@ -32,7 +33,7 @@ type rig struct {
 	chat   *chatfake.Adapter
 	llm    *llmfake.Server
 	remote *gitremote.Repo
-	db     *storage.DB
+	db     *sqlite.DB
 	wsm    *workspace.Manager
 	out    *outbox.Outbox
 	b      *Bridge
@@ -80,9 +81,9 @@ func newRig(tb testing.TB, opts ...rigOption) *rig {
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 
-	db, err := storage.Open(r.ctx, filepath.Join(dir, "threadsmith.db"), storage.WithLogger(log))
+	db, err := sqlite.Open(r.ctx, filepath.Join(dir, "threadsmith.db"), sqlite.WithLogger(log))
 	if err != nil {
-		tb.Fatalf("storage.Open: %v", err)
+		tb.Fatalf("sqlite.Open: %v", err)
 	}
 	r.db = db
 	r.wsm, err = workspace.New(workspace.Config{

@@ -18,14 +18,9 @@ import (
 
 // baseSystemPrompt is what every session starts from; the thread's context is
 // added before each prompt by the bridge's before_agent_start hook.
-const baseSystemPrompt = `You are threadsmith, a coding agent that works in a chat thread on a git repository. People in the thread ask you to read, change, build and test code; you do it with your tools and report back in the thread.
+var baseSystemPrompt = `You are threadsmith, a coding agent that works in a chat thread on a git repository. People in the thread ask you to read, change, build and test code; you do it with your tools and report back in the thread.
 
-Tools:
-- read: read a file (use offset/limit for long files; images are shown to you).
-- bash: run a shell command in the repository (build, test, git log/diff/status, search).
-- edit: replace an exact piece of text in a file you have read (the match must be unique).
-- write: create or overwrite a file.
-- grep, find, ls: search file contents, find files by name, list folders (they honour .gitignore).
+` + tools.PromptGuide() + `
 
 How to work:
 - Explore before you change: read the relevant files and conventions first, then make focused changes that match the code around them.
@@ -54,9 +49,11 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		t.rec.Branch, t.rec.WorkspacePath = ws.Branch(), ws.Root()
 	}
 	quota := b.cfg.Agent.DiskQuota
+	// Called by the tool that met the quota, off the owner: the thread is
+	// told through its inbox.
 	quota.Notify = func(n tools.QuotaNotice) {
 		t.log.Warn("disk quota", "limit", n.Limit, "bytes", n.Usage.Bytes, "files", n.Usage.Files, "free", n.Free)
-		t.say(n.Message())
+		t.post(msgSay{n.Message()})
 	}
 	tws, err := tools.NewWorkspace(tools.WorkspaceConfig{
 		Quota:       quota,
@@ -141,18 +138,7 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		t.log.Warn("reading the repository's instructions", "err", ierr)
 	}
 	if t.view == nil {
-		t.view = newView(t.p.Outbox, t.ref, t.p.limit, t.p.measure, b.cfg.Now)
-		t.view.delivered = t.delivered
-		t.view.onText = t.saver.update
-		t.view.redact = b.redact
-		threadID := t.rec.ID
-		t.view.final = func(runID int64, chunks []string, notify string) { t.postAnswer(threadID, runID, chunks, notify) }
-		t.view.price = func() Price {
-			if t.sess == nil {
-				return Price{}
-			}
-			return b.modelInfo(t.sess.ModelName()).Price
-		}
+		t.view = newView(t.p.limit, t.p.measure, b.cfg.Now, b.redact)
 	}
 	// Told once a session start; each prompt after leaves the files out
 	// without a word.
@@ -210,14 +196,16 @@ func (t *thread) sessionEvent(sess *agent.Session, ev agent.Event) {
 	if !t.owned(context.Background(), 0) {
 		return // another replica has the thread: it shows it now
 	}
-	t.view.handle(ev)
+	// A reply without its cost is priced with the session's model.
+	price := t.b.modelInfo(sess.ModelName()).Price
+	t.showing(func(v *view) viewResult { return v.handle(ev, price) })
 	switch ev := ev.(type) {
 	case agent.AgentStart:
 		if sess == t.sess && !t.running() {
 			t.adoptRun()
 		}
 	case agent.PersistFailed:
-		if !t.leaseFenced.Load() {
+		if !t.postGuard.lost() {
 			t.log.Error("session entries were not stored", "count", ev.Entries, "err", ev.ErrorMessage)
 			t.say("⚠️ I couldn't save part of this conversation; it is missing if I restart (the details are in the bot's log).")
 		}
@@ -268,13 +256,12 @@ func instructions(s string) string {
 	return "\n\nInstructions from the operator of this bot:\n" + s
 }
 
-// extension is the chat's part of every session: commands, the markup input
-// hook and the thread context added before each prompt. messages returns the
+// extension is the chat's part of every session: the input hook (!review,
+// markup, attribution) and the thread context added before each prompt. messages returns the
 // session's context (what the model will see before the prompt).
 func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 	x := agent.Extension{
-		Name:     "chat",
-		Commands: t.commands(),
+		Name: "chat",
 		BeforeAgentStart: func(ctx context.Context, ev agent.BeforeAgentStart) agent.BeforeAgentStartResult {
 			// The run is recorded before its prompt is stored (hookState).
 			st := t.askOwner(ctx)
@@ -352,10 +339,10 @@ func (t *thread) requestHeader() string {
 	return "[" + date + "]"
 }
 
-// attributed is the input being handled (t.current; the input hook runs
-// inside Start on the owner) as the model gets it: a message that joins a
-// run someone else asked for starts with [From NAME] (input given while a
-// run is tracked may only join it: PromptOptions.Join), so that the model
+// attributed is the input being handled (its author is the requester: the
+// input hook runs inside Start on the owner, right after deliver sets it) as
+// the model gets it: a message that joins a run someone else asked for
+// starts with [From NAME], so that the model
 // knows who says what; and a line of the person's own that looks like one
 // of these headers (or the request header) is not one: its bracket becomes
 // a parenthesis, so that nobody can speak as someone else.
@@ -368,9 +355,8 @@ func (t *thread) attributed(text string) string {
 		}
 	}
 	text = strings.Join(lines, "\n")
-	if a, ok := t.runAuthor(); ok && t.current != nil && a.ID != t.current.in.Author.ID {
-		pi := t.current
-		if name := headerName(pi.in.Author.Name); name != "" {
+	if a, ok := t.runAuthor(); ok && t.requester != nil && a.ID != t.requester.ID {
+		if name := headerName(t.requester.Name); name != "" {
 			text = "[From " + name + "]\n" + text
 		}
 	}

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,21 +46,19 @@ type thread struct {
 	lifecycle
 	rendering
 
-	// Replicas (lease.go): the lease while held (the lease keeper renews
-	// it), whether a write was fenced, and on the owner: whether the thread
-	// was lost, and the input ids it took.
-	lease       atomic.Pointer[storage.Lease]
-	leaseFenced atomic.Bool
-	// owned's store check of a lease run out: one at a time, and not
-	// before leaseCheckAfter (Unix ns) once the store could not answer.
-	leaseCheck      sync.Mutex
-	leaseCheckAfter atomic.Int64
-	gone            bool
-	taken           map[int64]*pendingInput
-	// nudged: a look for stored input (takePending) is queued; more news of
-	// input waits for it instead of queueing a store query each (nudge).
-	nudged    atomic.Bool
-	postGuard *leaseGuard // the outbox guard of the thread's posts (lease.go)
+	// Replicas (lease.go). lease is the thread's lease while this replica
+	// holds it: the one replica state read off the owner (the outbox's
+	// guard reads it on the outbox's goroutines), hence atomic; the owner
+	// sets and clears it, and the lease keeper stores each renewal in it.
+	// postGuard (nil without leases, set once) is the lease as the other
+	// goroutines see it. The rest is the owner's: whether the thread was
+	// lost, the input ids it took, and the last news of input its look at
+	// the store covers.
+	lease     atomic.Pointer[storage.Lease]
+	postGuard *leaseGuard
+	gone      bool
+	taken     map[int64]*pendingInput
+	newsSeen  int64
 
 	// store is the store as this thread writes to it: under its lease when
 	// the bridge is a replica (leasedStore).
@@ -106,6 +103,9 @@ func newThread(b *Bridge, p *platform, ref chat.ThreadRef, rec storage.Thread) *
 		store:     b.cfg.Store,
 	}
 	t.inbox = &execqueue.Queue[message]{Run: t.handle, Log: log, Name: messageName}
+	if b.leasing() {
+		t.postGuard = newLeaseGuard(t)
+	}
 	return t
 }
 
@@ -149,9 +149,13 @@ func (t *thread) handle(m message) {
 	case msgMCPDown:
 		t.mcpDown(m.server, m.err)
 	case msgLeaseLost:
-		t.leaseLost()
+		t.onLeaseLost(m.l)
 	case msgInputNews:
-		t.inputNews()
+		t.onInputNews(m.n)
+	case msgRerender:
+		t.rerender(m.n)
+	case msgSay:
+		t.say(m.text)
 	case msgIdleTick:
 		t.idleTick()
 		return
@@ -175,7 +179,7 @@ func (t *thread) handle(m message) {
 // for the next start.
 func whileStopping(m message) bool {
 	switch m.(type) {
-	case msgEvent, msgHook, msgCommandDone, msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline:
+	case msgEvent, msgHook, msgCommandDone, msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline, msgRerender, msgSay:
 		return true
 	}
 	return false
@@ -242,6 +246,9 @@ func (t *thread) commandDone(m msgCommandDone) {
 			line = "🔀 No pull request."
 		}
 		t.say(line)
+	}
+	if m.diff != nil {
+		t.showDiff(*m.diff)
 	}
 	if m.say != "" {
 		t.say(m.say)

@@ -35,43 +35,8 @@ import (
 // left free of the platform's limit when the answer is split.
 const mentionRoom = 32
 
-// postFinalLocked posts an answer of run runID, split at the platform's
-// limit. notify, when set, is the person its first message mentions
-// (chat.PostKey.Notify).
-func (v *view) postFinalLocked(runID int64, text, notify string) {
-	limit := v.limit
-	if notify != "" {
-		limit -= mentionRoom
-	}
-	chunks := Split(text, limit, v.measure)
-	if v.final != nil {
-		v.final(runID, chunks, notify)
-		return
-	}
-	for i, c := range chunks {
-		key := chat.PostKey{}
-		if i == 0 {
-			key.Notify = notify
-		}
-		v.out.PostKeyed(v.ref, c, outbox.High, key, nil)
-	}
-}
-
-// setRunID tells the view the storage id of the run it shows (or is about
-// to show), for the answers it posts.
-func (v *view) setRunID(id int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	switch {
-	case v.run != nil:
-		v.run.id = id
-	case v.armed != nil:
-		v.armed.id = id
-	}
-}
-
-// postAnswer stores a run's answer messages, then posts them (the view's
-// final hook, on the owner: as the run ends, or as the session's events
+// postAnswer stores a run's answer messages, then posts them (an answer
+// the view returned, on the owner: as the run ends, or as the session's events
 // show an answer while it goes on). notify is the person the first message
 // mentions, if any; it is not stored, so an answer posted again after a
 // crash mentions nobody.
@@ -95,7 +60,7 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string, notify strin
 	}
 	if err != nil {
 		t.log.Warn("storing the answer before posting it; posting it all the same", "err", err)
-		t.postChunksPlain(chunks, notify)
+		postAnswerPlain(t.p.Outbox, t.ref, viewAnswer{runID: runID, chunks: chunks, notify: notify})
 		return
 	}
 	crashpoint.Hit(crashpoint.Answered)
@@ -106,16 +71,6 @@ func (t *thread) postAnswer(threadID, runID int64, chunks []string, notify strin
 			n = notify
 		}
 		sendStored(t.p.Outbox, t.b.cfg.Store, t.ref, posts[i], false, n, t.log)
-	}
-}
-
-func (t *thread) postChunksPlain(chunks []string, notify string) {
-	for i, c := range chunks {
-		key := chat.PostKey{}
-		if i == 0 {
-			key.Notify = notify
-		}
-		t.p.Outbox.PostKeyed(t.ref, c, outbox.High, key, nil)
 	}
 }
 

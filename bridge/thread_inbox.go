@@ -13,7 +13,6 @@ import (
 	"fmt"
 
 	"github.com/threadsmith/threadsmith/agent"
-
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -46,10 +45,11 @@ type (
 	msgPushDone struct{ job *pushJob }
 	// msgCommandDone: a command's work off the owner finished (thread.go);
 	// say is what the thread is told ("" for nothing), pr the result of
-	// !pr's sync, if it was that.
+	// !pr's sync, diff !diff's, if it was one of those.
 	msgCommandDone struct {
-		say string
-		pr  *prResult
+		say  string
+		pr   *prResult
+		diff *diffResult
 	}
 	// msgReset: start a new conversation, after the !reset that asked for
 	// it returned from the session (commands.go).
@@ -63,14 +63,19 @@ type (
 		server string
 		err    error
 	}
-	// msgLeaseLost: another replica has the thread (lease.go).
-	msgLeaseLost struct{}
-	// msgInputNews: stored input may wait that the owner has not taken
-	// (lease.go).
-	msgInputNews struct{}
+	// msgLeaseLost: lease l of the thread was refused or ran out: another
+	// replica has the thread, and it ends (lease.go).
+	msgLeaseLost struct{ l *storage.Lease }
+	// msgInputNews: news number n that the thread has stored input the
+	// owner may not have taken (Bridge.nudge, lease.go).
+	msgInputNews struct{ n int64 }
 	// msgHook: a session hook, off the owner, asks for what it needs of
 	// the thread (session.go).
 	msgHook struct{ reply chan<- hookState }
+	// msgSay: a notice for the thread from off the owner (thread_render.go).
+	msgSay struct{ text string }
+	// msgRerender: the render view asked to come back for (thread_render.go).
+	msgRerender struct{ n uint64 }
 	// msgIdleTick: time to look whether the thread may be evicted (thread.go).
 	msgIdleTick struct{}
 	// msgStop: shut down; the active run may go on until ctx ends (thread.go).

@@ -28,7 +28,6 @@ type routing struct {
 	recent  []time.Time     // when the last messages came (guard)
 	held    []*pendingInput // input that arrived while a stopped run wound down
 	waiting []*pendingInput // input parked until a run slot frees (thread_slots.go)
-	current *pendingInput   // the input being handled, for the commands it runs
 
 	acks map[string]queuedAck // input id → reaction to swap on delivery
 	// kept are the files kept since an input was accepted (Attachment.Stored),
@@ -61,28 +60,25 @@ type inputClass struct {
 	startsRun bool   // it goes to the model: a message, !steer or !followup
 }
 
-// classify is the one reading of an input's command word: routing
-// (handleInput) and the mode stored with the input (mode) both come from it.
+// classify is the one reading of an input's command word, against the
+// table of commands: routing (handleInput) and the mode stored with the
+// input (mode) both come from it.
 func classify(text string) inputClass {
 	name, _ := commandWord(text)
-	_, known := commandHelp[name]
+	cmd := lookupCommand(name)
+	known := cmd != nil && cmd.mode != storage.ModePrompt
 	return inputClass{
 		name:      name,
 		command:   known,
-		unknown:   !known && mistypedCommand(text, name),
-		startsRun: !known || name == "steer" || name == "followup",
+		unknown:   cmd == nil && mistypedCommand(text, name),
+		startsRun: !known || cmd.mode != storage.ModeCommand,
 	}
 }
 
 // mode is how the input is stored (storage.Inbound.Mode).
 func (c inputClass) mode() storage.InboundMode {
-	switch {
-	case c.name == "steer":
-		return storage.ModeSteer
-	case c.name == "followup":
-		return storage.ModeFollowUp
-	case c.command:
-		return storage.ModeCommand
+	if cmd := lookupCommand(c.name); cmd != nil {
+		return cmd.mode
 	}
 	return storage.ModePrompt
 }
@@ -217,8 +213,7 @@ func (t *thread) takeAck(id string) (queuedAck, bool) {
 }
 
 // deliver gives pi to the session: it starts a run (which holds slot), joins
-// the one going as queued or steering input, or is a command the session
-// runs.
+// the one going as queued or steering input, or is a command answered here.
 func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	ctx := t.b.ctx
 	text, images := t.prepareInput(ctx, pi.in)
@@ -247,7 +242,7 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	// A status posted for input that did not start a run (armed but unused).
 	var unused *outbox.Message
 	if out != agent.Started {
-		unused = t.view.disarm()
+		unused = t.disarmStatus()
 	}
 	t.pendingStatus = nil
 	switch {
@@ -272,23 +267,27 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 }
 
 // prompt hands text to the session and returns Start's outcome, the text
-// the model got and how it was given. The words after !steer and !followup
-// go to the model as that kind of input (or start a run when nothing runs).
+// the model got and how it was given. A command is answered by its handler
+// (Handled); the words after !steer and !followup go to the model as that
+// kind of input (or start a run when nothing runs).
 func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, text string, opts agent.PromptOptions) (agent.Outcome, string, agent.Behavior, error) {
-	if c.name == "steer" || c.name == "followup" {
-		_, text = commandWord(text)
-		opts.Behavior = agent.BehaviorSteer
-		if c.name == "followup" {
-			opts.Behavior = agent.BehaviorFollowUp
+	if c.command {
+		cmd := lookupCommand(c.name)
+		_, args := commandWord(text)
+		if cmd.run != nil {
+			// Recorded before it runs: a command acts at most once (a
+			// restart must not replay a !reset into the new conversation),
+			// and what it answers is never seen before its input is done.
+			t.markInbound(pi.id, storage.InboundDelivered, "")
+			return agent.Handled, text, opts.Behavior, t.runCommand(ctx, cmd, pi, args)
 		}
+		text, opts.Behavior = args, cmd.behavior()
 		if strings.TrimSpace(text) == "" {
 			var none agent.Outcome
 			return none, text, opts.Behavior, plainError{"say what: `!steer <text>` or `!followup <text>`"}
 		}
 	}
-	t.current = pi // for commands, which run inside Start on this goroutine
 	out, err := t.sess.Start(ctx, text, opts)
-	t.current = nil
 	return out, text, opts.Behavior, err
 }
 

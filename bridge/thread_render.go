@@ -1,12 +1,14 @@
 package bridge
 
-// Rendering: what the thread shows besides the run transcript (view.go):
-// the status message's header and notices.
+// Rendering: what the thread shows. The run transcript is the view's
+// (view.go); here the thread calls into it and carries out what it returns,
+// and shows the status message's header and notices.
 
 import (
 	"fmt"
-	"github.com/threadsmith/threadsmith/chat"
+	"time"
 
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/outbox"
 )
 
@@ -19,15 +21,45 @@ type rendering struct {
 	saver         *statusSaver
 }
 
+// showing runs f on the view, on the owner, then carries out what it
+// returned: delivered input, the chat operations in order (answers stored
+// before they are posted, status texts to the saver), and a render to come
+// back for (msgRerender). Every call into the view goes through here.
+func (t *thread) showing(f func(v *view) viewResult) {
+	res := f(t.view)
+	for _, id := range res.delivered {
+		t.delivered(id)
+	}
+	applyOps(t.p.Outbox, t.ref, res.ops, func(a viewAnswer) {
+		t.postAnswer(t.rec.ID, a.runID, a.chunks, a.notify)
+	}, t.saver.update)
+	if n := res.rerender; n != 0 {
+		time.AfterFunc(res.rerenderIn, func() { t.post(msgRerender{n}) })
+	}
+}
+
+// rerender is the render the view asked to come back for (showing).
+func (t *thread) rerender(n uint64) {
+	if t.view != nil {
+		t.showing(func(v *view) viewResult { return v.tick(n) })
+	}
+}
+
 // say posts a notice into the thread, below any running transcript.
 func (t *thread) say(text string) {
 	if t.view != nil {
-		t.view.post(text)
+		t.showing(func(v *view) viewResult { return v.post(text) })
 		return
 	}
 	for _, c := range Split(text, t.p.limit, t.p.measure) {
 		t.p.Outbox.Post(t.ref, c, outbox.High, nil)
 	}
+}
+
+// note adds a line to the running transcript's status (posts it when no run
+// is active).
+func (t *thread) note(text string) {
+	t.showing(func(v *view) viewResult { return v.note(text) })
 }
 
 // header is the first text of a run's status message.
@@ -56,6 +88,36 @@ func (t *thread) armStatus() {
 		// It grows through edits: an adapter may stream it.
 		status = t.p.Outbox.PostKeyed(t.ref, text, outbox.High, chat.PostKey{Stream: true}, nil)
 	}
-	t.view.arm(t.repoLine(), status, text)
+	context := t.repoLine()
+	t.showing(func(v *view) viewResult { v.arm(context, status, text); return viewResult{} })
 	t.pendingStatus, t.statusMsgText = status, text
+}
+
+// disarmStatus drops the armed transcript of a run that did not start and
+// returns its status message.
+func (t *thread) disarmStatus() (status *outbox.Message) {
+	t.showing(func(v *view) viewResult { status = v.disarm(); return viewResult{} })
+	return status
+}
+
+// setRunID tells the transcript the storage id of its run.
+func (t *thread) setRunID(id int64) {
+	t.showing(func(v *view) viewResult { v.setRunID(id); return viewResult{} })
+}
+
+// runStats returns the running transcript's stats so far.
+func (t *thread) runStats() (st runStats) {
+	t.showing(func(v *view) viewResult { st = v.stats(); return viewResult{} })
+	return st
+}
+
+// endTranscript closes the run's transcript: footer ends its last message,
+// which notifies notify ("" for nobody).
+func (t *thread) endTranscript(footer, notify string) {
+	t.showing(func(v *view) viewResult { return v.endRun(footer, notify) })
+}
+
+// offer sets the buttons of the latest finished run's status message.
+func (t *thread) offer(actions []chat.Action) {
+	t.showing(func(v *view) viewResult { return v.offer(actions) })
 }

@@ -74,7 +74,7 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	}
 	r.id = id
 	t.run = r
-	t.view.setRunID(id)
+	t.setRunID(id)
 	if status != nil {
 		t.saver.track(status, t.rec.ID, r.id, t.ref.Channel, text)
 	}
@@ -145,7 +145,7 @@ func (t *thread) runEnded(r *activeRun) {
 		defer t.reset(r.resetAfter)
 	}
 	if r.interrupted {
-		t.view.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
+		t.note("⚠️ This run was interrupted: the bot is restarting. Send a message to continue once it is back.")
 		t.finishRunWith(context.Background(), storage.RunInterrupted, false)
 		return
 	}
@@ -184,9 +184,9 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	}
 	t.p.Outbox.SetStatus(t.ref, "")
 	if r.timedOut {
-		t.view.note(fmt.Sprintf("⏹ stopped: the run took longer than the %s limit.", t.b.cfg.RunTimeout))
+		t.note(fmt.Sprintf("⏹ stopped: the run took longer than the %s limit.", t.b.cfg.RunTimeout))
 	}
-	stats := t.view.stats()
+	stats := t.runStats()
 	if stats.failed && outcome == storage.RunDone {
 		outcome = storage.RunFailed
 	}
@@ -195,7 +195,7 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	// crash while pushing must not lose it.
 	info := t.b.modelInfo(t.sess.ModelName())
 	foot := withPageLink(footer(stats, t.b.cfg.Now(), t.sess.ContextTokens(), t.sess.Status().ContextWindow, !info.Price.zero()), t.pageLink())
-	t.view.endRun(foot, t.notifyOf(r, stats))
+	t.endTranscript(foot, t.notifyOf(r, stats))
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash
 	// before that leaves it interrupted, and the next start pushes it.

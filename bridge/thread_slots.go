@@ -7,7 +7,6 @@ package bridge
 import (
 	"fmt"
 
-	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -55,34 +54,12 @@ func (t *thread) slotGranted() {
 	t.requeueFront(rest)
 }
 
-// answerWhileWaiting answers !stop and !status at once for a thread whose
-// request waits for a run slot (docs/behaviour.md §3: a run still waiting for a
-// slot is cancelled before it starts). It reports whether it answered.
+// answerWhileWaiting answers a command that has an answer while the thread's
+// request waits for a run slot (the table's whileWaiting: !stop, !status)
+// at once. It reports whether it answered.
 func (t *thread) answerWhileWaiting(name string, pi *pendingInput) bool {
-	if len(t.waiting) == 0 {
-		return false
-	}
-	switch name {
-	case "stop":
-		t.b.slots.cancel(t)
-		cancelled := t.waiting
-		t.waiting = nil
-		var texts []string
-		for _, w := range cancelled {
-			t.markInbound(w.id, storage.InboundDropped, "stopped before it started")
-			texts = append(texts, w.in.Text)
-		}
-		if t.pendingStatus != nil {
-			t.p.Outbox.EditFinal(t.pendingStatus, "⏹ stopped before it started.", outbox.High)
-			t.pendingStatus = nil
-		}
-		t.say(fmt.Sprintf("⏹ stopped: the request waiting for a run slot was cancelled before it started (%d message%s):%s", len(texts), plural(len(texts)), quoteTexts(texts)))
-	case "status":
-		if t.sess != nil {
-			return false // the full status, which says it waits
-		}
-		t.say(fmt.Sprintf("📊 *Status*: waiting for a run slot (%d of %d busy; %d thread%s ahead)", t.b.slots.size, t.b.slots.size, t.b.slots.ahead(t), plural(t.b.slots.ahead(t))))
-	default:
+	c := lookupCommand(name)
+	if len(t.waiting) == 0 || c == nil || c.whileWaiting == nil || !c.whileWaiting(t) {
 		return false
 	}
 	t.markInbound(pi.id, storage.InboundDelivered, "")

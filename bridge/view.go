@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -27,45 +26,123 @@ const streamRenderEvery = 250 * time.Millisecond
 // separate messages; after one, or after queued input is delivered, the status
 // continues in a new message below so the thread reads in order.
 //
-// Session events arrive on the session's event queue; run boundaries come from
-// the thread's owner goroutine; a mutex orders the two.
+// The view is presentation only: every call returns a viewResult, the chat
+// operations to carry out in order and what the thread must act on (a run it
+// did not start, input delivered, a render to come back for). It calls
+// nothing outside itself, and holds no lock: its caller makes one call at a
+// time.
 type view struct {
-	out     *outbox.Outbox
-	ref     chat.ThreadRef
 	limit   int
 	measure func(string) int // nil: rune count
 	now     func() time.Time
-	after   func(time.Duration, func()) *time.Timer // time.AfterFunc; tests replace it
-	// delivered is called (on the event queue) when queued input reaches the model.
-	delivered func(inputID string)
-	// onText is told the latest text of every status message (for the saver).
-	onText func(m *outbox.Message, text string)
-	// onRunStart is told (on the event queue) about a run the thread did not
-	// start itself (input queued during a compaction, delivered afterwards).
-	onRunStart func()
-	price      func() Price
-	// final posts a run's answers (the last one ends with the footer) when
-	// set: the thread stores them first, so a crash cannot lose them
-	// (thread_answer.go). runID is the run's storage id, 0 if not known yet.
-	// notify is the person the first chunk mentions ("" for nobody).
-	final func(runID int64, chunks []string, notify string)
 	// redact replaces configured secrets in what the model wrote into a
 	// tool call's arguments; nil leaves them.
 	redact func(string) string
 
-	mu      sync.Mutex
+	res    viewResult // what the call in progress returns
+	trails uint64     // the number of the latest trailing render asked for
+
 	run     *runState
 	armed   *runState
 	retry   *notice
 	compact *notice
 	// last is the status message of the latest run that ended; offered the
 	// buttons it and the next ones get once they end (actions.go).
-	last    *outbox.Message
+	last    *viewMsg
 	offered []chat.Action
 }
 
+// viewMsg is a message the view shows: m is set when its post is carried
+// out (applyOps), or when the thread posted it (arm).
+type viewMsg struct{ m *outbox.Message }
+
+// viewResult is what one call into the view asks of its caller.
+type viewResult struct {
+	// ops are the chat operations to carry out, in this order (applyOps).
+	ops []viewOp
+	// delivered are the ids of queued input that reached the model.
+	delivered []string
+	// rerender, when set, asks for tick(rerender) after rerenderIn:
+	// streamed text waits there for the render the throttle held back.
+	rerender   uint64
+	rerenderIn time.Duration
+}
+
+type viewOpKind uint8
+
+const (
+	opPost       viewOpKind = iota // post msg with text
+	opEdit                         // edit msg's text
+	opEditFinal                    // edit msg's text for good (outbox.EditFinal)
+	opSetActions                   // give msg its buttons
+	opAnswer                       // post a run's answer (stored first by the thread)
+)
+
+// viewOp is one chat operation.
+type viewOp struct {
+	kind    viewOpKind
+	msg     *viewMsg
+	text    string
+	prio    outbox.Priority
+	stream  bool // opPost: the message grows through edits (chat.PostKey.Stream)
+	save    bool // the text of a run's status message: the saver records it
+	actions []chat.Action
+	answer  viewAnswer // opAnswer
+}
+
+// viewAnswer is a run's answer, split at the platform's limit: runID is the
+// run's storage id (0 if not known yet), notify the person the first chunk
+// mentions ("" for nobody).
+type viewAnswer struct {
+	runID  int64
+	chunks []string
+	notify string
+}
+
+// applyOps carries out ops on out, in order: answer posts the answers, and
+// saved (when not nil) is told the latest text of each status message.
+func applyOps(out *outbox.Outbox, ref chat.ThreadRef, ops []viewOp, answer func(viewAnswer), saved func(*outbox.Message, string)) {
+	for _, op := range ops {
+		switch op.kind {
+		case opPost:
+			op.msg.m = out.PostKeyed(ref, op.text, op.prio, chat.PostKey{Stream: op.stream}, nil)
+		case opEdit:
+			out.Edit(op.msg.m, op.text, op.prio)
+		case opEditFinal:
+			out.EditFinal(op.msg.m, op.text, op.prio)
+		case opSetActions:
+			out.SetActions(op.msg.m, op.actions, op.prio)
+		case opAnswer:
+			answer(op.answer)
+		}
+		if op.save && saved != nil {
+			saved(op.msg.m, op.text)
+		}
+	}
+}
+
+// postAnswerPlain posts an answer without storing it first.
+func postAnswerPlain(out *outbox.Outbox, ref chat.ThreadRef, a viewAnswer) {
+	for i, c := range a.chunks {
+		key := chat.PostKey{}
+		if i == 0 {
+			key.Notify = a.notify
+		}
+		out.PostKeyed(ref, c, outbox.High, key, nil)
+	}
+}
+
+func (v *view) emit(op viewOp) { v.res.ops = append(v.res.ops, op) }
+
+// result hands over what the call in progress asks for.
+func (v *view) result() viewResult {
+	res := v.res
+	v.res = viewResult{}
+	return res
+}
+
 type notice struct {
-	msg  *outbox.Message
+	msg  *viewMsg
 	text string
 }
 
@@ -76,14 +153,15 @@ type runState struct {
 	stats      runStats
 	streaming  *strings.Builder // the reply being streamed; nil between replies
 	lastRender time.Time
-	// trailing renders streamed text that arrived too soon after the last
-	// render, once streamRenderEvery has passed: a model that pauses after
-	// a burst (thinking, a slow provider) still shows all it has said.
-	trailing *time.Timer
+	// trailing is the number of the render asked for (viewResult.rerender)
+	// of streamed text that arrived too soon after the last render, 0 for
+	// none: a model that pauses after a burst (thinking, a slow provider)
+	// still shows all it has said.
+	trailing uint64
 	started  bool // the run's first user message was seen
 	// status is the run's first status message, which carries runActions
 	// (Stop) until the run ends.
-	status *outbox.Message
+	status *viewMsg
 	answer []string // finished answer text not posted yet
 	// lastError is the failure of the latest reply, shown when the run ends
 	// unless a retry or compaction notice already told it (reported).
@@ -101,7 +179,7 @@ type runState struct {
 type segment struct {
 	first  bool // the run's first status message: it shows the working line
 	blocks []block
-	msgs   []*outbox.Message
+	msgs   []*viewMsg
 	texts  []string // the text last requested for each message
 	sealed bool
 }
@@ -111,23 +189,24 @@ type block struct {
 	toolID string // set for tool lines, so their line can be updated
 }
 
-func newView(out *outbox.Outbox, ref chat.ThreadRef, limit int, measure func(string) int, now func() time.Time) *view {
+// newView returns the view of a thread on a platform whose messages hold
+// limit (as measure counts; nil: runes), with the clock now and redact for
+// tool call arguments (nil: none).
+func newView(limit int, measure func(string) int, now func() time.Time, redact func(string) string) *view {
 	if limit <= 0 {
 		limit = 2000
 	}
-	return &view{out: out, ref: ref, limit: limit, measure: measure, now: now, after: time.AfterFunc, price: func() Price { return Price{} }}
+	return &view{limit: limit, measure: measure, now: now, redact: redact}
 }
 
 // arm prepares the status of the run the thread is about to start: the run
 // begins when the session says so (agent_start), which may happen before the
 // thread hears back from Start. status is the message already posted for it.
 func (v *view) arm(context string, status *outbox.Message, statusText string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	r := &runState{context: context, seg: &segment{first: true}, stats: runStats{started: v.now()}}
 	r.first = r.seg
 	if status != nil {
-		r.seg.msgs = []*outbox.Message{status}
+		r.seg.msgs = []*viewMsg{{m: status}}
 		r.seg.texts = []string{statusText}
 	}
 	v.armed = r
@@ -135,30 +214,37 @@ func (v *view) arm(context string, status *outbox.Message, statusText string) {
 
 // disarm drops an armed run that did not start and returns its status message.
 func (v *view) disarm() *outbox.Message {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	r := v.armed
 	v.armed = nil
 	if r == nil || len(r.seg.msgs) == 0 {
 		return nil
 	}
-	return r.seg.msgs[0]
+	return r.seg.msgs[0].m
+}
+
+// setRunID tells the view the storage id of the run it shows (or is about
+// to show), for the answers it posts.
+func (v *view) setRunID(id int64) {
+	switch {
+	case v.run != nil:
+		v.run.id = id
+	case v.armed != nil:
+		v.armed.id = id
+	}
 }
 
 // endRun closes the run: the status message loses its "working" line and
 // the answer is posted; footer ends the last of them. notify, when set, is
 // the person the answer mentions: it is then posted as a new message even
 // when it is only the footer, since an edit tells nobody.
-func (v *view) endRun(footerLine, notify string) runStats {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *view) endRun(footerLine, notify string) viewResult {
 	r := v.run
 	if r == nil {
-		return runStats{}
+		return v.result()
 	}
 	v.run = nil
 	r.ended = true
-	v.refinalizeFirstLocked(r)
+	v.refinalizeFirst(r)
 	if r.lastError != "" && !r.reported {
 		r.answer = append(r.answer, "❌ The model request failed: "+r.lastError)
 	}
@@ -167,45 +253,42 @@ func (v *view) endRun(footerLine, notify string) runStats {
 	if answer == "" && notify == "" {
 		// Nothing to post: the footer ends the status message.
 		r.seg.blocks = append(r.seg.blocks, block{text: footerLine})
-		v.finalizeLocked(r)
-		v.endActionsLocked(r)
-		return r.stats
+		v.finalize(r)
+		v.endActions(r)
+		return v.result()
 	}
-	v.finalizeLocked(r)
-	v.endActionsLocked(r)
+	v.finalize(r)
+	v.endActions(r)
 	if answer != "" {
 		footerLine = answer + "\n\n" + footerLine
 	}
-	v.postFinalLocked(r.id, footerLine, notify)
-	return r.stats
+	v.postFinal(r.id, footerLine, notify)
+	return v.result()
 }
 
-// endActionsLocked takes Stop off the ended run's status message (in the
-// same edit as its final text) and gives it the buttons offered so far.
-func (v *view) endActionsLocked(r *runState) {
+// endActions takes Stop off the ended run's status message (in the same
+// edit as its final text) and gives it the buttons offered so far.
+func (v *view) endActions(r *runState) {
 	if r.status == nil {
 		return
 	}
-	v.out.SetActions(r.status, v.offered, outbox.Normal)
+	v.emit(viewOp{kind: opSetActions, msg: r.status, actions: v.offered, prio: outbox.Normal})
 	v.last = r.status
 }
 
 // offer sets the buttons of the latest finished run's status message, and
 // of every later one when it ends (Diff and the pull request's, once the
 // branch was pushed).
-func (v *view) offer(actions []chat.Action) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *view) offer(actions []chat.Action) viewResult {
 	v.offered = actions
 	if v.run == nil && v.last != nil {
-		v.out.SetActions(v.last, actions, outbox.Normal)
+		v.emit(viewOp{kind: opSetActions, msg: v.last, actions: actions, prio: outbox.Normal})
 	}
+	return v.result()
 }
 
 // stats returns the current run's stats so far.
 func (v *view) stats() runStats {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	if v.run == nil {
 		return runStats{}
 	}
@@ -213,144 +296,145 @@ func (v *view) stats() runStats {
 }
 
 // note adds a line to the current status (or posts it when no run is active).
-func (v *view) note(text string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *view) note(text string) viewResult {
 	if v.run == nil {
 		v.postChunks(text)
-		return
+		return v.result()
 	}
 	v.run.seg.blocks = append(v.run.seg.blocks, block{text: text})
-	v.renderLocked(v.run, outbox.Normal)
+	v.render(v.run, outbox.Normal)
+	return v.result()
 }
 
 // post sends a separate message, after which the status continues below it.
-func (v *view) post(text string) *outbox.Message {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.postLocked(text)
+func (v *view) post(text string) viewResult {
+	v.postNotice(text)
+	return v.result()
 }
 
-func (v *view) postLocked(text string) *outbox.Message {
+func (v *view) postNotice(text string) *viewMsg {
 	if r := v.run; r != nil {
-		v.flushAnswerLocked(r)
-		v.sealLocked(r)
+		v.flushAnswer(r)
+		v.seal(r)
 	}
 	return v.postChunks(text)
 }
 
-func (v *view) postChunks(text string) *outbox.Message {
-	var last *outbox.Message
+func (v *view) postChunks(text string) *viewMsg {
+	var last *viewMsg
 	for _, chunk := range Split(text, v.limit, v.measure) {
-		last = v.out.Post(v.ref, chunk, outbox.High, nil)
+		last = &viewMsg{}
+		v.emit(viewOp{kind: opPost, msg: last, text: chunk, prio: outbox.High})
 	}
 	return last
 }
 
-// flushAnswerLocked posts the finished answer text held back so far.
-func (v *view) flushAnswerLocked(r *runState) {
+// flushAnswer posts the finished answer text held back so far.
+func (v *view) flushAnswer(r *runState) {
 	if len(r.answer) == 0 {
 		return
 	}
 	text := strings.Join(r.answer, "\n\n")
 	r.answer = nil
-	v.sealLocked(r)
+	v.seal(r)
 	// An answer posted while the run goes on (input joined it, a notice
 	// came) is stored first as the closing one is.
-	v.postFinalLocked(r.id, text, "")
+	v.postFinal(r.id, text, "")
 }
 
-// sealLocked renders the current status segment for good (no "working" line, no
+// postFinal posts an answer of run runID, split at the platform's limit.
+// notify, when set, is the person its first message mentions
+// (chat.PostKey.Notify): room is left for the mention.
+func (v *view) postFinal(runID int64, text, notify string) {
+	limit := v.limit
+	if notify != "" {
+		limit -= mentionRoom
+	}
+	v.emit(viewOp{kind: opAnswer, answer: viewAnswer{runID: runID, chunks: Split(text, limit, v.measure), notify: notify}})
+}
+
+// seal renders the current status segment for good (no "working" line, no
 // preview) and starts a new one, posted when it first has something to show.
-func (v *view) sealLocked(r *runState) {
+func (v *view) seal(r *runState) {
 	if len(r.seg.msgs) == 0 && len(r.seg.blocks) == 0 {
 		return
 	}
-	v.finalizeLocked(r)
+	v.finalize(r)
 	r.seg = &segment{}
 }
 
-// finalizeLocked renders the segment's final form.
-func (v *view) finalizeLocked(r *runState) {
+// finalize renders the segment's final form.
+func (v *view) finalize(r *runState) {
 	r.seg.sealed = true
-	v.renderLocked(r, outbox.Normal)
+	v.render(r, outbox.Normal)
 }
 
-// handle is the session listener.
-func (v *view) handle(ev agent.Event) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+// handle renders a session event. price is what the thread's model costs,
+// for a reply that does not carry its cost.
+func (v *view) handle(ev agent.Event, price Price) viewResult {
 	r := v.run
 	switch e := ev.(type) {
 	case agent.AgentStart:
 		if r != nil {
-			return // a retry or a continuation of the same run
+			break // a retry or a continuation of the same run
 		}
 		if v.armed != nil {
 			v.run, v.armed = v.armed, nil
 		} else {
+			// A run the thread did not start (input queued during a
+			// compaction, delivered afterwards): the owner adopts it from
+			// the same event (sessionEvent).
 			v.run = &runState{seg: &segment{first: true}, stats: runStats{started: v.now()}}
-			if v.onRunStart != nil {
-				v.onRunStart()
-			}
 		}
-		v.renderLocked(v.run, outbox.Normal)
+		v.render(v.run, outbox.Normal)
 	case agent.MessageStart:
 		if e.Message.Role == llm.RoleUser {
-			if e.Message.InputID != "" && v.delivered != nil {
-				v.delivered(e.Message.InputID)
+			if e.Message.InputID != "" {
+				v.res.delivered = append(v.res.delivered, e.Message.InputID)
 			}
 			if r != nil {
 				if r.started {
 					// Queued input joins the run: what came before is done,
 					// and the status continues below the person's message.
-					v.flushAnswerLocked(r)
-					v.sealLocked(r)
+					v.flushAnswer(r)
+					v.seal(r)
 				}
 				r.started = true
 			}
-			return
+			break
 		}
 		if e.Message.Role == llm.RoleAssistant && r != nil {
 			r.streaming = &strings.Builder{}
 		}
 	case agent.MessageUpdate:
 		if r == nil || r.streaming == nil || e.Delta.Kind != llm.DeltaText {
-			return
+			break
 		}
 		r.streaming.WriteString(e.Delta.Text)
 		if since := v.now().Sub(r.lastRender); since >= streamRenderEvery {
-			v.renderLocked(r, outbox.Low)
-		} else if r.trailing == nil {
-			r.trailing = v.after(streamRenderEvery-since, func() {
-				v.mu.Lock()
-				defer v.mu.Unlock()
-				r.trailing = nil
-				if v.run == r && r.streaming != nil {
-					v.renderLocked(r, outbox.Low)
-				}
-			})
+			v.render(r, outbox.Low)
+		} else if r.trailing == 0 {
+			v.trails++
+			r.trailing = v.trails
+			v.res.rerender, v.res.rerenderIn = r.trailing, streamRenderEvery-since
 		}
 	case agent.MessageEnd:
 		if e.Message.Role != llm.RoleAssistant || r == nil {
-			return
+			break
 		}
 		r.streaming = nil
-		if r.trailing != nil {
-			r.trailing.Stop()
-			r.trailing = nil
-		}
-		v.account(r, e.Message)
-		v.renderLocked(r, outbox.Normal)
+		r.trailing = 0
+		v.account(r, e.Message, price)
+		v.render(r, outbox.Normal)
 	case agent.ToolExecutionStart:
 		if r == nil {
-			return
+			break
 		}
 		r.seg.blocks = append(r.seg.blocks, block{text: toolLine(e.ToolName, e.Args, false, false, 0, v.redact), toolID: e.ToolCallID})
-		v.renderLocked(r, outbox.Normal)
+		v.render(r, outbox.Normal)
 	case agent.ToolExecutionEnd:
 		if r == nil {
-			return
+			break
 		}
 		line := toolLine(e.ToolName, e.Args, true, e.Result.IsError, e.Duration, v.redact)
 		for i := len(r.seg.blocks) - 1; i >= 0; i-- {
@@ -363,44 +447,58 @@ func (v *view) handle(ev agent.Event) {
 		if line != "" { // its start line is in a sealed message: show the end here
 			r.seg.blocks = append(r.seg.blocks, block{text: line, toolID: e.ToolCallID})
 		}
-		v.renderLocked(r, outbox.Normal)
+		v.render(r, outbox.Normal)
 	case agent.AutoRetryStart:
 		text := retryNotice(e)
 		if v.retry != nil { // a later attempt updates the same notice
 			v.retry.text = text
-			v.out.Edit(v.retry.msg, text, outbox.High)
-			return
+			v.emit(viewOp{kind: opEdit, msg: v.retry.msg, text: text, prio: outbox.High})
+			break
 		}
-		v.retry = &notice{msg: v.postLocked(text), text: text}
+		v.retry = &notice{msg: v.postNotice(text), text: text}
 	case agent.AutoRetryEnd:
 		if r != nil && !e.Success {
 			r.reported = true
 		}
 		if v.retry == nil {
-			return
+			break
 		}
-		v.out.EditFinal(v.retry.msg, retryEndNotice(v.retry.text, e), outbox.High)
+		v.emit(viewOp{kind: opEditFinal, msg: v.retry.msg, text: retryEndNotice(v.retry.text, e), prio: outbox.High})
 		v.retry = nil
 	case agent.AutoCompactionStart:
 		text := compactionStartNotice(e.Reason, e.Tokens, e.ContextWindow)
-		v.compact = &notice{msg: v.postLocked(text), text: text}
+		v.compact = &notice{msg: v.postNotice(text), text: text}
 	case agent.AutoCompactionEnd:
 		text := compactionEndNotice(e)
 		if r != nil && e.ErrorMessage != "" {
 			r.reported = true
 		}
 		if v.compact == nil {
-			v.postLocked(text)
-			return
+			v.postNotice(text)
+			break
 		}
-		v.out.EditFinal(v.compact.msg, text, outbox.High)
+		v.emit(viewOp{kind: opEditFinal, msg: v.compact.msg, text: text, prio: outbox.High})
 		v.compact = nil
 	}
+	return v.result()
+}
+
+// tick is the render asked for by viewResult.rerender: it shows the text
+// streamed since the last render, unless the reply ended or a later render
+// was asked for meanwhile.
+func (v *view) tick(trailing uint64) viewResult {
+	if r := v.run; r != nil && trailing != 0 && r.trailing == trailing {
+		r.trailing = 0
+		if r.streaming != nil {
+			v.render(r, outbox.Low)
+		}
+	}
+	return v.result()
 }
 
 // account records a finished reply: usage for the footer, narration (replies
 // that call tools) in the status, answers (replies that don't) for posting.
-func (v *view) account(r *runState, m llm.Message) {
+func (v *view) account(r *runState, m llm.Message, price Price) {
 	if m.Usage != nil {
 		r.stats.usage.Input += m.Usage.Input
 		r.stats.usage.Output += m.Usage.Output
@@ -412,7 +510,7 @@ func (v *view) account(r *runState, m llm.Message) {
 			r.stats.cost += m.Usage.Cost.Total
 			r.stats.priced = true
 		} else {
-			r.stats.cost += v.price().cost(*m.Usage)
+			r.stats.cost += price.cost(*m.Usage)
 		}
 	}
 	r.stats.failed = m.StopReason == llm.StopReasonError
@@ -452,8 +550,8 @@ func (v *view) account(r *runState, m llm.Message) {
 	}
 }
 
-// renderLocked brings the status segment's messages up to date.
-func (v *view) renderLocked(r *runState, p outbox.Priority) {
+// render brings the status segment's messages up to date.
+func (v *view) render(r *runState, p outbox.Priority) {
 	r.lastRender = v.now()
 	text := r.text()
 	seg := r.seg
@@ -465,43 +563,36 @@ func (v *view) renderLocked(r *runState, p outbox.Priority) {
 		if i < len(seg.msgs) {
 			if seg.texts[i] != c {
 				seg.texts[i] = c
+				// A sealed segment's edit is the status's last text: it
+				// must not stay "working…" because the platform refused an
+				// edit.
+				kind := opEdit
 				if seg.sealed {
-					// The status's last text: it must not stay "working…"
-					// because the platform refused an edit.
-					v.out.EditFinal(seg.msgs[i], c, p)
-				} else {
-					v.out.Edit(seg.msgs[i], c, p)
+					kind = opEditFinal
 				}
-				v.textChanged(seg.msgs[i], c)
+				v.emit(viewOp{kind: kind, msg: seg.msgs[i], text: c, prio: p, save: true})
 			}
 			continue
 		}
 		// A new message is never optional. The run's first status message
 		// grows through edits: an adapter may stream it.
-		key := chat.PostKey{Stream: seg.first && !seg.sealed && i == 0}
-		m := v.out.PostKeyed(v.ref, c, max(p, outbox.Normal), key, nil)
+		m := &viewMsg{}
+		v.emit(viewOp{kind: opPost, msg: m, text: c, prio: max(p, outbox.Normal), stream: seg.first && !seg.sealed && i == 0, save: true})
 		seg.msgs = append(seg.msgs, m)
 		seg.texts = append(seg.texts, c)
-		v.textChanged(m, c)
 	}
 	if r.status == nil && seg.first && !seg.sealed && len(seg.msgs) > 0 {
 		// The run's first status message (posted by the thread or just
 		// now): Stop shows there until the run ends.
 		r.status = seg.msgs[0]
-		v.out.SetActions(r.status, runActions, outbox.High)
+		v.emit(viewOp{kind: opSetActions, msg: r.status, actions: runActions, prio: outbox.High})
 	}
 	// A preview that shrank leaves trailing messages: keep them, emptied.
 	for i := len(chunks); i < len(seg.msgs); i++ {
 		if seg.texts[i] != "…" {
 			seg.texts[i] = "…"
-			v.out.Edit(seg.msgs[i], "…", p)
+			v.emit(viewOp{kind: opEdit, msg: seg.msgs[i], text: "…", prio: p})
 		}
-	}
-}
-
-func (v *view) textChanged(m *outbox.Message, text string) {
-	if v.onText != nil {
-		v.onText(m, text)
 	}
 }
 
@@ -542,9 +633,9 @@ func (r *runState) segText(seg *segment) string {
 	return b.String()
 }
 
-// refinalizeFirstLocked gives a first segment that was sealed while the run
-// went on its final form, now that the run has ended.
-func (v *view) refinalizeFirstLocked(r *runState) {
+// refinalizeFirst gives a first segment that was sealed while the run went
+// on its final form, now that the run has ended.
+func (v *view) refinalizeFirst(r *runState) {
 	seg := r.first
 	if seg == nil || seg == r.seg || !seg.sealed || len(seg.msgs) == 0 {
 		return
@@ -556,8 +647,7 @@ func (v *view) refinalizeFirstLocked(r *runState) {
 		}
 		if seg.texts[i] != c {
 			seg.texts[i] = c
-			v.out.EditFinal(seg.msgs[i], c, outbox.Normal)
-			v.textChanged(seg.msgs[i], c)
+			v.emit(viewOp{kind: opEditFinal, msg: seg.msgs[i], text: c, prio: outbox.Normal, save: true})
 		}
 	}
 }

@@ -29,15 +29,19 @@ func newFakeClock() *clock.Manual {
 }
 
 // viewRig drives a view the way a thread does (status posted, arm, session
-// events, endRun) against an outbox on the in-process chat platform.
+// events, endRun) and carries out what it returns against an outbox on the
+// in-process chat platform, answers posted without storing them.
 type viewRig struct {
-	t         testing.TB
-	chat      *chatfake.Adapter
-	out       *outbox.Outbox
-	ref       chat.ThreadRef
-	v         *view
-	clock     *clock.Manual
+	t     testing.TB
+	chat  *chatfake.Adapter
+	out   *outbox.Outbox
+	ref   chat.ThreadRef
+	v     *view
+	clock *clock.Manual
+	price Price // the thread's model's
+	// What the view returned besides its operations.
 	delivered []string
+	rerenders []viewResult
 }
 
 const rigRepoLine = "`app` · `bot/test-C1-100.1`"
@@ -65,9 +69,18 @@ func newViewRigThrough(t testing.TB, limit int, cfg outbox.Config, wrap func(*ch
 		}
 	})
 	r := &viewRig{t: t, chat: c, out: out, ref: chat.ThreadRef{Platform: "test", Team: "T1", Channel: "C1", Thread: "100.1"}, clock: newFakeClock()}
-	r.v = newView(out, r.ref, limit, nil, r.clock.Now)
-	r.v.delivered = func(id string) { r.delivered = append(r.delivered, id) }
+	r.v = newView(limit, nil, r.clock.Now, nil)
 	return r
+}
+
+// apply carries out what the view returned.
+func (r *viewRig) apply(res viewResult) viewResult {
+	r.delivered = append(r.delivered, res.delivered...)
+	if res.rerender != 0 {
+		r.rerenders = append(r.rerenders, res)
+	}
+	applyOps(r.out, r.ref, res.ops, func(a viewAnswer) { postAnswerPlain(r.out, r.ref, a) }, nil)
+	return res
 }
 
 // start posts the status message as the thread does, arms the view and plays
@@ -81,7 +94,7 @@ func (r *viewRig) start(request string) {
 
 func (r *viewRig) play(evs ...agent.Event) {
 	for _, ev := range evs {
-		r.v.handle(ev)
+		r.apply(r.v.handle(ev, r.price))
 	}
 }
 
@@ -89,7 +102,7 @@ func (r *viewRig) play(evs ...agent.Event) {
 // endRun.
 func (r *viewRig) end(contextTokens, window int, priced bool) {
 	st := r.v.stats()
-	r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced), "")
+	r.apply(r.v.endRun(footer(st, r.clock.Now(), contextTokens, window, priced), ""))
 }
 
 // messages waits for the outbox and returns the thread's messages.
@@ -212,7 +225,7 @@ func TestViewGoldenToolCallsAndAnswer(t *testing.T) {
 
 func TestViewGoldenNarrationBetweenToolCalls(t *testing.T) {
 	r := newViewRig(t, 2000)
-	r.v.price = func() Price { return Price{Input: 2, Output: 8} }
+	r.price = Price{Input: 2, Output: 8}
 	r.start("add a health endpoint")
 	ls := call("c1", "ls", `{"path":"internal/http"}`)
 	r.reply(toolReply("Let me look at how the routes are registered first.", usage(900, 20), ls), "Let me look at how ", "the routes are registered first.")
@@ -461,23 +474,18 @@ func TestViewStatusStreamsThePreview(t *testing.T) {
 // when no further delta comes (a model thinking, a slow provider).
 func TestViewStreamShowsWhatCameBeforeAPause(t *testing.T) {
 	r := newViewRig(t, 2000)
-	var pending []func()
-	r.v.after = func(d time.Duration, f func()) *time.Timer {
-		if d <= 0 || d > streamRenderEvery {
-			t.Errorf("trailing render scheduled in %v, want within (0, %v]", d, streamRenderEvery)
-		}
-		pending = append(pending, f)
-		return time.NewTimer(time.Hour)
-	}
 	r.start("explain")
 	r.play(agent.TurnStart{}, agent.MessageStart{Message: llm.Message{Role: llm.RoleAssistant}})
 	r.play(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: "The parser "}})
 	r.play(agent.MessageUpdate{Delta: llm.Delta{Kind: llm.DeltaText, Text: "reads tokens"}})
-	if len(pending) != 1 {
-		t.Fatalf("%d trailing renders scheduled for two quick deltas, want 1", len(pending))
+	if len(r.rerenders) != 1 {
+		t.Fatalf("%d trailing renders asked for two quick deltas, want 1", len(r.rerenders))
+	}
+	if d := r.rerenders[0].rerenderIn; d <= 0 || d > streamRenderEvery {
+		t.Errorf("trailing render asked in %v, want within (0, %v]", d, streamRenderEvery)
 	}
 	r.clock.Advance(streamRenderEvery)
-	pending[0]()
+	r.apply(r.v.tick(r.rerenders[0].rerender))
 	msgs := r.messages()
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "The parser reads tokens") {
 		t.Fatalf("status after the pause = %q, want the preview of both deltas", render(msgs))

@@ -41,7 +41,6 @@ package config
 
 import (
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -450,26 +449,6 @@ type Discord struct {
 // DMsAllowed says whether direct messages may use the bot: allow_dms, true
 // when unset (Discord has no channel allowlist a DM could bypass).
 func (d Discord) DMsAllowed() bool { return d.AllowDMs == nil || *d.AllowDMs }
-
-// Sharded reports whether the bot's guilds are split over several gateway
-// connections.
-func (d Discord) Sharded() bool { return d.ShardCount > 1 }
-
-// OwnsGuild reports whether this connection's shard receives guildID's events
-// (guildID "" is a DM: shard 0), by Discord's formula.
-func (d Discord) OwnsGuild(guildID string) bool {
-	if !d.Sharded() {
-		return true
-	}
-	if guildID == "" {
-		return d.ShardID == 0
-	}
-	id, err := strconv.ParseUint(guildID, 10, 64)
-	if err != nil {
-		return false
-	}
-	return int((id>>22)%uint64(d.ShardCount)) == d.ShardID
-}
 
 // BaseURL is the REST base URL (without api/v9), always ending with "/".
 func (d Discord) BaseURL() string {

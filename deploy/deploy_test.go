@@ -217,8 +217,8 @@ func TestComposeConfigIsValid(t *testing.T) {
 // Dockerfile writes it: a static binary (it runs on the slim image without
 // Go's or C's libraries) that says the version given as a build argument.
 //
-// It rebuilds the standard library and every dependency without cgo (8 min
-// on a busy 2-core machine with a cold cache), so it runs on request:
+// It rebuilds the standard library and every dependency without cgo
+// (minutes with a cold cache), so it runs on request:
 // THREADSMITH_DOCKERFILE_STEP=1. TestStaticBuildHasNoCgo is its quick part.
 func TestDockerfileBuildStepMakesAStaticVersionedBinary(t *testing.T) {
 	if os.Getenv("THREADSMITH_DOCKERFILE_STEP") != "1" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // BenchmarkScrape is one Prometheus scrape of a bot with a few hundred
@@ -45,7 +46,7 @@ func BenchmarkScrape(b *testing.B) {
 	b.Run("without-queue-depth", scrape)
 
 	ctx := context.Background()
-	db, err := storage.Open(ctx, filepath.Join(b.TempDir(), "threadsmith.db"))
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "threadsmith.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

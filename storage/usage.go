@@ -1,11 +1,5 @@
 package storage
 
-import (
-	"context"
-	"database/sql"
-	"fmt"
-)
-
 // Usage sums the token usage and cost of assistant replies, as their messages
 // recorded them (usage.cost is there only when the model's price was known).
 type Usage struct {
@@ -23,49 +17,9 @@ func (u Usage) CacheHitRate() float64 {
 	return float64(u.CacheRead) / float64(prompt)
 }
 
-// usageColumns sums the usage of the rows of a query whose entries are
-// aliased e.
-const usageColumns = `count(*),
-	coalesce(sum(json_extract(e.payload, '$.usage.input')), 0),
-	coalesce(sum(json_extract(e.payload, '$.usage.output')), 0),
-	coalesce(sum(json_extract(e.payload, '$.usage.cacheRead')), 0),
-	coalesce(sum(json_extract(e.payload, '$.usage.cacheWrite')), 0),
-	coalesce(sum(json_extract(e.payload, '$.usage.cost.total')), 0)`
-
-// isReply selects the assistant replies that reported usage.
-const isReply = `e.type = 'message' AND json_extract(e.payload, '$.role') = 'assistant'
-	AND json_extract(e.payload, '$.usage') IS NOT NULL`
-
-// ThreadUsage sums the replies of every session the thread had (a !reset
-// starts a new session; the thread's cost includes the old ones).
-func (db *DB) ThreadUsage(ctx context.Context, threadID int64) (Usage, error) {
-	return db.usage(ctx, "thread usage", `SELECT `+usageColumns+`
-		FROM entries e JOIN sessions s ON s.id = e.session_id
-		WHERE s.thread_id = ? AND `+isReply, threadID)
-}
-
-// UserUsage sums, over every thread, the replies to one person's input: each
-// reply counts for the author of the latest user message before it that came
-// from chat input.
-func (db *DB) UserUsage(ctx context.Context, platform, authorID string) (Usage, error) {
-	return db.usage(ctx, "user usage", `WITH owned AS (
-		SELECT e.payload AS payload, (
-			SELECT CAST(json_extract(u.payload, '$.inputId') AS INTEGER) FROM entries u
-			WHERE u.session_id = e.session_id AND u.type = 'message' AND u.seq < e.seq
-				AND json_extract(u.payload, '$.role') = 'user' AND json_extract(u.payload, '$.inputId') IS NOT NULL
-			ORDER BY u.seq DESC LIMIT 1) AS input_id
-		FROM entries e WHERE `+isReply+`)
-		SELECT `+usageColumns+` FROM owned e JOIN inbound i ON i.id = e.input_id
-		WHERE i.platform = ? AND i.author_id = ?`, platform, authorID)
-}
-
-func (db *DB) usage(ctx context.Context, op, query string, args ...any) (Usage, error) {
-	var u Usage
-	var cost sql.NullFloat64
-	err := db.r.QueryRowContext(ctx, query, args...).Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &cost)
-	if err != nil {
-		return Usage{}, fmt.Errorf("%s: %w", op, err)
-	}
-	u.Cost = cost.Float64
-	return u, nil
+// RunUsage is what one run's model replies used and cost, and which models
+// gave them, recorded with the run when it ends (FinishRun, InterruptRuns).
+type RunUsage struct {
+	Usage
+	Models []string // in the order they first replied
 }

@@ -9,12 +9,13 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // recordedUsage is the real store with the run usage records replaced, to
 // tell a page that reads them from one that sums the replies again.
 type recordedUsage struct {
-	*storage.DB
+	*sqlite.DB
 	usage map[int64]storage.RunUsage
 }
 

@@ -39,11 +39,23 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
-// Store is what the pages read.
-type Store = storage.PageStore
+// Store is what the pages read of storage: the list of threads and each
+// thread's whole record (storage.Store has it, with the contract on its
+// methods).
+type Store interface {
+	ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, error)
+	ThreadByID(ctx context.Context, id int64) (storage.Thread, error)
+	ThreadSessions(ctx context.Context, threadID int64) ([]storage.Session, error)
+	ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error)
+	ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error)
+	ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error)
+	ThreadVersion(ctx context.Context, threadID int64) (string, error)
+	LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error)
+}
 
 // Options configure a Server.
 type Options struct {

@@ -103,7 +103,8 @@ func (r *runView) addModel(m string) {
 }
 
 // runUsageStore is the part of a Store that keeps each run's usage as its
-// own record (storage.DB does). Without it, a page sums the run's replies.
+// own record (every storage.Store does). Without it, a page sums the run's
+// replies.
 type runUsageStore interface {
 	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
 }

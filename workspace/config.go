@@ -54,9 +54,7 @@ type Repo struct {
 	DefaultBranch string
 	// Token authenticates https remotes (as the Basic-auth password).
 	Token string
-	// Username goes with Token; by host when empty: "oauth2" for GitLab,
-	// "x-token-auth" for Bitbucket, "x-access-token" otherwise (GitHub; Gitea
-	// accepts any).
+	// Username goes with Token; TokenUser of the URL's host when empty.
 	Username string
 	// SSHKeyFile is a private key for ssh remotes (no passphrase).
 	SSHKeyFile string
@@ -188,7 +186,7 @@ func (r Repo) normalize() (Repo, error) {
 			r.URL = u.String()
 		}
 		if r.Username == "" {
-			r.Username = defaultUsername(u.Hostname())
+			r.Username = TokenUser(u.Hostname())
 		}
 	case kindSSH:
 		for key, f := range map[string]*string{"ssh_key_file": &r.SSHKeyFile, "ssh_known_hosts": &r.SSHKnownHosts} {
@@ -249,7 +247,10 @@ func (r Repo) protocol() string {
 	}
 }
 
-func defaultUsername(host string) string {
+// TokenUser is the Basic-auth user name a forge expects with a token, by
+// the remote's host: "oauth2" for GitLab, "x-token-auth" for Bitbucket,
+// "x-access-token" otherwise (GitHub; Gitea accepts any).
+func TokenUser(host string) string {
 	switch h := strings.ToLower(host); {
 	case strings.Contains(h, "gitlab"):
 		return "oauth2"

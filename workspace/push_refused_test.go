@@ -11,7 +11,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 )
 
-// Issue 14: a push the remote refuses is reported as refused, with the
+// A push the remote refuses is reported as refused, with the
 // remote's own words, not as "the remote could not be reached"; the commit
 // stays for the next push.
 func TestPushRefusedByTheRemoteSaysWhy(t *testing.T) {

@@ -202,9 +202,9 @@ func (w *Workspace) Changed(ctx context.Context) (bool, error) {
 	return w.changed(ctx)
 }
 
-// changed uses `git status`: go-git's Status hashes every file of the tree
-// and is an order of magnitude slower on a few thousand files (see
-// BenchmarkStatus).
+// changed uses `git status`: go-git's Status hashes every file of the tree,
+// which costs more on a few thousand files (BenchmarkStatus; the figures are
+// in BENCHMARKS.md).
 func (w *Workspace) changed(ctx context.Context) (bool, error) {
 	// --ignore-submodules=dirty: a nested repository's commit counts, but
 	// git does not run `git status` inside it (with its config) to see

@@ -75,7 +75,7 @@ func (r *runner) onComponent(i *discordgo.Interaction, kind channelKind) {
 		ev.err = r.a.answer(r.ctx, i, ev.resp)
 	})
 	if ev.resp.kind != replyEphemeral && ev.click != "" {
-		r.q.push(ev)
+		r.q.Add(ev)
 	}
 }
 

@@ -17,11 +17,10 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 )
 
 // Platform is the adapter's platform name, the Platform of its ThreadRefs.
-const Platform = config.PlatformDiscord
+const Platform = "discord"
 
 // MaxMessageChars is Discord's limit on a message's content.
 const MaxMessageChars = 2000
@@ -55,16 +54,21 @@ type Options struct {
 	// downloads) after discord.api_url has been applied; nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// Commands are the bridge's chat commands (bridge.Commands), registered
+	// as slash commands after /code.
+	Commands []chat.CommandSpec
 }
 
 // Adapter is a connection to Discord for one bot. Its chat methods may be
 // called from any goroutine, before, during and after Run (they use REST
 // only); Run may run once at a time.
 type Adapter struct {
-	cfg    config.Discord
+	cfg    Config
 	log    *slog.Logger
 	s      *discordgo.Session
 	client *http.Client
+
+	commands []command // the slash commands: /code, then Options.Commands
 
 	running atomic.Bool
 	// connected is set by READY and RESUMED, cleared by a disconnect and
@@ -95,13 +99,13 @@ type Adapter struct {
 
 // New returns an adapter for the bot configured in cfg. It does not connect:
 // Run does.
-func New(cfg config.Discord, opts Options) (*Adapter, error) {
+func New(cfg Config, opts Options) (*Adapter, error) {
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("discord: the bot token (discord.token) is empty")
 	}
-	base, err := url.Parse(cfg.BaseURL())
+	base, err := url.Parse(cfg.baseURL())
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("discord: discord.api_url must be an http(s) URL such as %s", config.DefaultDiscordAPIURL)
+		return nil, fmt.Errorf("discord: discord.api_url must be an http(s) URL such as %s", DefaultAPIURL)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -124,11 +128,12 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		log:          logger.With("platform", Platform),
 		s:            s,
 		appID:        cfg.ApplicationID,
+		commands:     slashCommands(opts.Commands),
 		receiveRetry: []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second},
 		openTimeout:  time.Minute,
 	}
 	tr := &transport{next: next, gatewayCtx: a.gatewayCtx}
-	if cfg.BaseURL() != config.DefaultDiscordAPIURL {
+	if cfg.baseURL() != DefaultAPIURL {
 		tr.base = base
 	}
 	a.client = &http.Client{Transport: tr}
@@ -139,7 +144,7 @@ func New(cfg config.Discord, opts Options) (*Adapter, error) {
 		NetDialContext:   a.dialGateway,
 	}
 	s.Identify.Intents = Intents
-	if cfg.Sharded() {
+	if cfg.sharded() {
 		// IDENTIFY carries [shard_id, shard_count]: Discord then sends this
 		// connection only its shard's guilds (and DMs to shard 0).
 		s.ShardID, s.ShardCount = cfg.ShardID, cfg.ShardCount

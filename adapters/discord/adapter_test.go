@@ -10,6 +10,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/threadsmith/threadsmith/adapters/discord"
+	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
@@ -47,10 +48,8 @@ func TestAdapter(t *testing.T) {
 		if got, want := commandNames(cmds), tableNames(); !slices.Equal(got, want) {
 			t.Errorf("guild commands: got %v, want %v (the stale /old replaced)", got, want)
 		}
-		want := []string{"code", "steer", "followup", "stop", "status", "compact", "diff", "reset", "model", "tools", "pr", "review", "link", "help"}
-		if got := commandNames(cmds); !slices.Equal(got, want) {
-			t.Errorf("command names: got %v, want %v", got, want)
-		}
+		checkCommandsAreTheTable(t, cmds)
+		want := tableNames()
 		code := cmds[0].Options
 		if len(code) != 2 || code[0].Name != "prompt" || !code[0].Required || code[1].Name != "repo" || code[1].Required {
 			t.Errorf("/code options: got %+v, want prompt (required) and repo (optional)", code)
@@ -235,6 +234,13 @@ func TestAdapter(t *testing.T) {
 			}
 			if n := h.count(func(in chat.Inbound) bool { return in.EventID == c.id }); n != 0 {
 				t.Errorf("/%s in #general: got %d Receive calls, want 0", ia.CommandName, n)
+			}
+		}
+		// /help lists every command of the table, with its usage and description.
+		ia, _ := fake.Interaction(help)
+		for _, c := range bridge.Commands() {
+			if line := "`" + c.Usage("/") + "` — " + c.Description; ia.Original == nil || !strings.Contains(ia.Original.Content, line) {
+				t.Errorf("/help in #general lacks %q", line)
 			}
 		}
 	})

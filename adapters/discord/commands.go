@@ -5,11 +5,14 @@ import (
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/chat"
 )
 
 // command is one slash command: its registration and how it becomes input.
-// The table below is the single source of both, so what Discord shows and
-// what the adapter understands cannot drift apart.
+// The adapter's list is /code, its own, then the bridge's commands it was
+// given (Options.Commands), so what Discord shows and what the adapter
+// understands cannot drift apart from the bridge's table.
 type command struct {
 	name        string
 	description string
@@ -38,89 +41,55 @@ func stringOption(name, description string, required bool) *discordgo.Applicatio
 	}
 }
 
-// bang renders "!name" followed by the option's value, if any.
-func bang(name, option string) func(map[string]string) string {
-	return func(opts map[string]string) string {
-		if v := strings.TrimSpace(opts[option]); option != "" && v != "" {
-			return "!" + name + " " + v
+// codeCommand is /code, Discord's way to open a session thread: it has no
+// text command.
+var codeCommand = command{
+	name:        cmdCode,
+	description: "Start a coding session in a new thread, or give this session a new request",
+	options: []*discordgo.ApplicationCommandOption{
+		stringOption("prompt", "What should I do?", true),
+		stringOption("repo", "Repository to work on (default: the channel's or the bot's default)", false),
+	},
+	text:  func(opts map[string]string) string { return opts["prompt"] },
+	usage: "/code prompt:<request> [repo:<name>]",
+	echo:  true,
+}
+
+// slashCommands is /code and the bridge's commands as slash commands. A
+// command whose words go to the model is echoed, like /code.
+func slashCommands(specs []chat.CommandSpec) []command {
+	out := []command{codeCommand}
+	for _, sp := range specs {
+		c := command{name: sp.Name, description: sp.Description, usage: sp.Usage("/"), echo: sp.Input}
+		option := ""
+		if a := sp.Arg; a != nil {
+			option = a.Name
+			c.options = []*discordgo.ApplicationCommandOption{stringOption(a.Name, a.Description, a.Required)}
 		}
-		return "!" + name
+		c.text = func(opts map[string]string) string { return sp.Text(opts[option]) }
+		out = append(out, c)
 	}
+	return out
 }
 
-var commands = []command{
-	{
-		name:        cmdCode,
-		description: "Start a coding session in a new thread, or give this session a new request",
-		options: []*discordgo.ApplicationCommandOption{
-			stringOption("prompt", "What should I do?", true),
-			stringOption("repo", "Repository to work on (default: the channel's or the bot's default)", false),
-		},
-		text:  func(opts map[string]string) string { return opts["prompt"] },
-		usage: "/code prompt:<request> [repo:<name>]",
-		echo:  true,
-	},
-	{
-		name:        "steer",
-		description: "Redirect the running agent at its next step",
-		options:     []*discordgo.ApplicationCommandOption{stringOption("text", "What to tell it", true)},
-		text:        bang("steer", "text"),
-		usage:       "/steer text:<message>",
-		echo:        true,
-	},
-	{
-		name:        "followup",
-		description: "Queue a message for when the current run ends",
-		options:     []*discordgo.ApplicationCommandOption{stringOption("text", "The message", true)},
-		text:        bang("followup", "text"),
-		usage:       "/followup text:<message>",
-		echo:        true,
-	},
-	{name: "stop", description: "Stop the current run (queued messages stay queued)", text: bang("stop", ""), usage: "/stop"},
-	{name: "status", description: "Show model, repo, branch, context use, queue and last push", text: bang("status", ""), usage: "/status"},
-	{
-		name:        "compact",
-		description: "Compact the conversation to free context",
-		options:     []*discordgo.ApplicationCommandOption{stringOption("focus", "What the summary should keep", false)},
-		text:        bang("compact", "focus"),
-		usage:       "/compact [focus:<text>]",
-	},
-	{name: "diff", description: "Show the branch's changes against the default branch", text: bang("diff", ""), usage: "/diff"},
-	{name: "reset", description: "Start a new session on this thread and branch", text: bang("reset", ""), usage: "/reset"},
-	{
-		name:        "model",
-		description: "List the models, or switch this session's model",
-		options:     []*discordgo.ApplicationCommandOption{stringOption("name", "Model name (leave out to list the models)", false)},
-		text:        bang("model", "name"),
-		usage:       "/model [name:<model>]",
-	},
-	{name: "tools", description: "List the tools this session has, built in and from MCP servers", text: bang("tools", ""), usage: "/tools"},
-	{name: "pr", description: "Show this thread's pull request (opened now if the branch has none)", text: bang("pr", ""), usage: "/pr"},
-	{
-		name:        "review",
-		description: "Give the agent the pull request's new review comments to address",
-		text:        bang("review", ""),
-		usage:       "/review",
-		echo:        true, // a request like /code: queued while a run works
-	},
-	{name: "link", description: "A fresh link to this session's web page", text: bang("link", ""), usage: "/link"},
-	{name: cmdHelp, description: "List the commands", text: bang("help", ""), usage: "/help"},
-}
-
-func lookupCommand(name string) *command {
-	for i := range commands {
-		if commands[i].name == name {
-			return &commands[i]
+func (a *Adapter) lookupCommand(name string) *command {
+	for i := range a.commands {
+		if a.commands[i].name == name {
+			return &a.commands[i]
 		}
 	}
 	return nil
 }
 
-// Commands returns the application commands the adapter registers, as
-// discordgo sends them.
-func Commands() []*discordgo.ApplicationCommand {
-	out := make([]*discordgo.ApplicationCommand, 0, len(commands))
-	for _, c := range commands {
+// Commands returns the application commands an adapter given specs
+// registers, as discordgo sends them: /code, then specs in their order.
+func Commands(specs []chat.CommandSpec) []*discordgo.ApplicationCommand {
+	return applicationCommands(slashCommands(specs))
+}
+
+func applicationCommands(cmds []command) []*discordgo.ApplicationCommand {
+	out := make([]*discordgo.ApplicationCommand, 0, len(cmds))
+	for _, c := range cmds {
 		out = append(out, &discordgo.ApplicationCommand{
 			Type: discordgo.ChatApplicationCommand, Name: c.name, Description: c.description, Options: c.options,
 		})
@@ -129,10 +98,10 @@ func Commands() []*discordgo.ApplicationCommand {
 }
 
 // helpText is the answer to /help where there is no session to ask.
-func helpText() string {
+func (a *Adapter) helpText() string {
 	var b strings.Builder
 	b.WriteString("**threadsmith** works in threads: `/code` in a channel opens one for your request.\n")
-	for _, c := range commands {
+	for _, c := range a.commands {
 		b.WriteString("`" + c.usage + "` — " + c.description + "\n")
 	}
 	b.WriteString("In a session thread, plain messages are input too, and the commands work as text (`!status`, `!steer …`).")
@@ -149,7 +118,7 @@ func (a *Adapter) registerCommands(ctx context.Context) {
 		scopes = []string{""}
 	}
 	for _, guild := range scopes {
-		_, err := a.s.ApplicationCommandBulkOverwrite(appID, guild, Commands(), ownCall(ctx)...)
+		_, err := a.s.ApplicationCommandBulkOverwrite(appID, guild, applicationCommands(a.commands), ownCall(ctx)...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -162,6 +131,6 @@ func (a *Adapter) registerCommands(ctx context.Context) {
 				"scope", scope, "err", restError("register commands", err, nil))
 			continue
 		}
-		a.log.Info("slash commands registered", "guild", guild, "count", len(commands))
+		a.log.Info("slash commands registered", "guild", guild, "count", len(a.commands))
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
@@ -41,7 +40,7 @@ func TestGlobalCommands(t *testing.T) {
 }
 
 // runUntilError runs an adapter that is expected to fail on its own.
-func runUntilError(t *testing.T, cfg config.Discord) error {
+func runUntilError(t *testing.T, cfg discord.Config) error {
 	t.Helper()
 	a, err := discord.New(cfg, discord.Options{Logger: testLogger(t)})
 	if err != nil {
@@ -162,7 +161,7 @@ func TestAPIURL(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"id": "42", "channel_id": "7", "content": "x"})
 	}))
 	defer srv.Close()
-	a, err := discord.New(config.Discord{Token: "tok", APIURL: srv.URL + "/proxy/discord"}, discord.Options{})
+	a, err := discord.New(discord.Config{Token: "tok", APIURL: srv.URL + "/proxy/discord"}, discord.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +186,11 @@ func TestAPIURL(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		cfg  config.Discord
+		cfg  discord.Config
 		want string
 	}{
-		{"no token", config.Discord{}, "discord.token"},
-		{"bad api_url", config.Discord{Token: "t", APIURL: "ftp://x/"}, "discord.api_url"},
+		{"no token", discord.Config{}, "discord.token"},
+		{"bad api_url", discord.Config{Token: "t", APIURL: "ftp://x/"}, "discord.api_url"},
 	} {
 		if _, err := discord.New(c.cfg, discord.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error naming %s", c.name, err, c.want)

@@ -41,13 +41,16 @@
 //
 // # Slash commands
 //
-// Commands (see the table in commands.go) are bulk-overwritten on every start,
-// per guild in discord.guild_ids or else globally, so they always match the
+// The commands are /code, the adapter's own, and the bridge's chat commands
+// given in Options.Commands (each becomes the slash command of that name, its
+// argument a string option); they are bulk-overwritten on every start, per
+// guild in discord.guild_ids or else globally, so they always match the
 // code. /code in a text channel turns its deferred response (@original) into
 // the starter message (request, repo, branch), opens a public thread on it
 // (the thread takes the message's id, which is how the branch is known before
 // the thread exists) and hands the prompt to the handler as a mention in that
-// thread. /code inside a thread or DM, /steer and /followup are input to that
+// thread. /code inside a thread or DM and the commands whose words go to the
+// model (CommandSpec.Input: /steer, /followup, /review) are input to that
 // conversation: their public response shows what was asked and is the
 // message acknowledgement reactions go on. The other commands become the
 // bridge's text commands (!stop, !status, !compact <focus>, …) and are

@@ -16,8 +16,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/threadsmith/threadsmith/adapters/discord"
+	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
@@ -42,8 +42,8 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // baseConfig is the adapter's configuration for a fake.
-func baseConfig(fake *discordfake.Server) config.Discord {
-	return config.Discord{Enabled: true, Token: fake.Token(), APIURL: fake.URL()}
+func baseConfig(fake *discordfake.Server) discord.Config {
+	return discord.Config{Token: fake.Token(), APIURL: fake.URL()}
 }
 
 // recorder is the chat.Handler of these tests: it records every Receive and
@@ -228,9 +228,9 @@ type env struct {
 }
 
 // start runs an adapter against fake until the test ends, and waits for READY.
-func start(t *testing.T, fake *discordfake.Server, cfg config.Discord) *env {
+func start(t *testing.T, fake *discordfake.Server, cfg discord.Config) *env {
 	t.Helper()
-	a, err := discord.New(cfg, discord.Options{Logger: testLogger(t)})
+	a, err := discord.New(cfg, discord.Options{Logger: testLogger(t), Commands: bridge.Commands()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -314,10 +314,42 @@ func commandNames(cmds []discordfake.Command) []string {
 	return out
 }
 
+// tableNames are the names of the slash commands: /code, then the
+// bridge's table.
 func tableNames() []string {
 	var out []string
-	for _, c := range discord.Commands() {
+	for _, c := range discord.Commands(bridge.Commands()) {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// checkCommandsAreTheTable fails t unless the registered commands are /code
+// and then the bridge's table, each as the table says it: name,
+// description, and its argument as one string option.
+func checkCommandsAreTheTable(t *testing.T, cmds []discordfake.Command) {
+	t.Helper()
+	table := bridge.Commands()
+	if len(cmds) != 1+len(table) || cmds[0].Name != "code" {
+		t.Fatalf("registered commands %v, want /code and the %d of the bridge's table", commandNames(cmds), len(table))
+	}
+	for i, spec := range table {
+		c := cmds[1+i]
+		type option struct {
+			typ               int
+			name, description string
+			required          bool
+		}
+		var want []option
+		if a := spec.Arg; a != nil {
+			want = []option{{int(discordgo.ApplicationCommandOptionString), a.Name, a.Description, a.Required}}
+		}
+		var got []option
+		for _, o := range c.Options {
+			got = append(got, option{o.Type, o.Name, o.Description, o.Required})
+		}
+		if c.Name != spec.Name || c.Description != spec.Description || !slices.Equal(got, want) {
+			t.Errorf("registered command %d: got /%s %q %+v, want the table's /%s %q %+v", 1+i, c.Name, c.Description, got, spec.Name, spec.Description, want)
+		}
+	}
 }

@@ -62,7 +62,7 @@ func (r *runner) onInteraction(raw json.RawMessage) {
 	kind := r.a.interactionChannelKind(raw, i)
 	ev := &interactionEvent{
 		i:        i,
-		cmd:      lookupCommand(i.ApplicationCommandData().Name),
+		cmd:      r.a.lookupCommand(i.ApplicationCommandData().Name),
 		kind:     kind,
 		answered: make(chan struct{}),
 	}
@@ -85,7 +85,7 @@ func (r *runner) onInteraction(raw json.RawMessage) {
 		ev.err = r.a.answer(r.ctx, i, ev.resp)
 	})
 	if ev.resp.kind != replyEphemeral {
-		r.q.push(ev)
+		r.q.Add(ev)
 	}
 }
 
@@ -103,7 +103,7 @@ func (a *Adapter) plan(i *discordgo.Interaction, cmd *command, kind channelKind)
 		return answer{kind: deferPublic}
 	case kind == kindText || kind == kindOther:
 		if cmd.name == cmdHelp {
-			return answer{kind: replyEphemeral, text: helpText()}
+			return answer{kind: replyEphemeral, text: a.helpText()}
 		}
 		return answer{kind: replyEphemeral, text: "`/" + cmd.name + "` works inside a session thread. " + noSessionText}
 	case cmd.echo:
@@ -291,7 +291,7 @@ func (r *runner) ephemeralCommand(ctx context.Context, i *discordgo.Interaction,
 		a.log.Error("command lost: the handler did not take it", "thread", ref.Key(), "command", cmd.name, "err", err)
 		text = failedInputText
 	case rc == chat.Ignored && cmd.name == cmdHelp:
-		text = helpText()
+		text = a.helpText()
 	case rc == chat.Ignored:
 		text = noSessionText
 	case rc == chat.Refused:

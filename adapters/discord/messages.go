@@ -137,7 +137,7 @@ func (r *runner) catchUp(ctx context.Context) {
 	}
 	roles := map[string][]string{}
 	for _, c := range cursors {
-		if c.Thread.Platform != Platform || !r.a.cfg.OwnsGuild(c.Thread.Team) {
+		if c.Thread.Platform != Platform || !r.a.cfg.ownsGuild(c.Thread.Team) {
 			// Another shard's (another replica's) guild: its connection
 			// catches up there.
 			continue

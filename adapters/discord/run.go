@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/execqueue"
 )
 
 // Reconnect backoff after a failed connection attempt.
@@ -21,20 +22,23 @@ const (
 	maxBackoff = 2 * time.Minute
 )
 
-// runner is one Run: its handler, event queue and worker.
+// runner is one Run: its handler and event queue.
 type runner struct {
 	a *Adapter
 	h chat.Handler
-	// ctx is the Run's context for the goroutines handlers start (interaction
-	// answers), which have no caller to take one from.
+	// ctx is the Run's context for the event queue and the goroutines
+	// handlers start (interaction answers), which have no caller to take one
+	// from.
 	ctx context.Context
 
-	q queue
+	// q holds the gateway's events, handled in order by r.handle: pushing
+	// never blocks discordgo's reader.
+	q execqueue.Queue[event]
 	// disconnected is signalled when discordgo lost or closed the gateway.
 	disconnected chan struct{}
 	// answers tracks the goroutines that answer interactions.
 	answers sync.WaitGroup
-	// registered says the commands were registered in this Run (worker only).
+	// registered says the commands were registered in this Run (q's Run only).
 	registered bool
 }
 
@@ -50,9 +54,11 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	}
 	defer a.running.Store(false)
 
-	wctx, stopWorker := context.WithCancel(ctx)
+	wctx, stopEvents := context.WithCancel(ctx)
 	r := &runner{a: a, h: h, ctx: wctx, disconnected: make(chan struct{}, 1)}
-	r.q.signal = make(chan struct{}, 1)
+	r.q.Run = r.handle
+	r.q.Log = a.log
+	r.q.Name = eventName
 	removeEvents := a.s.AddHandler(r.onEvent)
 	removeDisconnect := a.s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
 		a.connected.Store(false)
@@ -61,13 +67,14 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 		default:
 		}
 	})
-	var worker sync.WaitGroup
-	worker.Go(func() { r.work(wctx) })
 	defer func() {
 		a.connected.Store(false)
 		a.s.Close() // a second while connected; at once otherwise
-		stopWorker()
-		worker.Wait()
+		stopEvents()
+		// Events still queued are dropped (handle sees the context ended);
+		// the one being handled ends with it.
+		r.q.Close()
+		_ = r.q.Wait(context.Background())
 		r.answers.Wait()
 		removeEvents()
 		removeDisconnect()
@@ -204,41 +211,19 @@ func (readyEvent) isEvent()        {}
 func (messageEvent) isEvent()      {}
 func (*interactionEvent) isEvent() {}
 
-// queue is an unbounded FIFO: pushing never blocks discordgo's reader.
-type queue struct {
-	mu     sync.Mutex
-	items  []event
-	signal chan struct{}
-}
-
-func (q *queue) push(e event) {
-	q.mu.Lock()
-	q.items = append(q.items, e)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-// pop returns the oldest event, waiting for one; false when ctx ended.
-func (q *queue) pop(ctx context.Context) (event, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			e := q.items[0]
-			q.items[0] = nil
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return e, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.signal:
-		case <-ctx.Done():
-			return nil, false
+// eventName names an event in the log line of a panic.
+func eventName(e event) string {
+	switch e := e.(type) {
+	case readyEvent:
+		return "ready"
+	case messageEvent:
+		return "message " + e.m.ID
+	case *interactionEvent:
+		if e.i != nil {
+			return "interaction " + e.i.ID
 		}
 	}
+	return fmt.Sprintf("%T", e)
 }
 
 // onEvent is discordgo's handler for every dispatch. It runs on discordgo's
@@ -251,41 +236,40 @@ func (r *runner) onEvent(_ *discordgo.Session, e *discordgo.Event) {
 			r.a.setIdentity(rd)
 		}
 		r.a.connected.Store(true)
-		r.q.push(readyEvent{})
+		r.q.Add(readyEvent{})
 	case "RESUMED":
 		r.a.connected.Store(true)
-		r.q.push(readyEvent{resumed: true})
+		r.q.Add(readyEvent{resumed: true})
 	case "MESSAGE_CREATE":
 		m := new(discordgo.Message)
 		if err := json.Unmarshal(e.RawData, m); err != nil {
 			r.a.log.Warn("undecodable MESSAGE_CREATE", "err", err)
 			return
 		}
-		r.q.push(messageEvent{m: m})
+		r.q.Add(messageEvent{m: m})
 	case "INTERACTION_CREATE":
 		r.onInteraction(e.RawData)
 	}
 }
 
-// work processes events in order until ctx ends.
-func (r *runner) work(ctx context.Context) {
-	for {
-		e, ok := r.q.pop(ctx)
-		if !ok {
-			return
+// handle processes one event, in gateway order, with the Run's context;
+// once that has ended, it drops the event.
+func (r *runner) handle(e event) {
+	ctx := r.ctx
+	if ctx.Err() != nil {
+		return
+	}
+	switch e := e.(type) {
+	case readyEvent:
+		if !e.resumed && !r.registered {
+			r.a.registerCommands(ctx)
+			r.registered = true
 		}
-		switch e := e.(type) {
-		case readyEvent:
-			if !e.resumed && !r.registered {
-				r.a.registerCommands(ctx)
-				r.registered = true
-			}
-			r.catchUp(ctx)
-		case messageEvent:
-			r.message(ctx, e.m)
-		case *interactionEvent:
-			r.interaction(ctx, e)
-		}
+		r.catchUp(ctx)
+	case messageEvent:
+		r.message(ctx, e.m)
+	case *interactionEvent:
+		r.interaction(ctx, e)
 	}
 }
 

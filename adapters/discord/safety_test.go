@@ -11,7 +11,6 @@ import (
 	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/chat/mdsplit"
-	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
@@ -59,7 +58,7 @@ func FuzzSplitMentions(f *testing.F) {
 		f.Add(seed)
 	}
 	fake := discordfake.New(f)
-	a, err := discord.New(config.Discord{Token: fake.Token()}, discord.Options{})
+	a, err := discord.New(discord.Config{Token: fake.Token()}, discord.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func FuzzSplitMentions(f *testing.F) {
 
 // Without a requester nobody may be pinged; with one, only they.
 func TestAllowedMentionsAtMostTheRequester(t *testing.T) {
-	a, err := discord.New(config.Discord{Token: "x"}, discord.Options{})
+	a, err := discord.New(discord.Config{Token: "x"}, discord.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 )
 
 // Platform is the name of this platform in chat.ThreadRef.
@@ -125,7 +124,7 @@ type Options struct {
 // safe for concurrent use, and the output methods may be called whether or not
 // Run is running.
 type Adapter struct {
-	cfg    config.Slack
+	cfg    Config
 	log    *slog.Logger
 	now    func() time.Time
 	http   *http.Client
@@ -178,18 +177,19 @@ var (
 	_ chat.Streamer           = (*Adapter)(nil)
 )
 
-// New checks the Slack section of the configuration and builds an adapter. It
+// New checks cfg and builds an adapter. It
 // makes no network call: Run reaches Slack.
-func New(cfg config.Slack, opts Options) (*Adapter, error) {
+func New(cfg Config, opts Options) (*Adapter, error) {
 	if cfg.BotToken == "" {
 		return nil, errors.New("slack: slack.bot_token is empty")
 	}
 	switch cfg.Mode {
-	case config.SlackSocket, "":
+	case ModeSocket, "":
+		cfg.Mode = ModeSocket
 		if cfg.AppToken == "" {
 			return nil, errors.New("slack: slack.app_token is empty (required in socket mode)")
 		}
-	case config.SlackHTTP:
+	case ModeHTTP:
 		if cfg.SigningSecret == "" {
 			return nil, errors.New("slack: slack.signing_secret is empty (required in http mode)")
 		}
@@ -237,7 +237,7 @@ func New(cfg config.Slack, opts Options) (*Adapter, error) {
 		ttl = DefaultUserCacheTTL
 	}
 	a.api = slackapi.New(cfg.BotToken,
-		slackapi.OptionAPIURL(cfg.BaseURL()),
+		slackapi.OptionAPIURL(cfg.baseURL()),
 		slackapi.OptionAppLevelToken(cfg.AppToken),
 		// Retries stay off (no OptionRetry): the outbox must see every 429.
 		slackapi.OptionHTTPClient(retryAfterClient{a.http}),
@@ -283,7 +283,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 	}
 	a.log.Info("slack: authenticated", "team", id.TeamID, "bot_user", id.UserID, "mode", string(a.cfg.Mode))
 	d := newDispatcher(a, h, id, a.conc)
-	if a.cfg.Mode == config.SlackHTTP {
+	if a.cfg.Mode == ModeHTTP {
 		err = a.runHTTP(ctx, d)
 	} else {
 		err = a.runSocket(ctx, d)

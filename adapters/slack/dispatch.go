@@ -2,29 +2,34 @@ package slack
 
 import (
 	"context"
-	"sync"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/execqueue"
 )
 
 // dispatcher hands input to the handler: one serial queue per thread, so a
 // thread's messages reach Receive in arrival order and one slow thread delays
 // no other, with at most a fixed number of Receive calls in flight overall.
 type dispatcher struct {
-	a      *Adapter
-	h      chat.Handler
-	id     identity
-	sem    chan struct{}
-	queues serialQueues
+	a   *Adapter
+	h   chat.Handler
+	id  identity
+	sem chan struct{}
+	// queues holds a queue per thread key with work; a job that panics is
+	// logged and the thread's next job runs.
+	queues execqueue.Keyed[string, func()]
 }
 
 func newDispatcher(a *Adapter, h chat.Handler, id identity, concurrency int) *dispatcher {
-	return &dispatcher{a: a, h: h, id: id, sem: make(chan struct{}, concurrency)}
+	d := &dispatcher{a: a, h: h, id: id, sem: make(chan struct{}, concurrency)}
+	d.queues.Run = func(job func()) { job() }
+	d.queues.Log = a.log
+	return d
 }
 
 // submit runs job after every job submitted before for the same thread.
 func (d *dispatcher) submit(thread chat.ThreadRef, job func()) {
-	d.queues.do(thread.Key(), job)
+	d.queues.Add(thread.Key(), job)
 }
 
 // deliver completes in's author and hands it to Receive. It returns Receive's
@@ -55,50 +60,6 @@ func (d *dispatcher) deliverMessage(ctx context.Context, in chat.Inbound) error 
 	return d.deliver(ctx, in)
 }
 
-// wait returns once every submitted job has finished.
-func (d *dispatcher) wait() { d.queues.wait() }
-
-// serialQueues runs jobs one at a time per key, in submission order. A key has a
-// goroutine only while it has work (as tailscale's execqueue), so idle threads
-// cost nothing. The zero value is ready to use.
-type serialQueues struct {
-	mu      sync.Mutex
-	pending map[string][]func()
-	wg      sync.WaitGroup
-}
-
-func (q *serialQueues) do(key string, job func()) {
-	q.mu.Lock()
-	if jobs, busy := q.pending[key]; busy {
-		q.pending[key] = append(jobs, job)
-		q.mu.Unlock()
-		return
-	}
-	if q.pending == nil {
-		q.pending = map[string][]func(){}
-	}
-	q.pending[key] = nil // busy, nothing waiting
-	q.wg.Add(1)
-	q.mu.Unlock()
-	go q.drain(key, job)
-}
-
-func (q *serialQueues) drain(key string, job func()) {
-	defer q.wg.Done()
-	for {
-		job()
-		q.mu.Lock()
-		jobs := q.pending[key]
-		if len(jobs) == 0 {
-			delete(q.pending, key)
-			q.mu.Unlock()
-			return
-		}
-		job = jobs[0]
-		jobs[0] = nil
-		q.pending[key] = jobs[1:]
-		q.mu.Unlock()
-	}
-}
-
-func (q *serialQueues) wait() { q.wg.Wait() }
+// wait returns once every submitted job has finished. Jobs end with the
+// context they were submitted with, so wait follows Run's ctx.
+func (d *dispatcher) wait() { _ = d.queues.Wait(context.Background()) }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -152,16 +151,12 @@ func (r *recorder) nextFor(t testing.TB, ts string) chat.Inbound {
 var _ chat.Handler = (*recorder)(nil)
 
 // slackConfig is the configuration of an adapter on srv.
-func slackConfig(srv *slackfake.Server) config.Slack {
-	cfg := config.Default().Slack
-	cfg.BotToken = srv.BotToken()
-	cfg.AppToken = srv.AppToken()
-	cfg.APIURL = srv.APIURL()
-	return cfg
+func slackConfig(srv *slackfake.Server) Config {
+	return Config{BotToken: srv.BotToken(), AppToken: srv.AppToken(), APIURL: srv.APIURL()}
 }
 
 // newAdapter builds an adapter on srv without running it.
-func newAdapter(t testing.TB, srv *slackfake.Server, mutate ...func(*config.Slack, *Options)) *Adapter {
+func newAdapter(t testing.TB, srv *slackfake.Server, mutate ...func(*Config, *Options)) *Adapter {
 	t.Helper()
 	cfg := slackConfig(srv)
 	var opts Options
@@ -214,7 +209,7 @@ func start(t testing.TB, a *Adapter, h chat.Handler) *running {
 
 // startSocket runs an adapter on srv over Socket Mode and waits for its
 // connection.
-func startSocket(t testing.TB, srv *slackfake.Server, h chat.Handler, mutate ...func(*config.Slack, *Options)) *running {
+func startSocket(t testing.TB, srv *slackfake.Server, h chat.Handler, mutate ...func(*Config, *Options)) *running {
 	t.Helper()
 	r := start(t, newAdapter(t, srv, mutate...), h)
 	if err := srv.WaitConnections(testContext(t), 1); err != nil {
@@ -231,8 +226,8 @@ func startHTTP(t testing.TB, srv *slackfake.Server, h chat.Handler, secret strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAdapter(t, srv, func(c *config.Slack, o *Options) {
-		c.Mode = config.SlackHTTP
+	a := newAdapter(t, srv, func(c *Config, o *Options) {
+		c.Mode = ModeHTTP
 		c.SigningSecret = secret
 		c.AppToken = ""
 		o.Listener = ln

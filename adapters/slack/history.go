@@ -108,7 +108,7 @@ func (a *Adapter) mayReceiveToken(u *url.URL) bool {
 	}) {
 		return true
 	}
-	api, err := url.Parse(a.cfg.BaseURL())
+	api, err := url.Parse(a.cfg.baseURL())
 	return err == nil && api.Host != "" && u.Scheme == api.Scheme && strings.EqualFold(u.Host, api.Host)
 }
 

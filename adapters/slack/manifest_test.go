@@ -11,7 +11,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -141,7 +140,7 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	}
 	srv := slackfake.New(t, opts...)
 	h := newRecorder()
-	r := startSocket(t, srv, h, func(c *config.Slack, _ *Options) { c.AgentSessions, c.Streaming = agent, "auto" })
+	r := startSocket(t, srv, h, func(c *Config, _ *Options) { c.AgentSessions, c.Streaming = agent, true })
 	ctx := testContext(t)
 
 	root := srv.Mention("C0DEV", "U0ALICE", "go", "")

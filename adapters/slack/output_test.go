@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -223,7 +222,7 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 			t.Errorf("agent session calls %+v without slack.agent_sessions, want none", got)
 		}
 	})
-	agentSessions := func(c *config.Slack, _ *Options) { c.AgentSessions = true }
+	agentSessions := func(c *Config, _ *Options) { c.AgentSessions = true }
 	// With slack.agent_sessions, in a workspace where the app is an agent,
 	// the thread's session is processing while the bot works, titled from
 	// the request when it is created, set once however often the status is
@@ -256,7 +255,7 @@ func TestSetStatusStopsWhereNotAllowed(t *testing.T) {
 	t.Run("agent sessions refused", func(t *testing.T) {
 		srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithAssistantThreads())
 		var logs bytes.Buffer
-		a := newAdapter(t, srv, agentSessions, func(_ *config.Slack, o *Options) {
+		a := newAdapter(t, srv, agentSessions, func(_ *Config, o *Options) {
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		})
 		for _, ch := range []string{"C0DEV", "C0OPS"} {
@@ -438,7 +437,7 @@ func TestDownloadWithBotToken(t *testing.T) {
 	}
 
 	// A token the file host does not accept ends on the sign-in page: an error, not the page.
-	stranger := newAdapter(t, srv, func(c *config.Slack, _ *Options) { c.BotToken = "xoxb-stranger" })
+	stranger := newAdapter(t, srv, func(c *Config, _ *Options) { c.BotToken = "xoxb-stranger" })
 	if _, err := stranger.Download(ctx, f.URLPrivate); err == nil || !strings.Contains(err.Error(), "sign-in") {
 		t.Errorf("Download without access = %v, want the sign-in error", err)
 	}

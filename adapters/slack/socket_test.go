@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
@@ -348,11 +347,11 @@ func TestRunFailsOnBadTokens(t *testing.T) {
 	srv := slackfake.New(t)
 	for _, tc := range []struct {
 		name   string
-		mutate func(*config.Slack, *Options)
+		mutate func(*Config, *Options)
 		want   string
 	}{
-		{"bot token", func(c *config.Slack, _ *Options) { c.BotToken = "xoxb-wrong" }, "invalid_auth"},
-		{"app token", func(c *config.Slack, _ *Options) { c.AppToken = "xapp-wrong" }, "invalid_auth"},
+		{"bot token", func(c *Config, _ *Options) { c.BotToken = "xoxb-wrong" }, "invalid_auth"},
+		{"app token", func(c *Config, _ *Options) { c.AppToken = "xapp-wrong" }, "invalid_auth"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdapter(t, srv, tc.mutate)
@@ -368,17 +367,16 @@ func TestRunFailsOnBadTokens(t *testing.T) {
 }
 
 func TestNewRejectsIncompleteConfig(t *testing.T) {
-	base := config.Default().Slack
-	base.BotToken, base.AppToken = "xoxb-1", "xapp-1"
+	base := Config{BotToken: "xoxb-1", AppToken: "xapp-1", Listen: ":3000"}
 	for _, tc := range []struct {
 		name   string
-		mutate func(*config.Slack)
+		mutate func(*Config)
 		key    string
 	}{
-		{"no bot token", func(c *config.Slack) { c.BotToken = "" }, "slack.bot_token"},
-		{"socket without app token", func(c *config.Slack) { c.AppToken = "" }, "slack.app_token"},
-		{"http without secret", func(c *config.Slack) { c.Mode = config.SlackHTTP }, "slack.signing_secret"},
-		{"bad mode", func(c *config.Slack) { c.Mode = "carrier-pigeon" }, "slack.mode"},
+		{"no bot token", func(c *Config) { c.BotToken = "" }, "slack.bot_token"},
+		{"socket without app token", func(c *Config) { c.AppToken = "" }, "slack.app_token"},
+		{"http without secret", func(c *Config) { c.Mode = ModeHTTP }, "slack.signing_secret"},
+		{"bad mode", func(c *Config) { c.Mode = "carrier-pigeon" }, "slack.mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base

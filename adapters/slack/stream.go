@@ -46,7 +46,7 @@ type liveStream struct {
 
 // streamOn says whether posts in thread may be streamed.
 func (a *Adapter) streamOn(thread chat.ThreadRef) bool {
-	if a.cfg.Streaming != "auto" || thread.Thread == "" {
+	if !a.cfg.Streaming || thread.Thread == "" {
 		return false
 	}
 	a.streamMu.Lock()
@@ -60,7 +60,7 @@ const maxAskers = 10000
 // noteAsker remembers user as the person who last wrote in thread: the
 // recipient Slack requires of a stream outside a DM.
 func (a *Adapter) noteAsker(thread chat.ThreadRef, user string) {
-	if a.cfg.Streaming != "auto" || !isUserID(user) {
+	if !a.cfg.Streaming || !isUserID(user) {
 		return
 	}
 	a.streamMu.Lock()

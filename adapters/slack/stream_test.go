@@ -11,11 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/threadsmith/threadsmith/chat"
-	"github.com/threadsmith/threadsmith/config"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 )
 
-func streaming(c *config.Slack, _ *Options) { c.Streaming = "auto" }
+func streaming(c *Config, _ *Options) { c.Streaming = true }
 
 var streamKeyed = chat.PostKey{ID: "k1", Stream: true}
 
@@ -159,7 +158,7 @@ func TestStreamedTextStaysInertAndWithinLimits(t *testing.T) {
 func TestStreamingRefusedFallsBackToEdits(t *testing.T) {
 	srv := slackfake.New(t, slackfake.WithoutBotEcho(), slackfake.WithoutStreaming("not_allowed"))
 	var logs bytes.Buffer
-	a := newAdapter(t, srv, streaming, func(_ *config.Slack, o *Options) {
+	a := newAdapter(t, srv, streaming, func(_ *Config, o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	ctx := testContext(t)

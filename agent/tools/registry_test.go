@@ -139,3 +139,60 @@ func TestToolsInParallel(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// The registry is what New returns, and each tool's MainArgs are string
+// parameters of its own schema: a renamed parameter fails here, not as a
+// chat line that quietly lost its summary.
+func TestBuiltinsDescribeWhatNewReturns(t *testing.T) {
+	tw := newTestWorkspace(t, WorkspaceConfig{})
+	made := New(tw.Workspace, Options{})
+	if len(made) != len(Builtins()) {
+		t.Fatalf("New returns %d tools, the registry lists %d", len(made), len(Builtins()))
+	}
+	mainArgs := MainArgs()
+	for i, b := range Builtins() {
+		spec := made[i].Spec()
+		if spec.Name != b.Name || Names()[i] != b.Name {
+			t.Errorf("tool %d: New made %q, the registry says %q (Names: %q)", i, spec.Name, b.Name, Names()[i])
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Type string `json:"type"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(spec.Parameters, &schema); err != nil {
+			t.Fatalf("%s: parameters: %v", spec.Name, err)
+		}
+		if len(b.MainArgs) == 0 {
+			t.Errorf("%s: no main argument", b.Name)
+		}
+		for _, k := range b.MainArgs {
+			if p, ok := schema.Properties[k]; !ok || p.Type != "string" {
+				t.Errorf("%s: main argument %q is not a string parameter of its schema %s", b.Name, k, spec.Parameters)
+			}
+		}
+		if !slices.Equal(mainArgs[b.Name], b.MainArgs) {
+			t.Errorf("%s: MainArgs() = %q, want %q", b.Name, mainArgs[b.Name], b.MainArgs)
+		}
+	}
+}
+
+// The system prompt's tool list names every built-in tool once, in New's
+// order, and nothing else.
+func TestPromptGuideNamesEveryBuiltinOnce(t *testing.T) {
+	lines := strings.Split(PromptGuide(), "\n")
+	if lines[0] != "Tools:" {
+		t.Fatalf("first line %q, want Tools:", lines[0])
+	}
+	var named []string
+	for _, l := range lines[1:] {
+		head, _, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": ")
+		if !ok || !strings.HasPrefix(l, "- ") {
+			t.Fatalf("line %q is not \"- name[, name]: what it does\"", l)
+		}
+		named = append(named, strings.Split(head, ", ")...)
+	}
+	if !slices.Equal(named, Names()) {
+		t.Errorf("the guide names %q, the registry %q", named, Names())
+	}
+}

@@ -123,11 +123,11 @@ func TestChunksRandomMarkdown(t *testing.T) {
 	}
 }
 
-// The defects the issue found, each as it was reported.
+// Fences that are hard to keep whole, each case on its own.
 func TestChunksFenceDefects(t *testing.T) {
 	t.Run("four backticks keep their room to close", func(t *testing.T) {
-		// A line inside a ```` block used to leave room for ``` only: 2,001
-		// characters with the closing fence.
+		// A line inside a ```` block leaves room for its own closing
+		// fence, not for ``` only (which makes 2,001 characters).
 		text := "````md\n" + strings.Repeat("y", 1993) + "\n" + strings.Repeat("z", 100) + "\n````"
 		chunks := Chunks(text, 2000, nil)
 		checkChunks(t, text, 2000, chunks)

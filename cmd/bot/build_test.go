@@ -13,9 +13,8 @@ import (
 )
 
 // The bot's own binary, built once for every test of this package that runs
-// it as an operator would: each build links the whole program again, and
-// eight tests used to pay for their own (20–35 s each on a busy 2-core CI
-// machine).
+// it as an operator would: each build links the whole program again, so
+// the tests share one build instead of paying for their own.
 var botBuild struct {
 	once     sync.Once
 	dir, bin string

@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/workspace"
 )
 
 // RunCheck validates the config and tries to reach the services it names,
@@ -115,19 +116,13 @@ func checkRemotes(ctx context.Context, cfg *config.Config) []string {
 	return problems
 }
 
-// tokenUser is the Basic-auth user name forges expect with a token.
+// tokenUser is the Basic-auth user name the workspace gives rawURL's token.
 func tokenUser(rawURL string) string {
 	host := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
-		host = u.Host
+		host = u.Hostname()
 	}
-	switch {
-	case strings.Contains(host, "gitlab"):
-		return "oauth2"
-	case strings.Contains(host, "bitbucket"):
-		return "x-token-auth"
-	}
-	return "x-access-token"
+	return workspace.TokenUser(host)
 }
 
 func redact(s, secret string) string {

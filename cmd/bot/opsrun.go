@@ -78,7 +78,9 @@ func (m *Main) lockDataDir(cfg *config.Config) error {
 }
 
 // startMetrics adds the queue depth, read from db, to the metrics.
-func (m *Main) startMetrics(db storage.OpsStore) {
+func (m *Main) startMetrics(db interface {
+	PendingInboundCounts(ctx context.Context) (map[string]int, error)
+}) {
 	m.Metrics.PendingInput(db.PendingInboundCounts)
 }
 

@@ -17,7 +17,7 @@ import (
 // sessionPages builds the session pages served on http.listen, or nil when
 // they are off: without http.listen, or with neither a key to check links
 // nor an authenticating proxy's header (nobody could open them).
-func sessionPages(cfg *config.Config, db storage.PageStore, ws *workspace.Manager, log *slog.Logger) *web.Server {
+func sessionPages(cfg *config.Config, db web.Store, ws *workspace.Manager, log *slog.Logger) *web.Server {
 	h := cfg.HTTP
 	if h.Listen == "" || (h.SessionKey == "" && h.AuthHeader == "") {
 		return nil

@@ -7,6 +7,7 @@ import (
 
 	discordadapter "github.com/threadsmith/threadsmith/adapters/discord"
 	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
+	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/ops"
@@ -32,22 +33,53 @@ func buildPlatformAdapters(cfg *config.Config, log *slog.Logger, hooks platformH
 			tr.MaxIdleConnsPerHost = 16
 			opts.HTTPClient = &http.Client{Transport: hooks.metrics.Transport(config.PlatformSlack, tr)}
 		}
-		a, err := slackadapter.New(cfg.Slack, opts)
+		a, err := slackadapter.New(slackAdapterConfig(cfg.Slack), opts)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
 	if cfg.Discord.Enabled {
-		opts := discordadapter.Options{Logger: log.With("component", "discord")}
+		opts := discordadapter.Options{Logger: log.With("component", "discord"), Commands: bridge.Commands()}
 		if hooks.metrics != nil {
 			opts.Transport = hooks.metrics.Transport(config.PlatformDiscord, nil)
 		}
-		a, err := discordadapter.New(cfg.Discord, opts)
+		a, err := discordadapter.New(discordAdapterConfig(cfg.Discord), opts)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// slackAdapterConfig maps the slack section of the configuration file onto
+// the Slack adapter's Config (its defaults and validation are config's).
+func slackAdapterConfig(c config.Slack) slackadapter.Config {
+	return slackadapter.Config{
+		Mode:          slackadapter.Mode(c.Mode),
+		BotToken:      c.BotToken,
+		AppToken:      c.AppToken,
+		SigningSecret: c.SigningSecret,
+		Listen:        c.Listen,
+		APIURL:        c.APIURL,
+		AgentSessions: c.AgentSessions,
+		Streaming:     c.Streaming == "auto",
+	}
+}
+
+// discordAdapterConfig maps the discord section of the configuration file
+// onto the Discord adapter's Config (its defaults and validation are
+// config's).
+func discordAdapterConfig(c config.Discord) discordadapter.Config {
+	return discordadapter.Config{
+		Token:         c.Token,
+		ApplicationID: c.ApplicationID,
+		GuildIDs:      c.GuildIDs,
+		APIURL:        c.APIURL,
+		AllowedUsers:  c.AllowedUsers,
+		AllowedRoles:  c.AllowedRoles,
+		ShardID:       c.ShardID,
+		ShardCount:    c.ShardCount,
+	}
 }

@@ -155,8 +155,8 @@ func (e *slackEnv) start() {
 		if err != nil {
 			e.tb.Fatal(err)
 		}
-		sc := cfg.Slack
-		sc.Mode, sc.SigningSecret, sc.Listen = config.SlackHTTP, signingSecret, ln.Addr().String()
+		sc := slackAdapterConfig(cfg.Slack)
+		sc.Mode, sc.SigningSecret, sc.Listen = slackadapter.ModeHTTP, signingSecret, ln.Addr().String()
 		a, err := slackadapter.New(sc, slackadapter.Options{Listener: ln, Logger: m.Logger.With("component", "slack")})
 		if err != nil {
 			e.tb.Fatal(err)
@@ -188,8 +188,8 @@ func (e *slackEnv) stop() {
 
 // testLog is the bot's log output: the test's output until the test ends,
 // then nowhere. A write to a finished test's output panics the whole test
-// binary, so a timer that outlives Main.Close (as the bridge's status saver
-// once did) must cost one log line, not the suite.
+// binary, so a timer that outlives Main.Close must cost one log line, not
+// the suite.
 type testLog struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -887,8 +887,7 @@ func TestSlackManyThreadsStayInsideTheRateLimits(t *testing.T) {
 	limits.UpdatePerMessage.Every /= speed
 	// The bot paces its calls when it sends them, the fake counts them when
 	// they arrive; on a loaded machine (the race detector, parallel
-	// packages) calls sent 100 ms apart can arrive together (seen: nine
-	// posts of one channel within 380 ms, a tenth 429'd). Two tokens' worth
+	// packages) calls sent 100 ms apart can arrive together. Two tokens' worth
 	// of grace absorb that and still catch a bot that does not pace, which
 	// sends its 50 final answers at once.
 	limits.Grace = 2 * limits.PostMessagePerChannel.Every

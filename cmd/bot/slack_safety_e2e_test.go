@@ -17,6 +17,7 @@ import (
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // manifestScopes are the bot scopes slack-app-manifest.yaml grants: the fake
@@ -48,8 +49,8 @@ func manifestScopes(t testing.TB) []string {
 	return scopes
 }
 
-// hostileAnswer is an answer that tries every way the issue lists of
-// pinging people, inside a long text dense in <, > and & (HTML and shell),
+// hostileAnswer is an answer that tries every way of pinging people that
+// docs/behaviour.md §8 names, inside a long text dense in <, > and & (HTML and shell),
 // so that escaping makes it far longer than it looks.
 func hostileAnswer() string {
 	var b strings.Builder
@@ -149,9 +150,9 @@ func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
 			t.Errorf("the thread does not show %q as text", want)
 		}
 	}
-	// The figure for BENCHMARKS: the longest text sent, against splitting
-	// the Markdown at 3,500 characters and converting afterwards (as the bot
-	// once did), measured here on the same answer.
+	// The figure for BENCHMARKS.md: the longest text sent, against
+	// splitting the Markdown at 3,500 characters and converting afterwards,
+	// measured here on the same answer.
 	longest, before := 0, 0
 	for _, c := range e.slack.Calls() {
 		if c.Method == "chat.postMessage" || c.Method == "chat.update" {
@@ -198,7 +199,7 @@ func seedDormant(t *testing.T, dataDir string, n int, key func(i int) storage.Th
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(ctx, filepath.Join(dataDir, "threadsmith.db"), storage.WithClock(func() time.Time { return then }))
+	db, err := sqlite.Open(ctx, filepath.Join(dataDir, "threadsmith.db"), sqlite.WithClock(func() time.Time { return then }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +257,9 @@ func TestSlackReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
 	if d := e.slack.DeliveriesFor(slackChan, gap); len(d) != 1 || !d[0].Lost {
 		t.Errorf("deliveries of the message typed in the outage: %+v, want one, lost (so only catch-up brought it)", d)
 	}
-	// The figure for BENCHMARKS: the catch-up once read every
-	// thread in state active, one conversations.replies call each.
-	db, err := storage.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
+	// The figure for BENCHMARKS.md: the catch-up's calls against reading
+	// every thread in state active, one conversations.replies call each.
+	db, err := sqlite.Open(e.ctx, filepath.Join(e.cfg.DataDir, "threadsmith.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // openStore opens the database storage.driver names: the SQLite file in
@@ -23,14 +24,14 @@ func (m *Main) openStore(ctx context.Context, cfg *config.Config, log *slog.Logg
 		log.Info("storage", "driver", "postgres", "database", db.Where())
 		return db, nil
 	}
-	db, err := storage.Open(ctx, sqlitePath(cfg), storage.WithLogger(log), storage.WithHooks(m.storageHooks()))
+	db, err := sqlite.Open(ctx, sqlitePath(cfg), sqlite.WithLogger(log), sqlite.WithHooks(m.storageHooks()))
 	if err != nil {
-		return nil, err // not a nil *storage.DB in a non-nil Store
+		return nil, err // not a nil *sqlite.DB in a non-nil Store
 	}
 	return db, nil
 }
 
-func sqlitePath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, storage.FileName) }
+func sqlitePath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, sqlite.FileName) }
 
 // checkStorage reaches the configured database for -check: it opens it as
 // the bot would (bringing its schema up to date) and pings it.
@@ -55,8 +56,8 @@ func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
 		if lerr == nil {
 			defer l.release()
 		}
-		var lite *storage.DB
-		lite, err = storage.Open(ctx, sqlitePath(cfg), storage.WithLogger(log))
+		var lite *sqlite.DB
+		lite, err = sqlite.Open(ctx, sqlitePath(cfg), sqlite.WithLogger(log))
 		if err == nil {
 			db, where = lite, "sqlite "+lite.Path()
 		}
@@ -68,7 +69,7 @@ func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
 	if err := db.Ping(ctx); err != nil {
 		return "", fmt.Errorf("storage: %s: %s", where, redactDSNError(err.Error(), cfg))
 	}
-	return fmt.Sprintf("storage: %s reachable (schema version %d)", where, storage.SchemaVersion()), nil
+	return fmt.Sprintf("storage: %s reachable (schema version %d)", where, sqlite.SchemaVersion()), nil
 }
 
 func dsnKey(cfg *config.Config) string {

@@ -10,7 +10,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
-	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
@@ -26,7 +26,7 @@ func TestCheckReachesTheSQLiteDatabase(t *testing.T) {
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	ok, out := runCheck(t, cfg)
-	want := "storage: sqlite " + filepath.Join(cfg.DataDir, storage.FileName) + " reachable"
+	want := "storage: sqlite " + filepath.Join(cfg.DataDir, sqlite.FileName) + " reachable"
 	if !ok || !strings.Contains(out, want) {
 		t.Fatalf("check = %v, %q; want a line %q", ok, out, want)
 	}
@@ -40,7 +40,7 @@ func TestCheckReachesPostgres(t *testing.T) {
 	if !ok || !strings.Contains(out, "storage: postgres 127.0.0.1:") || !strings.Contains(out, " reachable (schema version ") {
 		t.Fatalf("check = %v, %q; want the PostgreSQL database reachable", ok, out)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, storage.FileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, sqlite.FileName)); err == nil {
 		t.Error("-check on PostgreSQL created a SQLite file")
 	}
 }
@@ -84,7 +84,7 @@ func TestBotRunsOnPostgres(t *testing.T) {
 	if joined := strings.Join(userTexts(reqs[len(reqs)-1]), "|"); !strings.HasPrefix(joined, "my name is Ada|") {
 		t.Fatalf("context after restart = %q, want the earlier message first", joined)
 	}
-	if _, err := os.Stat(filepath.Join(e.cfg.DataDir, storage.FileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(e.cfg.DataDir, sqlite.FileName)); err == nil {
 		t.Error("the bot on PostgreSQL made a SQLite file")
 	}
 }

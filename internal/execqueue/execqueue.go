@@ -40,6 +40,9 @@ type Queue[T any] struct {
 	running bool
 	idle    chan struct{} // closed when the queue drains; nil while idle
 	closed  bool
+	// onIdle runs, without q.mu, each time the goroutine finds the queue
+	// drained and exits (Keyed forgets the key then).
+	onIdle func()
 }
 
 // Add appends v and reports whether it was taken: after Close it is dropped.
@@ -81,6 +84,13 @@ func (q *Queue[T]) start() {
 	go q.drain()
 }
 
+// isIdle reports whether the queue has no goroutine and nothing to run.
+func (q *Queue[T]) isIdle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.running && len(q.items) == 0 && len(q.front) == 0
+}
+
 // Len is the number of items added that have not started to run; called by
 // Run, it does not count the item being run.
 func (q *Queue[T]) Len() int {
@@ -104,7 +114,11 @@ func (q *Queue[T]) drain() {
 			q.running = false
 			close(q.idle)
 			q.idle = nil
+			onIdle := q.onIdle
 			q.mu.Unlock()
+			if onIdle != nil {
+				onIdle()
+			}
 			return
 		}
 		batch := q.items
@@ -172,6 +186,11 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 	q.mu.Lock()
 	ch := q.idle
 	q.mu.Unlock()
+	return waitClosed(ctx, ch)
+}
+
+// waitClosed waits until ch is closed (at once when nil) or ctx ends.
+func waitClosed(ctx context.Context, ch <-chan struct{}) error {
 	if ch == nil {
 		return nil
 	}

@@ -88,29 +88,49 @@ func TestAddNeverBlocksOnWork(t *testing.T) {
 
 func TestPanicIsLoggedAndQueueGoesOn(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
-	var ran []string
-	q := &Queue[string]{Log: log, Name: func(s string) string { return "item " + s }, Run: func(s string) {
-		if s == "bad" {
-			panic("boom")
-		}
-		ran = append(ran, s)
-	}}
+	p := &panicProbe{}
+	q := &Queue[string]{Log: p.logger(), Name: func(s string) string { return "item " + s }, Run: p.run}
 	q.Add("a")
 	q.Add("bad")
 	q.Add("b")
 	if err := q.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(ran, ",") != "a,b" {
-		t.Fatalf("ran %v, want a,b", ran)
+	p.check(t, "item bad")
+}
+
+// panicProbe is a Run that panics on "bad" and records the other items, and
+// the log that receives the panic.
+type panicProbe struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	ran []string
+}
+
+func (p *panicProbe) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(&lockedWriter{w: &p.buf, mu: &p.mu}, nil))
+}
+
+func (p *panicProbe) run(s string) {
+	if s == "bad" {
+		panic("boom")
 	}
-	mu.Lock()
-	out := buf.String()
-	mu.Unlock()
-	if !strings.Contains(out, "boom") || !strings.Contains(out, "item bad") || !strings.Contains(out, "execqueue_test.go") {
+	p.mu.Lock()
+	p.ran = append(p.ran, s)
+	p.mu.Unlock()
+}
+
+// check asserts that a and b ran around the panic, and that the panic was
+// logged with the item's name and the stack.
+func (p *panicProbe) check(t *testing.T, name string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Join(p.ran, ",") != "a,b" {
+		t.Fatalf("ran %v, want a,b", p.ran)
+	}
+	out := p.buf.String()
+	if !strings.Contains(out, "boom") || !strings.Contains(out, name) || !strings.Contains(out, "execqueue_test.go") {
 		t.Fatalf("panic not logged with its item and stack:\n%s", out)
 	}
 }

@@ -1,8 +1,9 @@
 // Package msgjson decodes the JSON of conversation messages fast: the form
 // threadsmith stores (llm.Message's own JSON) and the form of pi's session
-// files. Reading a session is mostly decoding its messages, and
-// encoding/json's reflection, its separate validation pass and the nested
-// RawMessage passes made that several times slower than pi's JSON.parse.
+// files. Reading a session is mostly decoding its messages: this package
+// does in one pass what encoding/json does with reflection, a separate
+// validation pass and nested RawMessage passes (BENCHMARKS.md has the
+// figures).
 //
 // Contract: the result is always the one encoding/json gives. The decoders
 // handle, in one pass, the JSON these messages are made of; anything else

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -11,12 +12,11 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// AppendEntries implements agent.Store: all the entries or none, durable when
-// it returns; a seq the session already has is a *storage.DuplicateEntryError;
-// a user message carrying an InputID delivers that (pending) input of the
-// session's thread in the same transaction.
+// AppendEntries implements storage.SessionStore in one statement (one round
+// trip): the entries, and the input they deliver.
 func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -27,7 +27,7 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 	var inputs []int64
 	compacted := false
 	for i, e := range entries {
-		r, err := storage.EncodeEntry(e)
+		r, err := backend.Encode(e)
 		if err != nil {
 			return opError("append entries", err)
 		}
@@ -132,9 +132,7 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	return transcript.BuildContext(entries), nil
 }
 
-// LoadLiveEntries implements storage.SessionStore: the entries from the latest
-// compaction's first kept entry on, and the model and thinking-level changes
-// before them, in seq order.
+// LoadLiveEntries implements storage.SessionStore.
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
@@ -166,7 +164,7 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]tr
 		return nil, err
 	}
 	defer rows.Close()
-	var d storage.EntryDecoder
+	var d backend.Decoder
 	var seq, ts int64
 	var typ string
 	var payload pgtype.DriverBytes // the row's own bytes: Add copies them
@@ -175,7 +173,7 @@ func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]tr
 			d.Abort()
 			return nil, err
 		}
-		d.Add(seq, typ, ts, payload)
+		d.Add(seq, typ, ts, bytes.Clone(payload))
 	}
 	if err := rows.Err(); err != nil {
 		d.Abort()

@@ -12,13 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// AcceptInbound implements storage.InboundStore: stored once, committed when
-// it returns; a message already accepted (same platform and event id, or same
-// platform, channel and message id) is a duplicate with the first copy's id.
+// AcceptInbound implements storage.InboundStore.
 func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, duplicate bool, err error) {
-	if err := storage.ValidInbound(in); err != nil {
+	if err := backend.CheckInbound(in); err != nil {
 		return 0, false, opError("accept inbound", err)
 	}
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -32,15 +31,14 @@ func (db *DB) AcceptInbound(ctx context.Context, in storage.Inbound) (id int64, 
 	return id, duplicate, nil
 }
 
-// AcceptInboundInThread implements storage.InboundStore: EnsureThread and
-// AcceptInbound in one transaction, both committed or neither. A new thread is
+// AcceptInboundInThread implements storage.InboundStore. A new thread is
 // created with the message as its activity and newest message seen (no
 // UPDATE after the INSERT).
 func (db *DB) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
-	if err := storage.ValidThreadKey(key); err != nil {
+	if err := backend.CheckThreadKey(key); err != nil {
 		return storage.Accepted{}, opError("accept inbound", err)
 	}
-	if err := storage.ValidInbound(in); err != nil {
+	if err := backend.CheckInbound(in); err != nil {
 		return storage.Accepted{}, opError("accept inbound", err)
 	}
 	var a storage.Accepted
@@ -108,9 +106,9 @@ func (db *DB) acceptIn(ctx context.Context, tx pgx.Tx, in storage.Inbound, now i
 
 // MarkInbound implements storage.InboundStore.
 func (db *DB) MarkInbound(ctx context.Context, id int64, state storage.InboundState, detail string) error {
-	from, err := storage.ValidInboundTransition(state)
+	from, err := backend.InboundFrom(state)
 	if err != nil {
-		return opError("mark inbound", fmt.Errorf("%w: to %q", err, state))
+		return opError("mark inbound", err)
 	}
 	var queue *string
 	reason := ""
@@ -186,7 +184,7 @@ func (db *DB) AllPendingInbound(ctx context.Context) ([]storage.Inbound, error) 
 		WHERE state IN ('received', 'queued') ORDER BY id`)
 }
 
-// ThreadInbound implements storage.PageStore.
+// ThreadInbound implements storage.HistoryStore.
 func (db *DB) ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error) {
 	return queryAll(ctx, db, "thread inbound", scanInbound, `SELECT `+inboundColumns+` FROM inbound
 		WHERE thread_id = $1 ORDER BY id`, threadID)

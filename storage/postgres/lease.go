@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // Thread leases (storage.LeaseStore). Lease times are the store's clock
@@ -19,7 +20,7 @@ import (
 
 // AcquireLease implements storage.LeaseStore.
 func (db *DB) AcquireLease(ctx context.Context, threadID int64, owner string, ttl time.Duration) (storage.Lease, bool, error) {
-	if err := storage.ValidLease(owner, ttl); err != nil {
+	if err := backend.CheckLease(owner, ttl); err != nil {
 		return storage.Lease{}, false, opError("acquire lease", err)
 	}
 	var l storage.Lease
@@ -57,7 +58,7 @@ func (db *DB) AcquireLease(ctx context.Context, threadID int64, owner string, tt
 
 // RenewLease implements storage.LeaseStore.
 func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration) (storage.Lease, error) {
-	if err := storage.ValidLease(l.Owner, ttl); err != nil {
+	if err := backend.CheckLease(l.Owner, ttl); err != nil {
 		return storage.Lease{}, opError("renew lease", err)
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -154,5 +155,5 @@ func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
 	return queryAll(ctx, db, "unowned threads", func(r pgx.Row) (int64, error) {
 		var id int64
 		return id, r.Scan(&id)
-	}, storage.UnownedThreadsQuery, db.nowMS())
+	}, backend.UnownedThreadsQuery, db.nowMS())
 }

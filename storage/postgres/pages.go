@@ -33,8 +33,7 @@ func (db *DB) ThreadUsage(ctx context.Context, threadID int64) (storage.Usage, e
 		WHERE s.thread_id = $1 AND `+isReply, threadID)
 }
 
-// UserUsage implements storage.UsageStore: each reply counts for the author of
-// the latest user message before it that came from chat input.
+// UserUsage implements storage.UsageStore.
 func (db *DB) UserUsage(ctx context.Context, platform, authorID string) (storage.Usage, error) {
 	return db.usage(ctx, "user usage", `WITH owned AS (
 		SELECT e.payload AS payload, (
@@ -63,8 +62,7 @@ func (db *DB) usage(ctx context.Context, op, query string, args ...any) (storage
 
 // Pages.
 
-// ThreadSummaries implements storage.PageStore: every thread, most recently
-// active first.
+// ThreadSummaries implements storage.HistoryStore.
 func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, error) {
 	return queryAll(ctx, db, "thread summaries", func(r pgx.Row) (storage.ThreadSummary, error) {
 		var s storage.ThreadSummary
@@ -90,13 +88,12 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, err
 		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
 }
 
-// ThreadSessions implements storage.PageStore.
+// ThreadSessions implements storage.HistoryStore.
 func (db *DB) ThreadSessions(ctx context.Context, threadID int64) ([]storage.Session, error) {
 	return queryAll(ctx, db, "thread sessions", scanSession, `SELECT `+sessionColumns+` FROM sessions WHERE thread_id = $1 ORDER BY id`, threadID)
 }
 
-// ThreadVersion implements storage.PageStore: a fingerprint that changes when
-// what the thread's page shows changes.
+// ThreadVersion implements storage.HistoryStore.
 func (db *DB) ThreadVersion(ctx context.Context, threadID int64) (string, error) {
 	r, err := db.reader()
 	if err != nil {
@@ -156,7 +153,7 @@ func (db *DB) RecordPendingPosts(ctx context.Context, posts []storage.PendingPos
 	return ids, nil
 }
 
-// MarkPosted implements storage.PendingPostStore. Marking twice keeps the first mark.
+// MarkPosted implements storage.PendingPostStore.
 func (db *DB) MarkPosted(ctx context.Context, id int64, messageID string) error {
 	return opError("mark posted", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE pending_posts SET done_at = $1, message_id = $2 WHERE id = $3 AND done_at IS NULL`,

@@ -3,14 +3,9 @@
 // run several replicas against one database. The conformance suite in
 // storage/storagetest runs unchanged against both.
 //
-// Semantics are the SQLite backend's (see the doc comments on storage.DB's
-// methods): every write is one transaction, committed when the method
-// returns; a missing record is storage.ErrNotFound; an entry's seq is its
-// place in the session's record and a taken one is a
-// *storage.DuplicateEntryError; chat input is de-duplicated by the
-// platform's event id and by its message id; a user message carrying an
-// InputID delivers that input in the same transaction. Times are stored as
-// Unix milliseconds, entry payloads as json (the exact text written).
+// The contract is storage.Store's (the doc comments on its methods); this
+// package documents what is its own. Times are stored as Unix milliseconds,
+// entry payloads as json (the exact text written).
 //
 // Concurrency: the pool runs transactions in parallel (READ COMMITTED); each
 // write is a single statement or relies on a unique index, so concurrent
@@ -47,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // Option configures Open.
@@ -149,7 +145,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 // Where names the database (host:port/database) without credentials.
 func (db *DB) Where() string { return db.where }
 
-// Close closes the pool. Writes that returned are committed already.
+// Close implements storage.Store: it closes the pool.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closed.Store(true)
@@ -159,7 +155,7 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// Ping checks that the database answers a read (the readiness probe).
+// Ping implements storage.OpsStore.
 func (db *DB) Ping(ctx context.Context) error {
 	if db.closed.Load() {
 		return opError("ping", storage.ErrClosed)
@@ -246,14 +242,14 @@ func wrap(err error) error {
 	case err == nil:
 		return nil
 	case isCode(err, "53100") || isCode(err, "53200"): // disk_full, out_of_memory
-		return storage.SentinelError(storage.ErrFull, err)
+		return backend.Sentinel(storage.ErrFull, err)
 	case isCode(err, "25006"): // read_only_sql_transaction (a standby, default_transaction_read_only)
-		return storage.SentinelError(storage.ErrReadOnly, err)
+		return backend.Sentinel(storage.ErrReadOnly, err)
 	}
 	return err
 }
 
-func opError(op string, err error) error { return storage.OpError(op, wrap(err)) }
+func opError(op string, err error) error { return backend.OpError(op, wrap(err)) }
 
 // lookupError turns pgx.ErrNoRows into storage.ErrNotFound.
 func lookupError(op string, err error) error {
@@ -300,7 +296,7 @@ func mustLoadMigrations() []migration {
 }
 
 // SchemaVersion is the schema version this binary creates and understands.
-// It equals storage.SchemaVersion(): each SQLite migration has its mirror.
+// It equals sqlite.SchemaVersion(): each SQLite migration has its mirror.
 func SchemaVersion() int { return len(migrations) }
 
 // migrateLock is the advisory lock key that serialises replicas migrating the

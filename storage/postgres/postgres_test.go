@@ -18,6 +18,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(storagetest.MainWithPostgres(m)) }
 // Every SQLite migration has its PostgreSQL mirror, under the same number
 // and name: a schema change made for one backend only fails here.
 func TestMigrationsMirrorSQLite(t *testing.T) {
-	sqlite, err := fs.Glob(os.DirFS("../migrations"), "*.sql")
+	lite, err := fs.Glob(os.DirFS("../sqlite/migrations"), "*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +35,11 @@ func TestMigrationsMirrorSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(sqlite, " ") != strings.Join(pg, " ") {
-		t.Errorf("SQLite migrations %v\nPostgreSQL migrations %v\nwant the same files", sqlite, pg)
+	if strings.Join(lite, " ") != strings.Join(pg, " ") {
+		t.Errorf("SQLite migrations %v\nPostgreSQL migrations %v\nwant the same files", lite, pg)
 	}
-	if postgres.SchemaVersion() != storage.SchemaVersion() {
-		t.Errorf("PostgreSQL schema version %d, SQLite %d", postgres.SchemaVersion(), storage.SchemaVersion())
+	if postgres.SchemaVersion() != sqlite.SchemaVersion() {
+		t.Errorf("PostgreSQL schema version %d, SQLite %d", postgres.SchemaVersion(), sqlite.SchemaVersion())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // Threads.
@@ -32,7 +33,7 @@ func scanThread(r pgx.Row) (storage.Thread, error) {
 
 // EnsureThread implements storage.ThreadStore.
 func (db *DB) EnsureThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit) (storage.Thread, bool, error) {
-	if err := storage.ValidThreadKey(key); err != nil {
+	if err := backend.CheckThreadKey(key); err != nil {
 		return storage.Thread{}, false, opError("ensure thread", err)
 	}
 	if t, err := db.GetThread(ctx, key); err == nil || !errors.Is(err, storage.ErrNotFound) {
@@ -118,7 +119,7 @@ func (db *DB) SetThreadState(ctx context.Context, threadID int64, state storage.
 		`UPDATE threads SET state = $1, updated_at = $2 WHERE id = $3`, string(state), db.nowMS(), threadID)
 }
 
-// SetLastSeenMessage implements storage.ThreadStore: it only moves forward.
+// SetLastSeenMessage implements storage.ThreadStore.
 func (db *DB) SetLastSeenMessage(ctx context.Context, threadID int64, messageID string) error {
 	if messageID == "" {
 		return nil
@@ -187,7 +188,7 @@ func (db *DB) CreateSession(ctx context.Context, threadID int64, init storage.Se
 	}
 	now := db.nowMS()
 	s := storage.Session{
-		ID:           storage.NewSessionID(),
+		ID:           backend.NewSessionID(),
 		ThreadID:     threadID,
 		Model:        init.Model,
 		SystemPrompt: init.SystemPrompt,
@@ -247,7 +248,7 @@ func (db *DB) SetSessionModel(ctx context.Context, id, model string) error {
 	return db.execOne(ctx, "set session model", "session "+id, `UPDATE sessions SET model = $1 WHERE uid = $2`, model, id)
 }
 
-// NextSeq implements agent.SeqSource: the session's next free sequence number.
+// NextSeq implements storage.SessionStore.
 func (db *DB) NextSeq(ctx context.Context, sessionID string) (int64, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {

@@ -40,8 +40,7 @@ func (db *DB) StartRun(ctx context.Context, threadID int64, sessionID string, in
 	return id, nil
 }
 
-// FinishRun implements storage.RunStore, recording the run's usage
-// (RunUsageOf) in the same transaction.
+// FinishRun implements storage.RunStore.
 func (db *DB) FinishRun(ctx context.Context, runID int64, outcome storage.RunOutcome) error {
 	if outcome == "" {
 		return opError("finish run", errors.New("empty outcome"))
@@ -105,9 +104,8 @@ func (db *DB) GetRun(ctx context.Context, runID int64) (storage.Run, error) {
 	return run, lookupError("get run", err)
 }
 
-// InterruptRuns implements storage.RunStore: every run still in progress (of
-// the lease's thread only, under a lease) is marked interrupted, in one
-// statement, and returned oldest first.
+// InterruptRuns implements storage.RunStore, marking the runs in one
+// statement.
 func (db *DB) InterruptRuns(ctx context.Context) ([]storage.Run, error) {
 	var runs []storage.Run
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -157,7 +155,7 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]storage.Run, error) {
 	return runs, nil
 }
 
-// ThreadRuns implements storage.PageStore.
+// ThreadRuns implements storage.HistoryStore.
 func (db *DB) ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error) {
 	return queryAll(ctx, db, "thread runs", scanRun, `SELECT `+runColumns+runFrom+`WHERE r.thread_id = $1 ORDER BY r.id`, threadID)
 }
@@ -298,7 +296,7 @@ func (db *DB) LastPush(ctx context.Context, threadID int64) (storage.Push, error
 	return p, nil
 }
 
-// ThreadPushes implements storage.PageStore.
+// ThreadPushes implements storage.HistoryStore.
 func (db *DB) ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error) {
 	return queryAll(ctx, db, "thread pushes", scanPush, `SELECT `+pushColumns+` FROM pushes WHERE thread_id = $1 ORDER BY id`, threadID)
 }

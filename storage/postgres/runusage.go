@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // recordRunUsage sums the replies of the run's session written since the
@@ -55,7 +56,7 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 			rows.Close()
 			return err
 		}
-		u.AddReply(model, in, out, cr, cw, cost)
+		backend.AddReply(&u, model, in, out, cr, cw, cost)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

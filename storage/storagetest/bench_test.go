@@ -13,6 +13,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
@@ -27,8 +28,8 @@ import (
 // THREADSMITH_REQUIRE_POSTGRES=1.
 func BenchmarkAppendConcurrentBackends(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		path := filepath.Join(b.TempDir(), storage.FileName)
-		db, err := storage.Open(context.Background(), path, storage.WithLogger(slog.New(slog.DiscardHandler)))
+		path := filepath.Join(b.TempDir(), sqlite.FileName)
+		db, err := sqlite.Open(context.Background(), path, sqlite.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			b.Fatal(err)
 		}

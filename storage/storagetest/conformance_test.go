@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
@@ -17,9 +18,9 @@ func TestMain(m *testing.M) { os.Exit(storagetest.MainWithPostgres(m)) }
 // The embedded backend: a SQLite file per test, always run.
 func TestSQLite(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB, now func() time.Time) storagetest.Opener {
-		path := filepath.Join(t.TempDir(), storage.FileName)
+		path := filepath.Join(t.TempDir(), sqlite.FileName)
 		return func(ctx context.Context) (storage.Store, error) {
-			return storage.Open(ctx, path, storage.WithLogger(slog.New(slog.DiscardHandler)), storage.WithClock(now))
+			return sqlite.Open(ctx, path, sqlite.WithLogger(slog.New(slog.DiscardHandler)), sqlite.WithClock(now))
 		}
 	})
 }

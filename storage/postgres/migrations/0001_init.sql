@@ -1,5 +1,5 @@
 -- 0001: threadsmith's first schema, for PostgreSQL. It mirrors
--- storage/migrations/0001_init.sql (SQLite) table for table and column for
+-- storage/sqlite/migrations/0001_init.sql (SQLite) table for table and column for
 -- column: both backends keep the same records with the same semantics.
 --
 -- Times are Unix milliseconds (BIGINT), as in SQLite. Entry payloads and JSON

@@ -1,0 +1,4 @@
+package msgjson
+
+// InternedValue exposes internedValue to the external tests.
+var InternedValue = internedValue

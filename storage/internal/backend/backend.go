@@ -1,0 +1,112 @@
+// Package backend is what storage's backends (storage/sqlite,
+// storage/postgres) share so that they keep the contract the same way: the
+// stored form of entries and its decoder, the checks of arguments the
+// contract refuses, the inbound state machine, the SQL both run verbatim,
+// and errors in the form storage's contract gives them.
+package backend
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// CheckThreadKey refuses a thread key without platform, channel or thread
+// (EnsureThread, AcceptInboundInThread).
+func CheckThreadKey(k storage.ThreadKey) error {
+	if k.Platform == "" || k.Channel == "" || k.Thread == "" {
+		return errors.New("thread key needs platform, channel and thread")
+	}
+	return nil
+}
+
+// CheckInbound refuses input that cannot be stored (AcceptInbound).
+func CheckInbound(in storage.Inbound) error {
+	switch {
+	case in.Platform == "" || in.Channel == "":
+		return errors.New("platform and channel are required")
+	case in.Mode != storage.ModePrompt && in.Mode != storage.ModeSteer && in.Mode != storage.ModeFollowUp && in.Mode != storage.ModeCommand:
+		return fmt.Errorf("unknown mode %q", in.Mode)
+	case len(in.Attachments) > 0 && !json.Valid(in.Attachments):
+		return errors.New("attachments are not valid JSON")
+	}
+	return nil
+}
+
+// CheckLease refuses AcquireLease's and RenewLease's arguments when the
+// owner is empty or the ttl not positive.
+func CheckLease(owner string, ttl time.Duration) error {
+	if owner == "" {
+		return errors.New("lease owner is required")
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("lease ttl must be positive (got %s)", ttl)
+	}
+	return nil
+}
+
+// allowedFrom lists, per target state, the states an inbound message may leave
+// for it. A queued message may be re-queued (moved to the other queue).
+var allowedFrom = map[storage.InboundState][2]storage.InboundState{
+	storage.InboundQueued:    {storage.InboundReceived, storage.InboundQueued},
+	storage.InboundDelivered: {storage.InboundReceived, storage.InboundQueued},
+	storage.InboundDropped:   {storage.InboundReceived, storage.InboundQueued},
+}
+
+// InboundFrom returns the states an inbound message may leave for state
+// (MarkInbound), or storage.ErrInvalidTransition for a state nothing moves to.
+func InboundFrom(state storage.InboundState) ([2]storage.InboundState, error) {
+	from, ok := allowedFrom[state]
+	if !ok {
+		return from, fmt.Errorf("%w: to %q", storage.ErrInvalidTransition, state)
+	}
+	return from, nil
+}
+
+// NewSessionID returns a random public session id: 26 base32 characters
+// (130 random bits), safe in logs, file names and URLs.
+func NewSessionID() string { return rand.Text() }
+
+// UnownedThreadsQuery is UnownedThreads' SQL, the same on both backends ($1:
+// now in Unix ms).
+const UnownedThreadsQuery = `SELECT w.thread_id FROM (
+		SELECT thread_id FROM inbound WHERE state IN ('received', 'queued')
+		UNION SELECT thread_id FROM runs WHERE ended_at IS NULL
+		UNION SELECT thread_id FROM pending_posts WHERE done_at IS NULL
+	) w LEFT JOIN thread_leases l ON l.thread_id = w.thread_id
+	WHERE l.thread_id IS NULL OR l.expires_at <= $1
+	ORDER BY w.thread_id`
+
+// AddReply adds one reply's usage to u, and its model the first time it
+// replies: how a run's usage is summed when it ends.
+func AddReply(u *storage.RunUsage, model string, input, output, cacheRead, cacheWrite int64, cost float64) {
+	u.Replies++
+	u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost = u.Input+input, u.Output+output, u.CacheRead+cacheRead, u.CacheWrite+cacheWrite, u.Cost+cost
+	if model != "" && !slices.Contains(u.Models, model) {
+		u.Models = append(u.Models, model)
+	}
+}
+
+// OpError wraps err, already in the backend's terms (see Sentinel), as the
+// error of operation op ("append entries", …): "storage: op: err".
+func OpError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("storage: %s: %w", op, err)
+}
+
+// Sentinel returns err, which then also matches sentinel (storage.ErrFull,
+// storage.ErrReadOnly) with errors.Is; its text stays err's, the driver's,
+// which already says the same.
+func Sentinel(sentinel, err error) error { return sentinelError{sentinel, err} }
+
+type sentinelError struct{ sentinel, err error }
+
+func (e sentinelError) Error() string   { return e.err.Error() }
+func (e sentinelError) Unwrap() []error { return []error{e.sentinel, e.err} }

@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"unsafe"
+
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
+)
+
+// AppendEntries implements storage.Store. The entries go in one transaction,
+// whose commit may be shared with other writes arriving at the same moment
+// (see commitBatch); JSON is encoded before the write lock is taken.
+func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	// Encode before taking the write lock: JSON is the costly part.
+	rows := make([]backend.Row, len(entries))
+	var inputs []int64
+	compacted := false
+	for i, e := range entries {
+		r, err := backend.Encode(e)
+		if err != nil {
+			return opError("append entries", err)
+		}
+		rows[i] = r
+		if r.InputID != 0 {
+			inputs = append(inputs, r.InputID)
+		}
+		compacted = compacted || e.Type == transcript.EntryCompaction
+	}
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return opError("append entries", err)
+	}
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := checkFenceOf(ctx, tx, "sessions", sid); err != nil {
+			return err
+		}
+		st, err := db.stmts.insertEntry.in(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for i, r := range rows {
+			if _, err := st.ExecContext(ctx, sid, r.Seq, r.Type, r.TS, r.Payload); err != nil {
+				if isExtCode(err, codePrimaryKey) {
+					if i == 0 && storedAlready(ctx, tx, sid, rows) {
+						return nil // a retry of an append that was committed
+					}
+					return &storage.DuplicateEntryError{SessionID: sessionID, Seq: r.Seq}
+				}
+				return fmt.Errorf("seq %d: %w", r.Seq, err)
+			}
+		}
+		// The chat input a user message came from is delivered in the same
+		// commit that stores the message: a crash can leave it neither
+		// delivered-but-missing nor stored-but-replayed. Only input of the
+		// session's own thread, and only while still pending.
+		for _, id := range inputs {
+			if _, err := tx.ExecContext(ctx, `UPDATE inbound SET state = 'delivered', updated_at = ?
+				WHERE id = ? AND state IN ('received', 'queued')
+				  AND thread_id = (SELECT thread_id FROM sessions WHERE id = ?)`, db.nowMS(), id, sid); err != nil {
+				return fmt.Errorf("delivering inbound %d: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return opError("append entries", err)
+	}
+	if len(inputs) > 0 {
+		crashpoint.Hit(crashpoint.Delivered)
+	}
+	if compacted {
+		crashpoint.Hit(crashpoint.Compacted)
+	}
+	return nil
+}
+
+// LoadEntries implements storage.Store, with one query.
+func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, opError("load entries", err)
+	}
+	out, err := db.queryEntries(ctx, `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`, sid)
+	if err != nil {
+		return nil, opError("load entries", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return out, nil
+}
+
+// LoadContext implements storage.Store.
+func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Context, error) {
+	entries, err := db.LoadLiveEntries(ctx, sessionID)
+	if err != nil {
+		return transcript.Context{}, err
+	}
+	return transcript.BuildContext(entries), nil
+}
+
+// LoadLiveEntries implements storage.Store: two index ranges, so the
+// compacted messages are never visited.
+func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, opError("load context", err)
+	}
+	// Two index ranges: everything from the latest compaction's first kept
+	// entry on, and the model and thinking-level changes before it. The
+	// compacted messages are never visited.
+	entries, err := db.queryEntries(ctx, `
+		WITH k AS (
+			SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
+			                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
+		SELECT seq, type, ts, payload FROM entries
+		WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)
+		UNION ALL
+		SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
+		WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
+		ORDER BY seq`, sid)
+	if err != nil {
+		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	return entries, nil
+}
+
+// queryEntries runs a query returning (seq, type, ts, payload) rows in order
+// and decodes them. Decoding JSON costs several times the reading, so large
+// results are decoded by parallel workers while the rows are still read.
+func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]transcript.Entry, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var d backend.Decoder
+	var (
+		seq, ts int64
+		typ     string
+		payload string // the driver's own string: nothing else holds it
+	)
+	for rows.Next() {
+		if err := rows.Scan(&seq, &typ, &ts, &payload); err != nil {
+			d.Abort()
+			return nil, err
+		}
+		// A string's bytes never change: the decoded message may share them
+		// (msgjson.UnmarshalMessageShared) instead of copying them again.
+		d.Add(seq, typ, ts, unsafe.Slice(unsafe.StringData(payload), len(payload)))
+	}
+	if err := rows.Err(); err != nil {
+		d.Abort()
+		return nil, err
+	}
+	return d.Result()
+}
+
+// storedAlready reports whether the session holds exactly these entries at
+// their sequence numbers: the append is a retry of one that was committed
+// (its caller saw an error, a connection lost in the commit), and succeeds
+// without writing, as AppendEntries' contract says.
+func storedAlready(ctx context.Context, tx *sql.Tx, sid int64, rows []backend.Row) bool {
+	for _, r := range rows {
+		var typ, payload string
+		var ts int64
+		err := tx.QueryRowContext(ctx, `SELECT type, ts, payload FROM entries WHERE session_id = ? AND seq = ?`, sid, r.Seq).Scan(&typ, &ts, &payload)
+		if err != nil || typ != r.Type || ts != r.TS || payload != r.Payload {
+			return false
+		}
+	}
+	return true
+}

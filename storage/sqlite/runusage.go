@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
+)
+
+// recordRunUsage sums the replies of the run's session written since the
+// previous run of that session ended (and not before the user message of the
+// run's own input), and stores them in run_usage. Called in the transaction
+// that ends the run; a run recorded already keeps its record.
+func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
+	var sid, inbound int64
+	err := tx.QueryRowContext(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = ?`, runID).Scan(&sid, &inbound)
+	if err != nil {
+		return fmt.Errorf("run %d: %w", runID, err)
+	}
+	var after int64
+	err = tx.QueryRowContext(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
+		WHERE r.session_id = ? AND r.id < ?`, sid, runID).Scan(&after)
+	if err != nil {
+		return err
+	}
+	if inbound != 0 {
+		// Runs ended before run_usage existed left no last_seq: the run's
+		// own input bounds it.
+		// Only a message after the bound can move it: the entries before it
+		// (a long session's whole history) are not read.
+		var first sql.NullInt64
+		err = tx.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+			AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') = ?`,
+			sid, after, strconv.FormatInt(inbound, 10)).Scan(&first)
+		if err != nil {
+			return err
+		}
+		if first.Valid && first.Int64-1 > after {
+			after = first.Int64 - 1
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
+		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
+		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
+		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
+		FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
+		ORDER BY seq`, sid, after)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var u storage.RunUsage
+	for rows.Next() {
+		var seq, in, out, cr, cw int64
+		var model string
+		var cost float64
+		if err := rows.Scan(&seq, &model, &in, &out, &cr, &cw, &cost); err != nil {
+			return err
+		}
+		backend.AddReply(&u, model, in, out, cr, cw, cost)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	last := after
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ?`, after, sid).Scan(&last); err != nil {
+		return err
+	}
+	models, _ := json.Marshal(append([]string{}, u.Models...))
+	_, err = tx.ExecContext(ctx, `INSERT INTO run_usage (run_id, last_seq, replies, input_tokens, output_tokens,
+		cache_read_tokens, cache_write_tokens, cost, models) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+		runID, last, u.Replies, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost, string(models))
+	return err
+}
+
+// ThreadRunUsage implements storage.Store.
+func (db *DB) ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error) {
+	const op = "thread run usage"
+	rows, err := db.r.QueryContext(ctx, `SELECT u.run_id, u.replies, u.input_tokens, u.output_tokens,
+		u.cache_read_tokens, u.cache_write_tokens, u.cost, u.models
+		FROM run_usage u JOIN runs r ON r.id = u.run_id WHERE r.thread_id = ?`, threadID)
+	if err != nil {
+		return nil, opError(op, err)
+	}
+	defer rows.Close()
+	out := map[int64]storage.RunUsage{}
+	for rows.Next() {
+		var id int64
+		var u storage.RunUsage
+		var models string
+		if err := rows.Scan(&id, &u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost, &models); err != nil {
+			return nil, opError(op, err)
+		}
+		if err := json.Unmarshal([]byte(models), &u.Models); err != nil {
+			return nil, opError(op, fmt.Errorf("run %d models: %w", id, err))
+		}
+		out[id] = u
+	}
+	return out, opError(op, rows.Err())
+}
+
+// RunUsageOf implements storage.Store.
+func (db *DB) RunUsageOf(ctx context.Context, runID int64) (storage.RunUsage, error) {
+	var u storage.RunUsage
+	var models string
+	err := db.r.QueryRowContext(ctx, `SELECT replies, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, models
+		FROM run_usage WHERE run_id = ?`, runID).Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost, &models)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.RunUsage{}, opError("run usage", fmt.Errorf("run %d: %w", runID, storage.ErrNotFound))
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(models), &u.Models)
+	}
+	return u, opError("run usage", err)
+}
