@@ -13,7 +13,6 @@ import (
 	"fmt"
 
 	"github.com/threadsmith/threadsmith/agent"
-
 	"github.com/threadsmith/threadsmith/storage"
 )
 
