@@ -7,7 +7,6 @@ package bridge
 import (
 	"fmt"
 
-	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -72,10 +71,7 @@ func (t *thread) answerWhileWaiting(name string, pi *pendingInput) bool {
 			t.markInbound(w.id, storage.InboundDropped, "stopped before it started")
 			texts = append(texts, w.in.Text)
 		}
-		if t.pendingStatus != nil {
-			t.p.Outbox.EditFinal(t.pendingStatus, "⏹ stopped before it started.", outbox.High)
-			t.pendingStatus = nil
-		}
+		t.endPendingStatus("⏹ stopped before it started.")
 		t.say(fmt.Sprintf("⏹ stopped: the request waiting for a run slot was cancelled before it started (%d message%s):%s", len(texts), plural(len(texts)), quoteTexts(texts)))
 	case "status":
 		if t.sess != nil {
