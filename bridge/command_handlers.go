@@ -17,7 +17,6 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/safefile"
-	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
@@ -62,10 +61,7 @@ func (t *thread) stopWhileWaiting() bool {
 		t.markInbound(w.id, storage.InboundDropped, "stopped before it started")
 		texts = append(texts, w.in.Text)
 	}
-	if t.pendingStatus != nil {
-		t.p.Outbox.EditFinal(t.pendingStatus, "⏹ stopped before it started.", outbox.High)
-		t.pendingStatus = nil
-	}
+	t.endPendingStatus("⏹ stopped before it started.")
 	t.say(fmt.Sprintf("⏹ stopped: the request waiting for a run slot was cancelled before it started (%d message%s):%s", len(texts), plural(len(texts)), quoteTexts(texts)))
 	return true
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,7 +66,8 @@ func TestLateRunEndDoesNotFinishTheNextRun(t *testing.T) {
 
 // Shutdown gives the active run until its deadline, then stops it and
 // tells the thread; the owner ends and Shutdown returns within its grace,
-// however long the model would have taken.
+// however long the model would have taken, and nothing of the thread is
+// left running. Not parallel: it looks at every goroutine of the process.
 func TestShutdownInterruptsARunPastItsDeadline(t *testing.T) {
 	r := newRig(t)
 	g := newGate(t)
@@ -87,4 +89,28 @@ func TestShutdownInterruptsARunPastItsDeadline(t *testing.T) {
 	if tr := r.chat.Transcript(th); !strings.Contains(tr, "This run was interrupted: the bot is restarting") {
 		t.Errorf("the thread was not told its run was interrupted:\n%s", tr)
 	}
+	// Nothing of the thread is left running: its owner, the run's waiter,
+	// its timers' messages.
+	var left string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if left = threadGoroutines(); left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines of the thread still run after Shutdown:\n%s", left)
+		}
+	}
+}
+
+// threadGoroutines are the stacks of goroutines running code of a thread.
+func threadGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "bridge.(*thread)") && !strings.Contains(g, "threadGoroutines") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

@@ -261,7 +261,8 @@ func (t *thread) start() {
 	t.b.intake.wait(t.b.shut)
 	t.b.cfg.Metrics.ThreadLoaded()
 	if t.b.leasing() && !t.claim() {
-		t.gone = true
+		t.b.forget(t) // the lease's holder takes the input
+		t.end(false)
 		return
 	}
 	t.idleTimer = time.AfterFunc(t.b.cfg.IdleEvict, func() { t.post(msgIdleTick{}) })
@@ -275,14 +276,20 @@ func (t *thread) idleTick() {
 		t.idleTimer.Reset(wait)
 		return
 	}
-	if t.idle() && t.tryEvict() {
-		t.log.Debug("evicted idle thread")
-		t.end(true)
-		return
+	if t.idle() {
+		switch evicted, lost := t.tryEvict(); {
+		case evicted:
+			t.log.Debug("evicted idle thread")
+			t.end(true)
+			return
+		case lost:
+			t.b.forget(t)
+			t.end(false)
+			return
+		}
 	}
 	t.lastActive = time.Now()
 	t.idleTimer.Reset(evict)
-	t.afterMessage()
 }
 
 // idle reports whether the thread may be evicted: nothing of it works on. A
@@ -296,19 +303,17 @@ func (t *thread) idle() bool {
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica
 // gives up the thread's lease first, so that another may take it at once;
-// if input came meanwhile, the thread stays and takes the lease again.
-func (t *thread) tryEvict() bool {
+// if input came meanwhile, the thread stays and takes the lease again, or
+// is lost when another replica took it.
+func (t *thread) tryEvict() (evicted, lost bool) {
 	leased := t.lease.Load() != nil
 	if leased {
 		t.releaseLease()
 	}
 	if t.b.evict(t) {
-		return true
+		return true, false
 	}
-	if leased && !t.claim() {
-		t.gone = true
-	}
-	return false
+	return false, leased && !t.claim()
 }
 
 // stop begins the shutdown: no new run; the owner ends once the active run

@@ -326,13 +326,21 @@ func (t *thread) syncBranch(ctx context.Context) {
 func (t *thread) fail(pi *pendingInput, msg string, err error) {
 	t.log.Warn("input not delivered", "inbound", pi.id, "err", err)
 	text := "❌ " + msg
-	if t.pendingStatus != nil {
-		t.p.Outbox.EditFinal(t.pendingStatus, text, outbox.High)
-		t.pendingStatus = nil
-	} else {
+	if !t.endPendingStatus(text) {
 		t.say(text)
 	}
 	t.markInbound(pi.id, storage.InboundDropped, oneLine(msg, 200))
+}
+
+// endPendingStatus gives the status posted for a run that will not start
+// its final text, and reports whether there was one.
+func (t *thread) endPendingStatus(text string) bool {
+	if t.pendingStatus == nil {
+		return false
+	}
+	t.p.Outbox.EditFinal(t.pendingStatus, text, outbox.High)
+	t.pendingStatus = nil
+	return true
 }
 
 func (t *thread) markInbound(id int64, state storage.InboundState, detail string) {
