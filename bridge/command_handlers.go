@@ -32,13 +32,7 @@ func (t *thread) toolsCommand(c commandCall) { t.say(t.toolsText(c.s)) }
 // stopCommand ends the run going on; queued input stays queued and is listed.
 func (t *thread) stopCommand(c commandCall) {
 	s := c.s
-	running := s.IsRunning()
-	if running {
-		if t.run != nil {
-			t.run.stopped = true
-		}
-		s.Abort()
-	}
+	running := t.stopRun(nil)
 	steer, follow := s.Queued()
 	text := "⏹ stopped."
 	if !running {
@@ -53,9 +47,7 @@ func (t *thread) stopCommand(c commandCall) {
 // stopWhileWaiting cancels the request waiting for a run slot before it
 // starts (docs/behaviour.md §3), with what was parked behind it.
 func (t *thread) stopWhileWaiting() bool {
-	t.b.slots.cancel(t)
-	cancelled := t.waiting
-	t.waiting = nil
+	cancelled := t.cancelWaiting()
 	var texts []string
 	for _, w := range cancelled {
 		t.markInbound(w.id, storage.InboundDropped, "stopped before it started")
@@ -177,7 +169,7 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session, author chat.A
 	var b strings.Builder
 	state := "idle"
 	switch {
-	case len(t.waiting) > 0:
+	case t.waitingForSlot():
 		state = fmt.Sprintf("waiting for a run slot (all %d busy)", t.b.slots.size)
 	case st.Compacting:
 		state = "compacting"
@@ -267,10 +259,7 @@ func (t *thread) showDiff(r diffResult) {
 
 // reset starts a new session on the same thread and branch.
 func (t *thread) reset(ctx context.Context) {
-	if r := t.run; r != nil {
-		r.stopped = true
-		r.resetAfter = ctx
-		r.sess.Abort()
+	if t.stopRun(ctx) {
 		return
 	}
 	if t.sess != nil {

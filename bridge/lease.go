@@ -239,26 +239,9 @@ func (t *thread) onLeaseLost(l *storage.Lease) {
 		t.unsubscribe() // nothing more is rendered
 		t.unsubscribe = func() {}
 	}
-	t.b.slots.cancel(t)
-	t.waiting = nil
-	if r := t.run; r != nil {
-		t.run = nil
-		r.stopTimers()
-		r.sess.Abort()
-		if r.slot {
-			t.releaseSlot()
-		}
-	}
-	if t.pushing != nil {
-		// Its result is not this replica's to report; the workspace stays
-		// open until the push is done with it.
-		select {
-		case <-t.pushing.done:
-		case <-time.After(time.Minute):
-			t.log.Warn("a push of the lost thread did not finish in a minute")
-		}
-		t.pushing, t.nextPush = nil, nil
-	}
+	t.cancelWaiting()
+	t.abandonRun()
+	t.abandonPushes()
 }
 
 // owned reports, on the owner, whether the thread is still this replica's,

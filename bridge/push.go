@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
@@ -125,6 +126,21 @@ func (t *thread) startPush(job *pushJob) {
 		close(job.done)
 		t.post(msgPushDone{job})
 	}()
+}
+
+// abandonPushes gives up the pushes of a thread another replica took: their
+// results are not this replica's to report; the workspace stays open until
+// the one in flight is done with it.
+func (t *thread) abandonPushes() {
+	if t.pushing == nil {
+		return
+	}
+	select {
+	case <-t.pushing.done:
+	case <-time.After(time.Minute):
+		t.log.Warn("a push of the lost thread did not finish in a minute")
+	}
+	t.pushing, t.nextPush = nil, nil
 }
 
 // pushFinished runs on the owner when a push is done: the thread hears how

@@ -97,6 +97,37 @@ func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 // of its end.
 func (t *thread) running() bool { return t.run != nil }
 
+// stopRun stops the run tracked, if one is, and reports whether one was:
+// it ends as any run does (runEnded), as stopped; resetAfter, when set, is
+// the !reset that follows its end.
+func (t *thread) stopRun(resetAfter context.Context) bool {
+	r := t.run
+	if r == nil {
+		return false
+	}
+	r.stopped = true
+	if resetAfter != nil {
+		r.resetAfter = resetAfter
+	}
+	r.sess.Abort()
+	return true
+}
+
+// abandonRun drops the run tracked without ending it here: the thread went to
+// another replica, which reports it.
+func (t *thread) abandonRun() {
+	r := t.run
+	if r == nil {
+		return
+	}
+	t.run = nil
+	r.stopTimers()
+	r.sess.Abort()
+	if r.slot {
+		t.releaseSlot()
+	}
+}
+
 // runStopping reports whether the run tracked was stopped and winds down.
 func (t *thread) runStopping() bool { return t.run != nil && t.run.stopped }
 

@@ -30,6 +30,15 @@ func (t *thread) takeSlot(pi *pendingInput) bool {
 // waitingForSlot reports whether input of the thread waits for a run slot.
 func (t *thread) waitingForSlot() bool { return len(t.waiting) > 0 }
 
+// cancelWaiting gives up the wait for a run slot and returns the input that
+// waited, in order.
+func (t *thread) cancelWaiting() []*pendingInput {
+	t.b.slots.cancel(t)
+	w := t.waiting
+	t.waiting = nil
+	return w
+}
+
 // waitBehind parks pi behind the input that waits for a run slot.
 func (t *thread) waitBehind(pi *pendingInput) {
 	pi.parked = true
