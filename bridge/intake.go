@@ -41,10 +41,10 @@ type stopper interface{ Stop() bool }
 // A burst's messages are read a fraction of a millisecond apart, but the one
 // goroutine that reads and decodes them (slack-go's) can wait for a CPU
 // longer than that: the Go scheduler lets a busy goroutine run 10 ms before
-// it preempts it, and on shared cores the process itself waits its turn. A
-// 5 ms linger opened the gate in the middle of bursts (one core: after 11–27
-// ms of a 70–120 ms burst), and the threads it let go took the CPU from the
-// acknowledgements still to come; the linger outlasts two time slices.
+// it preempts it, and on shared cores the process itself waits its turn. The
+// linger outlasts two such time slices, so that a burst read by a goroutine
+// that waited for a CPU is still one burst (the figures are in
+// BENCHMARKS.md, "Slack ack").
 const (
 	intakeMaxHold = 250 * time.Millisecond
 	intakeLinger  = 25 * time.Millisecond

@@ -188,8 +188,8 @@ func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
 // TestIntakeGateHoldsWhileTheReaderWaitsForACPU: a burst whose messages
 // reach the handler 12 ms apart (the goroutine reading them waited out
 // another's 10 ms time slice) is still one burst: new threads wait until it
-// is over, with the gate's defaults. With a 5 ms linger each message was
-// taken for a lone one and let its thread start in the middle of the burst.
+// is over, with the gate's defaults (a linger shorter than the gap would
+// take each message for a lone one).
 func TestIntakeGateHoldsWhileTheReaderWaitsForACPU(t *testing.T) {
 	c := &clockTimers{now: time.Unix(1000, 0)}
 	g := newIntakeGate(intakeMaxHold, intakeLinger)

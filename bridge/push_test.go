@@ -100,9 +100,9 @@ func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
 	}
 }
 
-// A thread whose !compact still runs in the background is
-// not evicted; before, the idle timer dropped it, the next message started a
-// second owner over the same session, and the compaction entry was lost.
+// A thread whose !compact still runs in the background is not evicted: the
+// next message would start a second owner over the same session, and the
+// compaction entry would be lost.
 // (The check that nothing happens needs the idle timer to fire: it waits
 // several IdleEvict periods, real time.)
 func TestThreadIsNotEvictedWhileACompactionRuns(t *testing.T) {

@@ -50,9 +50,8 @@ func (s *runOrderStore) AppendEntries(ctx context.Context, sessionID string, es 
 
 // A run is recorded before its prompt is stored: the prompt's append marks
 // the chat input delivered, and a crash between the two (the input delivered,
-// no run) left nothing to report as interrupted after the restart — the
-// person was never told their request was cut off (seen as a CI failure of
-// TestCrashBetweenDurableSteps/delivered, about 1 run in 25 under load).
+// no run) would leave nothing to report as interrupted after the restart —
+// the person would never be told their request was cut off.
 func TestRunIsRecordedBeforeItsPromptIsStored(t *testing.T) {
 	var store *runOrderStore
 	r := newRig(t, func(c *Config, _ *Platform) {

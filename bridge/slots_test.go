@@ -24,11 +24,10 @@ func answeredWithin(t *testing.T, r *rig, th chat.ThreadRef, text, want string, 
 	t.Logf("%s answered in %v while waiting for a run slot", text, took.Round(time.Millisecond))
 }
 
-// Issue 14: with max_concurrent_runs 1 and another thread's run holding the
-// slot, a thread whose request waits for the slot answers !status and !stop
-// within a second, and !stop cancels the waiting request before it starts.
-// Before, the owner goroutine blocked in acquireSlot and answered neither
-// until the other run ended.
+// With max_concurrent_runs 1 and another thread's run holding the slot, a
+// thread whose request waits for the slot answers !status and !stop within a
+// second, and !stop cancels the waiting request before it starts: waiting
+// for a slot is a state of the owner, not a blocked goroutine.
 func TestWaitingForARunSlotStillAnswersCommands(t *testing.T) {
 	for _, withSession := range []bool{false, true} {
 		name := map[bool]string{false: "new thread", true: "thread with a session"}[withSession]

@@ -295,8 +295,9 @@ func (t *thread) idleTick() {
 // idle reports whether the thread may be evicted: nothing of it works on. A
 // !compact or !diff in the background, or a push in flight, still use the
 // session and workspace (a run the session starts by itself after a
-// compaction is news in the inbox, which keeps the thread from eviction); an owner started after an eviction would be a
-// second writer on them (sequence numbers collided and entries were lost).
+// compaction is news in the inbox, which keeps the thread from eviction); an
+// owner started after an eviction would be a second writer on them, and
+// entries with the same sequence numbers would be lost.
 func (t *thread) idle() bool {
 	return !t.running() && t.pushing == nil && !t.waitingForSlot() && t.working == 0
 }

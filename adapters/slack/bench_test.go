@@ -96,8 +96,8 @@ func (h *dedupHandler) ActiveThreads(context.Context) ([]chat.ThreadCursor, erro
 //
 //   - measured: split by Measure, the length after mrkdwn escaping, as the
 //     bridge does;
-//   - runes: split by rune count, as the bot once did (messages then ran
-//     over chat.update's 4,000 characters), for the cost of measuring.
+//   - runes: split by rune count, which runs over chat.update's 4,000
+//     characters after escaping, for the cost of measuring.
 func BenchmarkRenderSplit(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString("Ping <!channel> [x](!here) &lt;!here&gt; @channel\n\n```html\n")
