@@ -25,6 +25,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -167,7 +168,23 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /s/{thread}/output/{key}", s.output)
 	mux.HandleFunc("GET /s/{thread}/full/{key}", s.full)
 	mux.HandleFunc("GET /s/{thread}/diff/{push}", s.diff)
+	mux.HandleFunc("GET /assets/style.css", serveStyle)
 	mux.Handle("GET /assets/", http.FileServerFS(assetFS))
+}
+
+// styleCSS is the pages' stylesheet: assets/style.css, then the code
+// highlighter's classes (highlightCSS).
+var styleCSS = func() []byte {
+	css, err := assetFS.ReadFile("assets/style.css")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return append(css, highlightCSS...)
+}()
+
+func serveStyle(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	http.ServeContent(w, r, "style.css", time.Time{}, bytes.NewReader(styleCSS))
 }
 
 // Handler is the pages alone, for tests and for a server of their own.
