@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/chroma/v2"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
@@ -32,7 +33,7 @@ func highlight(lang, code string) string {
 	if lang == "" {
 		return esc(code)
 	}
-	lexer := lexers.Get(lang)
+	lexer := lexerFor(lang)
 	if lexer == nil {
 		return esc(code)
 	}
@@ -61,6 +62,42 @@ func highlight(lang, code string) string {
 	}
 	return b.String()
 }
+
+// lexerFor is chroma's lexer named lang: by name, alias or file extension
+// ("yml"), case aside. chroma's own lookup tries every lexer's file
+// patterns for a name it does not know, tens of milliseconds each time;
+// this one is a map, built at the first use.
+func lexerFor(lang string) chroma.Lexer {
+	return lexerNames()[strings.ToLower(lang)]
+}
+
+var lexerNames = sync.OnceValue(func() map[string]chroma.Lexer {
+	names := map[string]chroma.Lexer{}
+	byExt := map[string]chroma.Lexer{}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		cfg := l.Config()
+		for _, f := range cfg.Filenames {
+			ext, ok := strings.CutPrefix(f, "*.")
+			if !ok || strings.ContainsAny(ext, "*?[]{}") {
+				continue
+			}
+			if prev, ok := byExt[strings.ToLower(ext)]; !ok || cfg.Priority > prev.Config().Priority {
+				byExt[strings.ToLower(ext)] = l
+			}
+		}
+	}
+	maps.Copy(names, byExt)
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		cfg := l.Config()
+		for _, a := range cfg.Aliases {
+			names[strings.ToLower(a)] = l
+		}
+	}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		names[strings.ToLower(l.Config().Name)] = l
+	}
+	return names
+})
 
 // tokenClass is chroma's short class name for t or its nearest typed
 // parent; plain text and whitespace have none.

@@ -2,12 +2,14 @@ package web
 
 import (
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 )
@@ -288,5 +290,30 @@ func TestHighlightIsBounded(t *testing.T) {
 		if !strings.Contains(b, "// c\n") && !strings.Contains(b, "// c</span>\n") {
 			t.Errorf("block %d lost its code", i)
 		}
+	}
+}
+
+// A code block's language is found by name, alias or extension, case
+// aside; an unknown one is found in a map, not by trying every lexer's
+// file patterns (tens of milliseconds each: a thousand blocks of unknown
+// languages took seconds).
+func TestLexerLookup(t *testing.T) {
+	for lang, want := range map[string]string{"go": "Go", "PY": "Python", "yml": "YAML", "diff": "Diff", "sh": "Bash", "tsx": "TypeScript"} {
+		if l := lexerFor(lang); l == nil || l.Config().Name != want {
+			t.Errorf("lexerFor(%q) = %v, want %s", lang, l, want)
+		}
+	}
+	var src strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&src, "```nolang%d\nx\n```\n", i)
+	}
+	lexerFor("go") // the map is built once, not timed
+	start := time.Now()
+	out := string(markdown(src.String()))
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("1,000 blocks of unknown languages took %v", d)
+	}
+	if strings.Contains(out, "tok-") || strings.Count(out, "<code>x</code>") != 1000 {
+		t.Errorf("unknown languages are not shown plain: %.300q", out)
 	}
 }
