@@ -35,7 +35,7 @@ import (
 // in a paragraph is kept, as chat writes it.
 func markdown(src string) template.HTML {
 	if !withinBudget(src) {
-		return template.HTML(`<pre class="code"><code>` + esc(src) + "</code></pre>\n")
+		return plain(src)
 	}
 	source := []byte(src)
 	doc := md.Parser().Parse(text.NewReader(source))
@@ -43,12 +43,17 @@ func markdown(src string) template.HTML {
 	doc.OwnerDocument().AddMeta(highlightBudget, &budget)
 	var buf bytes.Buffer
 	if err := md.Renderer().Render(&buf, source, doc); err != nil {
-		// goldmark's renderers write to memory and do not fail; the text
-		// is still shown.
+		// The renderers write to memory and do not fail; were one to, the
+		// text is still shown.
 		slog.Warn("rendering Markdown", "err", err)
-		return template.HTML("<pre class=\"code\"><code>" + esc(src) + "</code></pre>")
+		return plain(src)
 	}
 	return template.HTML(mdPolicy.SanitizeReader(&buf).String())
+}
+
+// plain shows src as preformatted text.
+func plain(src string) template.HTML {
+	return template.HTML(`<pre class="code"><code>` + esc(src) + "</code></pre>\n")
 }
 
 // Bounds on what is parsed as Markdown; a text past one is shown as plain
@@ -74,16 +79,16 @@ func withinBudget(src string) bool {
 	var fence string
 	for line := range strings.Lines(src) {
 		prefix := len(line) - len(strings.TrimLeft(line, " \t>-*+0123456789.)"))
-		text := strings.TrimLeft(line, " \t>")
+		rest := strings.TrimLeft(line, " \t>")
 		switch {
 		case fence != "":
-			if strings.HasPrefix(text, fence) {
+			if strings.HasPrefix(rest, fence) {
 				fence = ""
 			}
 			continue
-		case strings.HasPrefix(text, "```"):
+		case strings.HasPrefix(rest, "```"):
 			fence = "```"
-		case strings.HasPrefix(text, "~~~"):
+		case strings.HasPrefix(rest, "~~~"):
 			fence = "~~~"
 		}
 		if nest += prefix * prefix; nest > maxNestCost {

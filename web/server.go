@@ -11,7 +11,8 @@
 //
 // Safety. Everything shown comes from untrusted sources (the model, tool
 // output, file and branch names, people): html/template escapes it all, the
-// Markdown renderer emits only its own tags and safe links (markdown.go),
+// Markdown renderer emits only its own tags and safe links, and an allowlist
+// keeps nothing else (markdown.go),
 // configured secrets are replaced by [redacted] before anything is rendered, and a
 // strict Content-Security-Policy allows only this server's script, which is
 // needed for the live follow only.
