@@ -170,3 +170,31 @@ func TestBrowserRunsNothingFromAHostileSession(t *testing.T) {
 		})
 	}
 }
+
+// Under the page's Content-Security-Policy, the stylesheet colours the
+// highlighted code (a keyword, a diff's added and removed lines) and lays
+// out a table: no style is inline, and none is refused.
+func TestBrowserShowsHighlightedCodeAndTables(t *testing.T) {
+	bin := browsertest.Require(t)
+	f := newFixture(t)
+	f.prompt("Alice", "show me")
+	f.append(msg(answer("| a | b |\n|---|--:|\n| 1 | 2 |\n\n```go\nfunc f() {}\n```\n\n```diff\n-old\n+new\n```")))
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com"})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	b := browsertest.Start(t, bin)
+	b.Navigate(f.pageURL(srv, s))
+	got := b.Eval(`(() => {
+		const color = sel => getComputedStyle(document.querySelector(sel)).color;
+		const plain = color(".md pre code"), kd = color(".md .tok-kd"), gi = color(".md .tok-gi"), gd = color(".md .tok-gd");
+		const td = document.querySelector(".md td[align=right]");
+		return [kd !== plain, gi !== plain, gd !== plain, gi !== gd,
+			getComputedStyle(td).textAlign === "right", getComputedStyle(td).borderTopStyle === "solid"].join(" ");
+	})()`)
+	if got != "true true true true true true" {
+		t.Errorf("keyword, inserted, deleted coloured, inserted and deleted apart, cell aligned and bordered: %v", got)
+	}
+	if errs := b.Errors(); errs != "[]" {
+		t.Errorf("page errors: %s", errs)
+	}
+}

@@ -1,123 +1,155 @@
 package web
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/alecthomas/chroma/v2"
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/alecthomas/chroma/v2/lexers"
+	"github.com/alecthomas/chroma/v2/styles"
 )
 
-// highlight colours a fenced code block: comments, strings, numbers and the
-// keywords of a few common languages. It is a lexer of a page, not of a
-// compiler: a rare construct may be coloured wrongly, never rendered
-// unsafely, as every byte goes through esc inside a span of a fixed class.
-// An unknown language is only escaped.
+// maxHighlight is the largest code block highlighted, and
+// maxHighlightTotal the most code one text highlights; past them code is
+// only escaped. A lexer can take time quadratic in a block's length (an
+// unclosed comment is looked for to the end at every token): the bounds
+// keep one text's highlighting within about a second.
+const (
+	maxHighlight      = 32 << 10
+	maxHighlightTotal = 128 << 10
+)
+
+// highlight colours a fenced code block with chroma's lexer for lang: each
+// token is escaped inside a span whose class names its type ("tok-" and
+// chroma's short name: tok-k a keyword, tok-gi an inserted diff line), and
+// the stylesheet (highlightCSS) colours the classes: the page needs no
+// inline style. An unknown or missing language, or a block the lexer fails
+// on, is only escaped.
 func highlight(lang, code string) string {
-	spec, ok := languages[strings.ToLower(lang)]
-	if !ok {
+	if lang == "" {
+		return esc(code)
+	}
+	lexer := lexerFor(lang)
+	if lexer == nil {
+		return esc(code)
+	}
+	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
+	if err != nil {
 		return esc(code)
 	}
 	var b strings.Builder
-	span := func(class, text string) { b.WriteString(`<span class="` + class + `">` + esc(text) + `</span>`) }
-	for i := 0; i < len(code); {
-		c := code[i]
-		rest := code[i:]
-		switch {
-		case spec.line != "" && strings.HasPrefix(rest, spec.line) && (spec.line != "#" || i == 0 || !isWordByte(code[i-1]) && code[i-1] != '$'):
-			n := strings.IndexByte(rest, '\n')
-			if n < 0 {
-				n = len(rest)
-			}
-			span("tok-c", rest[:n])
-			i += n
-		case spec.block && strings.HasPrefix(rest, "/*"):
-			n := strings.Index(rest[2:], "*/")
-			if n < 0 {
-				n = len(rest)
-			} else {
-				n += 4
-			}
-			span("tok-c", rest[:n])
-			i += n
-		case c == '"' || c == '\'' || c == '`' && spec.backtick:
-			j := 1
-			for j < len(rest) && rest[j] != c && (c == '`' || rest[j] != '\n') {
-				if rest[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(rest))
-			span("tok-s", rest[:j])
-			i += j
-		case c >= '0' && c <= '9' && (i == 0 || !isWordByte(code[i-1])):
-			j := 1
-			for j < len(rest) && (isWordByte(rest[j]) || rest[j] == '.') && rest[j] < 0x80 {
-				j++
-			}
-			span("tok-n", rest[:j])
-			i += j
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			j := 1
-			for j < len(rest) && rest[j] < 0x80 && isWordByte(rest[j]) {
-				j++
-			}
-			if spec.keywords[rest[:j]] {
-				span("tok-k", rest[:j])
-			} else {
-				b.WriteString(esc(rest[:j]))
-			}
-			i += j
-		default:
-			j := 1
-			for j < len(rest) && rest[j]&0xC0 == 0x80 {
-				j++
-			}
-			b.WriteString(esc(rest[:j]))
-			i += j
+	// Lexers may append a newline the code did not have: the output stops
+	// at the code's own length.
+	left := len(code)
+	for tok := it(); tok != chroma.EOF && left > 0; tok = it() {
+		v := tok.Value
+		if len(v) > left {
+			v = v[:left]
 		}
+		left -= len(v)
+		if class := tokenClass(tok.Type); class != "" {
+			b.WriteString(`<span class="tok-` + class + `">` + esc(v) + `</span>`)
+		} else {
+			b.WriteString(esc(v))
+		}
+	}
+	if left > 0 { // the lexer stopped early: the rest is shown plain
+		b.WriteString(esc(code[len(code)-left:]))
 	}
 	return b.String()
 }
 
-type language struct {
-	line     string // line comment marker
-	block    bool   // /* … */ comments
-	backtick bool   // `…` strings (may span lines)
-	keywords map[string]bool
+// lexerFor is chroma's lexer named lang: by name, alias or file extension
+// ("yml"), case aside. chroma's own lookup tries every lexer's file
+// patterns for a name it does not know, tens of milliseconds each time;
+// this one is a map, built at the first use.
+func lexerFor(lang string) chroma.Lexer {
+	return lexerNames()[strings.ToLower(lang)]
 }
 
-func words(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		m[w] = true
+var lexerNames = sync.OnceValue(func() map[string]chroma.Lexer {
+	names := map[string]chroma.Lexer{}
+	byExt := map[string]chroma.Lexer{}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		cfg := l.Config()
+		for _, f := range cfg.Filenames {
+			ext, ok := strings.CutPrefix(f, "*.")
+			if !ok || strings.ContainsAny(ext, "*?[]{}") {
+				continue
+			}
+			if prev, ok := byExt[strings.ToLower(ext)]; !ok || cfg.Priority > prev.Config().Priority {
+				byExt[strings.ToLower(ext)] = l
+			}
+		}
 	}
-	return m
+	maps.Copy(names, byExt)
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		cfg := l.Config()
+		for _, a := range cfg.Aliases {
+			names[strings.ToLower(a)] = l
+		}
+	}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		names[strings.ToLower(l.Config().Name)] = l
+	}
+	return names
+})
+
+// tokenClass is chroma's short class name for t or its nearest typed
+// parent; plain text and whitespace have none.
+func tokenClass(t chroma.TokenType) string {
+	for ; t != 0; t = t.Parent() {
+		if class, ok := chroma.StandardTypes[t]; ok {
+			if t == chroma.Text || t == chroma.TextWhitespace {
+				return ""
+			}
+			return class
+		}
+	}
+	return ""
 }
 
-var languages = func() map[string]language {
-	goLang := language{line: "//", block: true, backtick: true, keywords: words(`break case chan const continue default defer else
-		fallthrough for func go goto if import interface map package range return select struct switch type var nil true false iota`)}
-	js := language{line: "//", block: true, backtick: true, keywords: words(`async await break case catch class const continue
-		default delete do else export extends false finally for from function if import in instanceof let new null of return
-		super switch this throw true try typeof undefined var void while yield interface type enum implements`)}
-	cLike := language{line: "//", block: true, keywords: words(`auto break case char class const continue default do double
-		else enum extern final float for fn if impl import int let long loop match mod mut new null package private protected
-		pub public return self short static struct super switch this throw trait true false try typedef use unsigned void
-		where while`)}
-	py := language{line: "#", keywords: words(`and as assert async await break class continue def del elif else except False
-		finally for from global if import in is lambda None nonlocal not or pass raise return True try while with yield`)}
-	sh := language{line: "#", keywords: words(`case do done elif else esac export fi for function if in local return then
-		until while`)}
-	sql := language{line: "--", block: true, keywords: words(`select from where insert into values update set delete create
-		table index join left right inner outer on group by order having limit and or not null as distinct union
-		SELECT FROM WHERE INSERT INTO VALUES UPDATE SET DELETE CREATE TABLE INDEX JOIN LEFT RIGHT INNER OUTER ON GROUP BY
-		ORDER HAVING LIMIT AND OR NOT NULL AS DISTINCT UNION`)}
-	yaml := language{line: "#", keywords: words(`true false null yes no`)}
-	m := map[string]language{"go": goLang, "golang": goLang, "python": py, "py": py, "sh": sh, "bash": sh, "shell": sh,
-		"console": sh, "zsh": sh, "sql": sql, "yaml": yaml, "yml": yaml, "toml": yaml}
-	for _, n := range []string{"js", "javascript", "ts", "typescript", "jsx", "tsx", "json"} {
-		m[n] = js
+// highlightCSS is the stylesheet of the tok- classes: chroma's "github"
+// style, and "github-dark" for a dark colour scheme (where a class the dark
+// style leaves plain drops the light style's colours). It is served after
+// assets/style.css.
+var highlightCSS = func() string {
+	var b strings.Builder
+	light := styleRules(styles.Get("github"))
+	dark := styleRules(styles.Get("github-dark"))
+	writeRules(&b, light, "")
+	for class := range light {
+		if _, ok := dark[class]; !ok {
+			dark[class] = "color: inherit; background-color: transparent; font-weight: inherit; font-style: inherit; text-decoration: inherit"
+		}
 	}
-	for _, n := range []string{"c", "h", "cpp", "c++", "cc", "java", "kotlin", "rust", "rs", "swift", "csharp", "cs", "scala"} {
-		m[n] = cLike
-	}
-	return m
+	b.WriteString("@media (prefers-color-scheme: dark) {\n")
+	writeRules(&b, dark, "  ")
+	b.WriteString("}\n")
+	return b.String()
 }()
+
+// styleRules maps each token class to its CSS declarations in style.
+func styleRules(style *chroma.Style) map[string]string {
+	bg := style.Get(chroma.Background)
+	rules := map[string]string{}
+	for t, class := range chroma.StandardTypes {
+		if t < 0 || class == "" || tokenClass(t) != class {
+			continue // the page's own rules style the block and its lines
+		}
+		if css := chromahtml.StyleEntryToCSS(style.Get(t).Sub(bg)); css != "" {
+			rules[class] = css
+		}
+	}
+	return rules
+}
+
+func writeRules(b *strings.Builder, rules map[string]string, indent string) {
+	for _, class := range slices.Sorted(maps.Keys(rules)) {
+		fmt.Fprintf(b, "%s.tok-%s { %s; }\n", indent, class, rules[class])
+	}
+}

@@ -1,304 +1,329 @@
 package web
 
 import (
+	"bytes"
 	"html/template"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // markdown renders the model's (or a person's) Markdown as HTML that cannot
-// run anything. It is deliberately small and conservative rather than a full
-// CommonMark renderer: every character of the input reaches the output
-// through HTML escaping, the only tags emitted are the ones written here
-// (no attributes but href, rel, class on code, and those from fixed sets),
-// raw HTML in the input is shown as text, and links are kept only when
-// their scheme is http, https or mailto. Images are shown as links: a page
-// must not fetch what the model names.
+// run anything. goldmark parses it as GitHub Flavored Markdown (tables,
+// task lists, strikethrough, bare URLs) and the node renderers below write
+// every node the page shows; bluemonday then keeps only the elements and
+// attributes of mdPolicy, whatever the renderers wrote.
 //
-// Supported: fenced code blocks (with a language label, highlighted by
-// highlight.go), headings, block
-// quotes, lists, horizontal rules, paragraphs with line breaks; inline code,
-// bold, italic, strikethrough, links, autolinks and bare URLs.
+// Rules the renderers keep: raw HTML in the input is shown as text; links
+// are kept only when their scheme is http, https or mailto (others show
+// their label and destination as text); images are shown as links (a page
+// must not fetch what the model names); headings are shifted by two levels
+// (the page's own h1 and h2 frame the transcript); code blocks are
+// highlighted by chroma with class-based spans (highlight.go); a line break
+// in a paragraph is kept, as chat writes it.
 func markdown(src string) template.HTML {
-	var b strings.Builder
-	renderBlocks(&b, strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n"), 0)
-	return template.HTML(b.String())
+	if !withinBudget(src) {
+		return plain(src)
+	}
+	source := []byte(src)
+	doc := md.Parser().Parse(text.NewReader(source))
+	budget := maxHighlightTotal
+	doc.OwnerDocument().AddMeta(highlightBudget, &budget)
+	var buf bytes.Buffer
+	if err := md.Renderer().Render(&buf, source, doc); err != nil {
+		// The renderers write to memory and do not fail; were one to, the
+		// text is still shown.
+		slog.Warn("rendering Markdown", "err", err)
+		return plain(src)
+	}
+	return template.HTML(mdPolicy.SanitizeReader(&buf).String())
 }
 
-// maxQuoteDepth bounds nested block quotes (each level recurses).
-const maxQuoteDepth = 8
+// plain shows src as preformatted text.
+func plain(src string) template.HTML {
+	return template.HTML(`<pre class="code"><code>` + esc(src) + "</code></pre>\n")
+}
 
-var (
-	fenceRe   = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})\\s*([^`\\s]*)")
-	headingRe = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
-	bulletRe  = regexp.MustCompile(`^ {0,3}[-*+]\s+(.*)$`)
-	orderedRe = regexp.MustCompile(`^ {0,3}\d{1,9}[.)]\s+(.*)$`)
-	ruleRe    = regexp.MustCompile(`^ {0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$`)
-	quoteRe   = regexp.MustCompile(`^ {0,3}> ?(.*)$`)
-	langRe    = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`)
+// Bounds on what is parsed as Markdown; a text past one is shown as plain
+// preformatted text. Parsing takes time quadratic in how deep blocks nest
+// (every line is matched against every open block) and in how many link
+// destinations open inside one run of text without a space (each is
+// scanned to the run's end): without the bounds one answer could hold a
+// page's rendering for minutes. Within them it takes a few hundred
+// milliseconds at worst.
+const (
+	maxMarkdown     = 1 << 20 // bytes
+	maxNestCost     = 1 << 23 // the sum over lines of the square of the quote and list markers and indentation before a line's text
+	maxLinkScanCost = 1 << 22 // link destinations opened in a run without a space, times the run's length
 )
 
-func renderBlocks(b *strings.Builder, lines []string, depth int) {
-	for i := 0; i < len(lines); {
-		line := lines[i]
+// withinBudget reports whether src is within the bounds above, in one pass.
+// Lines inside fenced code are not blocks, and are not counted.
+func withinBudget(src string) bool {
+	if len(src) > maxMarkdown {
+		return false
+	}
+	nest, links := 0, 0
+	var fence string
+	for line := range strings.Lines(src) {
+		prefix := len(line) - len(strings.TrimLeft(line, " \t>-*+0123456789.)"))
+		rest := strings.TrimLeft(line, " \t>")
 		switch {
-		case strings.TrimSpace(line) == "":
-			i++
-		case fenceRe.MatchString(line):
-			m := fenceRe.FindStringSubmatch(line)
-			fence, lang := m[1], m[2]
-			i++
-			var code []string
-			for ; i < len(lines); i++ {
-				t := strings.TrimSpace(lines[i])
-				if strings.HasPrefix(t, fence[:1]) && strings.Trim(t, fence[:1]) == "" && len(t) >= len(fence) {
-					i++
-					break
+		case fence != "":
+			if strings.HasPrefix(rest, fence) {
+				fence = ""
+			}
+			continue
+		case strings.HasPrefix(rest, "```"):
+			fence = "```"
+		case strings.HasPrefix(rest, "~~~"):
+			fence = "~~~"
+		}
+		if nest += prefix * prefix; nest > maxNestCost {
+			return false
+		}
+		for run := range strings.FieldsSeq(line) {
+			if n := strings.Count(run, "]("); n > 1 {
+				if links += n * len(run); links > maxLinkScanCost {
+					return false
 				}
-				code = append(code, lines[i])
 			}
-			b.WriteString(`<pre class="code">`)
-			if langRe.MatchString(lang) {
-				b.WriteString(`<span class="lang">` + esc(lang) + `</span>`)
-			}
-			b.WriteString(`<code>` + highlight(lang, strings.Join(code, "\n")) + "</code></pre>\n")
-		case headingRe.MatchString(line):
-			m := headingRe.FindStringSubmatch(line)
-			// Shifted by two: the page's own h1 and h2 frame the transcript.
-			level := string(rune('0' + min(len(m[1])+2, 6)))
-			b.WriteString("<h" + level + ">" + inline(m[2], false) + "</h" + level + ">\n")
-			i++
-		case ruleRe.MatchString(line):
-			b.WriteString("<hr>\n")
-			i++
-		case quoteRe.MatchString(line):
-			var inner []string
-			for ; i < len(lines) && quoteRe.MatchString(lines[i]); i++ {
-				inner = append(inner, quoteRe.FindStringSubmatch(lines[i])[1])
-			}
-			b.WriteString("<blockquote>")
-			if depth < maxQuoteDepth {
-				renderBlocks(b, inner, depth+1)
-			} else {
-				b.WriteString("<p>" + esc(strings.Join(inner, "\n")) + "</p>")
-			}
-			b.WriteString("</blockquote>\n")
-		case bulletRe.MatchString(line) || orderedRe.MatchString(line):
-			re, tag := bulletRe, "ul"
-			if !bulletRe.MatchString(line) {
-				re, tag = orderedRe, "ol"
-			}
-			b.WriteString("<" + tag + ">")
-			for i < len(lines) && re.MatchString(lines[i]) {
-				item := []string{re.FindStringSubmatch(lines[i])[1]}
-				i++
-				// Indented lines continue the item.
-				for i < len(lines) && strings.HasPrefix(lines[i], "  ") && strings.TrimSpace(lines[i]) != "" &&
-					!bulletRe.MatchString(lines[i]) && !orderedRe.MatchString(lines[i]) {
-					item = append(item, strings.TrimSpace(lines[i]))
-					i++
-				}
-				b.WriteString("<li>" + inlineLines(item) + "</li>")
-			}
-			b.WriteString("</" + tag + ">\n")
-		default:
-			var para []string
-			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && !startsBlock(lines[i]); i++ {
-				para = append(para, lines[i])
-			}
-			if len(para) == 0 { // cannot happen (startsBlock matched above), but never loop
-				para, i = append(para, lines[i]), i+1
-			}
-			b.WriteString("<p>" + inlineLines(para) + "</p>\n")
 		}
 	}
+	return true
 }
 
-func startsBlock(line string) bool {
-	return fenceRe.MatchString(line) || headingRe.MatchString(line) || ruleRe.MatchString(line) ||
-		quoteRe.MatchString(line) || bulletRe.MatchString(line) || orderedRe.MatchString(line)
+var md = goldmark.New(
+	goldmark.WithExtensions(
+		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
+		extension.Strikethrough, extension.Linkify, extension.TaskList),
+	goldmark.WithRendererOptions(html.WithHardWraps(),
+		renderer.WithNodeRenderers(util.Prioritized(pageRenderer{}, 1))),
+)
+
+// mdPolicy is the allowlist every rendered Markdown passes: the elements
+// and attributes the renderers write, links only to absolute http(s) and
+// mailto URLs with rel="nofollow noopener noreferrer", and nothing else.
+var mdPolicy = func() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	p.AllowElements("p", "br", "hr", "code", "strong", "em", "del", "h3", "h4", "h5", "h6",
+		"ul", "li", "blockquote", "table", "thead", "tbody", "tr")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^code$`)).OnElements("pre")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^(tok-[a-z0-9]{1,4}|lang|unsafe-link|task|task done)$`)).OnElements("span")
+	p.AllowAttrs("start").Matching(regexp.MustCompile(`^[0-9]{1,9}$`)).OnElements("ol")
+	p.AllowElements("ol")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|right|center)$`)).OnElements("th", "td")
+	p.AllowElements("th", "td")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("rel").Matching(regexp.MustCompile(`^nofollow noopener noreferrer$`)).OnElements("a")
+	p.AllowAttrs("target").Matching(regexp.MustCompile(`^_blank$`)).OnElements("a")
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.AllowRelativeURLs(false)
+	p.RequireParseableURLs(true)
+	p.RequireNoFollowOnLinks(true)
+	p.RequireNoReferrerOnLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	return p
+}()
+
+// pageRenderer writes the nodes whose HTML the page decides: it overrides
+// goldmark's renderers for them.
+type pageRenderer struct{}
+
+func (pageRenderer) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
+	r.Register(ast.KindHeading, renderHeading)
+	r.Register(ast.KindFencedCodeBlock, renderCodeBlock)
+	r.Register(ast.KindCodeBlock, renderCodeBlock)
+	r.Register(ast.KindHTMLBlock, renderHTMLBlock)
+	r.Register(ast.KindRawHTML, renderRawHTML)
+	r.Register(ast.KindLink, renderLink)
+	r.Register(ast.KindAutoLink, renderAutoLink)
+	r.Register(ast.KindImage, renderImage)
+	r.Register(east.KindTaskCheckBox, renderTaskCheckBox)
 }
 
-func inlineLines(lines []string) string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = inline(strings.TrimSpace(l), false)
+func renderHeading(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	level := string(rune('0' + min(node.(*ast.Heading).Level+2, 6)))
+	if entering {
+		_, _ = w.WriteString("<h" + level + ">")
+	} else {
+		_, _ = w.WriteString("</h" + level + ">\n")
 	}
-	return strings.Join(out, "<br>\n")
+	return ast.WalkContinue, nil
 }
 
-// inline renders one line's inline Markdown. inLink is set inside a link's
-// text: links do not nest.
-func inline(s string, inLink bool) string {
+// highlightBudget is the document's key of the bytes of code its text may
+// still highlight (an *int).
+const highlightBudget = "threadsmith.highlight"
+
+// langRe is what a code block's language label may be.
+var langRe = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`)
+
+func renderCodeBlock(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	var lang string
+	if f, ok := node.(*ast.FencedCodeBlock); ok {
+		lang = string(f.Language(source))
+	}
+	var code strings.Builder
+	lines := node.Lines()
+	for i := range lines.Len() {
+		seg := lines.At(i)
+		code.Write(seg.Value(source))
+	}
+	_, _ = w.WriteString(`<pre class="code">`)
+	if langRe.MatchString(lang) {
+		_, _ = w.WriteString(`<span class="lang">` + esc(lang) + `</span>`)
+	}
+	src := strings.TrimSuffix(code.String(), "\n")
+	if budget, ok := node.OwnerDocument().Meta()[highlightBudget].(*int); ok && len(src) <= min(*budget, maxHighlight) {
+		*budget -= len(src)
+	} else {
+		lang = "" // shown plain
+	}
+	_, _ = w.WriteString("<code>" + highlight(lang, src) + "</code></pre>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+// renderHTMLBlock shows a block of raw HTML as the text it is.
+func renderHTMLBlock(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	n := node.(*ast.HTMLBlock)
+	var text strings.Builder
+	lines := n.Lines()
+	for i := range lines.Len() {
+		seg := lines.At(i)
+		text.Write(seg.Value(source))
+	}
+	if n.HasClosure() {
+		text.Write(n.ClosureLine.Value(source))
+	}
+	_, _ = w.WriteString("<p>" + strings.ReplaceAll(esc(strings.TrimRight(text.String(), "\n")), "\n", "<br>\n") + "</p>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+// renderRawHTML shows inline raw HTML as the text it is.
+func renderRawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	segs := node.(*ast.RawHTML).Segments
+	for i := range segs.Len() {
+		seg := segs.At(i)
+		_, _ = w.WriteString(esc(string(seg.Value(source))))
+	}
+	return ast.WalkSkipChildren, nil
+}
+
+func renderLink(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	dest := string(node.(*ast.Link).Destination)
+	href, ok := safeURL(dest)
+	switch {
+	case ok && entering:
+		_, _ = w.WriteString(openAnchor(href))
+	case ok:
+		_, _ = w.WriteString("</a>")
+	case !entering:
+		_, _ = w.WriteString(unsafeLink(dest))
+	}
+	return ast.WalkContinue, nil
+}
+
+func renderAutoLink(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.AutoLink)
+	dest, label := string(n.URL(source)), esc(string(n.Label(source)))
+	if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(dest), "mailto:") {
+		dest = "mailto:" + dest
+	}
+	_, _ = w.WriteString(anchor(dest, label))
+	return ast.WalkContinue, nil
+}
+
+// renderImage shows an image as a link to it, labelled with its text.
+func renderImage(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	n := node.(*ast.Image)
+	label := "image"
+	if alt := plainText(n, source); alt != "" {
+		label = "image: " + alt
+	}
+	_, _ = w.WriteString(anchor(string(n.Destination), esc(label)))
+	return ast.WalkSkipChildren, nil
+}
+
+// plainText is the text under n without its markup.
+func plainText(n ast.Node, source []byte) string {
 	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		rest := s[i:]
-		switch {
-		case c == '\\' && i+1 < len(s) && strings.IndexByte("\\`*_{}[]()#+-.!~<>|", s[i+1]) >= 0:
-			b.WriteString(esc(s[i+1 : i+2]))
-			i += 2
-			continue
-		case c == '`':
-			n := len(rest) - len(strings.TrimLeft(rest, "`"))
-			if end := strings.Index(rest[n:], rest[:n]); end >= 0 {
-				b.WriteString("<code>" + esc(strings.TrimSpace(rest[n:n+end])) + "</code>")
-				i += n + end + n
-				continue
-			}
-			b.WriteString(esc(rest[:n]))
-			i += n
-			continue
-		case c == '!' && strings.HasPrefix(rest, "![") && !inLink:
-			if text, dest, n, ok := linkAt(rest[1:]); ok {
-				label := "image"
-				if text != "" {
-					label = "image: " + text
-				}
-				b.WriteString(anchor(dest, esc(label)))
-				i += 1 + n
-				continue
-			}
-		case c == '[' && !inLink:
-			if text, dest, n, ok := linkAt(rest); ok {
-				b.WriteString(anchor(dest, inline(text, true)))
-				i += n
-				continue
-			}
-		case c == '<' && !inLink:
-			if end := strings.IndexByte(rest[:min(len(rest), maxLinkScan)], '>'); end > 1 {
-				if u := rest[1:end]; !strings.ContainsAny(u, " \t<") && (strings.Contains(u, ":") || strings.Contains(u, "@")) {
-					dest := u
-					if !strings.Contains(u, ":") {
-						dest = "mailto:" + u
-					}
-					b.WriteString(anchor(dest, esc(u)))
-					i += end + 1
-					continue
-				}
-			}
-		case (c == 'h' || c == 'H') && !inLink && urlStart(s, i):
-			n := bareURLLen(rest)
-			b.WriteString(anchor(rest[:n], esc(rest[:n])))
-			i += n
-			continue
-		case c == '*' || c == '_' || c == '~':
-			if html, n, ok := emphasis(s, i, inLink); ok {
-				b.WriteString(html)
-				i += n
-				continue
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch t := c.(type) {
+		case *ast.Text:
+			b.Write(t.Segment.Value(source))
+		case *ast.String:
+			b.Write(t.Value)
+		case *ast.RawHTML:
+			for i := range t.Segments.Len() {
+				seg := t.Segments.At(i)
+				b.Write(seg.Value(source))
 			}
 		}
-		// One character (a whole UTF-8 sequence stays together through esc).
-		j := i + 1
-		for j < len(s) && s[j]&0xC0 == 0x80 {
-			j++
-		}
-		b.WriteString(esc(s[i:j]))
-		i = j
-	}
+		return ast.WalkContinue, nil
+	})
 	return b.String()
 }
 
-// emphasis renders **bold**, __bold__, *em*, _em_ or ~~strike~~ starting at
-// s[i], returning the HTML and the bytes consumed.
-func emphasis(s string, i int, inLink bool) (string, int, bool) {
-	rest := s[i:]
-	for _, d := range []struct{ delim, tag string }{{"**", "strong"}, {"__", "strong"}, {"~~", "del"}, {"*", "em"}, {"_", "em"}} {
-		if !strings.HasPrefix(rest, d.delim) {
-			continue
-		}
-		// _ inside a word (snake_case) is not emphasis.
-		if d.delim[0] == '_' && i > 0 && isWordByte(s[i-1]) {
-			return "", 0, false
-		}
-		body := rest[len(d.delim):]
-		if body == "" || body[0] == ' ' {
-			continue
-		}
-		end := strings.Index(body, d.delim)
-		if end <= 0 || body[end-1] == ' ' {
-			continue
-		}
-		after := len(d.delim) + end + len(d.delim)
-		if d.delim[0] == '_' && after < len(rest) && isWordByte(rest[after]) {
-			continue
-		}
-		return "<" + d.tag + ">" + inline(body[:end], inLink) + "</" + d.tag + ">", after, true
+// renderTaskCheckBox shows a task's box as a character: the page has no
+// form elements.
+func renderTaskCheckBox(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
 	}
-	return "", 0, false
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c >= 0x80 || unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
-}
-
-// maxLinkScan bounds how far a link's text, destination or an autolink is
-// looked for: without it, a line of many "[" or "<" takes quadratic time.
-const maxLinkScan = 2048
-
-// linkAt parses "[text](dest)" at the start of s.
-func linkAt(s string) (text, dest string, n int, ok bool) {
-	depth := 0
-	for i := 0; i < min(len(s), maxLinkScan); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth == 0 {
-				if i+1 >= len(s) || s[i+1] != '(' {
-					return "", "", 0, false
-				}
-				end := strings.IndexByte(s[i+2:min(len(s), i+2+maxLinkScan)], ')')
-				if end < 0 {
-					return "", "", 0, false
-				}
-				dest = strings.TrimSpace(s[i+2 : i+2+end])
-				// A title ("…") after the destination is dropped.
-				if sp := strings.IndexAny(dest, " \t"); sp >= 0 {
-					dest = dest[:sp]
-				}
-				return s[1:i], strings.Trim(dest, "<>"), i + 2 + end + 1, true
-			}
-		}
+	if node.(*east.TaskCheckBox).IsChecked {
+		_, _ = w.WriteString(`<span class="task done">☑</span> `)
+	} else {
+		_, _ = w.WriteString(`<span class="task">☐</span> `)
 	}
-	return "", "", 0, false
-}
-
-// urlStart reports whether a bare http(s) URL starts at s[i].
-func urlStart(s string, i int) bool {
-	if i > 0 && isWordByte(s[i-1]) {
-		return false
-	}
-	l := strings.ToLower(s[i:min(len(s), i+8)])
-	return strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
-}
-
-// bareURLLen is the length of the URL at the start of s: up to a space or a
-// character that cannot end a URL in prose.
-func bareURLLen(s string) int {
-	n := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '<' || r == '>' || r == '"' || r == '`' })
-	if n < 0 {
-		n = len(s)
-	}
-	for n > 0 && strings.ContainsRune(".,;:!?)]}'*_", rune(s[n-1])) {
-		n--
-	}
-	return n
+	return ast.WalkContinue, nil
 }
 
 // anchor returns a link to dest around the already-escaped label, or the
 // label and the destination as plain text when dest is not a safe URL.
 func anchor(dest, label string) string {
 	if href, ok := safeURL(dest); ok {
-		return `<a href="` + esc(href) + `" rel="nofollow noopener noreferrer" target="_blank">` + label + `</a>`
+		return openAnchor(href) + label + "</a>"
 	}
-	return label + ` <span class="unsafe-link">(` + esc(dest) + `)</span>`
+	return label + unsafeLink(dest)
+}
+
+func openAnchor(href string) string {
+	return `<a href="` + esc(href) + `" rel="nofollow noopener noreferrer" target="_blank">`
+}
+
+func unsafeLink(dest string) string {
+	return ` <span class="unsafe-link">(` + esc(dest) + `)</span>`
 }
 
 // safeURL accepts absolute http, https and mailto URLs only: javascript:,

@@ -11,7 +11,8 @@
 //
 // Safety. Everything shown comes from untrusted sources (the model, tool
 // output, file and branch names, people): html/template escapes it all, the
-// Markdown renderer emits only its own tags and safe links (markdown.go),
+// Markdown renderer emits only its own tags and safe links, and an allowlist
+// keeps nothing else (markdown.go),
 // configured secrets are replaced by [redacted] before anything is rendered, and a
 // strict Content-Security-Policy allows only this server's script, which is
 // needed for the live follow only.
@@ -25,6 +26,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -179,7 +181,23 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /s/{thread}/output/{key}", s.output)
 	mux.HandleFunc("GET /s/{thread}/full/{key}", s.full)
 	mux.HandleFunc("GET /s/{thread}/diff/{push}", s.diff)
+	mux.HandleFunc("GET /assets/style.css", serveStyle)
 	mux.Handle("GET /assets/", http.FileServerFS(assetFS))
+}
+
+// styleCSS is the pages' stylesheet: assets/style.css, then the code
+// highlighter's classes (highlightCSS).
+var styleCSS = func() []byte {
+	css, err := assetFS.ReadFile("assets/style.css")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return append(css, highlightCSS...)
+}()
+
+func serveStyle(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	http.ServeContent(w, r, "style.css", time.Time{}, bytes.NewReader(styleCSS))
 }
 
 // Handler is the pages alone, for tests and for a server of their own.

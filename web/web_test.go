@@ -217,7 +217,7 @@ func TestSessionPageShowsTheWholeRecord(t *testing.T) {
 		"Alice Example", "Please fix the <strong>failing</strong> test", // the prompt, its author, Markdown
 		`<code class="tool-name">bash</code>`, "go test ./...", "--- FAIL: TestParse", // the tool call and its output
 		"429 rate limited", "1 failed (retried)", // the retry
-		`<span class="lang">go</span><code><span class="tok-k">func</span> Parse() {}</code>`, `<a href="https://go.dev/doc"`, // code and links
+		`<span class="lang">go</span><code><span class="tok-kd">func</span> <span class="tok-nf">Parse</span><span class="tok-p">()</span> <span class="tok-p">{}</span></code>`, `<a href="https://go.dev/doc"`, // code and links
 		"51234 tokens summarized", "fix the parser", "<code>parse.go</code>", // the compaction
 		"Model: claude-test (anthropic)", // the model change
 		"push of <code>bot/slack-1700000000.000100</code> @ <code>0123456789</code>: ok", // the push

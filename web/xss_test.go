@@ -138,11 +138,11 @@ func TestMarkdownLinks(t *testing.T) {
 		{"[go](https://go.dev)", `<a href="https://go.dev" rel="nofollow noopener noreferrer" target="_blank">go</a>`},
 		{"see https://go.dev/doc.", `see <a href="https://go.dev/doc" rel="nofollow noopener noreferrer" target="_blank">https://go.dev/doc</a>.`},
 		{"<mailto:a@b.c>", `<a href="mailto:a@b.c"`},
-		{"[x](javascript:alert(1))", `x <span class="unsafe-link">(javascript:alert(1)</span>)`},
+		{"[x](javascript:alert(1))", `x <span class="unsafe-link">(javascript:alert(1))</span>`},
 		{"snake_case_name and *em* and __strong__", `snake_case_name and <em>em</em> and <strong>strong</strong>`},
 		{"a `<b>` c", "a <code>&lt;b&gt;</code> c"},
-		{"```go\nfunc f() string { return \"<x>\" } // done\n```", `<span class="tok-k">func</span> f() string { <span class="tok-k">return</span> <span class="tok-s">&#34;&lt;x&gt;&#34;</span> } <span class="tok-c">// done</span>`},
-		{"```python\nx = 42  # the answer\n```", `x = <span class="tok-n">42</span>  <span class="tok-c"># the answer</span>`},
+		{"```go\nfunc f() string { return \"<x>\" } // done\n```", `<span class="tok-kd">func</span> <span class="tok-nf">f</span><span class="tok-p">()</span> <span class="tok-kt">string</span> <span class="tok-p">{</span> <span class="tok-k">return</span> <span class="tok-s">&#34;&lt;x&gt;&#34;</span> <span class="tok-p">}</span> <span class="tok-c1">// done</span>`},
+		{"```python\nx = 42  # the answer\n```", `<span class="tok-o">=</span> <span class="tok-mi">42</span>  <span class="tok-c1"># the answer</span>`},
 		{"```unknown\nif <b>\n```", `<code>if &lt;b&gt;</code>`},
 	} {
 		if got := string(markdown(tc.in)); !strings.Contains(got, tc.want) {
@@ -261,7 +261,8 @@ var markdownTags = map[string][]string{
 	"html": nil, "head": nil, "body": nil, "div": nil, // the parser's frame
 	"p": nil, "br": nil, "hr": nil, "pre": {"class"}, "code": nil, "span": {"class"},
 	"strong": nil, "em": nil, "del": nil, "h3": nil, "h4": nil, "h5": nil, "h6": nil,
-	"ul": nil, "ol": nil, "li": nil, "blockquote": nil, "a": {"href", "rel", "target"},
+	"ul": nil, "ol": {"start"}, "li": nil, "blockquote": nil, "a": {"href", "rel", "target"},
+	"table": nil, "thead": nil, "tbody": nil, "tr": nil, "th": {"align"}, "td": {"align"},
 }
 
 // Whatever the text, markdown's HTML holds only its own elements and
@@ -272,6 +273,7 @@ func FuzzMarkdownIsInert(f *testing.F) {
 	}
 	f.Add("```go\n// c \"x\n/* <b> */ s := `a\nb` + \"q\\\"\" + 'r' + 0x1F\n```\n```sh\necho $# # <i>\n```\n```sql\n-- x\nSELECT 1\n```")
 	f.Add("# h\n\n- a\n- b\n\n1. c\n\n> q\n\n---\n\n```sh\nx\n```\n**b** _e_ ~~d~~ `c` [l](https://x.y) <https://a.b> https://c.d")
+	f.Add("| a | <b>b</b> |\n|:-|-:|\n| [x](javascript:y) | ![i](https://i.j) |\n\n- [x] t\n  1. n\n\n     ```diff\n     +a\n     ```\n\n<div onclick=x>\n\n<details>")
 	f.Fuzz(func(t *testing.T, src string) {
 		root, err := html.Parse(strings.NewReader("<div>" + string(markdown(src)) + "</div>"))
 		if err != nil {
