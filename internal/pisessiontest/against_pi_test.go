@@ -72,12 +72,6 @@ func TestAgainstPi(t *testing.T) {
 	}
 	defer db.Close()
 
-	type shapeRun struct {
-		name, file, session string
-		size, messages      int
-		entries             []transcript.Entry
-		fig                 map[string][]float64
-	}
 	var runs []*shapeRun
 	for i, s := range benchShapes {
 		if only != "" && !slices.Contains(strings.Split(only, ","), s.name) {
@@ -110,7 +104,7 @@ func TestAgainstPi(t *testing.T) {
 		runs = append(runs, r)
 	}
 
-	piRuns := func(size int) int { return max(5, min(30, 60_000_000/size)) }
+	piRuns := func(size int) int { return max(3, min(30, 30_000_000/size)) }
 	for round := 0; round < rounds; round++ {
 		for _, r := range runs {
 			n := piRuns(r.size)
@@ -166,8 +160,12 @@ func TestAgainstPi(t *testing.T) {
 				}
 			}))
 		}
+		t.Log(table(round+1, runs))
 	}
+}
 
+// table prints the medians of the rounds so far, ours against pi's.
+func table(rounds int, runs []*shapeRun) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "\nmedians of %d interleaved rounds, ms\n", rounds)
 	fmt.Fprintf(&out, "| shape | pi file | entries | what | threadsmith | pi (same run) | pi / threadsmith |\n|---|---|---|---|---|---|---|\n")
@@ -180,7 +178,15 @@ func TestAgainstPi(t *testing.T) {
 			fmt.Fprintf(&out, "| %s | %.2f MB | %d | %s | %.3f | %.3f | %.1f× |\n", r.name, float64(r.size)/1e6, len(r.entries), w.ours, o, p, p/o)
 		}
 	}
-	t.Log(out.String())
+	return out.String()
+}
+
+// shapeRun is a shape being timed: its files and the figures of each round.
+type shapeRun struct {
+	name, file, session string
+	size, messages      int
+	entries             []transcript.Entry
+	fig                 map[string][]float64
 }
 
 // node runs one of pi's anchor scripts and decodes the JSON line it prints.
