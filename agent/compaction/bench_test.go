@@ -154,3 +154,24 @@ func BenchmarkSession5000(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEstimateTokensShapes estimates every message of generated 2 MB
+// sessions, ASCII code and half non-ASCII prose; ns/B is the cost per byte of
+// text.
+func BenchmarkEstimateTokensShapes(b *testing.B) {
+	for _, sh := range []struct {
+		name     string
+		nonASCII bool
+	}{{"ascii", false}, {"nonascii", true}} {
+		entries := sessiongen.Generate(1, sessiongen.Shape{Bytes: 2_000_000, NonASCII: sh.nonASCII})
+		b.Run(sh.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := range entries {
+					if entries[i].Message != nil {
+						EstimateTokens(*entries[i].Message)
+					}
+				}
+			}
+		})
+	}
+}
