@@ -3,11 +3,7 @@ package compaction
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
@@ -92,66 +88,6 @@ func BenchmarkEstimateTokensByRole(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadPiSession reads the 2.3 MB fixture file.
-func BenchmarkLoadPiSession(b *testing.B) { benchLoad(b, fixtureBytes(b)) }
-
-// fixtureBytes returns the fixture session file.
-func fixtureBytes(b *testing.B) []byte {
-	data, err := os.ReadFile("testdata/before-compaction.jsonl")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
-}
-
-// benchLoad times LoadPiSession of data from a bytes.Reader.
-func benchLoad(b *testing.B, data []byte) {
-	benchLoads(b, data, nil, func() error {
-		_, err := LoadPiSession(bytes.NewReader(data))
-		return err
-	})
-}
-
-// benchLoads times load, a load of data, after prepare (if not nil) with
-// the clock stopped. Next to the mean (ns/op) it reports the median load
-// (median-ms), the figure pi's anchor gives for its loads (load_median_ms):
-// a load that a collection lands in lifts the mean, not the median.
-func benchLoads(b *testing.B, data []byte, prepare func(), load func() error) {
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	var times []time.Duration
-	for b.Loop() {
-		if prepare != nil {
-			b.StopTimer()
-			prepare()
-			b.StartTimer()
-		}
-		t := time.Now()
-		if err := load(); err != nil {
-			b.Fatal(err)
-		}
-		times = append(times, time.Since(t))
-	}
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
-}
-
-// BenchmarkParsePiSession parses the fixture already in memory, the
-// operation pi's anchor times as its load (parseSessionEntries of the file's
-// text, read before the clock starts).
-func BenchmarkParsePiSession(b *testing.B) { benchParse(b, fixtureBytes(b)) }
-
-// benchParse times ParsePiSession of data. ParsePiSession takes the bytes it
-// parses, so each parse gets a fresh copy in one buffer, made with the clock
-// stopped, as pi's text is in memory before its clock starts.
-func benchParse(b *testing.B, data []byte) {
-	buf := make([]byte, len(data))
-	benchLoads(b, data, func() { copy(buf, data) }, func() error {
-		_, err := ParsePiSession(buf)
-		return err
-	})
-}
-
 // BenchmarkArgumentsLength compares the length-only scanner EstimateTokens uses
 // with building the JSON.stringify text and measuring it (the baseline).
 func BenchmarkArgumentsLength(b *testing.B) {
@@ -190,26 +126,11 @@ func BenchmarkFindCutPoint(b *testing.B) {
 	}
 }
 
-// session5000 is the generated 5,000-entry session (internal/sessiongen) as
-// a pi file, the one pi's anchor script reads in the same run.
-var session5000 = sync.OnceValue(func() []byte {
-	var b bytes.Buffer
-	if err := sessiongen.WritePi(&b, sessiongen.Entries(7, 5000)); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
-})
-
-// BenchmarkSession5000 is pi's anchor on the generated session: load, every
+// BenchmarkSession5000 is pi's anchor on the generated 5,000-entry session
+// (internal/sessiongen; THREADSMITH_PI_SESSION_OUT writes it for pi): every
 // estimate, the cut at 20000 and Prepare with the defaults.
 func BenchmarkSession5000(b *testing.B) {
-	data := session5000()
-	entries, err := LoadPiSession(bytes.NewReader(data))
-	if err != nil || len(entries) != 5000 {
-		b.Fatalf("LoadPiSession = %d entries, %v", len(entries), err)
-	}
-	b.Run("LoadPiSession", func(b *testing.B) { benchLoad(b, data) })
-	b.Run("ParsePiSession", func(b *testing.B) { benchParse(b, data) })
+	entries := sessiongen.Entries(7, 5000)
 	b.Run("EstimateTokens", func(b *testing.B) {
 		for b.Loop() {
 			for i := range entries {
@@ -232,4 +153,25 @@ func BenchmarkSession5000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkEstimateTokensShapes estimates every message of generated 2 MB
+// sessions, ASCII code and half non-ASCII prose; ns/B is the cost per byte of
+// text.
+func BenchmarkEstimateTokensShapes(b *testing.B) {
+	for _, sh := range []struct {
+		name     string
+		nonASCII bool
+	}{{"ascii", false}, {"nonascii", true}} {
+		entries := sessiongen.Generate(1, sessiongen.Shape{Bytes: 2_000_000, NonASCII: sh.nonASCII})
+		b.Run(sh.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := range entries {
+					if entries[i].Message != nil {
+						EstimateTokens(*entries[i].Message)
+					}
+				}
+			}
+		})
+	}
 }

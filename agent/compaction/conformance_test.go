@@ -7,6 +7,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/pisessiontest"
 )
 
 // The numbers in these tests are those of testdata/README.md, produced by pi 0.58.3
@@ -18,7 +19,7 @@ var fixture = sync.OnceValues(func() ([]Entry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return LoadPiSession(f)
+	return pisessiontest.Load(f)
 })
 
 func loadFixture(t testing.TB) []Entry {

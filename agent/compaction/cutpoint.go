@@ -17,7 +17,8 @@ type CutPoint struct {
 	IsSplitTurn bool
 }
 
-// rawBranchSummary is pi's branch_summary entry type, which LoadPiSession keeps raw.
+// rawBranchSummary is pi's branch_summary entry type, kept raw (Raw set) when a pi
+// session is converted.
 // pi treats it as a user-side message: a valid cut point and the start of a turn.
 const rawBranchSummary transcript.EntryType = "branch_summary"
 

@@ -10,8 +10,7 @@
 //   - Summarize is the only function that calls a model. It blocks until the summary
 //     is written or ctx ends, and it changes nothing: on failure the caller keeps
 //     the session as it was and may go on.
-//   - Entries are the transcript's (Entry = transcript.Entry), in Seq order;
-//     LoadPiSession converts pi session files to them.
+//   - Entries are the transcript's (Entry = transcript.Entry), in Seq order.
 //
 // The flow a session follows:
 //

@@ -33,7 +33,7 @@ const imageChars = 4800
 //
 //   - user: the text blocks (images count 0);
 //   - assistant: text, thinking, and for each tool call its name plus the length of
-//     JSON.stringify of its arguments (see jsStringify);
+//     JSON.stringify of its arguments (see jsLen);
 //   - toolResult and custom: the text blocks plus 4800 per image;
 //   - bashExecution: command plus output;
 //   - compactionSummary: the summary.

@@ -31,26 +31,6 @@ import (
 
 var errBadJSON = errors.New("compaction: invalid JSON")
 
-// jsStringify returns JSON.stringify(JSON.parse(raw)) as UTF-8 text. A lone surrogate is
-// written as its six-character escape, exactly as JavaScript writes it, so the UTF-16
-// length of the result is the JavaScript length.
-func jsStringify(raw []byte) (string, error) {
-	p := jsParser{src: raw}
-	p.skipSpace()
-	v, err := p.value(0)
-	if err != nil {
-		return "", err
-	}
-	p.skipSpace()
-	if p.pos != len(p.src) {
-		return "", errBadJSON
-	}
-	var b strings.Builder
-	b.Grow(len(raw))
-	v.write(&b)
-	return b.String(), nil
-}
-
 // jsKind is the kind of a parsed value.
 type jsKind uint8
 

@@ -5,7 +5,28 @@ import (
 	"testing"
 )
 
+// jsStringify, the tests' oracle for jsLen, returns JSON.stringify(JSON.parse(raw))
+// as UTF-8 text. A lone surrogate is written as its six-character escape, exactly as
+// JavaScript writes it, so the UTF-16 length of the result is the JavaScript length.
+func jsStringify(raw []byte) (string, error) {
+	p := jsParser{src: raw}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return "", err
+	}
+	p.skipSpace()
+	if p.pos != len(p.src) {
+		return "", errBadJSON
+	}
+	var b strings.Builder
+	b.Grow(len(raw))
+	v.write(&b)
+	return b.String(), nil
+}
+
 // The wanted values were produced by Node.js: JSON.stringify(JSON.parse(in)).
+
 func TestJSStringify(t *testing.T) {
 	tests := []struct {
 		name, in, want string

@@ -7,7 +7,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/jsonscan"
 )
 
-// jsLen returns the UTF-16 length of jsStringify(raw) without building it: the
+// jsLen returns the UTF-16 length of JSON.stringify(JSON.parse(raw)) without building it: the
 // estimator only needs the length, and tool-call arguments (a whole file for a
 // write) are the bulk of what it reads. Key order does not change the length;
 // repeated keys do, and are resolved as JSON.parse does.

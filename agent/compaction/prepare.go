@@ -8,6 +8,9 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 )
 
+// Entry is a session entry; compaction works on the transcript's own type.
+type Entry = transcript.Entry
+
 // ErrNothingToCompact is returned (possibly wrapped, test with errors.Is) when a
 // session has nothing that could leave the context: it is empty, everything fits in
 // the kept part, or its last entry is already a compaction.

@@ -1,17 +1,20 @@
-// Package msgjson decodes the JSON of conversation messages fast: the form
-// threadsmith stores (llm.Message's own JSON) and the form of pi's session
-// files. Reading a session is mostly decoding its messages: this package
-// does in one pass what encoding/json does with reflection, a separate
-// validation pass and nested RawMessage passes (BENCHMARKS.md has the
-// figures).
+// Package msgjson decodes the JSON of conversation messages in the form
+// threadsmith stores them (llm.Message's own JSON), for storage's loaders:
+// resuming a thread is mostly decoding its messages. It does in one pass what
+// encoding/json does with reflection, a separate validation pass and nested
+// RawMessage passes, and shares the input's memory for strings without
+// escapes. What that buys, measured on generated sessions of 5 MB
+// (BenchmarkDecodeSession; BENCHMARKS.md, "Resume against pi"): decoding
+// every message takes a third to an eighth of encoding/json's time, with a
+// hundred allocations instead of one per string.
 //
 // Contract: the result is always the one encoding/json gives. The decoders
 // handle, in one pass, the JSON these messages are made of; anything else
 // (null where a value is expected, a repeated key, a key differing only in
 // case from a known one, escapes in keys, invalid UTF-8, a lone surrogate,
 // a number that is not a plain integer, a syntax error) is handed to
-// encoding/json whole. The differential tests compare both on the pi fixture,
-// generated sessions and fuzzed input.
+// encoding/json whole. The differential tests compare both on the pi fixture
+// in storage's form, edge cases, random escapes and fuzzed input.
 package msgjson
 
 import (
@@ -46,7 +49,7 @@ func UnmarshalMessageShared(data []byte, a *Arena) (llm.Message, error) {
 func unmarshalMessage(data []byte, shared bool, a *Arena) (llm.Message, error) {
 	r := reader{data: data, shared: shared, arena: a}
 	var m llm.Message
-	if decodeMessage(&r, &m, nil) && r.end() {
+	if decodeMessage(&r, &m) && r.end() {
 		return m, nil
 	}
 	return unmarshalSlow(data)
@@ -60,181 +63,15 @@ func unmarshalSlow(data []byte) (llm.Message, error) {
 	return m, err
 }
 
-// PiMessage is a message of a pi session file: llm.Message's fields as pi
-// writes them, plus what pi keeps elsewhere. Timestamp (Unix milliseconds on
-// messages, sometimes a string) and the bash execution fields are left to the
-// caller to convert; Message.Timestamp and Message.Bash stay zero.
-type PiMessage struct {
-	llm.Message
-	Timestamp      json.RawMessage
-	Command        string
-	Output         string
-	ExitCode       *int
-	Cancelled      bool
-	Truncated      bool
-	FullOutputPath string
-}
-
-// DecodePiMessage decodes the message object of a pi session entry. ok is
-// false when the fast path cannot decide; the caller then decodes data with
-// encoding/json (and gets its verdict).
-func DecodePiMessage(data []byte) (m PiMessage, ok bool) {
-	r := reader{data: data, arena: &Arena{exact: len(data)}}
-	if decodeMessage(&r, &m.Message, &m) && r.end() {
-		return m, true
-	}
-	return PiMessage{}, false
-}
-
-// PiLine is a "message" line of a pi session file.
-type PiLine struct {
-	ID        string
-	ParentID  *string
-	Timestamp json.RawMessage
-	Message   PiMessage
-}
-
-// DecodePiMessageLine decodes a pi session line of type "message" whose keys
-// are among type, id, parentId, timestamp and message. ok is false for any
-// other line, or when the fast path cannot decide: the caller then decodes it
-// with encoding/json.
-func DecodePiMessageLine(line []byte) (l PiLine, ok bool) {
-	r := reader{data: line, arena: &Arena{exact: len(line)}}
-	return r.piLine()
-}
-
-// DecodePiMessageLineInPlace is DecodePiMessageLine for a line the caller
-// gives up to the result, sharing its memory as UnmarshalMessageShared does: a string with escapes is unescaped over its
-// own escaped text in line (the text is never longer than its JSON), so that
-// its bytes are neither copied nor allocated. What the decoded line holds
-// points into line, which must not be modified afterwards.
-//
-// When ok is false, slow is the line for the slow path: line itself, or,
-// when strings of it were unescaped before the decoder gave up, line with
-// those strings escaped again (the same JSON, which may spell their escapes
-// differently, and so be shorter), in line's own memory. Keeping a copy of
-// every line in case it is refused cost more than a tenth of a load.
-func DecodePiMessageLineInPlace(line []byte, a *Arena) (l PiLine, ok bool, slow []byte) {
-	a.spans = a.spans[:0]
-	r := reader{data: line, shared: true, inPlace: true, arena: a}
-	if l, ok = r.piLine(); ok {
-		return l, true, nil
-	}
-	if len(a.spans) == 0 {
-		return PiLine{}, false, line
-	}
-	return PiLine{}, false, respell(line, a)
-}
-
-// respell writes line again with the strings in a.spans escaped: each
-// span's text, then line from where its string stopped being read. The
-// text of a span is never longer than what it replaces, escaped again:
-// a character's escape is never longer than the one it came from (control
-// characters, quotes and backslashes came from escapes of at least their
-// length; the rest is written as it is).
-func respell(line []byte, a *Arena) []byte {
-	out := a.scratch[:0]
-	prev := 0
-	for _, s := range a.spans {
-		out = append(out, line[prev:s.start]...)
-		out = appendEscaped(out, line[s.start:s.n])
-		prev = s.rest
-	}
-	out = append(out, line[prev:]...)
-	a.scratch = out[:0]
-	return line[:copy(line, out)]
-}
-
-// appendEscaped appends text as the content of a JSON string.
-func appendEscaped(dst, text []byte) []byte {
-	const hex = "0123456789abcdef"
-	for _, c := range text {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
-
-// piLine reads a pi session line of type "message" (see DecodePiMessageLine).
-func (r *reader) piLine() (l PiLine, ok bool) {
-	if !r.open('{') {
-		return l, false
-	}
-	var seen uint8
-	isMessage, hasMessage := false, false
-	for first := true; r.more('}', &first); {
-		k := r.key()
-		var bit uint8
-		switch string(k) {
-		case "type":
-			bit = 1
-			if isMessage = r.str() == "message"; !isMessage {
-				return l, false // before any string is unescaped when "type" comes first, as pi writes it
-			}
-		case "id":
-			bit = 2
-			if r.null() {
-				l.ID = ""
-			} else {
-				l.ID = r.str()
-			}
-		case "parentId":
-			bit = 4
-			if !r.null() {
-				l.ParentID = r.arena.str(r.str())
-			}
-		case "timestamp":
-			bit = 8
-			l.Timestamp = r.keepRaw(r.raw())
-		case "message":
-			bit = 16
-			hasMessage = true
-			if !decodeMessage(r, &l.Message.Message, &l.Message) {
-				return l, false
-			}
-		default:
-			return l, false // a field of another entry type, or a case variant
-		}
-		if seen&bit != 0 {
-			return l, false
-		}
-		seen |= bit
-	}
-	if !r.end() || !isMessage || !hasMessage {
-		return PiLine{}, false
-	}
-	return l, true
-}
-
 // The keys of the Go types, from their json tags: a field added to one of
 // them is never silently dropped by the fast path, whose switches fail (and
 // so hand the input to encoding/json) on a key they do not handle.
-// TestFastPathHandlesEveryField names such a field. piKeys are the keys of
-// pi's messages (its file format, as compaction's piMessage reads it).
+// TestFastPathHandlesEveryField names such a field.
 var (
 	messageKeys = jsonKeys(reflect.TypeFor[llm.Message]())
 	contentKeys = jsonKeys(reflect.TypeFor[llm.Content]())
 	usageKeys   = jsonKeys(reflect.TypeFor[llm.Usage]())
 	costKeys    = jsonKeys(reflect.TypeFor[llm.Cost]())
-	piKeys      = []string{"role", "content", "timestamp", "provider", "model", "usage", "stopReason", "errorMessage",
-		"toolCallId", "toolName", "isError", "details", "customType", "display", "summary", "tokensBefore",
-		"command", "output", "exitCode", "cancelled", "truncated", "fullOutputPath"}
 )
 
 // jsonKeys lists the JSON names of t's fields as encoding/json sees them.
@@ -311,7 +148,6 @@ var (
 	contentSet = newKeySet(contentKeys)
 	usageSet   = newKeySet(usageKeys)
 	costSet    = newKeySet(costKeys)
-	piSet      = newKeySet(piKeys)
 )
 
 // keyIndex returns the index of k in keys, -1 for a key to skip (unknown to
@@ -367,17 +203,13 @@ func (r *reader) field(set *keySet, seen *uint64) string {
 	return set.keys[i]
 }
 
-// decodeMessage reads a message object into m; pi, when not nil, selects
-// pi's form and receives its extra fields. It reports whether the fast path
-// decided.
-func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
+// decodeMessage reads a message object into m. It reports whether the fast
+// path decided.
+func decodeMessage(r *reader, m *llm.Message) bool {
 	if !r.open('{') {
 		return false
 	}
 	keys := messageSet
-	if pi != nil {
-		keys = piSet
-	}
 	var seen uint64
 	for first := true; r.more('}', &first); {
 		name := r.field(keys, &seen)
@@ -390,27 +222,15 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 			if name == "details" {
 				m.Details = json.RawMessage("null")
 			}
-			if name == "timestamp" && pi != nil {
-				pi.Timestamp = json.RawMessage("null")
-			}
 			continue
 		}
 		switch name {
 		case "role":
 			m.Role = llm.Role(r.internedStr())
 		case "content":
-			if pi != nil && r.peek() == '"' {
-				// pi writes a lone text block as a plain string.
-				m.Content = []llm.Content{llm.Text(r.str())}
-			} else {
-				m.Content = decodeContent(r)
-			}
+			m.Content = decodeContent(r)
 		case "timestamp":
-			if pi != nil {
-				pi.Timestamp = r.keepRaw(r.raw())
-			} else {
-				m.Timestamp = r.int()
-			}
+			m.Timestamp = r.int()
 		case "provider":
 			m.Provider = r.internedStr()
 		case "model":
@@ -455,19 +275,6 @@ func decodeMessage(r *reader, m *llm.Message, pi *PiMessage) bool {
 			m.Bash = b
 		case "inputId":
 			m.InputID = r.str()
-		case "command":
-			pi.Command = r.str()
-		case "output":
-			pi.Output = r.str()
-		case "exitCode":
-			n := int(r.int())
-			pi.ExitCode = &n
-		case "cancelled":
-			pi.Cancelled = r.boolean()
-		case "truncated":
-			pi.Truncated = r.boolean()
-		case "fullOutputPath":
-			pi.FullOutputPath = r.str()
 		default:
 			r.bad() // a field this fast path does not know yet
 		}
@@ -700,11 +507,6 @@ type Arena struct {
 	usages []llm.Usage
 	costs  []llm.Cost
 	strs   []string
-	// spans are the strings of the line being decoded in place that were
-	// unescaped, and scratch the space respell writes a refused line in
-	// (DecodePiMessageLineInPlace).
-	spans   []span
-	scratch []byte
 	// exact, when not 0, is the size of the only chunk of bytes needed: the
 	// decoded input's length, which bounds what is taken from it (the
 	// non-shared decoders, one arena per message).
@@ -724,9 +526,9 @@ func (a *Arena) reserve(n int) []byte {
 	if cap(a.buf)-len(a.buf) < n {
 		if a.exact == 0 && n > arenaBytes/4 {
 			a.inChunk = false
-			return MakeNoZero(n)
+			return makeNoZero(n)
 		}
-		a.buf = MakeNoZero(max(a.chunkSize(), n))[:0]
+		a.buf = makeNoZero(max(a.chunkSize(), n))[:0]
 	}
 	a.inChunk = true
 	return a.buf[len(a.buf) : len(a.buf)+n]
@@ -740,9 +542,9 @@ func (a *Arena) space(n int) []byte {
 	if free < n || (a.exact == 0 && free < arenaBytes/16) {
 		if a.exact == 0 && n > arenaBytes/4 {
 			a.inChunk = false
-			return MakeNoZero(n)
+			return makeNoZero(n)
 		}
-		a.buf = MakeNoZero(max(a.chunkSize(), n))[:0]
+		a.buf = makeNoZero(max(a.chunkSize(), n))[:0]
 	}
 	a.inChunk = true
 	return a.buf[len(a.buf):cap(a.buf)]
@@ -761,7 +563,7 @@ func (a *Arena) chunkSize() int {
 func (a *Arena) grow(dst []byte, n, limit int) []byte {
 	size := min(max(2*len(dst), n+256), limit)
 	size = max(size, n+8)
-	b := MakeNoZero(size)
+	b := makeNoZero(size)
 	copy(b, dst[:n])
 	a.inChunk = false
 	return b
@@ -832,12 +634,11 @@ func take[T any](a *Arena, slab *[]T) *T {
 	return p
 }
 
-// MakeNoZero returns a byte slice of length and capacity n whose bytes are
+// makeNoZero returns a byte slice of length and capacity n whose bytes are
 // not cleared first: whatever the memory held, for a caller that writes every
-// byte before reading it. Clearing the arena's chunks and a session file's
-// buffer was a tenth of a load. (strings.Builder allocates without clearing;
+// byte before reading it (the arena's chunks). (strings.Builder allocates without clearing;
 // its one-byte string gives the allocation's address.)
-func MakeNoZero(n int) []byte {
+func makeNoZero(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/internal/pisessiontest"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
 )
 
 const fixture = "../../agent/compaction/testdata/before-compaction.jsonl"
@@ -63,111 +64,42 @@ func checkMessage(t *testing.T, data []byte) {
 	}
 }
 
-// refPiMessage is compaction's reading of a pi message with encoding/json.
-type refPiMessage struct {
-	Role           string          `json:"role"`
-	Content        json.RawMessage `json:"content"`
-	Timestamp      json.RawMessage `json:"timestamp"`
-	Provider       string          `json:"provider"`
-	Model          string          `json:"model"`
-	Usage          *llm.Usage      `json:"usage"`
-	StopReason     string          `json:"stopReason"`
-	ErrorMessage   string          `json:"errorMessage"`
-	ToolCallID     string          `json:"toolCallId"`
-	ToolName       string          `json:"toolName"`
-	IsError        bool            `json:"isError"`
-	Details        json.RawMessage `json:"details"`
-	CustomType     string          `json:"customType"`
-	Display        bool            `json:"display"`
-	Summary        string          `json:"summary"`
-	TokensBefore   int             `json:"tokensBefore"`
-	Command        string          `json:"command"`
-	Output         string          `json:"output"`
-	ExitCode       *int            `json:"exitCode"`
-	Cancelled      bool            `json:"cancelled"`
-	Truncated      bool            `json:"truncated"`
-	FullOutputPath string          `json:"fullOutputPath"`
-}
-
-// refPi decodes a pi message the slow way; ok is false where compaction
-// would count the message as malformed.
-func refPi(data []byte) (PiMessage, bool) {
-	var pm refPiMessage
-	if err := json.Unmarshal(data, &pm); err != nil {
-		return PiMessage{}, false
-	}
-	var content []llm.Content
-	raw := bytes.TrimSpace(pm.Content)
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
-	case raw[0] == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return PiMessage{}, false
-		}
-		content = []llm.Content{llm.Text(s)}
-	default:
-		if json.Unmarshal(raw, &content) != nil {
-			return PiMessage{}, false
-		}
-	}
-	return PiMessage{
-		Message: llm.Message{
-			Role: llm.Role(pm.Role), Content: content, Provider: pm.Provider, Model: pm.Model, Usage: pm.Usage,
-			StopReason: llm.StopReason(pm.StopReason), ErrorMessage: pm.ErrorMessage, ToolCallID: pm.ToolCallID,
-			ToolName: pm.ToolName, IsError: pm.IsError, Details: pm.Details, CustomType: pm.CustomType,
-			Display: pm.Display, Summary: pm.Summary, TokensBefore: pm.TokensBefore,
-		},
-		Timestamp: pm.Timestamp, Command: pm.Command, Output: pm.Output, ExitCode: pm.ExitCode,
-		Cancelled: pm.Cancelled, Truncated: pm.Truncated, FullOutputPath: pm.FullOutputPath,
-	}, true
-}
-
-func checkPi(t *testing.T, data []byte) {
+// storedFixture returns the messages of pi's fixture session in the form
+// storage writes them (llm.Message's JSON), read with encoding/json.
+func storedFixture(t testing.TB) [][]byte {
 	t.Helper()
-	// The line decoders agree, copying or in place.
-	line := []byte(`{"type":"message","id":"x","message":` + string(data) + `}`)
-	l1, ok1 := DecodePiMessageLine(line)
-	checkInPlace(t, line)
-	if ok1 {
-		if want, ok := DecodePiMessage(data); !ok || !reflect.DeepEqual(l1.Message, want) {
-			t.Fatalf("%q: the line's message differs from DecodePiMessage", line)
+	f, err := os.Open(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := pisessiontest.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		if e.Message == nil {
+			continue
 		}
-	}
-	got, ok := DecodePiMessage(data)
-	if !ok {
-		return // the caller takes the slow path
-	}
-	want, wantOK := refPi(data)
-	if !wantOK {
-		t.Fatalf("%q: decoded, but encoding/json refuses it", data)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got  %#v\n want %#v", data, got, want)
-	}
-}
-
-func TestFixtureMessagesMatchEncodingJSON(t *testing.T) {
-	fast := 0
-	for _, raw := range fixtureMessages(t) {
-		checkPi(t, raw)
-		if _, ok := DecodePiMessage(raw); ok {
-			fast++
-		}
-		// The storage form of the same message, as storage writes it.
-		m, ok := refPi(raw)
-		if !ok {
-			t.Fatalf("fixture message does not decode: %q", raw)
-		}
-		stored, err := json.Marshal(m.Message)
+		b, err := json.Marshal(e.Message)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkMessage(t, stored)
-		checkMessage(t, raw) // pi's form read as a stored message: content strings fail over
+		out = append(out, b)
 	}
-	if fast < 980 {
-		t.Errorf("the fast path decoded %d fixture messages, want nearly all", fast)
+	if len(out) < 900 {
+		t.Fatalf("only %d messages in the fixture", len(out))
+	}
+	return out
+}
+
+func TestFixtureMessagesMatchEncodingJSON(t *testing.T) {
+	for _, stored := range storedFixture(t) {
+		checkMessage(t, stored)
+	}
+	for _, raw := range fixtureMessages(t) {
+		checkMessage(t, raw) // pi's form read as a stored message: content strings fail over
 	}
 }
 
@@ -229,7 +161,6 @@ var edgeCases = []string{
 func TestEdgeCasesMatchEncodingJSON(t *testing.T) {
 	for _, c := range edgeCases {
 		checkMessage(t, []byte(c))
-		checkPi(t, []byte(c))
 	}
 }
 
@@ -244,34 +175,7 @@ func FuzzMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkMessage(t, data)
-		checkPi(t, data)
 	})
-}
-
-func TestPiMessageLine(t *testing.T) {
-	good := `{"type":"message","id":"a1","parentId":null,"timestamp":"2025-06-01T10:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}}`
-	l, ok := DecodePiMessageLine([]byte(good))
-	if !ok || l.ID != "a1" || l.ParentID != nil || string(l.Timestamp) != `"2025-06-01T10:00:00.000Z"` ||
-		l.Message.Role != llm.RoleUser || len(l.Message.Content) != 1 || l.Message.Content[0].Text != "hi" || string(l.Message.Timestamp) != "1" {
-		t.Errorf("DecodePiMessageLine(%s) = %+v, %v", good, l, ok)
-	}
-	for _, line := range []string{
-		`{"type":"model_change","provider":"x","modelId":"y"}`,
-		`{"type":"message","message":{"role":"user"},"extra":1}`,
-		`{"type":"message","type":"message","message":{"role":"user"}}`,
-		`{"type":"message"}`,
-		`{"type":"message","message":{"role":"user"}} trailing`,
-		`{"type":"message","message":{"role":"user","content":[null]}}`,
-		strings.Replace(good, `"a1"`, `"a\u0031"`, 1) + "x",
-	} {
-		if l, ok := DecodePiMessageLine([]byte(line)); ok {
-			t.Errorf("DecodePiMessageLine(%s) = %+v, want it left to the slow path", line, l)
-		}
-	}
-	parent := `{"type":"message","id":"b","parentId":"a","message":{"role":"user"}}`
-	if l, ok := DecodePiMessageLine([]byte(parent)); !ok || l.ParentID == nil || *l.ParentID != "a" {
-		t.Errorf("parentId: %+v, %v", l, ok)
-	}
 }
 
 // TestFastPathHandlesEveryField fails when a field is added to llm.Message,
@@ -292,7 +196,7 @@ func TestFastPathHandlesEveryField(t *testing.T) {
 			data := set.obj(k)
 			r := reader{data: []byte(data), arena: &Arena{}}
 			var m llm.Message
-			if !decodeMessage(&r, &m, nil) {
+			if !decodeMessage(&r, &m) {
 				t.Errorf("the fast path does not handle %s", data)
 			}
 			checkMessage(t, []byte(data))
@@ -325,7 +229,6 @@ func TestBadEscapesInSkippedValues(t *testing.T) {
 		`{"role":"user","details":"\ud800"}`,
 	} {
 		checkMessage(t, []byte(c))
-		checkPi(t, []byte(c))
 	}
 }
 
@@ -334,19 +237,7 @@ func TestBadEscapesInSkippedValues(t *testing.T) {
 // decoded after them (chunks are never reused or written again), and
 // changing a decoded slice (an append to the arguments) changes nothing else.
 func TestSharedArenaKeepsEveryMessage(t *testing.T) {
-	raws := fixtureMessages(t)
-	var stored [][]byte
-	for _, raw := range raws {
-		m, ok := refPi(raw)
-		if !ok {
-			t.Fatalf("fixture message does not decode: %q", raw)
-		}
-		b, err := json.Marshal(m.Message)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored = append(stored, b)
-	}
+	stored := storedFixture(t)
 	// One buffer for everything, as storage's chunks of payloads.
 	var buf []byte
 	for _, b := range stored {
@@ -380,36 +271,6 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 			t.Fatalf("message %d changed after later decodes:\n got  %#v\n want %#v", i, got[i], want)
 		}
 	}
-	// The same with pi's lines, one arena for all of them.
-	data, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inPlace, wantInPlace []PiLine
-	var c Arena // in place, one arena for every line, as LoadPiSession decodes
-	for line := range bytes.Lines(data) {
-		line = bytes.TrimSpace(line)
-		w, ok := DecodePiMessageLine(line)
-		if !ok {
-			continue
-		}
-		// With a parent id (the fixture has none), escaped, as the
-		// arena's slab of them keeps it.
-		withParent := append([]byte(`{"parentId":"p\"`+strconv.Itoa(len(inPlace))+`",`), line[1:]...)
-		wp := w
-		wp.ParentID = new(`p"` + strconv.Itoa(len(inPlace)))
-		p, ok, _ := DecodePiMessageLineInPlace(withParent, &c)
-		if !ok {
-			t.Fatalf("the in-place decoder refused a line the others took: %q", line)
-		}
-		inPlace, wantInPlace = append(inPlace, p), append(wantInPlace, wp)
-	}
-	if !reflect.DeepEqual(inPlace, wantInPlace) {
-		t.Fatal("lines decoded in place with one arena differ from lines decoded one by one")
-	}
-	if len(inPlace) < 900 {
-		t.Fatalf("only %d lines decoded", len(inPlace))
-	}
 }
 
 // Strings with escapes longer than an arena chunk, at a chunk's end, and
@@ -430,5 +291,55 @@ func TestLongEscapedStrings(t *testing.T) {
 				t.Fatalf("%d × %q: shared arena gives %v", n, unit, err)
 			}
 		}
+	}
+}
+
+// BenchmarkDecodeSession decodes every message of a generated session in
+// storage's form, as storage's loaders do (one arena, one shared buffer),
+// against encoding/json on the same bytes: what the package buys.
+func BenchmarkDecodeSession(b *testing.B) {
+	for _, sh := range []struct {
+		name  string
+		shape sessiongen.Shape
+	}{
+		{"ascii", sessiongen.Shape{Bytes: 5_000_000}},
+		{"nonascii", sessiongen.Shape{Bytes: 5_000_000, NonASCII: true}},
+	} {
+		var stored [][]byte
+		size := 0
+		for _, e := range sessiongen.Generate(1, sh.shape) {
+			if e.Message != nil {
+				p, err := json.Marshal(e.Message)
+				if err != nil {
+					b.Fatal(err)
+				}
+				stored = append(stored, p)
+				size += len(p)
+			}
+		}
+		b.Run(sh.name+"/msgjson", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				var a Arena
+				for _, p := range stored {
+					if _, err := UnmarshalMessageShared(p, &a); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(sh.name+"/encoding-json", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, p := range stored {
+					var m llm.Message
+					if err := json.Unmarshal(p, &m); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }

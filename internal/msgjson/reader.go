@@ -27,11 +27,7 @@ type reader struct {
 	// shared says that data is never modified while the result lives:
 	// strings and raw values without escapes then point into it.
 	shared bool
-	// inPlace says that data belongs to the result: strings with escapes
-	// are unescaped over their own bytes (see unescapeInPlace), each
-	// recorded in arena.spans.
-	inPlace bool
-	arena   *Arena // what is built or copied comes from here
+	arena  *Arena // what is built or copied comes from here
 	// strStart is where the content of the last string scanString read
 	// starts in data.
 	strStart int
@@ -383,9 +379,6 @@ func (r *reader) str() string {
 			}
 			return r.keep(raw)
 		case c == '\\':
-			if r.inPlace {
-				return r.unescapeInPlace(start, i)
-			}
 			return r.unescapeFrom(start, i)
 		case c < 0x20:
 			r.bad()
@@ -486,101 +479,9 @@ func (r *reader) unescapeFrom(start, e int) string {
 	}
 }
 
-// unescapeInPlace is unescapeFrom writing the text over the string's own
-// bytes in data: the text of an escape is shorter than the escape, so the
-// write position n never passes the read position i. Eight bytes are stored
-// whole only when all eight were read (they then land on bytes already
-// read); the plain bytes before an escape are merged into the word at n,
-// leaving the unread bytes it covers as they were. So from i on, data is as
-// it was, also when the string fails: each string is recorded in
-// arena.spans with its text so far and where reading stopped, from which
-// DecodePiMessageLineInPlace spells a refused line again.
-func (r *reader) unescapeInPlace(start, e int) string {
-	const highs = 0x8080808080808080
-	d := r.data
-	hi := uint64(0)
-	if !isASCII(d[start:e]) {
-		hi = highs
-	}
-	n, i := e, e
-	for {
-		if i >= len(d) {
-			return r.failInPlace(start, n, i)
-		}
-		switch c := d[i]; {
-		case c == '"':
-			r.pos = i + 1
-			r.arena.spans = append(r.arena.spans, span{start, n, i})
-			text := d[start:n]
-			if hi&highs != 0 && !utf8.Valid(text) {
-				r.bad()
-				return ""
-			}
-			if len(text) == 0 {
-				return ""
-			}
-			return unsafe.String(unsafe.SliceData(text), len(text))
-		case c == '\\':
-			if i+1 >= len(d) {
-				return r.failInPlace(start, n, i)
-			}
-			// decodeEscape reads the whole escape before it writes, and
-			// writes fewer bytes than it reads.
-			w, k := decodeEscape(d[n:], d[i:])
-			if k == 0 {
-				return r.failInPlace(start, n, i)
-			}
-			n += w
-			i += k
-		case c < 0x20:
-			return r.failInPlace(start, n, i)
-		default:
-			d[n] = c
-			hi |= uint64(c)
-			n++
-			i++
-		}
-		// Eight bytes at a time (n <= i). A word is stored whole when it
-		// lands on bytes already read (eight or more bytes shorter than the
-		// escaped text so far) or is all plain; otherwise only its plain
-		// bytes are, merged into the word at n, leaving the unread bytes it
-		// covers as they were. hi takes whole words, bytes past the string
-		// too: it may ask for a UTF-8 check the text did not need, never the
-		// reverse. Loads and stores go through p: i+8 <= len(d) and n <= i
-		// bound them, which the compiler cannot see (its bounds checks were
-		// a third of the loop). Each step branches on the word: a step
-		// without branches would wait for the one before.
-		p := unsafe.Pointer(unsafe.SliceData(d))
-	words:
-		for last := len(d) - 8; i <= last; {
-			w := load8(p, i)
-			m := special(w)
-			hi |= w
-			if m == 0 {
-				store8(p, n, w)
-				i, n = i+8, n+8
-				continue
-			}
-			if i-n >= 8 {
-				store8(p, n, w)
-			} else {
-				plain := (m&-m)>>7 - 1 // the bytes before the first special one
-				store8(p, n, w&plain|load8(p, n)&^plain)
-			}
-			j := bits.TrailingZeros64(m) >> 3
-			i, n = i+j, n+j
-			// d[i] is the special byte (i < len(d)); n < i leaves room.
-			var stop bool
-			if i, n, stop = escapes(p, p, len(d), i, n); stop {
-				break words
-			}
-		}
-	}
-}
-
 // escapes writes the text of the usual escapes that start at p+i, one after
 // another as in indented code, at q+n, sparing the word loops of
-// unescapeFrom and unescapeInPlace a word per escape. It reads below p+end,
+// unescapeFrom a word per escape. It reads below p+end,
 // and so writes fewer than (end-i)/2 bytes, which the caller makes fit. It
 // returns where reading and writing stopped, and stop when a special byte
 // the loops must leave to their switch comes first (a quote, a control
@@ -598,19 +499,6 @@ func escapes(p, q unsafe.Pointer, end, i, n int) (int, int, bool) {
 		}
 	}
 	return i, n, true
-}
-
-// span is a string unescapeInPlace wrote over: its text is data[start:n],
-// and data from rest on is as it was (the closing quote, or where a failed
-// string stopped being read).
-type span struct{ start, n, rest int }
-
-// failInPlace fails the reader in a string unescapeInPlace was writing,
-// recording how far it got.
-func (r *reader) failInPlace(start, n, i int) string {
-	r.arena.spans = append(r.arena.spans, span{start, n, i})
-	r.bad()
-	return ""
 }
 
 // load8 and store8 read and write the eight bytes at p+i as a little-endian

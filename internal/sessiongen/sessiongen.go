@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -38,6 +39,19 @@ var codeLines = []string{
 	"src/server/handler.go:42:17: undefined: reqBody",
 }
 
+// proseLines are non-ASCII material: comments and messages in CJK, accented
+// Latin, Cyrillic and emoji (astral code points, two UTF-16 units each).
+var proseLines = []string{
+	"// 处理一个请求并返回结果。错误时返回 400。",
+	"\t// ファイルを読み込んで、内容を検証します。",
+	"\tlog.Printf(\"요청 처리 실패: %v\", err) // 🚨 재시도 필요",
+	"Die Änderung prüft, ob «café» und „Straße“ richtig sortiert werden.",
+	"Ошибка: файл не найден — проверьте путь ✅",
+	"✨ 测试通过 🎉 (0.41s) — 全部 12 个用例",
+	"\"naïve résumé\": l’élève a déjà reçu ½ des points 👍",
+	"src/服务/处理器.go:42:17: 未定义: reqBody",
+}
+
 // Compaction as the defaults trigger it: above a 128k-token window minus the
 // 16k reserve, keeping about 20k tokens (at 4 characters a token).
 const (
@@ -52,18 +66,71 @@ const (
 // entries) and a model change at seq 1500. Deterministic per seed; a shorter
 // session is a prefix of a longer one.
 func Entries(seed uint64, n int) []transcript.Entry {
+	return Generate(seed, Shape{Entries: n})
+}
+
+// Shape varies a generated session. The zero values give Entries' session:
+// tool results of 1–6 KB of code, a compaction whenever the live context
+// passes the default window.
+type Shape struct {
+	// Entries is the number of entries; when Bytes is set, entries are added
+	// until their messages hold that many bytes of text instead.
+	Entries int
+	Bytes   int
+	// NonASCII draws every other line of text from CJK, accented, Cyrillic and
+	// emoji prose instead of code.
+	NonASCII bool
+	// ResultMin and ResultMax size tool results in bytes (1,000–6,000 by
+	// default); HugeEvery, when set, makes every HugeEvery-th result
+	// HugeMin–HugeMax bytes instead.
+	ResultMin, ResultMax int
+	HugeEvery            int
+	HugeMin, HugeMax     int
+	// AnswerEvery makes one assistant reply in AnswerEvery a text answer
+	// instead of a tool call (4 by default).
+	AnswerEvery int
+	// CompactAt is the live context, in characters, above which a compaction
+	// is appended (the default window's); Keep what a compaction keeps.
+	CompactAt, Keep int
+}
+
+// Generate returns a session of the given shape, deterministic per seed.
+func Generate(seed uint64, sh Shape) []transcript.Entry {
+	if sh.ResultMin == 0 {
+		sh.ResultMin, sh.ResultMax = 1000, 6000
+	}
+	if sh.AnswerEvery == 0 {
+		sh.AnswerEvery = 4
+	}
+	if sh.CompactAt == 0 {
+		sh.CompactAt = compactAtChars
+	}
+	if sh.Keep == 0 {
+		sh.Keep = keepChars
+	}
+	compactAtChars, keepChars := sh.CompactAt, sh.Keep
 	r := rand.New(rand.NewPCG(seed, 42))
-	out := make([]transcript.Entry, 0, n)
+	n := sh.Entries
+	if sh.Bytes > 0 {
+		n = math.MaxInt
+	}
+	out := make([]transcript.Entry, 0, min(n, 1<<16))
 	ts := int64(1_750_000_000_000)
 	text := func(minLen, maxLen int) string {
 		target := minLen + r.IntN(maxLen-minLen+1)
 		var b strings.Builder
-		for b.Len() < target {
-			b.WriteString(codeLines[r.IntN(len(codeLines))])
+		b.Grow(target + 100)
+		for i := 0; b.Len() < target; i++ {
+			if sh.NonASCII && i%2 == 0 {
+				b.WriteString(proseLines[r.IntN(len(proseLines))])
+			} else {
+				b.WriteString(codeLines[r.IntN(len(codeLines))])
+			}
 			b.WriteByte('\n')
 		}
 		return b.String()
 	}
+	results, total := 0, 0
 	pendingCall := ""
 	size := func(e transcript.Entry) int {
 		if e.Message == nil {
@@ -76,11 +143,13 @@ func Entries(seed uint64, n int) []transcript.Entry {
 		return n
 	}
 	live := 0 // characters of the messages in the live context
-	for seq := int64(0); int(seq) < n; seq++ {
+	for seq := int64(0); int(seq) < n && (sh.Bytes == 0 || total < sh.Bytes); seq++ {
 		ts += int64(r.IntN(5000))
 		var e transcript.Entry
 		switch {
-		case live > compactAtChars && pendingCall == "":
+		case live > compactAtChars && pendingCall == "" && out[len(out)-1].Type != transcript.EntryCompaction:
+			// (A kept huge output can leave the context over the window:
+			// the next compaction waits for the next entry.)
 			// Keep the recent messages, cutting before a user or
 			// assistant message, never before a tool result.
 			keep, kept := seq, 0
@@ -101,8 +170,13 @@ func Entries(seed uint64, n int) []transcript.Entry {
 			e = transcript.Entry{Seq: seq, Type: transcript.EntryModelChange, Timestamp: ts,
 				ModelChange: &transcript.ModelChange{Provider: "openai", Model: "gpt-4.1-mini"}}
 		case pendingCall != "":
+			results++
+			lo, hi := sh.ResultMin, sh.ResultMax
+			if sh.HugeEvery > 0 && results%sh.HugeEvery == 0 {
+				lo, hi = sh.HugeMin, sh.HugeMax
+			}
 			m := llm.Message{Role: llm.RoleToolResult, Timestamp: ts, ToolCallID: pendingCall, ToolName: "read",
-				Content: []llm.Content{llm.Text(text(1000, 6000))}, IsError: r.IntN(10) == 0}
+				Content: []llm.Content{llm.Text(text(lo, hi))}, IsError: r.IntN(10) == 0}
 			e = transcript.MessageEntry(seq, m)
 			pendingCall = ""
 		case seq%12 == 0:
@@ -116,7 +190,7 @@ func Entries(seed uint64, n int) []transcript.Entry {
 			m := llm.Message{Role: llm.RoleAssistant, Timestamp: ts, Provider: "openai", Model: "gpt-4.1",
 				Usage: &llm.Usage{Input: 20_000 + r.IntN(80_000), Output: 50 + r.IntN(800), CacheRead: r.IntN(20_000)}}
 			m.Content = append(m.Content, llm.Content{Type: llm.ContentThinking, Thinking: text(50, 300)})
-			if r.IntN(4) == 0 {
+			if r.IntN(sh.AnswerEvery) == 0 {
 				m.Content = append(m.Content, llm.Text(text(200, 1200)))
 				m.StopReason = llm.StopReasonStop
 			} else {
@@ -129,6 +203,7 @@ func Entries(seed uint64, n int) []transcript.Entry {
 		}
 		out = append(out, e)
 		live += size(e)
+		total += size(e)
 	}
 	return out
 }

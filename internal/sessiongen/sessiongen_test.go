@@ -3,6 +3,7 @@ package sessiongen
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -44,5 +45,50 @@ func TestWritePiFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s (%d bytes)", out, b.Len())
+	}
+}
+
+// TestShapes checks that each knob of Shape changes the session as it says and
+// that the zero shape is Entries' session.
+func TestShapes(t *testing.T) {
+	if !reflect.DeepEqual(Generate(3, Shape{Entries: 400}), Entries(3, 400)) {
+		t.Fatal("the zero shape differs from Entries")
+	}
+	textBytes := func(es []transcript.Entry) (total, nonASCII, biggest, compactions int) {
+		for _, e := range es {
+			if e.Type == transcript.EntryCompaction {
+				compactions++
+			}
+			if e.Message == nil {
+				continue
+			}
+			for _, c := range e.Message.Content {
+				s := c.Text + c.Thinking
+				total += len(s)
+				biggest = max(biggest, len(s))
+				for _, r := range s {
+					if r >= 0x80 {
+						nonASCII++
+					}
+				}
+			}
+		}
+		return
+	}
+	total, nonASCII, _, compactions := textBytes(Generate(1, Shape{Bytes: 1_000_000}))
+	if total < 950_000 || total > 1_100_000 || nonASCII != 0 || compactions != 2 {
+		t.Errorf("default shape of 1 MB: %d bytes, %d non-ASCII runes, %d compactions", total, nonASCII, compactions)
+	}
+	if _, nonASCII, _, _ := textBytes(Generate(1, Shape{Bytes: 200_000, NonASCII: true})); nonASCII < 10_000 {
+		t.Errorf("non-ASCII shape: only %d non-ASCII runes", nonASCII)
+	}
+	if _, _, biggest, _ := textBytes(Generate(1, Shape{Bytes: 3_000_000, HugeEvery: 3, HugeMin: 500_000, HugeMax: 600_000})); biggest < 500_000 {
+		t.Errorf("huge outputs: the biggest text is %d bytes", biggest)
+	}
+	if _, _, biggest, _ := textBytes(Generate(1, Shape{Bytes: 200_000, ResultMin: 40, ResultMax: 400, AnswerEvery: 12})); biggest > 1500 {
+		t.Errorf("small calls: a text of %d bytes", biggest)
+	}
+	if _, _, _, compactions := textBytes(Generate(1, Shape{Bytes: 1_000_000, CompactAt: 50_000, Keep: 20_000})); compactions < 15 {
+		t.Errorf("frequent compactions: only %d", compactions)
 	}
 }

@@ -1,0 +1,237 @@
+package pisessiontest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/agent/compaction"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
+	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
+)
+
+// benchShapes are the sessions timed against pi: sizes from 100 KB to 20 MB,
+// ASCII- and non-ASCII-heavy, many small tool calls, few huge outputs, many
+// compactions.
+var benchShapes = []struct {
+	name  string
+	shape sessiongen.Shape
+}{
+	{"ascii-100KB", sessiongen.Shape{Bytes: 100_000}},
+	{"nonascii-100KB", sessiongen.Shape{Bytes: 100_000, NonASCII: true}},
+	{"ascii-2MB", sessiongen.Shape{Bytes: 2_000_000}},
+	{"nonascii-5MB", sessiongen.Shape{Bytes: 5_000_000, NonASCII: true}},
+	{"small-calls-3MB", sessiongen.Shape{Bytes: 3_000_000, ResultMin: 40, ResultMax: 400, AnswerEvery: 12}},
+	{"compactions-5MB", sessiongen.Shape{Bytes: 5_000_000, CompactAt: 50_000, Keep: 20_000}},
+	{"huge-outputs-20MB", sessiongen.Shape{Bytes: 20_000_000, HugeEvery: 5, HugeMin: 500_000, HugeMax: 2_000_000}},
+	{"ascii-20MB", sessiongen.Shape{Bytes: 20_000_000}},
+}
+
+// TestAgainstPi times, on each shape, what a person waits for: resuming a
+// thread (its session loaded from SQLite and the model context rebuilt, as the
+// bridge does on resume) against pi resuming the same session file
+// (resume.mjs), and the compaction planning functions against pi's (bench.mjs),
+// in interleaved rounds, and prints the medians. It runs only when
+// THREADSMITH_PI_BENCH names a directory holding pi's anchor scripts with
+// their node_modules installed (BENCHMARKS.md, "Resume against pi"):
+//
+//	THREADSMITH_PI_BENCH=/tmp/pi-compaction go test -run TestAgainstPi -v -timeout 60m ./internal/pisessiontest/
+//
+// THREADSMITH_PI_ROUNDS sets the number of rounds (3) and THREADSMITH_PI_SHAPES
+// a comma-separated subset of the shapes.
+func TestAgainstPi(t *testing.T) {
+	dir := os.Getenv("THREADSMITH_PI_BENCH")
+	if dir == "" {
+		t.Skip("THREADSMITH_PI_BENCH is not set: no pi to time against")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("THREADSMITH_PI_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	only := os.Getenv("THREADSMITH_PI_SHAPES")
+	ctx := context.Background()
+	tmp := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(tmp, "bench.db"), sqlite.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	var runs []*shapeRun
+	for i, s := range benchShapes {
+		if only != "" && !slices.Contains(strings.Split(only, ","), s.name) {
+			continue
+		}
+		entries := sessiongen.Generate(uint64(i+1), s.shape)
+		var b bytes.Buffer
+		if err := sessiongen.WritePi(&b, entries); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(tmp, s.name+".jsonl")
+		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: s.name}, storage.ThreadInit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < len(entries); j += 200 {
+			if err := db.AppendEntries(ctx, sess.ID, entries[j:min(j+200, len(entries))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := &shapeRun{name: s.name, file: file, session: sess.ID, size: b.Len(), entries: entries, fig: map[string][]float64{}}
+		r.messages = len(transcript.BuildContext(entries).Messages)
+		runs = append(runs, r)
+	}
+
+	piRuns := func(size int) int { return max(3, min(30, 30_000_000/size)) }
+	for round := 0; round < rounds; round++ {
+		for _, r := range runs {
+			n := piRuns(r.size)
+			var res struct {
+				Messages int     `json:"messages"`
+				Median   float64 `json:"resume_median_ms"`
+			}
+			node(t, dir, &res, "resume.mjs", r.file, strconv.Itoa(n))
+			if res.Messages != r.messages {
+				t.Fatalf("%s: pi's context has %d messages, ours %d", r.name, res.Messages, r.messages)
+			}
+			r.fig["pi resume"] = append(r.fig["pi resume"], res.Median)
+			var bench struct {
+				Load     float64 `json:"load_median_ms"`
+				Estimate float64 `json:"estimate_all_ms"`
+				FindCut  float64 `json:"findcut_ms"`
+				Prepare  float64 `json:"prepare_ms"`
+			}
+			node(t, dir, &bench, "bench.mjs", r.file, strconv.Itoa(max(20, min(300, 300_000_000/r.size))))
+			r.fig["pi EstimateTokens"] = append(r.fig["pi EstimateTokens"], bench.Estimate)
+			r.fig["pi FindCutPoint"] = append(r.fig["pi FindCutPoint"], bench.FindCut)
+			r.fig["pi Prepare"] = append(r.fig["pi Prepare"], bench.Prepare)
+
+			r.fig["resume"] = append(r.fig["resume"], median(n, func() {
+				es, err := db.LoadLiveEntries(ctx, r.session)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(transcript.BuildContext(es).Messages); got != r.messages {
+					t.Fatalf("%s: resumed context has %d messages, want %d", r.name, got, r.messages)
+				}
+			}))
+			r.fig["full load"] = append(r.fig["full load"], median(n, func() {
+				es, err := db.LoadEntries(ctx, r.session)
+				if err != nil {
+					t.Fatal(err)
+				}
+				transcript.BuildContext(es)
+			}))
+			r.fig["EstimateTokens"] = append(r.fig["EstimateTokens"], perOp(func() {
+				for i := range r.entries {
+					if r.entries[i].Message != nil {
+						compaction.EstimateTokens(*r.entries[i].Message)
+					}
+				}
+			}))
+			r.fig["FindCutPoint"] = append(r.fig["FindCutPoint"], perOp(func() {
+				compaction.FindCutPoint(r.entries, 0, len(r.entries), 20000)
+			}))
+			r.fig["Prepare"] = append(r.fig["Prepare"], perOp(func() {
+				if _, err := compaction.Prepare(r.entries, compaction.DefaultSettings()); err != nil && !errors.Is(err, compaction.ErrNothingToCompact) {
+					t.Fatal(err)
+				}
+			}))
+		}
+		t.Log(table(round+1, runs))
+	}
+}
+
+// table prints the medians of the rounds so far, ours against pi's.
+func table(rounds int, runs []*shapeRun) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "\nmedians of %d interleaved rounds, ms\n", rounds)
+	fmt.Fprintf(&out, "| shape | pi file | entries | what | threadsmith | pi (same run) | pi / threadsmith |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		for _, w := range []struct{ ours, pi string }{
+			{"resume", "pi resume"}, {"full load", "pi resume"}, {"EstimateTokens", "pi EstimateTokens"},
+			{"FindCutPoint", "pi FindCutPoint"}, {"Prepare", "pi Prepare"},
+		} {
+			o, p := med(r.fig[w.ours]), med(r.fig[w.pi])
+			fmt.Fprintf(&out, "| %s | %.2f MB | %d | %s | %.3f | %.3f | %.1f× |\n", r.name, float64(r.size)/1e6, len(r.entries), w.ours, o, p, p/o)
+		}
+	}
+	return out.String()
+}
+
+// shapeRun is a shape being timed: its files and the figures of each round.
+type shapeRun struct {
+	name, file, session string
+	size, messages      int
+	entries             []transcript.Entry
+	fig                 map[string][]float64
+}
+
+// node runs one of pi's anchor scripts and decodes the JSON line it prints.
+func node(t *testing.T, dir string, v any, script string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{script}, args...)...)
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v", script, err)
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(b), v); err != nil {
+		t.Fatalf("node %s printed %q: %v", script, b, err)
+	}
+}
+
+// median runs f n times and returns the median duration in milliseconds.
+func median(n int, f func()) float64 {
+	f() // as pi's scripts, the first run is not counted
+	ds := make([]float64, n)
+	for i := range ds {
+		t := time.Now()
+		f()
+		ds[i] = float64(time.Since(t)) / 1e6
+	}
+	return med(ds)
+}
+
+// perOp returns f's average duration in milliseconds over a batch of at
+// least 100 ms (and 3 runs), as pi's bench.mjs measures estimate, cut and
+// prepare: one preemption on a loaded machine then moves the figure little.
+func perOp(f func()) float64 {
+	f()
+	n := 0
+	t := time.Now()
+	for n < 3 || time.Since(t) < 100*time.Millisecond {
+		f()
+		n++
+	}
+	return float64(time.Since(t)) / 1e6 / float64(n)
+}
+
+func med(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
