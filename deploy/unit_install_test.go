@@ -105,13 +105,7 @@ func TestSystemdInstallStepsStartTheBotAsADynamicUser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := filepath.Join(base, "usr/local/bin/threadsmith")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../cmd/bot").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := buildBot(t) // stands for /usr/local/bin/threadsmith
 
 	llm := llmfake.New(t)
 	sl := slackfake.New(t)
