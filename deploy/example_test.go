@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,21 @@ func TestExampleConfigPassesCheckAfterCopy(t *testing.T) {
 		"OPENAI_BASE_URL=" + llm.URL(), "OPENAI_API_KEY=sk-example",
 		"SLACK_BOT_TOKEN=" + sl.BotToken(), "SLACK_APP_TOKEN=" + sl.AppToken(),
 		"REPO_URL=" + remote.Path,
+	}
+	// The README's "Slack in five minutes" exports exactly these variables.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, steps, _ := strings.Cut(string(readme), "\n## Slack in five minutes\n")
+	_, export, ok := strings.Cut(steps, "export ")
+	export, _, _ = strings.Cut(export, "\n")
+	var named []string
+	for _, f := range strings.Fields(export) {
+		named = append(named, strings.SplitN(f, "=", 2)[0])
+	}
+	if want := []string{"OPENAI_API_KEY", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "REPO_URL"}; !ok || !slices.Equal(named, want) {
+		t.Errorf("the README's Slack in five minutes exports %q, want %q", named, want)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil && strings.HasPrefix(string(out), "sandbox: ") && strings.Count(strings.TrimSpace(string(out)), "\n") == 0 && os.Getenv("THREADSMITH_REQUIRE_SANDBOX") != "1" {
