@@ -219,7 +219,7 @@ workspace:
 		t.Fatalf("ExecStart runs %s, not the binary the steps install", execStart[0])
 	}
 	for i := range execStart {
-		execStart[i] = strings.ReplaceAll(rebase(execStart[i]), "%d", creds)
+		execStart[i] = strings.NewReplacer("${CREDENTIALS_DIRECTORY}", creds, "%d", creds).Replace(rebase(execStart[i]))
 	}
 	asService := func(ctx context.Context, args ...string) *exec.Cmd {
 		// sh sets the unit's umask, then becomes the bot.
