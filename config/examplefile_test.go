@@ -17,7 +17,6 @@ var exampleEnv = map[string]string{
 	"OPENAI_API_KEY":  "sk-example",
 	"SLACK_BOT_TOKEN": "xoxb-example",
 	"SLACK_APP_TOKEN": "xapp-example",
-	"REPO_URL":        "https://git.example.com/app.git",
 }
 
 func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
@@ -57,7 +56,7 @@ func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
 }
 
 func TestExampleFileNamesItsMissingVariable(t *testing.T) {
-	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "REPO_URL": "/srv/app"}
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
 	_, err := Load(exampleFile, envMap(env))
 	if err == nil || err.Error() != "llm.api_key: environment variable OPENAI_API_KEY is not set" {
 		t.Errorf("got %v, want exactly the llm.api_key problem (DISCORD_BOT_TOKEN is under a disabled platform)", err)
