@@ -59,8 +59,8 @@ func exampleLLM(t *testing.T) *llmfake.Server {
 	return llm
 }
 
-// readmeExports returns the variable names of the first "export " line of
-// the README's section titled title.
+// readmeExports returns the variable names of the first line starting with
+// "export " (a shell command) in the README's section titled title.
 func readmeExports(t *testing.T, title string) []string {
 	t.Helper()
 	readme, err := os.ReadFile("../README.md")
@@ -72,18 +72,20 @@ func readmeExports(t *testing.T, title string) []string {
 		t.Fatalf("the README has no section %q", title)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	_, export, ok := strings.Cut(section, "export ")
-	if !ok {
-		return nil
-	}
-	export, _, _ = strings.Cut(export, "\n")
-	var named []string
-	for _, f := range strings.Fields(export) {
-		if name, _, ok := strings.Cut(f, "="); ok {
-			named = append(named, name)
+	for _, line := range strings.Split(section, "\n") {
+		export, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		if !ok {
+			continue
 		}
+		var named []string
+		for _, f := range strings.Fields(export) {
+			if name, _, ok := strings.Cut(f, "="); ok {
+				named = append(named, name)
+			}
+		}
+		return named
 	}
-	return named
+	return nil
 }
 
 // config.example.yaml copied as it is passes -check with the variables its
