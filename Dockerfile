@@ -1,16 +1,26 @@
 # threadsmith in a container: a static binary on Debian slim, with git (the
 # bot's and the agent's) and the tools an agent usually reaches for.
 #
-#   docker build -t threadsmith .
-#   docker run --rm -it \
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t threadsmith .
+#   docker run -d --name threadsmith --restart unless-stopped --stop-timeout 40 \
 #     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined \
 #     -v "$PWD/config.yaml:/etc/threadsmith/config.yaml:ro" -v threadsmith-data:/data \
 #     -e OPENAI_API_KEY -e SLACK_BOT_TOKEN -e SLACK_APP_TOKEN \
 #     threadsmith
 #
-# Its config.yaml wants data_dir: /data (the volume) and http.listen: ":9090"
-# (the HEALTHCHECK asks /healthz there; deploy/compose.yaml shows both).
+# VERSION is what `threadsmith -version` and the start line say (the build
+# context has no .git to read it from; "devel" without it). --stop-timeout
+# gives the bot its shutdown_grace (30s) and some more before docker stop
+# kills it (Docker's default is 10s); raise both together.
+#
+# Its config.yaml wants data_dir: /data (the volume). The HEALTHCHECK asks
+# /healthz on the config's http.listen (deploy/healthcheck.sh); without
+# http.listen it has nothing to ask and says healthy.
+#
+# The image holds git and a shell, no language toolchain: the agent runs what
+# the image has. deploy/toolchains.Dockerfile adds Go, Python, Node and a C
+# compiler on top of it (docker build -f deploy/toolchains.Dockerfile .).
 #
 # The sandbox of the agent's commands is made of user, mount and PID
 # namespaces, a fresh /proc and Landlock, created by the unprivileged bot;
@@ -49,6 +59,7 @@ RUN apt-get update \
  && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin threadsmith \
  && mkdir -p /data /etc/threadsmith && chown threadsmith:threadsmith /data
 COPY --from=build /out/threadsmith /usr/local/bin/threadsmith
+COPY deploy/healthcheck.sh /usr/local/bin/threadsmith-healthcheck
 USER threadsmith
 WORKDIR /data
 VOLUME /data
@@ -58,4 +69,4 @@ EXPOSE 9090
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/threadsmith"]
 CMD ["-config", "/etc/threadsmith/config.yaml"]
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
-  CMD curl -fsS "http://127.0.0.1:9090/healthz" || exit 1
+  CMD ["/usr/local/bin/threadsmith-healthcheck"]

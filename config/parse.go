@@ -98,6 +98,10 @@ func (c *Config) fillDerived() {
 			c.Workspace.Repos[i].PullRequests = PullRequestsDraft
 		}
 	}
+	if c.Workspace.DefaultRepo == "" && len(c.Workspace.Repos) == 1 {
+		// One repository is the default one; with several, the file must say.
+		c.Workspace.DefaultRepo = c.Workspace.Repos[0].Name
+	}
 	for i := range c.MCP.Servers {
 		if c.MCP.Servers[i].Timeout == 0 {
 			c.MCP.Servers[i].Timeout = DefaultMCPTimeout

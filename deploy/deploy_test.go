@@ -200,6 +200,7 @@ func TestComposeConfigIsValid(t *testing.T) {
 		"OPENAI_API_KEY":  "sk-x",
 		"SLACK_BOT_TOKEN": "xoxb-x",
 		"SLACK_APP_TOKEN": "xapp-x",
+		"REPO_URL":        "https://git.example.com/app.git",
 	}
 	cfg, err := config.Parse(strings.NewReader(text), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {

@@ -1,0 +1,26 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// One repository needs no workspace.default_repo: it is the default. With
+// several the file must name one.
+func TestOneRepositoryIsTheDefault(t *testing.T) {
+	const base = "llm: {api_key: sk-x}\nslack: {bot_token: xoxb-x, app_token: xapp-x}\n"
+	c, err := Parse(strings.NewReader(base+"workspace:\n  repos:\n    - {name: app, url: /srv/app}\n"), envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.Workspace.DefaultRepo != "app" {
+		t.Fatalf("one repository: default_repo %q, %v; want app, valid", c.Workspace.DefaultRepo, err)
+	}
+	c, err = Parse(strings.NewReader(base+"workspace:\n  repos:\n    - {name: app, url: /srv/app}\n    - {name: lib, url: /srv/lib}\n"), envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "workspace.default_repo: required when workspace.repos has several repositories") {
+		t.Fatalf("two repositories without default_repo: %v", err)
+	}
+}
