@@ -72,6 +72,7 @@ type Main struct {
 	Outboxes   map[string]*outbox.Outbox
 	opsState
 
+	log      *slog.Logger // the logger Run built, for Close
 	cancel   context.CancelFunc
 	done     chan struct{}
 	mu       sync.Mutex
@@ -153,16 +154,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if log == nil {
 		log = m.logger(cfg)
 	}
-	log.Info("starting threadsmith", "config", cfg.Redacted())
-	hardenProcess(cfg, log)
-	keepHeapFloor(log)
-	m.Metrics = ops.NewMetrics(buildInfo())
-	sb, err := m.openSandbox(cfg)
-	if err != nil {
-		return err
-	}
-	log.Info("sandbox", "mode", sb.String())
-
+	m.log = log
+	// The data_dir is this bot's before it says anything: a second bot on
+	// it stops with the lock's error alone.
 	if err := m.lockDataDir(cfg); err != nil {
 		return err
 	}
@@ -171,6 +165,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.stopOps()
 		}
 	}()
+	bi := buildInfo()
+	log.Info("starting threadsmith", "version", bi.Version, "revision", bi.Revision, "config", cfg.Redacted())
+	hardenProcess(cfg, log)
+	keepHeapFloor(log)
+	m.Metrics = ops.NewMetrics(bi)
+	sb, err := m.openSandbox(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("sandbox", "mode", sb.String())
+
 	db, err := m.openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -263,7 +268,11 @@ func (m *Main) Err() error {
 // Close shuts down gracefully within the configured grace period: no new
 // input, active runs may finish (then are stopped and reported), state is
 // flushed.
-func (m *Main) Close() error {
+func (m *Main) Close() error { return m.CloseBecause("requested") }
+
+// CloseBecause is Close, logging why the bot shuts down (a signal, say) and,
+// once done, how long the shutdown took.
+func (m *Main) CloseBecause(why string) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -271,6 +280,19 @@ func (m *Main) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	start := time.Now()
+	log := m.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Info("shutting down", "reason", why)
+	defer func() {
+		if m.closeErr != nil {
+			log.Error("shut down", "reason", why, "took", time.Since(start).Round(time.Millisecond), "err", m.closeErr)
+		} else {
+			log.Info("shut down", "reason", why, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
 	m.draining.Store(true)
 	grace := 30 * time.Second
 	if m.Config != nil && m.Config.ShutdownGrace > 0 {

@@ -66,12 +66,17 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	why := "stopped by itself"
 	select {
 	case <-ctx.Done():
+		why = context.Cause(ctx).Error() // "terminated signal received"
 	case <-m.Done():
+		if err := m.Err(); err != nil {
+			why += ": " + err.Error()
+		}
 	}
 	stop()
-	err := m.Close()
+	err := m.CloseBecause(why)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -86,7 +91,8 @@ func run(args []string) int {
 // consoleInterrupts returns ctx ended also when m.Interrupt says a Ctrl-C
 // should quit. After that, Ctrl-C does nothing: the shutdown is bounded.
 func consoleInterrupts(ctx context.Context, stopSignals context.CancelFunc, m *Main) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	go func() {
@@ -94,7 +100,7 @@ func consoleInterrupts(ctx context.Context, stopSignals context.CancelFunc, m *M
 			select {
 			case <-sigs:
 				if m.Interrupt() {
-					cancel()
+					cancelCause(errors.New("interrupt signal received"))
 				}
 			case <-ctx.Done():
 				return
