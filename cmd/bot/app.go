@@ -30,6 +30,10 @@ import (
 
 var errHelp = errors.New("help requested")
 
+// errNoPlatform stops a bot (and fails -check) with neither Slack nor
+// Discord enabled.
+var errNoPlatform = errors.New("no platform is enabled: set slack.enabled or discord.enabled, or run with -console")
+
 // configError marks errors that are the operator's configuration.
 type configError struct{ err error }
 
@@ -350,7 +354,7 @@ func (m *Main) adapters(cfg *config.Config, log *slog.Logger) ([]chat.Adapter, e
 	out = append(out, platformAdapters...)
 	out = append(out, m.Adapters...)
 	if len(out) == 0 {
-		return nil, errors.New("no platform is enabled: set slack.enabled or discord.enabled, or run with -console")
+		return nil, errNoPlatform
 	}
 	return out, nil
 }
