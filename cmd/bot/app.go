@@ -66,6 +66,8 @@ type Main struct {
 	Now func() time.Time
 	// Version prints the version and exits (-version).
 	Version bool
+	// Backup is -backup's file: copy the database there and exit.
+	Backup string
 	// Continue makes -console resume the latest console session of the
 	// repository instead of starting a new one.
 	Continue bool
@@ -100,8 +102,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.ConsoleRepo, "repo", "", "with -console: the configured repository to work on (default: the current directory)")
 	fs.BoolVar(&m.Continue, "continue", false, "with -console: continue the latest console session of the repository (default: a new session, on a new branch)")
 	fs.BoolVar(&m.Version, "version", false, "print the version and exit")
+	fs.StringVar(&m.Backup, "backup", "", "copy the SQLite database, while the bot runs or not, to this `file` (which must not exist), then exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: threadsmith [-config config.yaml] [-check | -console [-repo name] [-continue] | -version]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: threadsmith [-config config.yaml] [-check | -console [-repo name] [-continue] | -backup file | -version]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -115,6 +118,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Check && m.Console {
 		return errors.New("-check and -console cannot be combined")
+	}
+	if m.Backup != "" && (m.Check || m.Console) {
+		return errors.New("-backup cannot be combined with -check or -console")
 	}
 	if m.Continue && !m.Console {
 		return errors.New("-continue goes with -console")

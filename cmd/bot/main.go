@@ -4,6 +4,7 @@
 //	threadsmith -config config.yaml   run on every enabled platform
 //	threadsmith -check                validate the config and reach every service, exit 0/1
 //	threadsmith -console              one local thread in this terminal (-continue: the latest)
+//	threadsmith -backup FILE          copy the SQLite database to FILE, while the bot runs or not
 //	threadsmith -version              print the version
 //
 // Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM) or a passing -check;
@@ -52,6 +53,16 @@ func run(args []string) int {
 	}
 	defer stop()
 
+	if m.Backup != "" {
+		if err := m.RunBackup(ctx, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if errors.As(err, new(configError)) {
+				return 2
+			}
+			return 1
+		}
+		return 0
+	}
 	if m.Check {
 		ok := m.RunCheck(ctx, os.Stdout)
 		if !ok {
