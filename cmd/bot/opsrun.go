@@ -38,6 +38,9 @@ type opsState struct {
 	console  *console.Adapter
 	logFile  *os.File
 	pages    *web.Server // the session pages on http.listen, nil when off
+	// retrySleep is the clock of the platforms' reconnect backoff (nil:
+	// real time; tests inject theirs).
+	retrySleep func(ctx context.Context, d time.Duration) bool
 }
 
 // connector is implemented by adapters that know whether they are connected
@@ -96,7 +99,7 @@ func (m *Main) instrument(model llm.Model) llm.Model { return ops.InstrumentMode
 
 // platformHooks are what the metrics and http.listen need of the adapters.
 func (m *Main) platformHooks() platformHooks {
-	h := platformHooks{metrics: m.Metrics}
+	h := platformHooks{metrics: m.Metrics, sleep: m.retrySleep}
 	if m.pipe != nil {
 		h.slackListener = m.pipe // the Events API behind http.listen's server
 	}
