@@ -203,6 +203,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.closeStores()
 		return configError{err}
 	}
+	m.Metrics.KnownModels(modelNames(cfg)...)
 
 	if err := m.listenOps(cfg); err != nil {
 		m.closeStores()

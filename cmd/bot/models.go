@@ -48,6 +48,15 @@ func newModel(cfg *config.Config) (*llm.Router, error) {
 	return llm.NewRouter(routes), nil
 }
 
+// modelNames are the names sessions may use: llm.model, then llm.models'.
+func modelNames(cfg *config.Config) []string {
+	names := []string{cfg.LLM.Model}
+	for _, m := range cfg.LLM.Models {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
 // modelPrice is the configured price, else the built-in one of a well-known
 // model id, else zero (no cost shown).
 func modelPrice(m config.Model) llm.Price {

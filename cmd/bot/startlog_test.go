@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
 // The start line names the version; the shutdown is logged twice: when it
@@ -112,6 +114,18 @@ func TestLogsGoToStderrAsDocumented(t *testing.T) {
 		}
 		if strings.Contains(string(b), "stdout is not a terminal") || !strings.Contains(string(b), "stderr") {
 			t.Errorf("%s does not say that logs go to stderr", doc)
+		}
+	}
+}
+
+// The configured models' series are scraped at 0 from the start.
+func TestModelSeriesExistAtStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	fams := opstest.Scrape(t, "http://"+e.m.HTTPAddr())
+	for _, name := range []string{"threadsmith_llm_requests_total", "threadsmith_llm_errors_total", "threadsmith_llm_tokens_total"} {
+		if v, found := metricValue(fams, name, map[string]string{"model": "fake-model"}); !found || v != 0 {
+			t.Errorf("%s{model=fake-model} = %v (present %v) before any call, want 0", name, v, found)
 		}
 	}
 }
