@@ -504,6 +504,10 @@ func httpURLProblem(s string) string {
 	return ""
 }
 
+// IsLoopbackURL reports whether s is a URL of this host (localhost or a
+// loopback address): a local model server, for llm.base_url.
+func IsLoopbackURL(s string) bool { return isLoopbackURL(s) }
+
 func isLoopbackURL(s string) bool {
 	u, err := url.Parse(s)
 	if err != nil {
