@@ -239,6 +239,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
 		PageLink:          m.pageLink,
+		PagesOff:          m.pagesOff(),
 		Lease:             leaseConfig(cfg),
 		Logger:            log,
 		Now:               m.Now,
