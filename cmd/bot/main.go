@@ -7,9 +7,9 @@
 //	threadsmith -backup FILE          copy the SQLite database to FILE, while the bot runs or not
 //	threadsmith -version              print the version
 //
-// Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM) or a passing -check;
-// 1 on a runtime failure (another bot holds the data_dir, say) or a failing
-// -check; 2 on invalid flags or config. Under go run, go itself exits 1 for
+// Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), a passing -check
+// or a written -backup; 1 on a runtime failure (another bot holds the
+// data_dir, say), a failing -check or -backup; 2 on invalid flags or config. Under go run, go itself exits 1 for
 // any failure (and prints "exit status N"): scripts should run the binary.
 //
 // In the console, Ctrl-C stops the run and a second Ctrl-C (or Ctrl-D)
