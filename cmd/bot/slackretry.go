@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"time"
 
@@ -61,18 +60,17 @@ func (r retryingSlack) Run(ctx context.Context, h chat.Handler) error {
 }
 
 // transientSlackError says whether err is one that waiting can fix: a
-// request that did not get through (DNS, refused, reset, timed out), a 5xx
-// from Slack, or its rate limit.
+// request to Slack's API that did not get through (DNS, refused, reset,
+// timed out: the client's *url.Error), a 5xx from Slack, or its rate
+// limit. The bot's own listener failing (slack.listen in use, or closed)
+// is not: a retry would fail the same way.
 func transientSlackError(err error) bool {
 	var urlErr *url.Error
-	var opErr *net.OpError
 	var status slackapi.StatusCodeError
 	var limited *slackapi.RateLimitedError
 	var rl *chat.RateLimitError
 	switch {
-	case errors.As(err, &opErr) && opErr.Op == "listen":
-		return false // slack.listen in use: the operator's to fix
-	case errors.As(err, &urlErr), errors.As(err, &opErr):
+	case errors.As(err, &urlErr):
 		return true
 	case errors.As(err, &status):
 		return status.Code >= 500

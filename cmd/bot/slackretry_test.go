@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	slackapi "github.com/slack-go/slack"
 
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
@@ -113,5 +118,26 @@ func TestSlackRefusingTheTokenIsNotRetried(t *testing.T) {
 		}
 	case <-e.ctx.Done():
 		t.Fatal("the bot kept running with a refused token")
+	}
+}
+
+// What waiting can fix is retried; what the operator must fix is not.
+func TestTransientSlackErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("slack: auth.test: %w", &url.Error{Op: "Post", URL: "https://slack.com/api/auth.test", Err: errors.New("connection refused")}), true},
+		{fmt.Errorf("slack: auth.test: %w", slackapi.StatusCodeError{Code: 503, Status: "503 Service Unavailable"}), true},
+		{fmt.Errorf("slack: auth.test: %w", &slackapi.RateLimitedError{RetryAfter: time.Second}), true},
+		{fmt.Errorf("slack: auth.test: %w", slackapi.SlackErrorResponse{Err: "invalid_auth"}), false},
+		{fmt.Errorf("slack: auth.test: %w", slackapi.StatusCodeError{Code: 404, Status: "404 Not Found"}), false},
+		{fmt.Errorf("slack: listen: %w", &net.OpError{Op: "listen", Err: errors.New("address already in use")}), false},
+		{fmt.Errorf("slack: events: %w", &net.OpError{Op: "accept", Err: net.ErrClosed}), false},
+	} {
+		if got := transientSlackError(c.err); got != c.want {
+			t.Errorf("transientSlackError(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
