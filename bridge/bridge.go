@@ -88,6 +88,10 @@ type Config struct {
 	// storage id), or "" when there is none; nil: no links. Run footers,
 	// !status and !link carry it.
 	PageLink func(threadID int64) string
+	// PagesOff is !link's answer where there are no session pages; ""
+	// says the operator turns them on with http.public_url and
+	// http.session_key.
+	PagesOff string
 	// Lease makes the bridge one of several replicas sharing Store (see
 	// lease.go); zero: the only one.
 	Lease  LeaseConfig

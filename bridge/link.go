@@ -24,6 +24,9 @@ func withPageLink(footer, link string) string {
 // linkText answers !link.
 func (t *thread) linkText() string {
 	link := t.pageLink()
+	if link == "" && t.b.cfg.PagesOff != "" {
+		return t.b.cfg.PagesOff
+	}
 	if link == "" {
 		return "Session pages are off here (the operator sets `http.public_url` and `http.session_key`)."
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,6 +41,7 @@ func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
 	}
 
 	want := Default()
+	want.DataDir = filepath.Join(filepath.Dir(exampleFile), "data") // beside the file
 	want.LLM.APIKey = got.LLM.APIKey
 	want.LLM.Models = got.LLM.Models
 	want.Workspace.DefaultRepo = got.Workspace.DefaultRepo
@@ -58,7 +60,7 @@ func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
 func TestExampleFileNamesItsMissingVariable(t *testing.T) {
 	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
 	_, err := Load(exampleFile, envMap(env))
-	if err == nil || err.Error() != "llm.api_key: environment variable OPENAI_API_KEY is not set" {
+	if err == nil || !strings.HasPrefix(err.Error(), "llm.api_key: environment variable OPENAI_API_KEY is not set (line ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("got %v, want exactly the llm.api_key problem (DISCORD_BOT_TOKEN is under a disabled platform)", err)
 	}
 }

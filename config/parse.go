@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -23,14 +24,76 @@ func Load(path string, env func(string) (string, bool)) (Config, error) {
 		return Config{}, Errors{{Reason: fmt.Sprintf("cannot read the configuration file: %v", err)}}
 	}
 	defer f.Close()
-	c, err := parse(f, path, env)
+	c, lines, err := parse(f, path, env)
 	if err != nil {
 		return Config{}, err
 	}
+	c.DataDir = resolveFrom(path, c.DataDir)
 	if err := c.Validate(); err != nil {
-		return Config{}, err
+		return Config{}, withLines(err, path, lines, env)
 	}
 	return c, nil
+}
+
+// withLines adds to each of Validate's problems the line of its key in
+// the file, or of the nearest enclosing key there (a required key that is
+// absent: its section's line), when the problem does not name one yet.
+func withLines(err error, file string, lines map[string]int, env func(string) (string, bool)) error {
+	es := AsErrors(err)
+	out := make(Errors, 0, len(es))
+	for _, e := range es {
+		e := *e
+		if e.Key == "llm.api_key" {
+			e.Reason = apiKeyReason(e.Reason, env)
+		}
+		if e.Key != "" && !strings.Contains(e.Reason, "(line ") {
+			for k := e.Key; k != ""; k = parentKey(k) {
+				if n, ok := lines[k]; ok {
+					where := fmt.Sprintf("line %d", n)
+					if k != e.Key {
+						where = fmt.Sprintf("%s: at line %d", k, n)
+					}
+					e.Reason += " (" + where + ")"
+					break
+				}
+			}
+		}
+		out = append(out, &e)
+	}
+	return out
+}
+
+// parentKey is the key that encloses key ("llm" for "llm.api_key",
+// "workspace.repos" for "workspace.repos[1]"), "" at the top.
+func parentKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i > 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// apiKeyReason says how to give a config file the API key: the variable
+// of the provider's key is only read where the file says ${VAR}.
+func apiKeyReason(reason string, env func(string) (string, bool)) string {
+	for _, name := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
+		if !strings.Contains(reason, name) {
+			continue
+		}
+		if v, ok := env(name); ok && v != "" {
+			return fmt.Sprintf("required: %s is set, but this file does not read it: write api_key: ${%s} under llm: (only a loopback llm.base_url, such as a local model server, may go without)", name, name)
+		}
+	}
+	return reason
+}
+
+// resolveFrom resolves a relative path of the file at configPath against
+// that file's folder, so the bot finds the same folder from any working
+// directory (a service's is often /).
+func resolveFrom(configPath, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(configPath), p)
 }
 
 // Parse reads a configuration from r over Default() and expands environment
@@ -40,10 +103,12 @@ func Load(path string, env func(string) (string, bool)) (Config, error) {
 // malformed ${...} references, each naming its key and line, or a YAML syntax
 // error naming its line.
 func Parse(r io.Reader, env func(string) (string, bool)) (Config, error) {
-	return parse(r, "", env)
+	c, _, err := parse(r, "", env)
+	return c, err
 }
 
-func parse(r io.Reader, file string, env func(string) (string, bool)) (Config, error) {
+// parse is Parse, also returning the line of each key present in the file.
+func parse(r io.Reader, file string, env func(string) (string, bool)) (Config, map[string]int, error) {
 	if env == nil {
 		env = os.LookupEnv
 	}
@@ -51,39 +116,39 @@ func parse(r io.Reader, file string, env func(string) (string, bool)) (Config, e
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return Default(), nil
+			return Default(), nil, nil
 		}
-		return Config{}, Errors{syntaxError(file, err)}
+		return Config{}, nil, Errors{syntaxError(file, err)}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return Config{}, Errors{{Reason: location(file, extra.Line) + "only one YAML document is allowed"}}
+		return Config{}, nil, Errors{{Reason: location(file, extra.Line) + "only one YAML document is allowed"}}
 	case !errors.Is(err, io.EOF):
-		return Config{}, Errors{syntaxError(file, err)}
+		return Config{}, nil, Errors{syntaxError(file, err)}
 	}
 
 	c := Default()
 	root := doc.Content[0] // Decode never yields an empty document node
 	if isNull(root) {
-		return c, nil
+		return c, nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return Config{}, Errors{{Reason: location(file, root.Line) + "the configuration must be a mapping of keys (such as data_dir: ./data)"}}
+		return Config{}, nil, Errors{{Reason: location(file, root.Line) + "the configuration must be a mapping of keys (such as data_dir: ./data)"}}
 	}
-	w := walker{env: env, done: make(map[*yaml.Node]bool)}
+	w := walker{env: env, done: make(map[*yaml.Node]bool), lines: make(map[string]int)}
 	w.walk(root, reflect.TypeFor[Config](), "")
 	if len(w.errs.errs) > 0 {
-		return Config{}, w.errs.errs
+		return Config{}, nil, w.errs.errs
 	}
 	// The walk has expanded the values and checked every key and type, so this
 	// cannot fail on anything but a decoder limit (e.g. excessive aliasing).
 	if err := root.Decode(&c); err != nil {
-		return Config{}, Errors{{Reason: location(file, 0) + strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return Config{}, nil, Errors{{Reason: location(file, 0) + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	c.unresolved = w.unresolved
 	c.fillDerived()
-	return c, nil
+	return c, w.lines, nil
 }
 
 // fillDerived applies the defaults that depend on other keys or live inside
@@ -212,6 +277,8 @@ type walker struct {
 	// done marks expanded scalars: an anchored value reached again through an
 	// alias must not be expanded twice.
 	done map[*yaml.Node]bool
+	// lines is the line of each key path walked.
+	lines map[string]int
 	// visits counts the values walked. Aliases and merge keys let a few
 	// hundred bytes stand for billions of values (each level of
 	// "<<: [*a, *a, …]" multiplies them), so the walk stops at maxVisits.
@@ -304,11 +371,14 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, key string, field func(st
 			continue
 		}
 		lines[k.Value] = k.Line
+		w.lines[path] = k.Line
 		ft, hint := field(k.Value)
 		if ft == nil {
 			reason := fmt.Sprintf("unknown key (line %d)", k.Line)
 			if hint != "" {
 				reason += fmt.Sprintf("; did you mean %q?", hint)
+			} else if homes := keyHomes(k.Value, key); len(homes) > 0 && t.Kind() == reflect.Struct {
+				reason += fmt.Sprintf("; `%s` belongs under %s", k.Value, strings.Join(homes, " or "))
 			}
 			w.errs.add(path, reason)
 			continue
@@ -345,6 +415,10 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, key string) {
 		}
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		if errors.Is(err, errAmbiguousSize) && !fromEnv {
+			w.errs.add(key, fmt.Sprintf("%v (line %d)", err, n.Line))
+			return
+		}
 		want := "a valid value"
 		switch {
 		case t == durationType:
@@ -475,4 +549,38 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// keyHomes lists where a key unknown at path is known: "`llm:`" for a
+// model written at the top, "an item of `workspace.repos:`" for a url
+// written in workspace; three at most.
+func keyHomes(name, path string) []string {
+	var homes []string
+	var visit func(t reflect.Type, at string, item bool, depth int)
+	visit = func(t reflect.Type, at string, item bool, depth int) {
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Pointer {
+			item = item || t.Kind() != reflect.Pointer
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 4 {
+			return
+		}
+		if _, ok := fieldByTag(t, name); ok && at != "" && at != path {
+			if item {
+				homes = append(homes, "an item of `"+at+":`")
+			} else {
+				homes = append(homes, "`"+at+":`")
+			}
+		}
+		for f := range t.Fields() {
+			if tag := yamlName(f); tag != "" && f.Type != reposType {
+				visit(f.Type, joinKey(at, tag), false, depth+1)
+			}
+		}
+	}
+	visit(reflect.TypeFor[Config](), "", false, 0)
+	if len(homes) > 3 {
+		homes = homes[:3]
+	}
+	return homes
 }

@@ -31,7 +31,7 @@ sandbox:
 
 func TestByteSizes(t *testing.T) {
 	for in, want := range map[string]ByteSize{
-		"2GiB": 2 << 30, "2G": 2 << 30, "2gb": 2 << 30, "512MiB": 512 << 20, "1.5G": 3 << 29,
+		"2GiB": 2 << 30, "2G": 2 << 30, "512MiB": 512 << 20, "1.5G": 3 << 29,
 		"1048576": 1 << 20, "64k": 64 << 10, "1 TiB": 1 << 40, "100b": 100,
 	} {
 		var got ByteSize

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -8,8 +9,10 @@ import (
 )
 
 // ByteSize is an amount of memory or disk: a whole number of bytes, or a
-// number with a unit (2GiB, 512MiB, 1.5G; K, M, G, T and their KiB/KB forms
-// are all powers of 1024, which is what people mean for memory limits).
+// number with a binary unit (2GiB, 512MiB, 1.5G; K, M, G and T are KiB,
+// MiB, GiB and TiB, as in docker run -m). KB, MB, GB and TB are refused:
+// they mean powers of 1000 to some and of 1024 to others, and a limit off
+// by 7% is found only when it bites.
 type ByteSize int64
 
 var sizeUnits = []struct {
@@ -17,14 +20,23 @@ var sizeUnits = []struct {
 	shift  uint
 }{
 	{"tib", 40}, {"gib", 30}, {"mib", 20}, {"kib", 10},
-	{"tb", 40}, {"gb", 30}, {"mb", 20}, {"kb", 10},
 	{"t", 40}, {"g", 30}, {"m", 20}, {"k", 10},
 	{"b", 0},
 }
 
+// errAmbiguousSize is the error of a size in KB, MB, GB or TB.
+var errAmbiguousSize = errors.New("is ambiguous")
+
 // UnmarshalText parses a size; see ByteSize.
 func (s *ByteSize) UnmarshalText(b []byte) error {
 	text := strings.ToLower(strings.TrimSpace(string(b)))
+	for i, u := range []string{"kb", "mb", "gb", "tb"} {
+		if n, ok := strings.CutSuffix(text, u); ok && n != "" && strings.Trim(n, "0123456789. ") == "" {
+			bin := strings.ToUpper(u[:1]) + "iB"
+			return fmt.Errorf("%q %w (10^%d or 2^%d bytes per %s?): write %s%s for 2^%d, or a number of bytes",
+				string(b), errAmbiguousSize, 3*(i+1), 10*(i+1), strings.ToUpper(u), strings.TrimSpace(n), bin, 10*(i+1))
+		}
+	}
 	num, shift := text, uint(0)
 	for _, u := range sizeUnits {
 		if n, ok := strings.CutSuffix(text, u.suffix); ok {

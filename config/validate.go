@@ -167,7 +167,7 @@ func (c *Config) validateLLM(v *collector) {
 		if l.Provider == ProviderAnthropic {
 			env = "ANTHROPIC_API_KEY"
 		}
-		v.add("llm.api_key", "required: set "+env+" or llm.api_key (only a loopback llm.base_url, such as a local model server, may go without)")
+		v.add("llm.api_key", "required: write api_key: ${"+env+"} under llm: and set "+env+" (only a loopback llm.base_url, such as a local model server, may go without)")
 	}
 	if !l.Reasoning.valid() {
 		v.add("llm.reasoning", fmt.Sprintf("must be off, minimal, low, medium or high (got %q)", l.Reasoning))
@@ -503,6 +503,10 @@ func httpURLProblem(s string) string {
 	}
 	return ""
 }
+
+// IsLoopbackURL reports whether s is a URL of this host (localhost or a
+// loopback address): a local model server, for llm.base_url.
+func IsLoopbackURL(s string) bool { return isLoopbackURL(s) }
 
 func isLoopbackURL(s string) bool {
 	u, err := url.Parse(s)

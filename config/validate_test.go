@@ -85,7 +85,7 @@ func TestValidateRules(t *testing.T) {
 
 		{func(c *Config) { c.LLM.BaseURL = "api.openai.com/v1" }, "llm.base_url", "absolute http(s) URL"},
 		{func(c *Config) { c.LLM.BaseURL = "ftp://example.com/v1" }, "llm.base_url", "absolute http(s) URL"},
-		{func(c *Config) { c.LLM.APIKey = "" }, "llm.api_key", "set OPENAI_API_KEY or llm.api_key"},
+		{func(c *Config) { c.LLM.APIKey = "" }, "llm.api_key", "write api_key: ${OPENAI_API_KEY} under llm: and set OPENAI_API_KEY"},
 		{func(c *Config) { c.LLM.APIKey, c.LLM.BaseURL = "", "http://localhost.example.com/v1" }, "llm.api_key", "loopback"},
 		{func(c *Config) { c.LLM.Model = " " }, "llm.model", "must not be empty"},
 		{func(c *Config) { c.LLM.MaxOutputTokens = 0 }, "llm.max_output_tokens", "must be greater than 0"},

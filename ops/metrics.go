@@ -81,7 +81,7 @@ func NewMetrics(info BuildInfo) *Metrics {
 		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "llm_tokens_total",
 			Help: "Tokens the provider reported, by model and kind: input, output, cache_read, cache_write."}, []string{"model", "kind"}),
 		llmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "llm_errors_total",
-			Help: "Failed model calls, by model and class: rate_limit, overloaded, server, auth, bad_request, context_overflow, quota, network, timeout, truncated, malformed, provider, cancelled, other."}, []string{"model", "class"}),
+			Help: "Failed model calls, by model and class: rate_limit, overloaded, server, auth, bad_request, context_overflow, quota, network, timeout, truncated, malformed, provider, cancelled (a client-side deadline), other. A call the bot cut off itself (!stop, shutdown, run_timeout) is not counted."}, []string{"model", "class"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "llm_retries_total",
 			Help: "Automatic retries of failed model calls (each announced in its thread)."}),
 		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "compactions_total",
@@ -123,7 +123,38 @@ func NewMetrics(info BuildInfo) *Metrics {
 	for _, r := range []string{"ok", "rejected", "error"} {
 		m.pushes.WithLabelValues(r)
 	}
+	for _, reason := range []string{"threshold", "overflow", "manual"} {
+		for _, result := range []string{"ok", "failed", "aborted"} {
+			m.compactions.WithLabelValues(reason, result)
+		}
+	}
+	for _, e := range []string{"acquired", "lost", "released"} {
+		m.leases.WithLabelValues(e)
+	}
 	return m
+}
+
+// errorClasses are the classes of llm_errors_total (see errorClass).
+var errorClasses = []string{"rate_limit", "overloaded", "server", "auth", "bad_request", "context_overflow", "quota",
+	"network", "timeout", "truncated", "malformed", "provider", "cancelled", "other"}
+
+// tokenKinds are the kinds of llm_tokens_total.
+var tokenKinds = []string{"input", "output", "cache_read", "cache_write"}
+
+// KnownModels makes the model series of the configured models exist from
+// the start at 0: requests, tokens of each kind and errors of each class.
+// (The platforms' API series are labelled by the methods called, which are
+// not known before they are.)
+func (m *Metrics) KnownModels(names ...string) {
+	for _, n := range names {
+		m.llmRequests.WithLabelValues(n)
+		for _, k := range tokenKinds {
+			m.llmTokens.WithLabelValues(n, k)
+		}
+		for _, c := range errorClasses {
+			m.llmErrors.WithLabelValues(n, c)
+		}
+	}
 }
 
 // Registry is where the metrics live (for tests and extra collectors).

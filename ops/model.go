@@ -30,7 +30,9 @@ func (c *countingModel) Stream(ctx context.Context, req llm.Request, fn llm.Stre
 		c.add(name, "cache_read", u.CacheRead)
 		c.add(name, "cache_write", u.CacheWrite)
 	}
-	if err != nil {
+	// A call the bot cut off itself (!stop, a shutdown, run_timeout: ctx
+	// ended) did not fail: it is not the provider's error.
+	if err != nil && ctx.Err() == nil {
 		c.m.llmErrors.WithLabelValues(name, errorClass(err)).Inc()
 	}
 	return msg, err
@@ -47,7 +49,8 @@ func (c *countingModel) add(model, kind string, n int) {
 // day, a network to look at, contexts that need a bigger window.
 func errorClass(err error) string {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		// !stop, shutdown or run_timeout: not the provider's doing.
+		// A context error while the call's own context goes on: a
+		// client-side deadline, not the provider's answer.
 		return "cancelled"
 	}
 	var e *llm.Error

@@ -30,6 +30,10 @@ import (
 
 var errHelp = errors.New("help requested")
 
+// errNoPlatform stops a bot (and fails -check) with neither Slack nor
+// Discord enabled.
+var errNoPlatform = errors.New("no platform is enabled: set slack.enabled or discord.enabled, or run with -console")
+
 // configError marks errors that are the operator's configuration.
 type configError struct{ err error }
 
@@ -62,6 +66,8 @@ type Main struct {
 	Now func() time.Time
 	// Version prints the version and exits (-version).
 	Version bool
+	// Backup is -backup's file: copy the database there and exit.
+	Backup string
 	// Continue makes -console resume the latest console session of the
 	// repository instead of starting a new one.
 	Continue bool
@@ -72,6 +78,7 @@ type Main struct {
 	Outboxes   map[string]*outbox.Outbox
 	opsState
 
+	log      *slog.Logger // the logger Run built, for Close
 	cancel   context.CancelFunc
 	done     chan struct{}
 	mu       sync.Mutex
@@ -95,8 +102,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.ConsoleRepo, "repo", "", "with -console: the configured repository to work on (default: the current directory)")
 	fs.BoolVar(&m.Continue, "continue", false, "with -console: continue the latest console session of the repository (default: a new session, on a new branch)")
 	fs.BoolVar(&m.Version, "version", false, "print the version and exit")
+	fs.StringVar(&m.Backup, "backup", "", "copy the SQLite database, while the bot runs or not, to this `file` (which must not exist), then exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: threadsmith [-config config.yaml] [-check | -console [-repo name] [-continue] | -version]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: threadsmith [-config config.yaml] [-check | -console [-repo name] [-continue] | -backup file | -version]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -110,6 +118,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Check && m.Console {
 		return errors.New("-check and -console cannot be combined")
+	}
+	if m.Backup != "" && (m.Check || m.Console) {
+		return errors.New("-backup cannot be combined with -check or -console")
 	}
 	if m.Continue && !m.Console {
 		return errors.New("-continue goes with -console")
@@ -153,16 +164,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if log == nil {
 		log = m.logger(cfg)
 	}
-	log.Info("starting threadsmith", "config", cfg.Redacted())
-	hardenProcess(cfg, log)
-	keepHeapFloor(log)
-	m.Metrics = ops.NewMetrics(buildInfo())
-	sb, err := m.openSandbox(cfg)
-	if err != nil {
-		return err
-	}
-	log.Info("sandbox", "mode", sb.String())
-
+	m.log = log
+	// The data_dir is this bot's before it says anything: a second bot on
+	// it stops with the lock's error alone.
 	if err := m.lockDataDir(cfg); err != nil {
 		return err
 	}
@@ -171,6 +175,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.stopOps()
 		}
 	}()
+	bi := buildInfo()
+	log.Info("starting threadsmith", "version", bi.Version, "revision", bi.Revision, "config", cfg.Redacted())
+	hardenProcess(cfg, log)
+	keepHeapFloor(log)
+	m.Metrics = ops.NewMetrics(bi)
+	sb, err := m.openSandbox(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("sandbox", "mode", sb.String())
+
 	db, err := m.openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -188,6 +203,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.closeStores()
 		return configError{err}
 	}
+	m.Metrics.KnownModels(modelNames(cfg)...)
 
 	if err := m.listenOps(cfg); err != nil {
 		m.closeStores()
@@ -223,6 +239,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PullRequests:      pullRequests(cfg, log),
 		MCPRepoServers:    cfg.MCP.RepoServers,
 		PageLink:          m.pageLink,
+		PagesOff:          m.pagesOff(),
 		Lease:             leaseConfig(cfg),
 		Logger:            log,
 		Now:               m.Now,
@@ -263,7 +280,11 @@ func (m *Main) Err() error {
 // Close shuts down gracefully within the configured grace period: no new
 // input, active runs may finish (then are stopped and reported), state is
 // flushed.
-func (m *Main) Close() error {
+func (m *Main) Close() error { return m.CloseBecause("requested") }
+
+// CloseBecause is Close, logging why the bot shuts down (a signal, say) and,
+// once done, how long the shutdown took.
+func (m *Main) CloseBecause(why string) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -271,6 +292,19 @@ func (m *Main) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	start := time.Now()
+	log := m.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Info("shutting down", "reason", why)
+	defer func() {
+		if m.closeErr != nil {
+			log.Error("shut down", "reason", why, "took", time.Since(start).Round(time.Millisecond), "err", m.closeErr)
+		} else {
+			log.Info("shut down", "reason", why, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
 	m.draining.Store(true)
 	grace := 30 * time.Second
 	if m.Config != nil && m.Config.ShutdownGrace > 0 {
@@ -328,7 +362,7 @@ func (m *Main) adapters(cfg *config.Config, log *slog.Logger) ([]chat.Adapter, e
 	out = append(out, platformAdapters...)
 	out = append(out, m.Adapters...)
 	if len(out) == 0 {
-		return nil, errors.New("no platform is enabled: set slack.enabled or discord.enabled, or run with -console")
+		return nil, errNoPlatform
 	}
 	return out, nil
 }

@@ -70,6 +70,9 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 	for _, p := range checkRemotes(ctx, cfg) {
 		fail("%s", p)
 	}
+	if !cfg.Slack.Enabled && !cfg.Discord.Enabled && len(m.Adapters) == 0 {
+		fail("%v", errNoPlatform) // the bot would not start
+	}
 	for _, p := range checkPlatforms(ctx, cfg) {
 		fail("%s", p)
 	}

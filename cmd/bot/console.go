@@ -18,7 +18,7 @@ import (
 // consoleConfig is the config of `bot -console`. From the config file, when
 // there is one, it takes what a local session needs — llm, agent, workspace,
 // sandbox, log — and nothing of running a team's bot: Slack, Discord and
-// http.listen are off and their keys unchecked (an unset SLACK_BOT_TOKEN is
+// http.* are off and their keys unchecked (an unset SLACK_BOT_TOKEN is
 // no error here). Without a file it uses defaults with the LLM from the
 // environment (OPENAI_API_KEY, and optionally OPENAI_BASE_URL and
 // OPENAI_MODEL; the example file reads the same variables).
@@ -53,7 +53,7 @@ func consoleConfig(path, repoName string, env func(string) (string, bool)) (*con
 	}
 	cfg.Slack.Enabled = false
 	cfg.Discord.Enabled = false
-	cfg.HTTP.Listen = ""
+	cfg.HTTP = config.Default().HTTP // http.* is the team bot's: no probes, pages or webhooks here
 	// Someone at a terminal who quits wants out: a run still going after
 	// a few seconds is stopped and reported (the next start resumes).
 	cfg.ShutdownGrace = min(cfg.ShutdownGrace, consoleGrace)

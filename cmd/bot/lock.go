@@ -81,3 +81,14 @@ func (l *dataDirLock) release() error {
 	l.f = nil
 	return err
 }
+
+// peekDataDirLock takes dir's lock, as lockDataDir does, without creating
+// the lock file: it is there whenever a bot runs, and a missing one means
+// no bot holds the folder (the lock returned then holds nothing).
+func peekDataDirLock(dir string) (*dataDirLock, error) {
+	path := filepath.Join(dir, lockName)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return &dataDirLock{}, nil
+	}
+	return lockDataDir(dir)
+}

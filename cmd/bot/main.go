@@ -4,11 +4,12 @@
 //	threadsmith -config config.yaml   run on every enabled platform
 //	threadsmith -check                validate the config and reach every service, exit 0/1
 //	threadsmith -console              one local thread in this terminal (-continue: the latest)
+//	threadsmith -backup FILE          copy the SQLite database to FILE, while the bot runs or not
 //	threadsmith -version              print the version
 //
-// Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM) or a passing -check;
-// 1 on a runtime failure (another bot holds the data_dir, say) or a failing
-// -check; 2 on invalid flags or config. Under go run, go itself exits 1 for
+// Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), a passing -check
+// or a written -backup; 1 on a runtime failure (another bot holds the
+// data_dir, say), a failing -check or -backup; 2 on invalid flags or config. Under go run, go itself exits 1 for
 // any failure (and prints "exit status N"): scripts should run the binary.
 //
 // In the console, Ctrl-C stops the run and a second Ctrl-C (or Ctrl-D)
@@ -52,6 +53,16 @@ func run(args []string) int {
 	}
 	defer stop()
 
+	if m.Backup != "" {
+		if err := m.RunBackup(ctx, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if errors.As(err, new(configError)) {
+				return 2
+			}
+			return 1
+		}
+		return 0
+	}
 	if m.Check {
 		ok := m.RunCheck(ctx, os.Stdout)
 		if !ok {
@@ -66,12 +77,17 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	why := "stopped by itself"
 	select {
 	case <-ctx.Done():
+		why = context.Cause(ctx).Error() // "terminated signal received"
 	case <-m.Done():
+		if err := m.Err(); err != nil {
+			why += ": " + err.Error()
+		}
 	}
 	stop()
-	err := m.Close()
+	err := m.CloseBecause(why)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -86,7 +102,8 @@ func run(args []string) int {
 // consoleInterrupts returns ctx ended also when m.Interrupt says a Ctrl-C
 // should quit. After that, Ctrl-C does nothing: the shutdown is bounded.
 func consoleInterrupts(ctx context.Context, stopSignals context.CancelFunc, m *Main) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	go func() {
@@ -94,7 +111,7 @@ func consoleInterrupts(ctx context.Context, stopSignals context.CancelFunc, m *M
 			select {
 			case <-sigs:
 				if m.Interrupt() {
-					cancel()
+					cancelCause(errors.New("interrupt signal received"))
 				}
 			case <-ctx.Done():
 				return

@@ -48,11 +48,26 @@ func newModel(cfg *config.Config) (*llm.Router, error) {
 	return llm.NewRouter(routes), nil
 }
 
+// modelNames are the names sessions may use: llm.model, then llm.models'.
+func modelNames(cfg *config.Config) []string {
+	names := []string{cfg.LLM.Model}
+	for _, m := range cfg.LLM.Models {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
 // modelPrice is the configured price, else the built-in one of a well-known
-// model id, else zero (no cost shown).
+// model id, else zero (no cost shown: an unknown price is never guessed).
+// A loopback endpoint is a local model server: whatever name it is asked
+// for (a local server may answer to gpt-4.1 with its own model), its model
+// has no list price, so only a configured price counts there.
 func modelPrice(m config.Model) llm.Price {
 	if !m.Price.IsZero() {
 		return llm.Price{Input: m.Price.Input, Output: m.Price.Output, CacheRead: m.Price.CacheRead, CacheWrite: m.Price.CacheWrite}
+	}
+	if config.IsLoopbackURL(m.BaseURL) {
+		return llm.Price{}
 	}
 	p, _ := llm.KnownPrice(m.ID)
 	return p

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,9 @@ type opsState struct {
 	console  *console.Adapter
 	logFile  *os.File
 	pages    *web.Server // the session pages on http.listen, nil when off
+	// retrySleep is the clock of the platforms' reconnect backoff (nil:
+	// real time; tests inject theirs).
+	retrySleep func(ctx context.Context, d time.Duration) bool
 }
 
 // connector is implemented by adapters that know whether they are connected
@@ -98,7 +102,7 @@ func (m *Main) instrument(model llm.Model) llm.Model { return ops.InstrumentMode
 
 // platformHooks are what the metrics and http.listen need of the adapters.
 func (m *Main) platformHooks() platformHooks {
-	h := platformHooks{metrics: m.Metrics}
+	h := platformHooks{metrics: m.Metrics, sleep: m.retrySleep}
 	if m.pipe != nil {
 		h.slackListener = m.pipe // the Events API behind http.listen's server
 	}
@@ -256,6 +260,9 @@ func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
 			note = "continuing session " + thread.Thread
 		}
 	}
+	if consoleIgnoresHTTP(m.ConfigPath, m.Env) {
+		note += " · " + consoleHTTPNote
+	}
 	if m.logFile != nil {
 		note += " · logs: " + m.logFile.Name()
 	}
@@ -295,4 +302,32 @@ func isTerminal(v any) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// consolePagesOff is !link's answer in the console: it serves no pages.
+const consolePagesOff = "The console serves no session pages: the whole session is in this terminal (a team bot serves them, with `http.listen`, `http.public_url` and `http.session_key`)."
+
+// consoleHTTPNote is the console banner's word on a config file's http
+// section, which only a team bot uses.
+const consoleHTTPNote = "http.* of the config file is ignored here (no probes, pages or webhooks in the console)"
+
+// pagesOff is the bridge's !link answer without pages ("" outside the
+// console: the bridge's own).
+func (m *Main) pagesOff() string {
+	if m.Console {
+		return consolePagesOff
+	}
+	return ""
+}
+
+// consoleIgnoresHTTP says whether the config file at path sets any http.*
+// key, which the console leaves out.
+func consoleIgnoresHTTP(path string, env func(string) (string, bool)) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	c, err := config.Parse(f, env)
+	return err == nil && !reflect.DeepEqual(c.HTTP, config.Default().HTTP)
 }

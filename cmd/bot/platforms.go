@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	discordadapter "github.com/threadsmith/threadsmith/adapters/discord"
 	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
@@ -19,6 +21,8 @@ type platformHooks struct {
 	metrics *ops.Metrics
 	// slackListener serves Slack's Events API when it shares http.listen.
 	slackListener net.Listener
+	// sleep is the clock of Slack's reconnect backoff (nil: real time).
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // buildPlatformAdapters returns the adapters of the enabled platforms.
@@ -37,7 +41,11 @@ func buildPlatformAdapters(cfg *config.Config, log *slog.Logger, hooks platformH
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, a)
+		sleep := hooks.sleep
+		if sleep == nil {
+			sleep = sleepCtx
+		}
+		out = append(out, retryingSlack{Adapter: a, log: opts.Logger, sleep: sleep})
 	}
 	if cfg.Discord.Enabled {
 		opts := discordadapter.Options{Logger: log.With("component", "discord"), Commands: bridge.Commands()}

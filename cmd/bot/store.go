@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/storage"
@@ -49,12 +53,20 @@ func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
 	} else {
 		// A running bot's database is its own: -check does not open (and
 		// so migrate) it under that bot, which may be an older build.
-		l, lerr := lockDataDir(cfg.DataDir)
+		l, lerr := peekDataDirLock(cfg.DataDir)
 		if inUse := (*dataDirInUse)(nil); errors.As(lerr, &inUse) {
 			return fmt.Sprintf("storage: sqlite %s in use by %s: not opened", sqlitePath(cfg), inUse.holder), nil
 		}
 		if lerr == nil {
 			defer l.release()
+		}
+		// -check creates nothing: a database not there yet is the first
+		// start's to create; -check says whether it can.
+		if _, serr := os.Stat(sqlitePath(cfg)); errors.Is(serr, fs.ErrNotExist) {
+			if err := creatable(cfg.DataDir); err != nil {
+				return "", fmt.Errorf("data_dir: %v", err)
+			}
+			return fmt.Sprintf("storage: sqlite %s not there yet: the bot creates it at its first start", sqlitePath(cfg)), nil
 		}
 		var lite *sqlite.DB
 		lite, err = sqlite.Open(ctx, sqlitePath(cfg), sqlite.WithLogger(log))
@@ -83,4 +95,31 @@ func dsnKey(cfg *config.Config) string {
 // the operator.
 func redactDSNError(msg string, cfg *config.Config) string {
 	return redact(redact(msg, cfg.Storage.DSN), config.DSNPassword(cfg.Storage.DSN))
+}
+
+// creatable says whether dir exists as a writable folder or could be
+// created: its nearest existing parent is a writable folder.
+func creatable(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && p != filepath.Dir(p):
+			continue
+		case err != nil:
+			return err
+		case !st.IsDir():
+			return fmt.Errorf("%s: %s is not a folder", abs, p)
+		}
+		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+			if p == abs {
+				return fmt.Errorf("%s is not writable by this user: %w", abs, err)
+			}
+			return fmt.Errorf("%s cannot be created: %s is not writable by this user: %w", abs, p, err)
+		}
+		return nil
+	}
 }

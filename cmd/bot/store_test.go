@@ -25,6 +25,11 @@ func postgresConfig(t *testing.T) func(*config.Config) {
 func TestCheckReachesTheSQLiteDatabase(t *testing.T) {
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
+	db, err := sqlite.Open(t.Context(), filepath.Join(cfg.DataDir, sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 	ok, out := runCheck(t, cfg)
 	want := "storage: sqlite " + filepath.Join(cfg.DataDir, sqlite.FileName) + " reachable"
 	if !ok || !strings.Contains(out, want) {

@@ -19,17 +19,22 @@ func TestSlackDiffUploadRetriedAfterATimeoutShowsOnce(t *testing.T) {
 
 	e.slack.LoseResponseNext("files.completeUploadExternal")
 	e.slack.UserMessage(slackChan, aliceID, "!diff", root)
+	files := func() []string {
+		var shared []string
+		for _, m := range e.slack.Messages(slackChan, root) {
+			for _, f := range m.Files {
+				shared = append(shared, f.Name)
+			}
+		}
+		return shared
+	}
+	e.waitFor("the patch in the thread", func() bool { return len(files()) > 0 })
 	// The thread's lane keeps order: !status is answered after the upload
 	// and its retry are done with.
 	e.slack.UserMessage(slackChan, aliceID, "!status", root)
 	e.waitText(slackChan, root, "Last push")
 
-	var shared []string
-	for _, m := range e.slack.Messages(slackChan, root) {
-		for _, f := range m.Files {
-			shared = append(shared, f.Name)
-		}
-	}
+	shared := files()
 	if len(shared) != 1 || !strings.HasSuffix(shared[0], ".diff") {
 		t.Errorf("files in the thread %q, want the patch once:\n%s", shared, e.transcript(slackChan, root))
 	}

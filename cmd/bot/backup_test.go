@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
+)
+
+// A backup taken with -backup while a run is in progress, restored into a
+// fresh data_dir, starts a bot that resumes the thread: the next prompt in
+// it reaches the model with the conversation before the backup.
+func TestBackupDuringARunRestoresToABotThatResumesTheThread(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := newGate()
+	var n atomic.Int32
+	var resumed atomic.Bool
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+			return llmfake.TextReply("the word is noted")
+		}
+		for _, msg := range r.Messages {
+			if strings.Contains(msg.Content, "remember the word pineapple") {
+				resumed.Store(true)
+			}
+		}
+		return llmfake.TextReply("answer to: " + lastUserText(r))
+	})
+	th := thread("300.1")
+	e.say(th, "remember the word pineapple", true)
+	e.waitArrived(g)
+
+	backup := filepath.Join(t.TempDir(), "threadsmith-backup.db")
+	b := NewMain()
+	cfg := e.cfg
+	b.Config, b.Backup = &cfg, backup
+	var out bytes.Buffer
+	if err := b.RunBackup(e.ctx, &out); err != nil {
+		t.Fatalf("-backup during a run: %v", err)
+	}
+	if !strings.Contains(out.String(), "backed up ") {
+		t.Errorf("-backup said %q", out.String())
+	}
+	if err := b.RunBackup(e.ctx, &out); !errors.Is(err, os.ErrExist) {
+		t.Errorf("a second -backup to the same file: %v, want it refused", err)
+	}
+	close(g.open)
+	e.waitText(th, "the word is noted")
+	e.stop()
+
+	// Restore: the backup becomes the database of a fresh data_dir.
+	e.cfg.DataDir = filepath.Join(t.TempDir(), "restored")
+	if err := os.MkdirAll(e.cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cfg.DataDir, sqlite.FileName), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.say(th, "which word?", false)
+	e.waitText(th, "answer to: which word?")
+	if !resumed.Load() {
+		t.Error("the restored bot's model call lacked the conversation from before the backup")
+	}
+}
+
+// -backup with PostgreSQL says to use pg_dump, as a config error.
+func TestBackupOfPostgresIsRefused(t *testing.T) {
+	t.Parallel()
+	cfg, _ := checkConfig(t)
+	cfg.Storage.Driver = "postgres"
+	cfg.Storage.DSN = "postgres://u@127.0.0.1:1/db"
+	m := NewMain()
+	m.Config, m.Backup = &cfg, filepath.Join(t.TempDir(), "b.db")
+	err := m.RunBackup(context.Background(), &bytes.Buffer{})
+	if !errors.As(err, new(configError)) || !strings.Contains(err.Error(), "pg_dump") {
+		t.Errorf("-backup with postgres: %v, want a config error naming pg_dump", err)
+	}
+}
