@@ -20,6 +20,7 @@ func writeThenAnswer(path, content, answer string) []llmfake.Response {
 }
 
 func TestCommandsInAThreadWithoutSession(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	th := testThread("50.1")
 	r.say(th, alice, "!help", true)
@@ -66,6 +67,7 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 }
 
 func TestHelpAndStatusAfterARun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("hello.txt", "hello world", "I wrote hello.txt.")...)
 	th := testThread("51.1")
@@ -111,6 +113,7 @@ func TestHelpAndStatusAfterARun(t *testing.T) {
 }
 
 func TestStatusListsTheQueueWhileBusy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	r.llm.Handle(g.holdFirst(llmfake.TextReply("done")))
@@ -126,6 +129,7 @@ func TestStatusListsTheQueueWhileBusy(t *testing.T) {
 }
 
 func TestModelCommand(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.Models[0].Provider = "anthropic" })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("53.1")
@@ -164,6 +168,7 @@ func TestModelCommand(t *testing.T) {
 }
 
 func TestResetStartsANewConversationAndKeepsTheOld(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
 		return llmfake.TextReply("reply to: " + req.LastMessage().Content)
@@ -208,6 +213,7 @@ func TestResetStartsANewConversationAndKeepsTheOld(t *testing.T) {
 }
 
 func TestDiffPostsTheStatAndUploadsThePatch(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("hello.txt", "hello world", "done")...)
 	th := testThread("55.1")
@@ -230,6 +236,7 @@ func TestDiffPostsTheStatAndUploadsThePatch(t *testing.T) {
 }
 
 func TestCompactOnAShortConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
 	th := testThread("56.1")
@@ -245,6 +252,7 @@ func TestCompactOnAShortConversation(t *testing.T) {
 // TestCompactOnAShortConversationIsNotAFailure: "nothing to compact" is an
 // answer, not an error; the thread should not also say the compaction failed.
 func TestCompactOnAShortConversationIsNotAFailure(t *testing.T) {
+	t.Parallel()
 
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
@@ -260,6 +268,7 @@ func TestCompactOnAShortConversationIsNotAFailure(t *testing.T) {
 }
 
 func TestStopWhenIdleSaysNothingWasRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
 	th := testThread("58.1")
@@ -275,6 +284,7 @@ func TestStopWhenIdleSaysNothingWasRunning(t *testing.T) {
 // TestEmptyFollowupIsAnswered: input that cannot be taken is answered in the
 // thread, and the answer stays there.
 func TestEmptyFollowupIsAnswered(t *testing.T) {
+	t.Parallel()
 
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
@@ -318,6 +328,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		"!stauts": true, "!frob x y": true, "!status": false, "!review": false, "!steer now": false,
 		"hello": false, "/skill:x": false, "!!!": false, "! wow": false, "!Ünicode": false,

@@ -14,6 +14,7 @@ import (
 )
 
 func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ saved, want string }{
 		{"⏳ working… · `app` · `bot/x`\n\n✓ `ls` · 3ms\n\npartial answer", "✓ `ls` · 3ms\n\npartial answer\n\n⚠️ _interrupted: the bot restarted_"},
 		{"⏳ working… · `app` · `bot/x`", "⚠️ _interrupted: the bot restarted_"},
@@ -27,6 +28,7 @@ func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
 }
 
 func TestRecentSetForgetsTheOldest(t *testing.T) {
+	t.Parallel()
 	var r recentSet
 	r.add([]string{"a", "b"})
 	if !r.hasAny([]string{"x", "b"}) || r.hasAny([]string{"x"}) {
@@ -47,6 +49,7 @@ func TestRecentSetForgetsTheOldest(t *testing.T) {
 // platform took it; an answer a crash left stored and unmarked is posted at
 // the next start, once, and marked.
 func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
+	t.Parallel()
 	// What a process killed between "answer stored" and "posted" leaves.
 	seed := func(cfg *Config, _ *Platform) {
 		db := any(cfg.Store).(*storage.DB)
@@ -115,6 +118,7 @@ func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
 // stored before it is posted too, with the run's id, as the closing one is:
 // a crash right after the model wrote it must not lose it.
 func TestAnswerPostedMidRunIsStoredFirst(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	var n atomic.Int32

@@ -54,6 +54,7 @@ func (s *runOrderStore) AppendEntries(ctx context.Context, sessionID string, es 
 // person was never told their request was cut off (seen as a CI failure of
 // TestCrashBetweenDurableSteps/delivered, about 1 run in 25 under load).
 func TestRunIsRecordedBeforeItsPromptIsStored(t *testing.T) {
+	t.Parallel()
 	var store *runOrderStore
 	r := newRig(t, func(c *Config, _ *Platform) {
 		store = &runOrderStore{Store: c.Store, appended: make(chan struct{}, 1)}

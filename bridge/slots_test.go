@@ -30,6 +30,8 @@ func answeredWithin(t *testing.T, r *rig, th chat.ThreadRef, text, want string, 
 // Before, the owner goroutine blocked in acquireSlot and answered neither
 // until the other run ended.
 func TestWaitingForARunSlotStillAnswersCommands(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	for _, withSession := range []bool{false, true} {
 		name := map[bool]string{false: "new thread", true: "thread with a session"}[withSession]
 		t.Run(name, func(t *testing.T) {
