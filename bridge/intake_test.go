@@ -324,6 +324,7 @@ func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
 			DataDir:         filepath.Join(t.TempDir(), "workspaces"),
 			Repos:           []workspace.Repo{{Name: "app", URL: remote.Path, DefaultBranch: "main"}, {Name: "tools", URL: remote.Path, DefaultBranch: "main"}},
 			CleanupInterval: -1,
+			Logger:          c.Logger,
 		})
 		if err != nil {
 			t.Fatal(err)
