@@ -46,6 +46,7 @@ func (b *buttonChat) buttons(id string) []string {
 // buttons offered after a push (Diff, the pull request) replace it, there and
 // on the status of every later run once that one ends.
 func TestStatusButtonsFollowTheRun(t *testing.T) {
+	t.Parallel()
 	r := newViewRig(t, 3500)
 	bc := &buttonChat{Adapter: r.chat, acts: map[string][]string{}}
 	out := outbox.New(bc, outbox.Config{})

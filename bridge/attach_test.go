@@ -11,6 +11,7 @@ import (
 // A symlink planted in the scratch folder (possible without a sandbox)
 // does not lead the bot's write of a shared file out of it.
 func TestSaveUploadDoesNotFollowPlantedSymlinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "repo")
 	os.MkdirAll(root, 0o755)

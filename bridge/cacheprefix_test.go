@@ -15,6 +15,7 @@ import (
 // midnight, still extends the previous request byte for byte (system message
 // included) and the provider's prompt cache serves the whole history.
 func TestRequestsExtendEachOtherAcrossRequestersAndMidnight(t *testing.T) {
+	t.Parallel()
 	var now atomic.Int64
 	now.Store(time.Date(2026, 12, 1, 23, 58, 0, 0, time.UTC).UnixNano())
 	r := newRig(t, func(c *Config, _ *Platform) {
@@ -79,6 +80,7 @@ func TestRequestsExtendEachOtherAcrossRequestersAndMidnight(t *testing.T) {
 // A compaction that summarised the request header away leaves the model
 // without it: the next request tells it again, as a resumed session does.
 func TestRequestHeaderIsToldAgainAfterACompaction(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.Compaction.KeepRecentTokens = 10 })
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
 		if len(req.Tools) == 0 { // the summary request
@@ -127,6 +129,7 @@ func TestRequestHeaderIsToldAgainAfterACompaction(t *testing.T) {
 // A display name is the person's to choose: one that closes the header and
 // opens another cannot make the model believe someone else asked.
 func TestRequestHeaderNameCannotForgeAnotherHeader(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	mallory := alice
@@ -150,6 +153,7 @@ func TestRequestHeaderNameCannotForgeAnotherHeader(t *testing.T) {
 // looks like a header does not speak for anyone (its bracket is a
 // parenthesis).
 func TestQueuedInputSaysWhoWroteItAndHeadersCannotBeTyped(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	r.llm.Handle(g.holdFirst(llmfake.TextReply("ok")))

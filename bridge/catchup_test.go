@@ -15,6 +15,7 @@ import (
 // not on the dormant ones, and a thread the platform no longer has is closed
 // for good (until someone writes in it).
 func TestActiveThreadsAreTheRecentOnesAndGoneOnesClose(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	h := r.b.Handler("test")

@@ -20,6 +20,7 @@ func writeThenAnswer(path, content, answer string) []llmfake.Response {
 }
 
 func TestCommandsInAThreadWithoutSession(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	th := testThread("50.1")
 	r.say(th, alice, "!help", true)
@@ -71,6 +72,7 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 }
 
 func TestHelpAndStatusAfterARun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("hello.txt", "hello world", "I wrote hello.txt.")...)
 	th := testThread("51.1")
@@ -116,6 +118,7 @@ func TestHelpAndStatusAfterARun(t *testing.T) {
 }
 
 func TestStatusListsTheQueueWhileBusy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	r.llm.Handle(g.holdFirst(llmfake.TextReply("done")))
@@ -131,6 +134,7 @@ func TestStatusListsTheQueueWhileBusy(t *testing.T) {
 }
 
 func TestModelCommand(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.Models[0].Provider = "anthropic" })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("53.1")
@@ -169,6 +173,7 @@ func TestModelCommand(t *testing.T) {
 }
 
 func TestResetStartsANewConversationAndKeepsTheOld(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
 		return llmfake.TextReply("reply to: " + req.LastMessage().Content)
@@ -213,6 +218,7 @@ func TestResetStartsANewConversationAndKeepsTheOld(t *testing.T) {
 }
 
 func TestDiffPostsTheStatAndUploadsThePatch(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("hello.txt", "hello world", "done")...)
 	th := testThread("55.1")
@@ -235,6 +241,7 @@ func TestDiffPostsTheStatAndUploadsThePatch(t *testing.T) {
 }
 
 func TestCompactOnAShortConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
 	th := testThread("56.1")
@@ -250,6 +257,7 @@ func TestCompactOnAShortConversation(t *testing.T) {
 // TestCompactOnAShortConversationIsNotAFailure: "nothing to compact" is an
 // answer, not an error; the thread should not also say the compaction failed.
 func TestCompactOnAShortConversationIsNotAFailure(t *testing.T) {
+	t.Parallel()
 
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
@@ -265,6 +273,7 @@ func TestCompactOnAShortConversationIsNotAFailure(t *testing.T) {
 }
 
 func TestStopWhenIdleSaysNothingWasRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
 	th := testThread("58.1")
@@ -280,6 +289,7 @@ func TestStopWhenIdleSaysNothingWasRunning(t *testing.T) {
 // TestEmptyFollowupIsAnswered: input that cannot be taken is answered in the
 // thread, and the answer stays there.
 func TestEmptyFollowupIsAnswered(t *testing.T) {
+	t.Parallel()
 
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
@@ -314,6 +324,7 @@ func inboundByMessage(t *testing.T, r *rig, messageID string) storage.Inbound {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		"!stauts": true, "!frob x y": true, "!status": false, "!review": false, "!steer now": false,
 		"hello": false, "/skill:x": false, "!!!": false, "! wow": false, "!Ünicode": false,

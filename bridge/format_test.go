@@ -14,6 +14,7 @@ import (
 )
 
 func TestToolLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		tool, args   string
@@ -43,6 +44,7 @@ func TestToolLine(t *testing.T) {
 }
 
 func TestToolLineCutsLongArguments(t *testing.T) {
+	t.Parallel()
 	cmd := strings.Repeat("é", 200)
 	got := toolLine("bash", json.RawMessage(`{"command":"`+cmd+`"}`), false, false, 0, nil)
 	want := "⏳ `bash` `" + strings.Repeat("é", 80) + "…`"
@@ -54,6 +56,7 @@ func TestToolLineCutsLongArguments(t *testing.T) {
 // A secret is redacted before the line is cut: one the cut falls inside
 // shows none of its characters.
 func TestToolLineRedactsBeforeTheCut(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-0123456789"
 	redact := tools.Redactor([]string{secret})
 	for _, pad := range []int{0, 70, 76, 79} {
@@ -69,6 +72,7 @@ func TestToolLineRedactsBeforeTheCut(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n    int
 		want string
@@ -84,6 +88,7 @@ func TestTokens(t *testing.T) {
 
 // TestTokensJustBelowAMillion: rounding must not show "1000k".
 func TestTokensJustBelowAMillion(t *testing.T) {
+	t.Parallel()
 
 	if got := tokens(999_999); got != "1M" {
 		t.Errorf("tokens(999999) = %q, want %q", got, "1M")
@@ -91,6 +96,7 @@ func TestTokensJustBelowAMillion(t *testing.T) {
 }
 
 func TestFooter(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	st := runStats{started: start, usage: llm.Usage{Input: 10_000, CacheRead: 2_345, Output: 812}}
 	st.cost = Price{Input: 3, Output: 15, CacheRead: 0.3}.cost(st.usage)
@@ -119,6 +125,7 @@ func TestFooter(t *testing.T) {
 }
 
 func TestPriceCost(t *testing.T) {
+	t.Parallel()
 	p := Price{Input: 2, Output: 8, CacheRead: 0.5, CacheWrite: 2.5}
 	got := p.cost(llm.Usage{Input: 1_000_000, Output: 500_000, CacheRead: 2_000_000, CacheWrite: 400_000})
 	if want := 2 + 4 + 1 + 1.0; fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", want) {
@@ -130,6 +137,7 @@ func TestPriceCost(t *testing.T) {
 }
 
 func TestPushNoticeWithManyFiles(t *testing.T) {
+	t.Parallel()
 	var files []workspace.FileStat
 	for i := range 20 {
 		files = append(files, workspace.FileStat{Path: fmt.Sprintf("pkg/f%02d.go", i), Added: i, Deleted: 1})
@@ -160,6 +168,7 @@ func TestPushNoticeWithManyFiles(t *testing.T) {
 }
 
 func TestDiffStat(t *testing.T) {
+	t.Parallel()
 	if got, want := diffStat(workspace.DiffResult{}, "bot/x", "main"), "No changes on `bot/x` compared with `main`."; got != want {
 		t.Errorf("empty diff = %q, want %q", got, want)
 	}
@@ -178,6 +187,7 @@ func TestDiffStat(t *testing.T) {
 }
 
 func TestNoticeWording(t *testing.T) {
+	t.Parallel()
 	start := retryNotice(agent.AutoRetryStart{Attempt: 2, MaxAttempts: 3, Delay: 1500 * time.Millisecond, ErrorMessage: "503: overloaded\nstack trace here"})
 	if want := "⚠️ retrying in 1.5s (attempt 2/3): 503: overloaded…"; start != want {
 		t.Errorf("retry notice = %q, want %q", start, want)
@@ -209,6 +219,7 @@ func TestNoticeWording(t *testing.T) {
 }
 
 func TestUserErrorHidesInternals(t *testing.T) {
+	t.Parallel()
 	internal := fmt.Errorf("open /var/lib/threadsmith/db: permission denied (token ghp_secret)")
 	if got := userError(internal); strings.Contains(got, "/var/lib") || strings.Contains(got, "ghp_") {
 		t.Errorf("userError leaks details: %q", got)
@@ -226,6 +237,7 @@ func TestUserErrorHidesInternals(t *testing.T) {
 // argument as the model wrote it, at every render of its line: from a map,
 // the running line and the finished one could show different arguments.
 func TestMainArgOfAnUnknownToolIsItsFirstString(t *testing.T) {
+	t.Parallel()
 	args := json.RawMessage(`{"limit": 5, "query": "open bugs", "project": "web", "state": "all", "x": ""}`)
 	for range 50 {
 		if got := mainArg("tracker__search", args); got != "open bugs" {

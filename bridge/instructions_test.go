@@ -14,6 +14,7 @@ import (
 )
 
 func TestRepoInstructions(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if name, text, _ := repoInstructions(root); name != "" || text != "" {
 		t.Fatalf("no file: %q %q", name, text)
@@ -46,6 +47,7 @@ func TestRepoInstructions(t *testing.T) {
 // cut inside a character, gives a capped prompt of valid UTF-8 (a file of
 // invalid bytes shrank when made valid, and cutting it panicked).
 func TestRepoInstructionsLongFileNotText(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, body := range [][]byte{
 		bytes.Repeat([]byte{0xff}, maxInstructionBytes+10),
@@ -63,6 +65,7 @@ func TestRepoInstructionsLongFileNotText(t *testing.T) {
 // the worktree, or a huge file is refused at once, told as a sentence, and
 // nothing of it reaches the prompt; CLAUDE.md is not read in its stead.
 func TestRepoInstructionsRefusesWhatTheAgentPlanted(t *testing.T) {
+	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "config.yaml")
 	os.WriteFile(outside, []byte("api_key: sk-secret"), 0o600)
 	for _, c := range []struct {
@@ -90,6 +93,7 @@ func TestRepoInstructionsRefusesWhatTheAgentPlanted(t *testing.T) {
 }
 
 func TestMCPListRefusesAPipe(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(root, ".mcp.json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -101,6 +105,7 @@ func TestMCPListRefusesAPipe(t *testing.T) {
 }
 
 func TestRefusalNoteNamesThreeAndKeepsNamesInCode(t *testing.T) {
+	t.Parallel()
 	var errs []error
 	for _, n := range []string{"a`b\n<!channel>.md", "b.md", "c.md", "d.md", "e.md"} {
 		errs = append(errs, &safefile.Error{Path: ".threadsmith/prompts/" + n, Reason: "it is a named pipe"})

@@ -48,6 +48,7 @@ func (c *clockTimers) advance(d time.Duration) {
 }
 
 func TestIntakeGate(t *testing.T) {
+	t.Parallel()
 	const hold, linger = time.Second, 5 * time.Millisecond
 	c := &clockTimers{now: time.Unix(1000, 0)}
 	g := newIntakeGate(hold, linger)
@@ -160,6 +161,7 @@ func TestIntakeGate(t *testing.T) {
 // lock enter holds, too late for enter to stop it) does not open the gate
 // under that Receive: the burst is not over.
 func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
+	t.Parallel()
 	const hold, linger = time.Second, 5 * time.Millisecond
 	c := &clockTimers{now: time.Unix(1000, 0)}
 	g := newIntakeGate(hold, linger)
@@ -191,6 +193,7 @@ func TestIntakeGateQuietTimerRacingAReceive(t *testing.T) {
 // is over, with the gate's defaults (a linger shorter than the gap would
 // take each message for a lone one).
 func TestIntakeGateHoldsWhileTheReaderWaitsForACPU(t *testing.T) {
+	t.Parallel()
 	c := &clockTimers{now: time.Unix(1000, 0)}
 	g := newIntakeGate(intakeMaxHold, intakeLinger)
 	g.now = func() time.Time { return c.now }
@@ -264,6 +267,7 @@ func withAcceptStore(s *acceptStore) rigOption {
 // A new thread's first message is stored with its thread in one write (one
 // commit before the platform's acknowledgement), the next ones in theirs.
 func TestNewThreadsFirstMessageIsOneWrite(t *testing.T) {
+	t.Parallel()
 	s := &acceptStore{}
 	r := newRig(t, withAcceptStore(s))
 	th := testThread("1.1")
@@ -283,6 +287,7 @@ func TestNewThreadsFirstMessageIsOneWrite(t *testing.T) {
 // waits: its status post and session start come after, so that they do not
 // take the CPU from the acknowledgements still to be sent.
 func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
+	t.Parallel()
 	s := &acceptStore{holdThread: "1.1", arrived: make(chan struct{}, 1), release: make(chan struct{})}
 	r := newRig(t, withAcceptStore(s))
 	r.b.intake = newIntakeGate(time.Minute, intakeLinger) // no maxHold in this test
@@ -312,12 +317,14 @@ func TestNewThreadStartsAfterTheInputInFlightIsStored(t *testing.T) {
 // a new thread, it does not move one. One naming a repository that does not
 // resolve is still input of the old thread, not an error.
 func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# tools\n"}})
 	r := newRig(t, func(c *Config, _ *Platform) {
 		wsm, err := workspace.New(workspace.Config{
 			DataDir:         filepath.Join(t.TempDir(), "workspaces"),
 			Repos:           []workspace.Repo{{Name: "app", URL: remote.Path, DefaultBranch: "main"}, {Name: "tools", URL: remote.Path, DefaultBranch: "main"}},
 			CleanupInterval: -1,
+			Logger:          c.Logger,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -355,6 +362,7 @@ func TestMentionInAnOldThreadKeepsItsRepository(t *testing.T) {
 // a lone mention's thread starts as its Receive ends (no maxHold nor linger
 // in this test to open it otherwise), and a message ignored opens it again.
 func TestReceiveLeavesTheIntakeGateOnEveryReturn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.b.intake = newIntakeGate(time.Hour, time.Hour)
 	th := testThread("1.1")
@@ -385,6 +393,7 @@ func TestReceiveLeavesTheIntakeGateOnEveryReturn(t *testing.T) {
 // and leaves nothing behind, not even in the bridge's recent deliveries: the
 // platform's redelivery is taken as a first delivery.
 func TestFirstMessageRefusedByTheStoreIsTakenWhenRedelivered(t *testing.T) {
+	t.Parallel()
 	s := &acceptStore{}
 	s.failFirsts.Store(1)
 	r := newRig(t, withAcceptStore(s))
@@ -421,6 +430,7 @@ func shutGate(t *testing.T, r *rig) *intakeGate {
 // gate (here a Receive that never ends, and no timer to open it) stops
 // without starting a run; its input stays in the store for the next start.
 func TestShutdownDoesNotWaitForTheIntakeGate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	shutGate(t, r)
 	// Several owners: each one's select would start its run half the time.
@@ -451,6 +461,7 @@ func TestShutdownDoesNotWaitForTheIntakeGate(t *testing.T) {
 // runs goes to it at once, however long the gate stays shut (here a Receive
 // that never ends, and no timer to open it).
 func TestIntakeGateDoesNotHoldARunningOwner(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	th := testThread("1.1")
 	r.say(th, alice, "hello", true)

@@ -24,6 +24,7 @@ func (expiringChat) LinksExpire() bool { return true }
 // would pass it keeps only its link, and a Stored the platform set is not
 // taken for one the bridge made.
 func TestFilesAreKeptWithinTheThreadsQuota(t *testing.T) {
+	t.Parallel()
 	const quota = 256 << 10
 	r := newRig(t, func(c *Config, p *Platform) {
 		c.Agent.DiskQuota = tools.Quota{Bytes: quota, Files: 1000}
@@ -68,6 +69,7 @@ func TestFilesAreKeptWithinTheThreadsQuota(t *testing.T) {
 // a pipe where a file is written is refused, never opened (which would wait
 // for a reader).
 func TestKeptFilesStayInTheScratchFolder(t *testing.T) {
+	t.Parallel()
 	scratch, outside := t.TempDir(), t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(scratch, inboxDir)); err != nil {
 		t.Fatal(err)
@@ -108,6 +110,7 @@ func TestKeptFilesStayInTheScratchFolder(t *testing.T) {
 // place in the scratch folder (a link to a secret of the bot's, a pipe, a
 // device) is refused at once, and the file is downloaded again instead.
 func TestKeptFileReadBackRefusesWhatTheAgentPutThere(t *testing.T) {
+	t.Parallel()
 	scratch := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "threadsmith.yaml")
 	if err := os.WriteFile(secret, []byte("api_key: sk-secret\n"), 0o600); err != nil {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRunSlotsAreSharedAcrossThreads(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.MaxConcurrentRuns = 1 })
 	g := newGate(t)
 	var n atomic.Int32
@@ -44,6 +45,7 @@ func TestRunSlotsAreSharedAcrossThreads(t *testing.T) {
 }
 
 func TestRunTimeoutStopsTheRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.RunTimeout = 300 * time.Millisecond })
 	var n atomic.Int32
 	r.llm.Handle(func(llmfake.Request) llmfake.Response {
@@ -69,6 +71,7 @@ func TestRunTimeoutStopsTheRun(t *testing.T) {
 }
 
 func TestBotLoopGuard(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	r := newRig(t, func(c *Config, _ *Platform) { c.Now = clock.Now })
 	th := testThread("62.1")
@@ -108,6 +111,7 @@ func TestBotLoopGuard(t *testing.T) {
 }
 
 func TestIdleThreadIsEvictedAndReloaded(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.IdleEvict = 100 * time.Millisecond })
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
 		return llmfake.TextReply("reply to: " + req.LastMessage().Content)
@@ -155,6 +159,7 @@ func pushScript(r *rig, g *gate) {
 }
 
 func TestFailedPushIsReportedAndRetriedAfterTheNextRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	pushScript(r, g)
@@ -193,6 +198,7 @@ func TestFailedPushIsReportedAndRetriedAfterTheNextRun(t *testing.T) {
 }
 
 func TestConflictingPushIsReportedBeforeTheNextRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	pushScript(r, g)
@@ -216,6 +222,8 @@ func TestConflictingPushIsReportedBeforeTheNextRun(t *testing.T) {
 }
 
 func TestShutdownInterruptsAnActiveRunAndLeavesNoGoroutine(t *testing.T) {
+	// Not parallel: it counts the process's goroutines and bounds the
+	// shutdown's wall time, which tests running beside it would change.
 	before := runtime.NumGoroutine()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response {

@@ -12,6 +12,7 @@ import (
 // With session pages on, a run's footer, !status and !link carry a fresh
 // link to the thread's page; the link names the thread's storage id.
 func TestFooterStatusAndLinkCarryTheSessionPage(t *testing.T) {
+	t.Parallel()
 	var minted atomic.Int64
 	r := newRig(t, func(c *Config, _ *Platform) {
 		c.PageLink = func(id int64) string {
@@ -39,6 +40,7 @@ func TestFooterStatusAndLinkCarryTheSessionPage(t *testing.T) {
 
 // Without pages, nothing links and !link says why.
 func TestLinkWithoutSessionPages(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(llmfake.TextReply("done"))
 	th := testThread("73.2")

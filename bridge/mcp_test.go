@@ -25,6 +25,7 @@ func serverNames(ss []mcptool.Server) []string {
 // A configured server goes to the threads its repos and channels name (all
 // when it names none).
 func TestMCPServersForRepoAndChannel(t *testing.T) {
+	t.Parallel()
 	b := &Bridge{cfg: Config{MCPServers: []MCPServer{
 		{Server: mcptool.Server{Name: "all"}},
 		{Server: mcptool.Server{Name: "app-only"}, Repos: []string{"app"}},
@@ -77,6 +78,7 @@ func writeRepoFile(t *testing.T, root, name, content string) {
 // servers with a valid name are taken, marked as the repository's, with
 // their env exactly as written and no network; the rest is named.
 func TestRepoMCPServers(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if got, err := repoMCPServers(root); got != nil || err != nil {
 		t.Fatalf("no file: %v, %v", got, err)
@@ -105,6 +107,7 @@ func TestRepoMCPServers(t *testing.T) {
 
 // The file is read inside the worktree: a symlink out of it is not followed.
 func TestRepoMCPServersStayInTheWorktree(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	writeRepoFile(t, outside, "mcp.json", `{"mcpServers": {"planted": {"command": "x"}}}`)
 	root := t.TempDir()
@@ -118,6 +121,7 @@ func TestRepoMCPServersStayInTheWorktree(t *testing.T) {
 
 // The operator's server of a name wins over the repository's.
 func TestWithRepoServersOperatorWins(t *testing.T) {
+	t.Parallel()
 	got := withRepoServers([]mcptool.Server{{Name: "tracker", Command: "operator"}},
 		[]mcptool.Server{{Name: "tracker", Command: "repo", FromRepo: true}, {Name: "lint", Command: "lint", FromRepo: true}})
 	if len(got) != 2 || got[0].Command != "operator" || got[1].Name != "lint" {
@@ -129,6 +133,7 @@ func TestWithRepoServersOperatorWins(t *testing.T) {
 // found in its worktree, not in the bot's working directory; not one that
 // leads out of it.
 func TestServerPathOfARepositoryServer(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeRepoFile(t, root, "scripts/mcp.sh", "#!/bin/sh\n")
 	if err := os.Chmod(filepath.Join(root, "scripts/mcp.sh"), 0o755); err != nil {

@@ -37,6 +37,7 @@ func (m *threadMetrics) counts() (loaded, evicted, stopped int) {
 // thread's eviction is counted as one, and its reload as a thread loaded
 // again; the shutdown unloads what is left without calling it an eviction.
 func TestThreadEvictionsAreCounted(t *testing.T) {
+	t.Parallel()
 	m := &threadMetrics{}
 	r := newRig(t, func(c *Config, _ *Platform) {
 		c.IdleEvict = 100 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 // commits: its files are pushed, and the thread gets one line saying so in
 // which the name cannot break out of its code span.
 func TestNestedRepositoryIsCommittedWithANote(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	name := "x`<!channel> @here\ny"
 	script := `set -e
@@ -57,6 +58,7 @@ git init -q crate && printf 'c\n' > crate/c.txt`
 // A folder whose .git is a file (pointing anywhere) is left out, and the
 // thread is told.
 func TestNestedRepositoryLeftOutIsSaid(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	args, _ := json.Marshal(map[string]string{"command": "git init -q elsewhere && echo e > elsewhere/e.txt && mkdir planted && printf 'gitdir: %s/elsewhere/.git\\n' \"$PWD\" > planted/.git && echo p > planted/p.txt"})
 	r.llm.Push(

@@ -33,6 +33,7 @@ func (n *notePoster) PostOnce(ctx context.Context, thread chat.ThreadRef, text s
 // status message would tell no one); without anyone to notify, the footer
 // ends the status message.
 func TestRunWithoutAnswerNotifiesInANewMessage(t *testing.T) {
+	t.Parallel()
 	for _, who := range []string{"U0ALICE", ""} {
 		np := &notePoster{notify: map[string]string{}}
 		r := newViewRigThrough(t, 4000, outbox.Config{}, func(c *chatfake.Adapter) chat.Adapter {

@@ -16,6 +16,7 @@ import (
 // the previous one byte for byte before adding to it, so the provider's prompt
 // cache serves the history.
 func TestThreadRequestsExtendEachOtherAcrossAnEviction(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.IdleEvict = 100 * time.Millisecond })
 	var turn atomic.Int32
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {

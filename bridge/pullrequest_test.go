@@ -14,6 +14,7 @@ import (
 // them) and the requester's display name (the person's choice): neither can
 // mention a user or a team on the forge.
 func TestPullRequestDescriptionMentionsNobody(t *testing.T) {
+	t.Parallel()
 	body := prDescription("Slack", "https://chat.example/t/1", "@admin", []string{"Fix the build, cc @acme/security @bob", "Add docs"}, nil)
 	if m := regexp.MustCompile(`@[A-Za-z0-9]`).FindAllString(body, -1); len(m) > 0 {
 		t.Errorf("the description mentions %q:\n%s", m, body)
@@ -28,6 +29,7 @@ func TestPullRequestDescriptionMentionsNobody(t *testing.T) {
 // A request's first line becomes a title of at most 72 bytes, cut between
 // characters.
 func TestFirstLineCutsBetweenCharacters(t *testing.T) {
+	t.Parallel()
 	got := firstLine(strings.Repeat("a", 71) + "ééé\nmore")
 	if !utf8.ValidString(got) || len(got) > 72 || !strings.HasPrefix(got, strings.Repeat("a", 71)) {
 		t.Errorf("firstLine = %q (%d bytes)", got, len(got))
@@ -37,6 +39,7 @@ func TestFirstLineCutsBetweenCharacters(t *testing.T) {
 // Why a thread gets no pull request is said once, though a push and !pr's
 // work may both come to say it: both reach the owner, which says it once.
 func TestNoPullRequestNoteIsSaidOnceAcrossGoroutines(t *testing.T) {
+	t.Parallel()
 	th := &thread{}
 	said := 0
 	for range 2 {
@@ -52,6 +55,7 @@ func TestNoPullRequestNoteIsSaidOnceAcrossGoroutines(t *testing.T) {
 // A branch with thousands of commits still gets a description the forge
 // takes: GitHub refuses one over 65,536 characters.
 func TestPullRequestDescriptionFitsTheForge(t *testing.T) {
+	t.Parallel()
 	subjects := make([]string, 5000)
 	for i := range subjects {
 		subjects[i] = fmt.Sprintf("commit %d: %s", i, strings.Repeat("é", 200))
@@ -74,6 +78,7 @@ func TestPullRequestDescriptionFitsTheForge(t *testing.T) {
 // counts; a file name (the model's choice) stays one code span on one line
 // and cannot start a heading, a mention or a link of its own.
 func TestPullRequestDescriptionListsTheFilesChanged(t *testing.T) {
+	t.Parallel()
 	body := prDescription("Discord", "https://discord.com/channels/1/2", "ann", []string{"add a parser"}, []workspace.FileStat{
 		{Path: "parser.go", Added: 120, Deleted: 4},
 		{Path: "new.go", OldPath: "old.go", Added: 2, Deleted: 2},

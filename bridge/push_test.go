@@ -35,6 +35,7 @@ func holdPushes(t *testing.T, r *rig) (release func()) {
 // while the push still waits on a slow remote; the thread's commands answer
 // meanwhile, and the push has its own notice when it lands.
 func TestAnswerIsPostedBeforeASlowPush(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	release := holdPushes(t, r)
 	r.llm.Push(writeThenAnswer("slow.txt", "slow", "I wrote slow.txt.")...)
@@ -70,6 +71,7 @@ func TestAnswerIsPostedBeforeASlowPush(t *testing.T) {
 // and push) is pushed after the next run, even one that changes nothing, and
 // !status says it is missing until then.
 func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("a.txt", "a", "wrote a")...)
 	th := testThread("71.1")
@@ -106,6 +108,7 @@ func TestUnpushedCommitIsPushedAfterARunThatChangesNothing(t *testing.T) {
 // (The check that nothing happens needs the idle timer to fire: it waits
 // several IdleEvict periods, real time.)
 func TestThreadIsNotEvictedWhileACompactionRuns(t *testing.T) {
+	t.Parallel()
 	const evict = 50 * time.Millisecond
 	r := newRig(t, func(c *Config, _ *Platform) {
 		c.IdleEvict = evict

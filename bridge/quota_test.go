@@ -11,6 +11,7 @@ import (
 // A thread that fills its disk quota is told once, its model is told what
 // to do, and another thread goes on as before.
 func TestDiskQuotaIsToldInTheThreadOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.Agent.DiskQuota = tools.Quota{Bytes: 64 << 10, Files: 1000} })
 	big := `{"path":"big.txt","content":"` + strings.Repeat("x", 100<<10) + `"}`
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ saved, want string }{
 		{"⏳ working… · `app` · `bot/x`\n\n✓ `ls` · 3ms\n\npartial answer", "✓ `ls` · 3ms\n\npartial answer\n\n⚠️ _interrupted: the bot restarted_"},
 		{"⏳ working… · `app` · `bot/x`", "⚠️ _interrupted: the bot restarted_"},
@@ -28,6 +29,7 @@ func TestInterruptedStatusKeepsWhatTheMessageShowed(t *testing.T) {
 }
 
 func TestRecentSetForgetsTheOldest(t *testing.T) {
+	t.Parallel()
 	var r recentSet
 	r.add([]string{"a", "b"})
 	if !r.hasAny([]string{"x", "b"}) || r.hasAny([]string{"x"}) {
@@ -48,6 +50,7 @@ func TestRecentSetForgetsTheOldest(t *testing.T) {
 // platform took it; an answer a crash left stored and unmarked is posted at
 // the next start, once, and marked.
 func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
+	t.Parallel()
 	// What a process killed between "answer stored" and "posted" leaves.
 	seed := func(cfg *Config, _ *Platform) {
 		db := any(cfg.Store).(*sqlite.DB)
@@ -116,6 +119,7 @@ func TestAnswerIsStoredUntilPostedAndPostedAgainAtStart(t *testing.T) {
 // stored before it is posted too, with the run's id, as the closing one is:
 // a crash right after the model wrote it must not lose it.
 func TestAnswerPostedMidRunIsStoredFirst(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	var n atomic.Int32

@@ -96,6 +96,7 @@ func userMessages(r *rig, sessionID, s string) int {
 // there and taken by the owner: the model gets it once, the owner answers,
 // and the receiver says nothing.
 func TestReplicaInputReachesTheOwner(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"))
 	var n atomic.Int32
 	a.llm.Handle(func(req llmfake.Request) llmfake.Response {
@@ -140,6 +141,8 @@ func TestReplicaInputReachesTheOwner(t *testing.T) {
 // queued) loses it when the lease runs out: another replica takes it over,
 // reports the cut-off run, and answers the queued input.
 func TestReplicaTakesOverADeadReplicasThread(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	a := newRig(t, leased("replica-a"))
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("TAKEN-OVER answer") })
 	th := testThread("502.1")
@@ -201,6 +204,7 @@ func TestReplicaTakesOverADeadReplicasThread(t *testing.T) {
 // store was out of reach) stops there: its run ends without a word from it,
 // its writes are refused, and it gives up the thread.
 func TestReplicaThatLostItsLeaseStops(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"))
 	g := newGate(t)
 	a.llm.Handle(g.holdFirst(llmfake.TextReply("STALE-ANSWER from the old owner")))
@@ -234,6 +238,7 @@ func TestReplicaThatLostItsLeaseStops(t *testing.T) {
 // their work was pushed), and when a thread goes idle: another replica may
 // take them at once, without waiting for the lease to run out.
 func TestReplicaReleasesItsLeases(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) { c.IdleEvict = 200 * time.Millisecond })
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("done") })
 	th := testThread("504.1")
@@ -266,6 +271,8 @@ func TestReplicaReleasesItsLeases(t *testing.T) {
 // racing it would otherwise leave one that shutdown never stops, and the
 // shutdown would wait out its grace): the input is stored for the next start.
 func TestNoThreadOwnerStartsDuringShutdown(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	r := newRig(t, leased("replica-a"))
 	th := testThread("505.1")
 	rec, _, err := r.db.EnsureThread(r.ctx, storeKey(th), storage.ThreadInit{Repo: "app"})
@@ -291,6 +298,7 @@ func TestNoThreadOwnerStartsDuringShutdown(t *testing.T) {
 // no answer, no notice that the conversation could not be saved (its writes
 // are refused) — and its work is not pushed over the new owner's.
 func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	a := newRig(t, func(c *Config, p *Platform) {
 		leased("replica-a")(c, p)
@@ -323,6 +331,7 @@ func TestReplicaWakingAfterATakeoverShowsNothing(t *testing.T) {
 // to appear instead of being ignored — it is acknowledged, and the platform
 // would not send it again.
 func TestReplicaReplyRacingItsThreadsMention(t *testing.T) {
+	t.Parallel()
 	spreads := func(_ *Config, p *Platform) { p.SpreadsThreads = true }
 	a := newRig(t, leased("replica-a"), spreads)
 	b := newRig(t, replicaOf(a, "replica-b"), spreads)
@@ -360,6 +369,7 @@ func (s *unreachableRenewals) RenewLease(context.Context, storage.Lease, time.Du
 // (its writes are fenced if it was lost) and does not ask again for every
 // event: a streamed answer is hundreds of events.
 func TestLeaseCheckDoesNotAskAnUnreachableStoreOnEveryEvent(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	var store *unreachableRenewals
 	a := newRig(t, func(c *Config, p *Platform) {
@@ -392,6 +402,7 @@ func TestLeaseCheckDoesNotAskAnUnreachableStoreOnEveryEvent(t *testing.T) {
 // replica that lost the thread (paused past its lease) could otherwise
 // replace the new owner's commits on the branch.
 func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	a := newRig(t, func(c *Config, p *Platform) {
 		leased("replica-a")(c, p)
@@ -434,6 +445,7 @@ func TestReplicaThatLostTheThreadDoesNotPush(t *testing.T) {
 // workspace is made from the remote branch (docs/behaviour.md §9), not from the
 // default branch, so the previous owner's pushed work is there.
 func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) {
 		c.IdleEvict = 300 * time.Millisecond
 		// A does not look for threads without an owner: it would race B
@@ -491,6 +503,7 @@ func TestReplicaTakingOverWorksOnThePushedBranch(t *testing.T) {
 // run instead). Seen in the chaos suite, where stored input arrives in
 // bursts; the test holds the owner busy to open the window for sure.
 func TestInputBetweenARunsEndAndItsHandlingStartsTheNextRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	var n atomic.Int32
@@ -541,6 +554,7 @@ func (s *pendingCounter) PendingInbound(ctx context.Context, threadID int64) ([]
 // owner joins the look already queued: one store query for the burst, not
 // one per message.
 func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
+	t.Parallel()
 	var store *pendingCounter
 	a := newRig(t, func(c *Config, p *Platform) {
 		leased("replica-a")(c, p)
@@ -575,6 +589,7 @@ func TestNewsOfInputForABusyOwnerCostsOneQuery(t *testing.T) {
 // its lease) is not sent: the owner guards the thread's posts with its lease,
 // and the new owner shows the thread now.
 func TestOutboxOfAnOwnerThatLostTheThreadPostsNothing(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	a := newRig(t, func(c *Config, p *Platform) {
 		leased("replica-a")(c, p)
@@ -632,6 +647,7 @@ func (s *getThreadCounter) GetThread(ctx context.Context, key storage.ThreadKey)
 // and asks the store when it hears of accepted input and once at the end,
 // not every 100 ms (15 queries for each such reply).
 func TestReplyInAThreadTheBotIsNotInAsksTheStoreTwice(t *testing.T) {
+	t.Parallel()
 	var store *getThreadCounter
 	a := newRig(t, leased("replica-a"), func(c *Config, p *Platform) {
 		p.SpreadsThreads = true
@@ -652,6 +668,7 @@ func TestReplyInAThreadTheBotIsNotInAsksTheStoreTwice(t *testing.T) {
 // the thread's stored input. The owner handles one copy: the model sees the
 // message once, and once more for no second run.
 func TestFollowUpTheOwnerReceivesReachesTheModelOnce(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"))
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	th := testThread("516.1")

@@ -12,6 +12,7 @@ import (
 // (recorded as dropped, so a restart does not replay it into the new
 // conversation). Before, ⏳ stayed and the row stayed queued.
 func TestResetCancelsQueuedInputVisiblyAndForGood(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g := newGate(t)
 	r.llm.Handle(func(req llmfake.Request) llmfake.Response {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAllowlistsRefuseWithOnePrivateNote(t *testing.T) {
+	t.Parallel()
 	outsider := chatfake.Person{ID: "U9", Name: "Mallory", Roles: []string{"R-guest"}}
 	for _, tc := range []struct {
 		name    string
@@ -84,6 +85,7 @@ func TestAllowlistsRefuseWithOnePrivateNote(t *testing.T) {
 }
 
 func TestThreadWithoutSessionIgnoresPlainMessages(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	th := testThread("20.1")
 	_, rc, err := r.chat.Say(r.ctx, th, alice, "just chatting with Bob here", false)
@@ -102,6 +104,7 @@ func TestThreadWithoutSessionIgnoresPlainMessages(t *testing.T) {
 }
 
 func TestFirstMentionGivesTheEarlierConversation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("on it") })
 	th := testThread("30.1")
@@ -144,6 +147,7 @@ func TestFirstMentionGivesTheEarlierConversation(t *testing.T) {
 }
 
 func TestSharedImageReachesTheModel(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("nice picture") })
 	png := "\x89PNG\r\n\x1a\n-fake-image-bytes-"
@@ -163,6 +167,7 @@ func TestSharedImageReachesTheModel(t *testing.T) {
 }
 
 func TestSharedTextFileIsSavedOutsideTheRepository(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("read it") })
 	r.chat.AddFile("https://files.test/notes.txt", "hello notes")
@@ -195,6 +200,7 @@ func TestSharedTextFileIsSavedOutsideTheRepository(t *testing.T) {
 }
 
 func TestOversizedFilesAreRefusedWithAMessage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) { c.MaxDownloadBytes = 1 << 20 })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
 	r.chat.AddFile("https://files.test/huge.bin", "never downloaded")
@@ -215,6 +221,7 @@ func TestOversizedFilesAreRefusedWithAMessage(t *testing.T) {
 // TestSmallDownloadLimitIsNamedRight: a limit under 1 MB must not be told as
 // "the 0 MB limit".
 func TestSmallDownloadLimitIsNamedRight(t *testing.T) {
+	t.Parallel()
 
 	r := newRig(t, func(c *Config, _ *Platform) { c.MaxDownloadBytes = 500_000 })
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })

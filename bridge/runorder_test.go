@@ -53,6 +53,7 @@ func (s *runOrderStore) AppendEntries(ctx context.Context, sessionID string, es 
 // no run) would leave nothing to report as interrupted after the restart —
 // the person would never be told their request was cut off.
 func TestRunIsRecordedBeforeItsPromptIsStored(t *testing.T) {
+	t.Parallel()
 	var store *runOrderStore
 	r := newRig(t, func(c *Config, _ *Platform) {
 		store = &runOrderStore{Store: c.Store, appended: make(chan struct{}, 1)}

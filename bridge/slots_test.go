@@ -29,6 +29,8 @@ func answeredWithin(t *testing.T, r *rig, th chat.ThreadRef, text, want string, 
 // second, and !stop cancels the waiting request before it starts: waiting
 // for a slot is a state of the owner, not a blocked goroutine.
 func TestWaitingForARunSlotStillAnswersCommands(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	for _, withSession := range []bool{false, true} {
 		name := map[bool]string{false: "new thread", true: "thread with a session"}[withSession]
 		t.Run(name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 // An input is classified once, from its text: a known command answered by
 // the bot, or input for the model (a message, !steer, !followup).
 func TestClassifyInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		text string
 		want inputClass
@@ -31,6 +32,7 @@ func TestClassifyInput(t *testing.T) {
 
 // The mode stored with an input comes from the same classification.
 func TestInputClassMode(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]storage.InboundMode{
 		"please fix it": storage.ModePrompt, "!steer now": storage.ModeSteer, "!followup later": storage.ModeFollowUp,
 		"!status": storage.ModeCommand, "!nosuchcommand": storage.ModePrompt, "!review": storage.ModePrompt,

@@ -14,6 +14,7 @@ import (
 // run's usage is stored with the run when it ends, and !status shows the last
 // run's next to the totals: tokens, cache share, cost, models.
 func TestStatusShowsTheThreadsUsageAndCost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// The router needs the rig's fake server, which exists only now; no
 	// session has started yet.

@@ -144,6 +144,7 @@ func checkRemote(t *testing.T, remote *gitremote.Repo, mainTip string) {
 // config; the bot's `git status` in no thread runs <cmd>. The same for every
 // other config key that names a command.
 func TestAgentGitConfigRunsNothingInAnyThread(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -210,6 +211,7 @@ func TestAgentGitConfigRunsNothingInAnyThread(t *testing.T) {
 // The worktree's .git is the agent's to write: the bot must not follow it,
 // whatever it is, and must put it right for the agent's own git.
 func TestDotGitReplacedByTheAgent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		plant func(t *testing.T, w, other *Workspace, mk *markers) (decoy string)
@@ -318,6 +320,7 @@ func TestDotGitReplacedByTheAgent(t *testing.T) {
 // `git config remote.origin.url http://attacker/…` does not make the bot
 // fetch from or push to there, nor send the repository token there.
 func TestAgentCannotRedirectFetchOrPush(t *testing.T) {
+	t.Parallel()
 	const token = "ghp_REDIRECTEDtoken0987654321"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
@@ -371,6 +374,7 @@ func TestAgentCannotRedirectFetchOrPush(t *testing.T) {
 // must hold on their own. Here the bot's runner works on a repository whose
 // config it does not own at all.
 func TestPinsHoldWithoutTheConfigGuard(t *testing.T) {
+	t.Parallel()
 	const token = "glpat-PINNEDtoken1234567890"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Password: token})
@@ -436,6 +440,7 @@ func TestPinsHoldWithoutTheConfigGuard(t *testing.T) {
 // Hooks planted in the mirror's hooks folder or through core.hooksPath never
 // run.
 func TestPlantedHooksNeverRun(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -476,6 +481,7 @@ func TestPlantedHooksNeverRun(t *testing.T) {
 // .gitattributes name filter, diff and merge drivers; the commands behind
 // them come from config, which the agent can write into the mirror.
 func TestAttributeDriversNeverRun(t *testing.T) {
+	t.Parallel()
 	files := seedFiles()
 	files[".gitattributes"] = "* filter=x diff=x merge=x\n"
 	files["shared.txt"] = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
@@ -519,6 +525,7 @@ func TestAttributeDriversNeverRun(t *testing.T) {
 // A repository the agent makes inside the worktree (as if a submodule) has
 // a config of its own: git must never be started inside it.
 func TestNestedRepositoryConfigNeverRuns(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -577,6 +584,7 @@ func TestNestedRepositoryConfigNeverRuns(t *testing.T) {
 // When the agent deletes the worktree's registration in the mirror (GitDir),
 // the bot registers the folder again and loses none of the work in it.
 func TestLostRegistrationKeepsUncommittedWork(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -644,6 +652,7 @@ func TestLostRegistrationKeepsUncommittedWork(t *testing.T) {
 // ReadOnlyGitPaths are what a sandbox mounts read-only for the agent's
 // git; read-only git works in the worktree with them read-only.
 func TestGitDirCommonDirAndReadOnlyGit(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	mirror := filepath.Join(e.cfg.DataDir, "mirrors", "app.git")
@@ -715,6 +724,7 @@ func TestGitDirCommonDirAndReadOnlyGit(t *testing.T) {
 
 // stage must record exactly what `git add --all` would.
 func TestStageMatchesGitAddAll(t *testing.T) {
+	t.Parallel()
 	files := seedFiles()
 	files["dir/a.txt"] = "a\n"
 	files["dir/b.txt"] = "b\n"
@@ -791,6 +801,7 @@ func TestStageMatchesGitAddAll(t *testing.T) {
 // as a link (its target's name), never what it points at, and pushes only
 // the thread's branch.
 func TestPlantedSymlinksAreCommittedAsLinks(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-planted-1234-abcdef"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")

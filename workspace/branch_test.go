@@ -16,6 +16,7 @@ func gitAcceptsBranch(t *testing.T, name string) bool {
 }
 
 func TestBranchNameSanitisation(t *testing.T) {
+	t.Parallel()
 	hashed := regexp.MustCompile(`-[0-9a-f]{8}$`)
 	tests := []struct {
 		name     string
@@ -95,6 +96,7 @@ func TestBranchNameSanitisation(t *testing.T) {
 }
 
 func TestValidBranchNameAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	names := []string{
 		"bot/slack-1", "main", "a/b/c", "feature-x_y", "bot/x.y",
 		"", "-x", "/x", "x/", "x.", "a..b", "a//b", "x@{1}", "a.lock", "a/b.lock/c", ".a", "a/.b",
@@ -113,6 +115,7 @@ func TestValidBranchNameAgreesWithGit(t *testing.T) {
 }
 
 func TestBranchPrefixValidated(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"bad prefix/", "..x/", "bot/.", "x@{"} {
 		_, err := New(Config{DataDir: t.TempDir(), BranchPrefix: prefix, Repos: []Repo{{Name: "app", URL: "/nonexistent"}}, CleanupInterval: -1})
 		if err == nil || !strings.Contains(err.Error(), "branch_prefix") {

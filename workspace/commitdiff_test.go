@@ -13,6 +13,7 @@ import (
 // point, a later one from the previous push; names that are not commit ids
 // never reach git.
 func TestCommitDiffOfEachPush(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()

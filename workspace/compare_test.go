@@ -6,6 +6,7 @@ import (
 )
 
 func TestCompareURL(t *testing.T) {
+	t.Parallel()
 	const base, head = "main", "bot/slack-17-ab"
 	tests := []struct {
 		remote, forge, want string
@@ -53,6 +54,7 @@ func TestCompareURL(t *testing.T) {
 }
 
 func TestCommitMessage(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("word ", 30)
 	tests := []struct {
 		name string

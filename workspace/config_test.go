@@ -10,6 +10,7 @@ import (
 )
 
 func TestConfigValidationNamesTheKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -36,6 +37,7 @@ func TestConfigValidationNamesTheKey(t *testing.T) {
 }
 
 func TestConfigDefaultsAndURLs(t *testing.T) {
+	t.Parallel()
 	cfg, err := Config{DataDir: "data", Repos: []Repo{
 		{Name: "gh", URL: "https://x-access-token:tok1234@github.com/acme/app.git"},
 		{Name: "gl", URL: "https://gitlab.com/acme/app.git", Token: "tok5678"},
@@ -76,6 +78,7 @@ func TestConfigDefaultsAndURLs(t *testing.T) {
 }
 
 func TestErrorHelpers(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("wrapped: %w", newError(CodePushRejected, "Push rejected.", errors.New("detail")))
 	if ErrorCode(err) != CodePushRejected || !errors.Is(err, ErrPushRejected) || errors.Is(err, ErrAuth) {
 		t.Errorf("ErrorCode/Is on a wrapped *Error: code %q", ErrorCode(err))
@@ -97,6 +100,7 @@ func TestErrorHelpers(t *testing.T) {
 }
 
 func TestCapPatch(t *testing.T) {
+	t.Parallel()
 	p, cut := capPatch("line1\nline2\nline3\n", 9)
 	if p != "line1\n" || !cut {
 		t.Errorf("capPatch = %q, %v; want the whole first line, truncated", p, cut)

@@ -25,6 +25,7 @@ func viewGit(t *testing.T, w *Workspace, args ...string) (string, error) {
 // commit saved when a workspace was removed, by no ref and no object, in
 // any file a sandbox shows it. Its own history works as usual.
 func TestThreadsSeeNoOtherThreadsUnpushedCommits(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -140,6 +141,7 @@ func TestThreadsSeeNoOtherThreadsUnpushedCommits(t *testing.T) {
 // lacks: unchanged trees are found among the mirror's objects, not written
 // again.
 func TestCommitWritesOnlyNewObjects(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "objects")
@@ -161,6 +163,7 @@ func TestCommitWritesOnlyNewObjects(t *testing.T) {
 // A thread's repository starts with the remote's branches in one
 // packed-refs file, not a file per branch.
 func TestThreadRepositoryPacksTheRemotesRefs(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	for i := range 20 {
 		remote.Commit(t, gitremote.Change{Branch: "feature/" + string(rune('a'+i)), Files: map[string]string{"f.txt": "f\n"}, Message: "f"})

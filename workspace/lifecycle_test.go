@@ -15,6 +15,7 @@ import (
 )
 
 func TestIdleWorkspacesRemovedAfterTTL(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -85,6 +86,7 @@ func TestIdleWorkspacesRemovedAfterTTL(t *testing.T) {
 }
 
 func TestCleanupRunsGCOnMirrors(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "gc")
@@ -127,6 +129,7 @@ func TestCleanupRunsGCOnMirrors(t *testing.T) {
 }
 
 func TestJanitorStopsOnClose(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	m, err := New(Config{DataDir: t.TempDir(), Repos: []Repo{{Name: "app", URL: remote.Path}}, CleanupInterval: time.Millisecond})
 	if err != nil {
@@ -150,6 +153,7 @@ func TestJanitorStopsOnClose(t *testing.T) {
 // Cleanup packs a thread repository's loose objects (its own only: the
 // mirror's stay borrowed) and keeps its commits.
 func TestCleanupRunsGCOnThreadRepositories(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -188,6 +192,7 @@ func TestCleanupRunsGCOnThreadRepositories(t *testing.T) {
 // ThreadDirs names the folders Open gives the thread, before it is opened:
 // files kept there for a message are the workspace's.
 func TestThreadDirsAreTheWorkspacesFolders(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	key := ThreadKey{Platform: "slack", Key: "dirs"}

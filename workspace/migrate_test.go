@@ -16,6 +16,7 @@ import (
 // uncommitted files, and the mirror is left with the remote's refs and
 // objects only.
 func TestMirrorOfTheSharedLayoutIsMigrated(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	dataDir, clock := t.TempDir(), newFakeClock()
 	repo := Repo{Name: "app", URL: remote.Path}
@@ -87,6 +88,7 @@ func TestMirrorOfTheSharedLayoutIsMigrated(t *testing.T) {
 // A migration cut off after the branches left the mirror but before its
 // objects were deleted is finished at the next start.
 func TestMigrationCutOffIsFinished(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	dataDir, clock := t.TempDir(), newFakeClock()
 	repo := Repo{Name: "app", URL: remote.Path}

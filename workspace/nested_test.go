@@ -19,6 +19,7 @@ import (
 // new`) is committed as files, one with a commit as a link to it, a folder
 // whose .git is a file pointing elsewhere is left out, and each is reported.
 func TestNestedRepositoriesDoNotBreakCommits(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -116,6 +117,7 @@ func TestNestedRepositoriesDoNotBreakCommits(t *testing.T) {
 // holds the bot's git up for GitTimeout at most, and the thread is told which
 // file to remove; once it is gone, commits work again.
 func TestNestedRepositoryWithAPipeDoesNotHangTheThread(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	m, err := New(Config{
 		DataDir:         t.TempDir(),
@@ -164,6 +166,7 @@ func TestNestedRepositoryWithAPipeDoesNotHangTheThread(t *testing.T) {
 // library at another commit), it is recorded at its new commit, as git add
 // would.
 func TestSubmoduleOfTheRemoteDoesNotBreakCommits(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	lib := gitremote.NewBare(t, gitremote.Options{Name: "lib", Files: map[string]string{"lib.txt": "v1\n"}})
 	libV1 := lib.Rev(t, "main")
@@ -209,6 +212,7 @@ func TestSubmoduleOfTheRemoteDoesNotBreakCommits(t *testing.T) {
 // resolving its HEAD would record the other thread's unpushed commit in
 // this thread's branch.
 func TestNestedRepositoryCannotNameAnotherThreadsCommit(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // remote's own words, not as "the remote could not be reached"; the commit
 // stays for the next push.
 func TestPushRefusedByTheRemoteSaysWhy(t *testing.T) {
+	t.Parallel()
 	for name, refuse := range map[string]func(t *testing.T, r *gitremote.Repo){
 		"hook": func(t *testing.T, r *gitremote.Repo) {
 			hook := "#!/bin/sh\necho 'GH006: Protected branch update failed.' >&2\nexit 1\n"

@@ -14,6 +14,7 @@ import (
 )
 
 func TestPushRejectedWhenRemoteMovedThenRetried(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -73,6 +74,7 @@ func TestPushRejectedWhenRemoteMovedThenRetried(t *testing.T) {
 }
 
 func TestPushRejectedOnConflictKeepsBothSides(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "conflict")
@@ -104,6 +106,7 @@ func TestPushRejectedOnConflictKeepsBothSides(t *testing.T) {
 }
 
 func TestForcePushOnlyOverBotCommits(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	key := ThreadKey{Platform: "slack", Key: "force"}
@@ -133,6 +136,7 @@ func TestForcePushOnlyOverBotCommits(t *testing.T) {
 }
 
 func TestNeverPushesOutsidePrefix(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	mainTip := remote.Rev(t, "main")
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
@@ -192,6 +196,7 @@ func TestNeverPushesOutsidePrefix(t *testing.T) {
 }
 
 func TestHTTPRemoteTokenNeverOnDiskOrInErrors(t *testing.T) {
+	t.Parallel()
 	const token = "ghp_TOPSECRETtoken1234567890"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Username: "x-access-token", Password: token})
@@ -249,6 +254,7 @@ func TestHTTPRemoteTokenNeverOnDiskOrInErrors(t *testing.T) {
 }
 
 func TestFailedPushIsRetriedByTheNextPush(t *testing.T) {
+	t.Parallel()
 	const token = "glpat-right-token-0987654321"
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Password: token})
@@ -303,6 +309,8 @@ func TestFailedPushIsRetriedByTheNextPush(t *testing.T) {
 }
 
 func TestUnreachableRemoteFailsFast(t *testing.T) {
+	// Not parallel: git must start and fail within a 500 ms timeout, a wall
+	// time that tests running beside it would stretch.
 	silent := gitremote.Blackhole(t)
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Password: "tok-123456"})
@@ -353,6 +361,7 @@ func TestUnreachableRemoteFailsFast(t *testing.T) {
 }
 
 func TestSSHRemoteWithKeyFile(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	srv := gitremote.NewSSHServer(t)
 	url := srv.URL(remote)
@@ -396,6 +405,7 @@ func TestSSHRemoteWithKeyFile(t *testing.T) {
 }
 
 func TestCommitsDroppedByAPersonStayDropped(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "rewrite")
@@ -431,6 +441,7 @@ func TestCommitsDroppedByAPersonStayDropped(t *testing.T) {
 }
 
 func TestSyncBringsInOthersCommitsForAWorkspaceKeptOpen(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()

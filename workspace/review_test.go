@@ -9,6 +9,7 @@ import (
 )
 
 func TestSubjectsAndReviewSeen(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path, DefaultBranch: "main"})
 	w := e.open("app", "T1")
@@ -82,6 +83,7 @@ func BenchmarkBranchFiles(b *testing.B) {
 // Without a merge base with the default branch (unrelated histories; here
 // the default branch's ref is gone), every file of the branch is listed.
 func TestBranchFilesWithoutAMergeBase(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path, DefaultBranch: "main"})
 	w := e.open("app", "T1")

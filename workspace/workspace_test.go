@@ -15,6 +15,7 @@ import (
 )
 
 func TestOpenCommitPushLocalRemote(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -108,6 +109,7 @@ func TestOpenCommitPushLocalRemote(t *testing.T) {
 }
 
 func TestOpenReturnsSameWorkspaceAndSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	dataDir := t.TempDir()
 	e := newEnvIn(t, dataDir, newFakeClock(), Repo{Name: "app", URL: remote.URL()})
@@ -139,6 +141,7 @@ func TestOpenReturnsSameWorkspaceAndSurvivesRestart(t *testing.T) {
 }
 
 func TestConcurrentOpensShareOneMirror(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: gitremote.GenerateFiles(60)})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	ctx := context.Background()
@@ -199,6 +202,7 @@ func TestConcurrentOpensShareOneMirror(t *testing.T) {
 }
 
 func TestOpenReusesExistingRemoteBranch(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	key := ThreadKey{Platform: "slack", Key: "reuse"}
 	branch := BranchName("bot/", key)
@@ -234,6 +238,7 @@ func TestOpenReusesExistingRemoteBranch(t *testing.T) {
 }
 
 func TestMissingFolderIsRecreatedFromBranch(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "gone")
@@ -259,6 +264,7 @@ func TestMissingFolderIsRecreatedFromBranch(t *testing.T) {
 }
 
 func TestOpenBadInput(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	masterOnly := gitremote.NewBare(t, gitremote.Options{Name: "legacy", DefaultBranch: "master", Files: seedFiles()})
 	masterOnly.Commit(t, gitremote.Change{Branch: "develop", Files: map[string]string{"d": "d"}})
@@ -304,6 +310,7 @@ func TestOpenBadInput(t *testing.T) {
 }
 
 func TestDiffIncludesCommittedUncommittedAndUntracked(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path, Forge: "github"})
 	ctx := context.Background()
@@ -367,6 +374,7 @@ func TestDiffIncludesCommittedUncommittedAndUntracked(t *testing.T) {
 }
 
 func TestParseNumstat(t *testing.T) {
+	t.Parallel()
 	in := "1\t2\ta.txt\x00-\t-\timg.png\x000\t0\t\x00old name.txt\x00new name.txt\x00"
 	got := parseNumstat(in)
 	want := []FileStat{{Path: "a.txt", Added: 1, Deleted: 2}, {Path: "img.png", Binary: true}, {Path: "new name.txt", OldPath: "old name.txt"}}
@@ -376,6 +384,7 @@ func TestParseNumstat(t *testing.T) {
 }
 
 func TestReopenFastForwardsToCommitsOthersPushed(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "ff")
@@ -397,6 +406,7 @@ func TestReopenFastForwardsToCommitsOthersPushed(t *testing.T) {
 }
 
 func TestBrokenFolderIsReplaced(t *testing.T) {
+	t.Parallel()
 	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
 	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
 	w := e.open("app", "broken")

@@ -13,6 +13,7 @@ import (
 // components, an allowed click delivered as its command after a deferred
 // update, a refused one answered with an ephemeral note only.
 func TestButtons(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	cfg := baseConfig(fake)
 	cfg.AllowedUsers = []string{alice}

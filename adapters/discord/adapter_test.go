@@ -20,6 +20,7 @@ import (
 // subtests build on each other: the session thread /code opens is used by the
 // ones after it.
 func TestAdapter(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	// A command of an older version of the bot: registration must replace it.
 	if _, err := restSession(t, fake).ApplicationCommandCreate(fake.ApplicationID(), guild,

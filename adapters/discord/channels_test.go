@@ -31,6 +31,7 @@ func startWithThread(t *testing.T) (*discordfake.Server, *env, *discordgo.Channe
 // thread is its own parent without a request, and one Discord does not know
 // is its own (no server limited to a channel reaches it).
 func TestParentChannel(t *testing.T) {
+	t.Parallel()
 	fake, e, th := startWithThread(t)
 	ref := func(channel string) chat.ThreadRef {
 		return chat.ThreadRef{Team: guild, Channel: channel, Thread: channel}
@@ -74,6 +75,7 @@ func TestParentChannel(t *testing.T) {
 // thread's parent channel (Inbound.Parent), whose mapping and allowlist
 // apply; /code in a text channel names that channel. A DM names none.
 func TestInboundNamesTheParentChannel(t *testing.T) {
+	t.Parallel()
 	fake, e, th := startWithThread(t)
 	mention := fake.UserMessage(th.ID, alice, "<@"+fake.BotUserID()+"> repo=web fix it")
 	if in := e.h.inbound(t, mention.ID); !in.Mention || in.Parent != general || in.Repo != "" {

@@ -21,6 +21,7 @@ import (
 // TestGlobalCommands: without guild_ids the commands are registered globally,
 // replacing whatever was registered before.
 func TestGlobalCommands(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	if _, err := restSession(t, fake).ApplicationCommandCreate(fake.ApplicationID(), "",
 		&discordgo.ApplicationCommand{Name: "old", Description: "gone"}); err != nil {
@@ -58,6 +59,7 @@ func runUntilError(t *testing.T, cfg discord.Config) error {
 // TestDisallowedIntent: a bot whose MESSAGE_CONTENT intent is off in the
 // developer portal gets close 4014, and Run says how to fix it.
 func TestDisallowedIntent(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t, discordfake.WithDisabledPrivilegedIntents(discordfake.IntentMessageContent))
 	err := runUntilError(t, baseConfig(fake))
 	if err == nil || !strings.Contains(err.Error(), "MESSAGE_CONTENT") || !strings.Contains(err.Error(), "Developer Portal") {
@@ -71,6 +73,7 @@ func TestDisallowedIntent(t *testing.T) {
 // TestBadToken: a rejected token (close 4004) ends Run with an error naming
 // the key, without the token.
 func TestBadToken(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	cfg := baseConfig(fake)
 	cfg.Token = "not-the-token"
@@ -84,6 +87,8 @@ func TestBadToken(t *testing.T) {
 // discordgo knows to be empty, a 429 and a global 429 all come back as
 // *chat.RateLimitError. No gateway is needed for REST.
 func TestRateLimits(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	const window = 5 * time.Second
 	fake := discordfake.New(t, discordfake.WithRateLimits(discordfake.RateLimits{
 		MessageEdit: discordfake.Limit{Requests: 2, Window: window},
@@ -150,6 +155,7 @@ func TestRateLimits(t *testing.T) {
 // TestAPIURL: discord.api_url replaces https://discord.com/ for REST, path
 // prefix included (a proxy), and the bot token goes along.
 func TestAPIURL(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var paths, auths []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -184,6 +190,7 @@ func TestAPIURL(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		cfg  discord.Config

@@ -20,6 +20,8 @@ import (
 // same token, whose discordgo has not seen the bucket: Discord answers it 429.
 // discordgo sleeps in real time, so the windows are short.
 func TestEveryRouteHandlesRateLimits(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	const window = 150 * time.Millisecond
 	one := discordfake.Limit{Requests: 1, Window: window}
 	fake := discordfake.New(t, discordfake.WithRateLimits(discordfake.RateLimits{
@@ -95,6 +97,7 @@ func TestEveryRouteHandlesRateLimits(t *testing.T) {
 // 429 on the thread and the webhook edits, and the starter message names the
 // request.
 func TestCodeOpensItsThreadThroughRateLimits(t *testing.T) {
+	t.Parallel()
 	const window = 150 * time.Millisecond
 	one := discordfake.Limit{Requests: 1, Window: window}
 	// The thread's window outlasts the webhook edits made before it.

@@ -17,6 +17,7 @@ import (
 // retried after a *chat.RateLimitError as the outbox does, must never reach
 // Discord early.
 func TestReactionsFollowDiscordsLimit(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t, discordfake.WithRateLimits(discordfake.DefaultRateLimits()))
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)
@@ -47,6 +48,7 @@ func TestReactionsFollowDiscordsLimit(t *testing.T) {
 // reaction anyone adds in every channel it sees): exactly guilds, guild
 // and direct messages, and message content.
 func TestIntentsLeaveOutReactions(t *testing.T) {
+	t.Parallel()
 	want := discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsMessageContent | discordgo.IntentsDirectMessages
 	if discord.Intents != want {
 		t.Errorf("Intents = %b, want %b", discord.Intents, want)

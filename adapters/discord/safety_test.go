@@ -102,6 +102,7 @@ func FuzzSplitMentions(f *testing.F) {
 
 // Without a requester nobody may be pinged; with one, only they.
 func TestAllowedMentionsAtMostTheRequester(t *testing.T) {
+	t.Parallel()
 	a, err := discord.New(discord.Config{Token: "x"}, discord.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestAllowedMentionsAtMostTheRequester(t *testing.T) {
 
 // A post whose response was lost is retried with the same nonce: one message.
 func TestPostOnceWithLostResponse(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)
@@ -146,6 +148,7 @@ func TestPostOnceWithLostResponse(t *testing.T) {
 // An upload whose response was lost is retried with the same nonce: the
 // file is posted once, and the retry sends the file again unread.
 func TestUploadOnceWithLostResponse(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)
@@ -184,6 +187,7 @@ func TestUploadOnceWithLostResponse(t *testing.T) {
 // A conversation Discord no longer has (Unknown Channel on catch-up) is
 // closed, so later reconnects do not ask for it.
 func TestCatchUpClosesConversationsThatAreGone(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	gone := chat.ThreadRef{Platform: "discord", Team: guild, Channel: "1999999999999999999", Thread: "1999999999999999999"}
@@ -198,6 +202,7 @@ func TestCatchUpClosesConversationsThatAreGone(t *testing.T) {
 // Someone who takes no direct messages gets a ⛔ on their message, and
 // nothing in the channel names them.
 func TestWhisperWithoutDMsReacts(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	fake.RefuseDMs(bob)
@@ -227,6 +232,7 @@ func TestWhisperWithoutDMsReacts(t *testing.T) {
 // thread, and @everyone, roles and other people stay unpinged whatever the
 // model writes.
 func TestRefusedInputDoesNotMakeARequester(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	e.h.set(func(h *recorder) { h.refuse = func(in chat.Inbound) bool { return in.Author.ID == bob } })
@@ -250,6 +256,7 @@ func TestRefusedInputDoesNotMakeARequester(t *testing.T) {
 // the message shows, with nobody clicking, and the URL can carry anything the
 // model read. Posts, edits and the edits that set buttons all suppress embeds.
 func TestMessagesEmbedNothing(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)
@@ -291,6 +298,7 @@ const suppressEmbeds = 1 << 2
 // post and lets only them be pinged; a value that is not a user id adds
 // nothing, so it cannot smuggle markup in.
 func TestPostOnceNotifiesOnlyAUserID(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)

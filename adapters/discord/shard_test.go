@@ -36,6 +36,7 @@ func twoShardWorld(t *testing.T) (a, b discordfake.Guild, shardOfA int) {
 // Two replicas, one shard each: each gets the messages of its own guild and
 // none of the other's, so a thread has one receiver.
 func TestShardsSplitGuildsBetweenReplicas(t *testing.T) {
+	t.Parallel()
 	ga, gb, shardOfA := twoShardWorld(t)
 	fake := discordfake.New(t, discordfake.WithGuilds(ga, gb))
 	envs := make([]*env, 2)
@@ -95,6 +96,7 @@ func (o orderedThreads) ActiveThreads(ctx context.Context) ([]chat.ThreadCursor,
 // A replica catches up only the threads of its own shard's guilds: another
 // replica's connection does that for the rest.
 func TestShardCatchUpSkipsOtherShardsGuilds(t *testing.T) {
+	t.Parallel()
 	ga, gb, shardOfA := twoShardWorld(t)
 	fake := discordfake.New(t, discordfake.WithGuilds(ga, gb))
 	cfg := baseConfig(fake)

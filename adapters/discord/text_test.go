@@ -12,6 +12,7 @@ import (
 // model may use otherwise are sent as ```, and backtick runs inside a block
 // cannot end it.
 func TestTextFencesAsDiscordReadsThem(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, md, want string }{
 		{"plain text unchanged", "a `b` **c** ~~d~~ <@1>", "a `b` **c** ~~d~~ <@1>"},
 		{"three backticks unchanged", "```go\nx := 1\n```", "```go\nx := 1\n```"},
@@ -38,6 +39,7 @@ func TestTextFencesAsDiscordReadsThem(t *testing.T) {
 // with buttons) sends it as Text: a ~~~ block shows as code, and a ``` line
 // inside a ```` block does not end it.
 func TestPostsAndEditsSendText(t *testing.T) {
+	t.Parallel()
 	fake := discordfake.New(t)
 	e := start(t, fake, baseConfig(fake))
 	ctx := ctxT(t)

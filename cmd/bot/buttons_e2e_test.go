@@ -63,6 +63,7 @@ func (e *slackEnv) waitClickAck(id string) slackfake.Ack {
 }
 
 func TestSlackStopButtonStopsTheRunAndGoesAway(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -173,10 +174,12 @@ func diffButtonTest(t *testing.T, e *slackEnv) {
 }
 
 func TestSlackDiffButtonAfterAPushActsOnce(t *testing.T) {
+	t.Parallel()
 	diffButtonTest(t, newSlackEnv(t))
 }
 
 func TestSlackDiffButtonOverTheHTTPEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, httpEvents())
 	diffButtonTest(t, e)
 	for _, a := range e.slack.Acks() {
@@ -187,6 +190,7 @@ func TestSlackDiffButtonOverTheHTTPEndpoint(t *testing.T) {
 }
 
 func TestSlackOpenPRButtonLinksThePullRequest(t *testing.T) {
+	t.Parallel()
 	e, fake := prEnv(t, "github")
 	writes(e)
 	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
@@ -210,6 +214,7 @@ func TestSlackOpenPRButtonLinksThePullRequest(t *testing.T) {
 }
 
 func TestSlackOpenPRButtonRunsPRWhenThereIsNone(t *testing.T) {
+	t.Parallel()
 	e, fake := prEnv(t, "github")
 	fake.RateLimit(true) // the first attempt to open it fails
 	writes(e)
@@ -234,6 +239,7 @@ func TestSlackOpenPRButtonRunsPRWhenThereIsNone(t *testing.T) {
 }
 
 func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
+	t.Parallel()
 	const mallory = "U0MALLORY"
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{aliceID} }))
 	e.slack.AddUser(slackfake.User{ID: mallory, Name: "mallory", RealName: "Mallory"})
@@ -268,6 +274,7 @@ func TestSlackButtonFromARefusedUserGetsTheNoteAndRunsNothing(t *testing.T) {
 // that, says nothing in the thread (no public message that would ping
 // them), runs nothing and goes on working.
 func TestSlackButtonFromARefusedNonMemberIsLoggedNotAnswered(t *testing.T) {
+	t.Parallel()
 	const mallory = "U0MALLORY"
 	logs := captureLogs(t)
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{aliceID} }))
@@ -317,6 +324,8 @@ func TestSlackButtonFromARefusedNonMemberIsLoggedNotAnswered(t *testing.T) {
 // request and "processing" while a run works, and closed after; Slack's own
 // stop button (agent_session_stopped) stops the run like !stop.
 func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	e := newSlackEnv(t, withFake(installedFrom(t, "slack-app-manifest-agent.yaml")...),
 		withConfig(func(c *config.Config) { c.Slack.AgentSessions = true }))
 	var n atomic.Int32
@@ -371,6 +380,7 @@ func TestSlackAgentSessionStatusAndItsStopButton(t *testing.T) {
 // Without agent sessions the plain assistant status is used, and the
 // adapter stops asking for a session status where Slack said there is none.
 func TestSlackWithoutAgentSessionsKeepsTheAssistantStatus(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withFake(slackfake.WithAssistantThreads()))
 	// The answer waits until the status shows: a run that ends before the
 	// outbox sends "is working…" merges it with the clearing, rightly.

@@ -46,6 +46,7 @@ func runCheck(t *testing.T, cfg config.Config) (bool, string) {
 }
 
 func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	ok, out := runCheck(t, cfg)
@@ -60,6 +61,7 @@ func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
 }
 
 func TestCheckSaysWhenTheAgentIsUnsandboxed(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	ok, out := runCheck(t, cfg)
@@ -69,6 +71,7 @@ func TestCheckSaysWhenTheAgentIsUnsandboxed(t *testing.T) {
 }
 
 func TestCheckReportsOneLinePerProblem(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.LLM.Model = "no-such-model"
 	cfg.Slack.BotToken = "xoxb-wrong"
@@ -99,6 +102,7 @@ func TestCheckReportsOneLinePerProblem(t *testing.T) {
 }
 
 func TestCheckReportsInvalidConfigKeys(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.LLM.ContextWindow = 10
 	cfg.Workspace.DefaultRepo = "nope"
@@ -112,6 +116,7 @@ func TestCheckReportsInvalidConfigKeys(t *testing.T) {
 // would bring the schema of an older running build up to date under it):
 // the storage line says who holds it, and that is no problem.
 func TestCheckLeavesARunningBotsDatabaseAlone(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	held, err := lockDataDir(cfg.DataDir)
@@ -132,6 +137,7 @@ func TestCheckLeavesARunningBotsDatabaseAlone(t *testing.T) {
 // A key in llm.base_url (a proxy's ?key=) is not printed when the endpoint
 // cannot be reached: Go's transport error quotes the URL, query and all.
 func TestCheckDoesNotPrintTheBaseURLKey(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	const key = "proxy-key-0123456789abcdef"
 	cfg.LLM.BaseURL = "http://127.0.0.1:1/v1?key=" + key

@@ -154,6 +154,7 @@ func (term *terminal) mark() int { return len(term.output()) }
 // the answer stream, steer, stop with Ctrl-C, quit with a second Ctrl-C,
 // start again (continuing the session) and be answered at once.
 func TestConsoleInATerminal(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bin := buildBot(t)

@@ -196,6 +196,7 @@ func TestConsoleTakesTheLocalPartsOfTheExampleConfig(t *testing.T) {
 // Each console start is a new session on a branch of its own, also when it
 // starts within the second the last one started in.
 func TestConsoleSessionsDoNotShareABranch(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	taken := map[string]bool{"20260102-150405": true, "20260102-150406": true}
 	th := newConsoleThread(now, func(r chat.ThreadRef) bool { return taken[r.Thread] })
@@ -239,6 +240,7 @@ func TestAConsoleStartedAgainTakesANameOfItsOwn(t *testing.T) {
 // A second console on a repository is refused, naming the first one's pid,
 // in the console's terms (it has no data_dir key to change).
 func TestASecondConsoleOnTheRepositoryIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	held, err := lockDataDir(dir)
 	if err != nil {
@@ -265,6 +267,7 @@ func TestASecondConsoleOnTheRepositoryIsRefused(t *testing.T) {
 // only warnings and errors reach the terminal (stderr), never the INFO
 // lines and the config dump that came between the conversation's lines.
 func TestConsoleLogsToAFileOrOnlyWarningsToStderr(t *testing.T) {
+	t.Parallel()
 	m := NewMain()
 	m.Console = true
 	var stderr syncBuffer

@@ -41,6 +41,8 @@ var deputyFiles = []string{"AGENTS.md", ".mcp.json", ".threadsmith/prompts/t.md"
 // same plants in the scratch folder (which the sandbox shows read-only: the
 // test plants there as an agent without a sandbox would).
 func TestBotIsNoConfusedDeputy(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	const (
 		configMarker = "DEPUTY-CONFIG-SECRET-0f3a"

@@ -48,6 +48,8 @@ func (e *discordEnv) waitButtons(msg string, want ...string) []discordfake.Butto
 }
 
 func TestDiscordButtons(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	env := newDiscordEnv(t)
 	t.Run("stop", func(t *testing.T) {
 		e := env.with(t)

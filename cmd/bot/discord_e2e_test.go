@@ -319,6 +319,8 @@ func (e *discordEnv) posted(channel string) []string {
 // is per channel, so most of the time is spent waiting on it); what counts
 // threads, disturbs the gateway or measures one stream runs alone.
 func TestDiscord(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	env := newDiscordEnv(t)
 	t.Run("commands registered at start", func(t *testing.T) { testDiscordCommands(env.with(t)) })
 	t.Run("sessions", func(t *testing.T) {

@@ -151,12 +151,14 @@ func queuedFileTest(t *testing.T, between func(e *filesEnv)) {
 // link expired, still gives the model the file: it was downloaded when the
 // message was accepted.
 func TestDiscordQueuedFileOutlivesItsLink(t *testing.T) {
+	t.Parallel()
 	queuedFileTest(t, func(*filesEnv) {})
 }
 
 // The same across a restart between accepting the message and processing
 // it: the file kept for it is still there for the next process.
 func TestDiscordQueuedFileSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	queuedFileTest(t, func(e *filesEnv) {
 		e.stop()
 		e.start()
@@ -167,6 +169,7 @@ func TestDiscordQueuedFileSurvivesARestart(t *testing.T) {
 // model (stopped while it waits for a run slot) leaves no kept file behind:
 // they would count against the thread's quota for nothing.
 func TestDiscordDroppedMessageLeavesNoKeptFile(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t, func(c *config.Config) { c.MaxConcurrentRuns = 1 })
 	arrived, open := make(chan struct{}, 4), make(chan struct{})
 	t.Cleanup(func() { close(open) })

@@ -15,6 +15,7 @@ import (
 // the next, and its link on the status message as a link button next to
 // Diff; a click on Diff from someone without the role is refused.
 func TestDiscordPullRequestLinksTheThread(t *testing.T) {
+	t.Parallel()
 	const token = "forge-token-0002"
 	fake := forgefake.New(t, "gitlab", "acme/app", token)
 	e := newDiscordEnv(t, func(cfg *config.Config, e *discordEnv) {

@@ -65,6 +65,7 @@ func checkDiscordPingsAtMost(t *testing.T, fake *discordfake.Server, user string
 // every thread ever opened, and the message typed while no session existed
 // still arrives.
 func TestDiscordReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
+	t.Parallel()
 	e := newDiscordEnv(t, func(cfg *config.Config, _ *discordEnv) {
 		seedDormant(t, cfg.DataDir, 500, func(i int) storage.ThreadKey {
 			id := fmt.Sprintf("15%017d", i)

@@ -67,6 +67,7 @@ func (e *env) waitArrived(g *gate) {
 }
 
 func TestFollowUpWhileBusyIsQueuedAcknowledgedAndDelivered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	g := newGate()
 	var n atomic.Int32
@@ -95,6 +96,7 @@ func TestFollowUpWhileBusyIsQueuedAcknowledgedAndDelivered(t *testing.T) {
 }
 
 func TestSteerIsDeliveredInsideTheSameRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	g := newGate()
 	var n atomic.Int32
@@ -133,6 +135,8 @@ func TestSteerIsDeliveredInsideTheSameRun(t *testing.T) {
 }
 
 func TestStopAbortsWithinASecondAndKeepsTheQueue(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	e := newEnv(t)
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -166,6 +170,7 @@ func TestStopAbortsWithinASecondAndKeepsTheQueue(t *testing.T) {
 }
 
 func TestRetryNoticeAfterTwoRateLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Agent.Retry.BaseDelay = 20 * time.Millisecond })
 	e.llm.Push(
 		llmfake.HTTPError(429, "rate_limit_exceeded", "Rate limit reached for requests"),
@@ -184,6 +189,7 @@ func TestRetryNoticeAfterTwoRateLimits(t *testing.T) {
 }
 
 func TestRetryGivesUpVisibly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) {
 		c.Agent.Retry.BaseDelay = 10 * time.Millisecond
 		c.Agent.Retry.MaxRetries = 2
@@ -207,6 +213,7 @@ func bigReply(prompt int) llmfake.Response {
 }
 
 func TestCompactionNoticeAndSummaryInTheNextRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, compactionConfig)
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -243,6 +250,7 @@ func TestCompactionNoticeAndSummaryInTheNextRequest(t *testing.T) {
 }
 
 func TestOverflowIsRecoveredWithoutUserAction(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, compactionConfig)
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -271,6 +279,7 @@ func TestOverflowIsRecoveredWithoutUserAction(t *testing.T) {
 // An unknown repository is refused privately, as one the channel may not
 // open is, naming the ones it may; nothing public is posted.
 func TestUnknownRepoIsRefusedPrivately(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	th := thread("800.1")
 	_, r, err := e.chat.Say(e.ctx, th, alice, "repo=nope fix it", true)
@@ -287,6 +296,7 @@ func TestUnknownRepoIsRefusedPrivately(t *testing.T) {
 }
 
 func TestDuplicateDeliveryRunsOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("once") })
 	th := thread("900.1")
@@ -304,6 +314,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 }
 
 func TestRestartContinuesTheThreadAndDeliversQueuedInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.ShutdownGrace = 2 * time.Second })
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -341,6 +352,7 @@ func TestRestartContinuesTheThreadAndDeliversQueuedInput(t *testing.T) {
 }
 
 func TestManyThreadsAtOnceAllGetTheirAnswer(t *testing.T) {
+	t.Parallel()
 	const threads = 50
 	e := newEnv(t, func(c *config.Config) { c.MaxConcurrentRuns = 8 })
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -359,6 +371,8 @@ func TestManyThreadsAtOnceAllGetTheirAnswer(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestInvalidConfigNamesTheKeyAndExits2(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte("llm:\n  context_window: 100\n  max_output_tokens: 8192\n  api_key: x\nslack:\n  enabled: false\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -380,6 +394,7 @@ func TestInvalidConfigNamesTheKeyAndExits2(t *testing.T) {
 }
 
 func TestBusyModeSteerMakesPlainMessagesSteer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Agent.BusyMode = config.BusySteer })
 	g := newGate()
 	var n atomic.Int32

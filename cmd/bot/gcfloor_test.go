@@ -10,6 +10,7 @@ import (
 )
 
 func TestFloorPercent(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	for _, c := range []struct {
 		live, roots uint64
@@ -37,6 +38,7 @@ func TestFloorPercent(t *testing.T) {
 // floor, not twice a small live heap, and it stays so collection after
 // collection (the floor re-arms itself).
 func TestHeapFloorAfterEachCollection(t *testing.T) {
+	// Not parallel: it sets the collector's percent, which is the process's.
 	const floor = 64 << 20
 	f := newGCFloor(floor, 100)
 	f.adjusted = make(chan struct{}, 1)

@@ -16,6 +16,7 @@ import (
 // would start it by mistake — exits 1 naming the directory and the first
 // bot's pid, before it touches the database.
 func TestASecondBotOnTheDataDirIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -53,6 +54,7 @@ func TestASecondBotOnTheDataDirIsRefused(t *testing.T) {
 }
 
 func TestVersionIsPrinted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bin := buildBot(t)

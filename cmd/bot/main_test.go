@@ -107,6 +107,7 @@ func thread(n string) chat.ThreadRef {
 }
 
 func TestMentionRunsAndPushesTheBranch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	th := thread("100.1")
 	e.llm.Push(

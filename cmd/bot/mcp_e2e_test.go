@@ -111,6 +111,7 @@ func TestSlackMCPToolInTheSandbox(t *testing.T) {
 // -check starts every configured MCP server and lists its tools, or says
 // why it could not.
 func TestCheckStartsMCPServers(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	cfg, _ := checkConfig(t)
@@ -139,6 +140,7 @@ func TestCheckStartsMCPServers(t *testing.T) {
 // A repository's .mcp.json adds its stdio servers only when the operator
 // allows it, without network and without expanding anything of the bot's.
 func TestSlackRepositoryMCPServersOnlyWhenAllowed(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	for _, allowed := range []bool{false, true} {
@@ -179,6 +181,7 @@ func TestSlackRepositoryMCPServersOnlyWhenAllowed(t *testing.T) {
 }
 
 func TestMCPSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.MCP.Servers = []config.MCPServer{{Name: "a", URL: "https://x/mcp", Headers: map[string]string{"Authorization": "Bearer hdr-secret-123456"}},
 		{Name: "b", Command: "b", Env: map[string]string{"TOKEN": "env-secret-0123456789", "MODE": "on"}},
@@ -217,6 +220,7 @@ func TestMCPSecretsAreRedacted(t *testing.T) {
 // A key in an MCP server's URL is a secret too: the error of a server that
 // did not start names the URL, in the thread and in -check.
 func TestMCPKeyInTheURLIsRedacted(t *testing.T) {
+	t.Parallel()
 	const key = "url-key-0123456789"
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.MCP.Servers = []config.MCPServer{{Name: "keyed", URL: "http://user:pw-" + key + "@127.0.0.1:1/mcp?key=" + key, Timeout: config.DefaultMCPTimeout}}
@@ -238,6 +242,8 @@ func TestMCPKeyInTheURLIsRedacted(t *testing.T) {
 // and keeps what the session has read: edit still accepts a file read
 // before the change.
 func TestSlackMCPListChangeKeepsTheSession(t *testing.T) {
+	// Not parallel: the new list must arrive within 50 quick model turns, a
+	// wall time that tests running beside it would stretch.
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
@@ -303,6 +309,7 @@ func branchOf(t *testing.T, e *slackEnv) string {
 // is given up: the thread says so under the call's line, and the model is
 // told in the call's result. One that cannot start at all is said at once.
 func TestSlackMCPServerThatDiesTwiceIsReportedInTheThread(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
@@ -334,6 +341,7 @@ func TestSlackMCPServerThatDiesTwiceIsReportedInTheThread(t *testing.T) {
 // !stop during an MCP call ends the run at once and the server is told to
 // cancel the call.
 func TestSlackStopCancelsAnMCPCall(t *testing.T) {
+	t.Parallel()
 	srv := mcpfake.NewHTTP(t)
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.MCP.Servers = []config.MCPServer{{Name: "docs", URL: srv.URL, Timeout: config.DefaultMCPTimeout}}
@@ -367,6 +375,7 @@ func TestSlackStopCancelsAnMCPCall(t *testing.T) {
 // reaches is the outside world, never this host's own services: the
 // server with network: true cannot fetch from the host's 127.0.0.1 either.
 func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello from the host") }))
@@ -426,6 +435,7 @@ func TestSlackMCPServerNetworkAsConfigured(t *testing.T) {
 // A server's secret never reaches the bot's logs, even when the server
 // writes its environment to stderr (which the bot logs, for the operator).
 func TestSlackMCPServerSecretIsNotLogged(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	bin := mcpfake.Build(t)
 	const token = "trk-0123456789abcdef-logged"
@@ -457,6 +467,7 @@ func TestSlackMCPServerSecretIsNotLogged(t *testing.T) {
 // On Discord every thread is a channel of its own: an MCP server limited to
 // a channel goes to the threads opened in it, not to others.
 func TestDiscordMCPServerForItsChannel(t *testing.T) {
+	t.Parallel()
 	url := mcpfake.ServeHTTP(t, "", "")
 	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) {
 		c.MCP.Servers = []config.MCPServer{

@@ -15,6 +15,7 @@ import (
 // The config's model names reach their own endpoints, under their provider
 // ids, with their keys, reasoning and prices (configured or built in).
 func TestModelsFromTheConfigReachTheirEndpoints(t *testing.T) {
+	t.Parallel()
 	oai := llmfake.New(t)
 	oai.RequireAPIKey("sk-openai")
 	ant := anthropicfake.New(t)
@@ -68,6 +69,7 @@ func TestModelsFromTheConfigReachTheirEndpoints(t *testing.T) {
 
 // -check reaches every model endpoint and names the model a key cannot use.
 func TestCheckReachesEveryModelEndpoint(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	ant := anthropicfake.New(t)
 	ant.RequireAPIKey("sk-ant")

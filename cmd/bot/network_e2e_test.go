@@ -21,6 +21,7 @@ import (
 // of its own addresses (the listener is on every address). It gets nothing
 // of thread 1, and its connections are refused.
 func TestSlackSandboxWithNetworkCannotReachTheBotsListener(t *testing.T) {
+	t.Parallel()
 	sandboxtest.Network(t) // or skip, saying why
 	const spoof = "X-Forwarded-User"
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {

@@ -38,6 +38,7 @@ func notifyScript(clk *offsetClock, other string) func(llmfake.Request) llmfake.
 // answer (not an edit); the model's <@OTHER> notifies nobody; a short run
 // mentions nobody, and notify_after 0s turns the mention off.
 func TestSlackLongRunMentionsTheRequester(t *testing.T) {
+	t.Parallel()
 	const other = "U0OTHER01"
 	run := func(t *testing.T, notifyAfter time.Duration) *slackEnv {
 		clk := &offsetClock{}
@@ -84,6 +85,7 @@ func TestSlackLongRunMentionsTheRequester(t *testing.T) {
 // with allowed_mentions.users = [requester]; the model's <@bob> pings
 // nobody; a short run or notify_after 0s pings nobody.
 func TestDiscordLongRunMentionsTheRequester(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, notifyAfter time.Duration) *discordEnv {
 		clk := &offsetClock{}
 		e := newDiscordEnv(t, func(c *config.Config, e *discordEnv) {

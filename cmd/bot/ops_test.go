@@ -71,6 +71,7 @@ next:
 // The operator's endpoints on http.listen: alive at once, ready only once
 // storage and the platform are connected, metrics counting a run.
 func TestHealthReadinessAndMetrics(t *testing.T) {
+	t.Parallel()
 	// The env's fakes and config, with a Main of the test's own.
 	e := newEnv(t)
 	e.stop()
@@ -175,6 +176,7 @@ func waitReady(t *testing.T, ctx context.Context, url string, want int, line str
 // With the real Slack adapter: ready while Socket Mode is connected, not
 // ready during an outage, ready again once it reconnects.
 func TestReadinessFollowsTheSlackConnection(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" }))
 	url := "http://" + e.m.HTTPAddr()
 	waitReady(t, e.ctx, url, http.StatusOK, "slack: ok")
@@ -202,6 +204,7 @@ func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
 // answer is said so there, and why (the database's address, user, file)
 // only in the log.
 func TestReadinessKeepsTheStorageErrorInTheLog(t *testing.T) {
+	t.Parallel()
 	detail := errors.New("failed to connect to `user=threadsmith database=prod`: db.internal:5432: dial error")
 	var logged strings.Builder
 	log := slog.New(slog.NewTextHandler(&logged, nil))
@@ -230,6 +233,7 @@ func TestReadinessKeepsTheStorageErrorInTheLog(t *testing.T) {
 // own server answered them 405) and Slack's signed POSTs, which reach the
 // bot and are answered.
 func TestSlackHTTPModeSharesItsPortWithTheProbes(t *testing.T) {
+	t.Parallel()
 	e := newSlackFakes(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -270,6 +274,7 @@ func TestSlackHTTPModeSharesItsPortWithTheProbes(t *testing.T) {
 // The bridge's counts reach /metrics through a real run: a retried model
 // call (its error by class), and a manual compaction by reason and result.
 func TestMetricsCountRetriesErrorsAndCompactions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) {
 		c.HTTP.Listen = "127.0.0.1:0"
 		c.Agent.Retry.BaseDelay = 10 * time.Millisecond

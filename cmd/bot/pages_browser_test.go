@@ -22,6 +22,7 @@ import (
 // list shows the session and opens it again. The screenshots are test
 // artifacts (go test -artifacts).
 func TestSessionPageInABrowserDuringARun(t *testing.T) {
+	t.Parallel()
 	bin := browsertest.Require(t)
 	const token = "forge-token-0001"
 	fake := forgefake.New(t, "github", "acme/app", token)

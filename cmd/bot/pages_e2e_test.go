@@ -31,6 +31,7 @@ var pageLinkRe = regexp.MustCompile(`http://pages\.test(/s/\d+\?t=[A-Za-z0-9._%-
 // http.listen), with the prompt, the tool call, the answer and the push, and
 // the same page without the link's token is refused.
 func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
+	t.Parallel()
 	const key = "e2e-session-key-0123456789abcdef0123"
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.HTTP.Listen = "127.0.0.1:0"
@@ -90,6 +91,7 @@ func TestSlackFooterAndStatusLinkTheSessionPage(t *testing.T) {
 // Every configured key is redacted: from tool output and from the session
 // pages.
 func TestSecretsListEveryKey(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.LLM.APIKey = "sk-main-key"
 	cfg.LLM.BaseURL = "https://proxy.example/v1?key=proxy-key-0123456789&region=eu"
@@ -109,6 +111,7 @@ func TestSecretsListEveryKey(t *testing.T) {
 // links everything it printed, from the file bash kept in the scratch
 // folder, and that page begins where the output began.
 func TestSessionPageShowsAllACommandPrinted(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.HTTP.Listen = "127.0.0.1:0"
 		c.HTTP.PublicURL = "http://pages.test"
@@ -143,6 +146,7 @@ func TestSessionPageShowsAllACommandPrinted(t *testing.T) {
 // path a tool result names: not another thread's, not outside, not through
 // a symlink that leads out of it.
 func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.txt")
 	write := func(path, text string) {
@@ -205,6 +209,7 @@ func TestScratchFileStaysInTheThreadsScratchFolder(t *testing.T) {
 // fails quoting the URL it was asked at, query and all. The error reaches the
 // thread; the key must not.
 func TestLLMEndpointKeyInItsErrorIsRedacted(t *testing.T) {
+	t.Parallel()
 	const key = "proxy-key-0123456789abcdef"
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -226,6 +231,7 @@ func TestLLMEndpointKeyInItsErrorIsRedacted(t *testing.T) {
 // a wrapping error's text (Go's transport quotes the URL's query), while
 // errors.As still finds the typed error retry decides on.
 func TestModelErrorsAreRedacted(t *testing.T) {
+	t.Parallel()
 	const key = "proxy-key-0123456789abcdef"
 	typed := &llm.Error{Kind: llm.ErrorNetwork, Message: `Post "https://proxy/v1/chat/completions?key=` + key + `": connection refused`}
 	model := redactErrors(modelFunc(func() (llm.Message, error) {

@@ -58,6 +58,7 @@ func (e *slackEnv) assertRefusedPrivately(n int, ch, root, want string) {
 // mapped channels still open their own repositories, and a mapping that
 // lists more repositories lets repo= pick them.
 func TestSlackChannelMappingIsBindingAndDMsNeedAllowing(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withSecretRepo(t, func(c *config.Config) {
 		c.Slack.AllowedChannels = []string{slackChan, secretChan}
 		c.Slack.Channels[secretChan] = config.ChannelRepos{"secret", "app"}
@@ -97,6 +98,7 @@ func TestSlackChannelMappingIsBindingAndDMsNeedAllowing(t *testing.T) {
 // default here) but not one a mapping keeps to its channel, and neither
 // does an unmapped channel; a mapping with "*" opens any repository.
 func TestSlackDMsReachOnlyUnmappedRepos(t *testing.T) {
+	t.Parallel()
 	yes := true
 	const anyChan = "C0ANYREPO"
 	e := newSlackEnv(t, withSecretRepo(t, func(c *config.Config) {
@@ -137,6 +139,7 @@ func TestSlackDMsReachOnlyUnmappedRepos(t *testing.T) {
 // may open web but not app, which the mapping keeps; a DM is refused when
 // discord.allow_dms is false; the mapped channel still opens app.
 func TestDiscordChannelMappingIsBindingAndDMsNeedAllowing(t *testing.T) {
+	t.Parallel()
 	no := false
 	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) {
 		c.Discord.AllowedRoles, c.Discord.AllowedUsers = nil, []string{dAlice}

@@ -54,6 +54,7 @@ func writes(e *slackEnv) *atomic.Int32 {
 // thread, the next push updates it, review comments come back with !review
 // and lead to a new commit that updates it again.
 func TestSlackPullRequestLoop(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"github", "gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel() // each forge has its own fakes and bot: 3 × 7 s one after another
@@ -124,6 +125,7 @@ func TestSlackPullRequestLoop(t *testing.T) {
 
 // A forge that says no gets one plain note, not one per push.
 func TestSlackPullRequestRefusedIsSaidOnce(t *testing.T) {
+	t.Parallel()
 	e, fake := prEnv(t, "github")
 	fake.Forbid(true)
 	writes(e)
@@ -144,6 +146,7 @@ func TestSlackPullRequestRefusedIsSaidOnce(t *testing.T) {
 // The repository's AGENTS.md reaches the model with every request, as it is
 // on the thread's branch at that moment; !status names it.
 func TestSlackRepositoryInstructions(t *testing.T) {
+	t.Parallel()
 	e := newSlackFakes(t)
 	e.remote.Commit(t, gitremote.Change{Branch: "main", Files: map[string]string{"AGENTS.md": "Always run `make check`."}})
 	e.start()
@@ -174,6 +177,7 @@ func TestSlackRepositoryInstructions(t *testing.T) {
 // secret, gets the thread's agent the comment without anyone typing
 // !review; an unsigned one does nothing.
 func TestSlackReviewWebhookBringsTheCommentsBack(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"github", "gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			const secret = "hook-secret-0123456789"
@@ -341,6 +345,7 @@ func fromStranger(kind, body string) string {
 
 // Without a delivery id, webhooks are still told apart by their content.
 func TestReviewEventDeliveryIDs(t *testing.T) {
+	t.Parallel()
 	body, h := reviewHook("github", "bot/x", "s")
 	// GitHub's delivery header is not signed: the handler identifies the
 	// event by its body.
@@ -399,6 +404,7 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 // follow-up, even where people's messages steer it (busy_mode: steer): the
 // reviewer did not see what the run is doing.
 func TestReviewWebhookDuringARunIsAFollowUp(t *testing.T) {
+	t.Parallel()
 	const secret, token = "hook-secret-0123456789", "forge-token-0001"
 	fake := forgefake.New(t, "github", "acme/app", token)
 	e := newSlackFakes(t)
@@ -458,6 +464,7 @@ func (r *reviewCalls) ForgeReview(context.Context, string, string, string) (bool
 // the repository's token to ask the forge, a signed review comment starts
 // nothing (anyone may comment on a public project).
 func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			const secret = "hook-secret-0123456789"
@@ -479,6 +486,7 @@ func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
 // fails), the webhook is answered 503 so the forge delivers it again, and
 // nothing reaches the thread until the answer is known.
 func TestReviewWebhookWaitsForTheForgesAnswerAboutTheAuthor(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			const secret, token = "hook-secret-0123456789", "forge-token-0001"

@@ -15,6 +15,7 @@ import (
 // none and a local remote get nothing (no note: the operator chose it, or
 // there is no forge).
 func TestPullRequestSettingsOfEachRepository(t *testing.T) {
+	t.Parallel()
 	cfg := &config.Config{}
 	cfg.Workspace.Repos = []config.Repo{
 		{Name: "draft", URL: "https://github.com/acme/app.git", Token: "t", PullRequests: config.PullRequestsDraft},

@@ -33,6 +33,7 @@ func toolOutput(llm *llmfake.Server, id string) string {
 // thread are told, thread B's messages are stored and answered meanwhile,
 // and after rm thread A works again.
 func TestDiskFillingThreadLeavesOthersWorking(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	const quota = 16 << 20
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Sandbox.Disk = quota }))
@@ -104,6 +105,7 @@ func TestDiskFillingThreadLeavesOthersWorking(t *testing.T) {
 // (thread B's messages are stored and answered), the agent is told, and
 // after rm it works again.
 func TestDiskReserveKeepsTheDatabaseWorking(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{})
 	const reserve = 24 << 20
 	e := newSlackFakes(t, withConfig(func(c *config.Config) {

@@ -17,6 +17,7 @@ import (
 // message or edit of the thread, nor the session page, nor the logs has
 // the key or a piece of it that the cut left; the status says [redacted].
 func TestSecretInToolArgumentsIsRedactedInTheStatus(t *testing.T) {
+	t.Parallel()
 	e := newSlackFakes(t, withConfig(func(c *config.Config) {
 		c.HTTP.Listen = "127.0.0.1:0"
 		c.HTTP.PublicURL = "http://pages.test"

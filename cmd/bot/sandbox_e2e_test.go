@@ -26,6 +26,7 @@ import (
 // file, a page, a message) cannot read the bot's secrets or touch another
 // thread, end to end through the program on the fake Slack.
 func TestSlackInjectedThreadCannotTouchAnotherThread(t *testing.T) {
+	t.Parallel()
 	sandboxtest.New(t, sandbox.Config{}) // or skip, saying why
 	e := newSlackEnv(t)
 	data := e.cfg.DataDir
@@ -121,6 +122,8 @@ func jsonArgs(v any) string {
 // the operator said sandbox.mode: none. The machine without one is made by
 // running the real binary in a user namespace that may not create more.
 func TestNoSandboxRefusesToStartUnlessModeNone(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("unshare (util-linux) is needed to take user namespaces away")
 	}
@@ -173,6 +176,7 @@ func TestNoSandboxRefusesToStartUnlessModeNone(t *testing.T) {
 // Under sandbox.mode: none every run's status message says so; sandboxed
 // runs do not.
 func TestSlackStatusSaysUnsandboxed(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Sandbox.Mode = config.SandboxNone }))
 	e.llm.Push(llmfake.TextReply("done"))
 	root := e.slack.Mention(slackChan, aliceID, "hello", "")

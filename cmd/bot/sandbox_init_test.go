@@ -15,6 +15,7 @@ import (
 // late and waits for most of the bot's packages (os/exec and path/filepath,
 // which come after the protobuf, x/text and prometheus initialisers here).
 func TestSandboxInitDoesNotWaitForTheBotsPackages(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()

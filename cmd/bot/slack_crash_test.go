@@ -108,6 +108,8 @@ func (p *botProcess) wait(d time.Duration) error {
 // reports the interrupted run, delivers the follow-up and re-runs nothing,
 // then SIGTERM during a run: exit code 0 within the grace period.
 func TestSlackBotProcessSurvivesKillAndStopsOnSIGTERM(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	if testing.Short() {
 		t.Skip("builds the bot binary")
 	}
@@ -194,6 +196,7 @@ func TestSlackBotProcessSurvivesKillAndStopsOnSIGTERM(t *testing.T) {
 // with the process: it was stored before the outbox took it, and the next
 // start posts it, once.
 func TestSlackAnswerTheShutdownCouldNotSendIsPostedAtTheNextStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the bot binary")
 	}

@@ -369,6 +369,7 @@ func userTexts(r llmfake.Request) []string {
 func countFooters(text string) int { return strings.Count(text, "⏱") }
 
 func TestSlackMentionStatusAnswerPushAndNotice(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	e.llm.Push(
 		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "write", Args: `{"path":"hello.txt","content":"hello world\n"}`}),
@@ -434,6 +435,7 @@ func TestSlackMentionStatusAnswerPushAndNotice(t *testing.T) {
 }
 
 func TestSlackFollowUpWhileBusyIsAcknowledgedThenDelivered(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	g := newGate()
 	var n atomic.Int32
@@ -465,6 +467,7 @@ func TestSlackFollowUpWhileBusyIsAcknowledgedThenDelivered(t *testing.T) {
 }
 
 func TestSlackSteerWhileAToolRunsJoinsTheRun(t *testing.T) {
+	t.Parallel()
 	// The bash tool blocks reading a FIFO until the test writes to it: the
 	// steer arrives while the tool runs, not while the model streams. The
 	// sandbox shows the FIFO's folder, read-only, as an operator would a
@@ -533,6 +536,7 @@ func TestSlackSteerWhileAToolRunsJoinsTheRun(t *testing.T) {
 }
 
 func TestSlackStopAnswersWithinASecondAndListsTheQueue(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -581,6 +585,7 @@ func TestSlackStopAnswersWithinASecondAndListsTheQueue(t *testing.T) {
 }
 
 func TestSlackRetryNoticeAndItsUpdate(t *testing.T) {
+	t.Parallel()
 	// Retry waits long enough that the notice's post goes out while it waits.
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Agent.Retry.BaseDelay = 200 * time.Millisecond }))
 	e.llm.Push(
@@ -623,6 +628,7 @@ func TestSlackRetryNoticeAndItsUpdate(t *testing.T) {
 }
 
 func TestSlackRetryGivesUpVisibly(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(func(c *config.Config) {
 		c.Agent.Retry.BaseDelay = 10 * time.Millisecond
 		c.Agent.Retry.MaxRetries = 2
@@ -637,6 +643,7 @@ func TestSlackRetryGivesUpVisibly(t *testing.T) {
 }
 
 func TestSlackCompactionNotices(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(compactionConfig))
 	var n atomic.Int32
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -671,6 +678,7 @@ func TestSlackCompactionNotices(t *testing.T) {
 }
 
 func TestSlackRestartContinuesTheThread(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
 		if len(e.llm.Requests()) == 1 {
@@ -705,6 +713,7 @@ func TestSlackRestartContinuesTheThread(t *testing.T) {
 }
 
 func TestSlackSameMentionDeliveredThreeWaysRunsOnce(t *testing.T) {
+	t.Parallel()
 	for _, order := range []struct {
 		name   string
 		opts   []slackOption
@@ -750,6 +759,7 @@ func TestSlackSameMentionDeliveredThreeWaysRunsOnce(t *testing.T) {
 }
 
 func TestSlackBotsSelfEditsDeletionsAndJoinsAreIgnored(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t) // the fake echoes the bot's own posts back as events
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("answer to: " + lastUserText(r)) })
 	root := e.slack.Mention(slackChan, aliceID, "start", "")
@@ -791,6 +801,7 @@ func TestSlackBotsSelfEditsDeletionsAndJoinsAreIgnored(t *testing.T) {
 }
 
 func TestSlackRefusedUserGetsAPrivateNoteAndNothingRuns(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withConfig(func(c *config.Config) { c.Slack.AllowedUsers = []string{"U0BOSS001"} }))
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("answer to: " + lastUserText(r)) })
 	root := e.slack.Mention(slackChan, aliceID, "delete the database", "")
@@ -823,6 +834,7 @@ func TestSlackRefusedUserGetsAPrivateNoteAndNothingRuns(t *testing.T) {
 }
 
 func TestSlackLongAnswerIsSplitWithBalancedFences(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	var b strings.Builder
 	b.WriteString("Here is the program you asked for.\n\n```go\npackage main\n\nfunc main() {\n")
@@ -880,6 +892,7 @@ func TestSlackLongAnswerIsSplitWithBalancedFences(t *testing.T) {
 // are scaled by the same factor; the fake keeps its 50 ms of grace for
 // jitter between the bot's send and the fake's stamp.
 func TestSlackManyThreadsStayInsideTheRateLimits(t *testing.T) {
+	t.Parallel()
 	const threads, channels, speed = 50, 5, 10
 	limits := slackfake.SlackRateLimits()
 	limits.PostMessagePerChannel.Every /= speed
@@ -988,6 +1001,7 @@ func TestSlackManyThreadsStayInsideTheRateLimits(t *testing.T) {
 }
 
 func TestSlackHTTPEventsSignatureFailuresAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, httpEvents())
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("answer to: " + lastUserText(r)) })
 

@@ -75,6 +75,7 @@ func hostileAnswer() string {
 // limit), no call lacks a scope of the manifest, nobody would be notified,
 // and the thread shows all of the answer.
 func TestSlackHostileAnswerNotifiesNobodyAndFits(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t, withFake(slackfake.WithScopes(manifestScopes(t)...), slackfake.WithAssistantThreads()))
 	e.slack.AddUserGroup("S0DEVS", "devs")
 	answer := hostileAnswer()
@@ -223,6 +224,7 @@ func seedDormant(t *testing.T, dataDir string, n int, key func(i int) storage.Th
 // conversations.replies once a minute, as Slack does for apps outside its
 // Marketplace; reconnecting itself is not limited here.
 func TestSlackReconnectCatchesUpOnlyOnRecentThreads(t *testing.T) {
+	t.Parallel()
 	limits := slackfake.SlackRateLimits()
 	limits.Methods["conversations.replies"] = slackfake.NonMarketplaceReplies
 	limits.Methods["apps.connections.open"] = slackfake.Rate{}

@@ -94,6 +94,7 @@ func (e *slackEnv) waitAssistantStatus(root, status string) {
 // configured for agent sessions that Slack refuses them (the app is not
 // declared as an agent), after asking once.
 func TestSlackWithoutAgentDeclarationShowsTheAssistantStatusInEveryRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		agentSessions bool
@@ -145,6 +146,8 @@ func TestSlackWithoutAgentDeclarationShowsTheAssistantStatusInEveryRun(t *testin
 // arrives at once after the model's last token, and the status is not asked
 // again ahead of it.
 func TestSlackRateLimitedStatusDoesNotDelayTheAnswer(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	e := newSlackEnv(t, withFake(installedFrom(t, "slack-app-manifest.yaml")...))
 	e.slack.RateLimitNext("assistant.threads.setStatus", 30*time.Second)
 	last := make(chan struct{})
@@ -173,6 +176,8 @@ func TestSlackRateLimitedStatusDoesNotDelayTheAnswer(t *testing.T) {
 // (a burst of 5 here, then one per 30 s), and every answer arrives all the
 // same.
 func TestSlackEightRunsKeepStatusCallsInTheirBudget(t *testing.T) {
+	// Not parallel: it bounds a wall time that tests running beside it
+	// would stretch.
 	e := newSlackEnv(t, withFake(installedFrom(t, "slack-app-manifest.yaml")...),
 		withConfig(func(c *config.Config) { c.Slack.Rate.StatusPerMinute = 6 }))
 	gate := make(chan struct{})

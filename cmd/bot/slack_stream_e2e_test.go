@@ -16,6 +16,7 @@ import (
 // the workspace refuses streaming, the same runs edit their status, with
 // one INFO line for the workspace and no WARN.
 func TestSlackStreamingStatusEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		fake    []slackfake.Option

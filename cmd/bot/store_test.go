@@ -23,6 +23,7 @@ func postgresConfig(t *testing.T) func(*config.Config) {
 }
 
 func TestCheckReachesTheSQLiteDatabase(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	db, err := sqlite.Open(t.Context(), filepath.Join(cfg.DataDir, sqlite.FileName))
@@ -38,6 +39,7 @@ func TestCheckReachesTheSQLiteDatabase(t *testing.T) {
 }
 
 func TestCheckReachesPostgres(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	postgresConfig(t)(&cfg)
@@ -53,6 +55,7 @@ func TestCheckReachesPostgres(t *testing.T) {
 // An unreachable database fails the check, naming the key, and the DSN's
 // password is not shown.
 func TestCheckSaysWhenPostgresIsUnreachable(t *testing.T) {
+	t.Parallel()
 	cfg, _ := checkConfig(t)
 	cfg.Sandbox.Mode = config.SandboxNone
 	cfg.Storage.Driver = config.StoragePostgres
@@ -69,6 +72,7 @@ func TestCheckSaysWhenPostgresIsUnreachable(t *testing.T) {
 // The bot on PostgreSQL: a conversation is stored there and continues
 // across a restart, and no SQLite file is made.
 func TestBotRunsOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, postgresConfig(t), func(c *config.Config) { c.ShutdownGrace = 2 * time.Second })
 	e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("reply to: " + lastUserText(r)) })
 	th := thread("7000.1")

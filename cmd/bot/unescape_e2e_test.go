@@ -21,6 +21,7 @@ import (
 // stays "&lt;". Said back in Slack, it is escaped again: no markup reaches
 // Slack as markup.
 func TestSlackTypedTextIsShownAsTyped(t *testing.T) {
+	t.Parallel()
 	const token = "forge-token-0001"
 	const typed = `<b>"'& &lt; &amp;lt; <!here>`
 	// Slack escapes &, < and > of what a person types.

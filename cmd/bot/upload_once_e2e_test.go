@@ -12,6 +12,7 @@ import (
 // files.completeUploadExternal is lost) is retried by the outbox; the retry
 // finds the file in the thread and the patch shows once.
 func TestSlackDiffUploadRetriedAfterATimeoutShowsOnce(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	pushRun(e)
 	root := e.slack.Mention(slackChan, aliceID, "add a file", "")
@@ -47,6 +48,7 @@ func TestSlackDiffUploadRetriedAfterATimeoutShowsOnce(t *testing.T) {
 // the retry carries the same nonce with enforce_nonce, and Discord returns
 // the first message instead of creating another.
 func TestDiscordDiffUploadRetriedAfterATimeoutShowsOnce(t *testing.T) {
+	t.Parallel()
 	e := newDiscordEnv(t)
 	fake := e.fake
 	e.scripts.add("notes", func(r llmfake.Request) llmfake.Response {
