@@ -278,13 +278,7 @@ func (t *thread) reset(ctx context.Context) {
 		cancelled = append(steer, follow...)
 		t.cancelQueued(cancelled, "cancelled by !reset")
 	}
-	s, err := t.b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: t.b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
-	if err != nil {
-		t.say("❌ " + userError(err))
-		return
-	}
-	t.rec.SessionID = s.ID
-	if err := t.startSession(ctx, s.ID, false); err != nil {
+	if err := t.newConversation(ctx); err != nil {
 		t.say("❌ " + userError(err))
 		return
 	}

@@ -235,10 +235,7 @@ func (t *thread) onLeaseLost(l *storage.Lease) {
 	t.lease.Store(nil)
 	t.log.Warn("lost the thread to another replica; stopping here", "fence", l.Fence)
 	t.b.cfg.Metrics.Lease("lost")
-	if t.unsubscribe != nil {
-		t.unsubscribe() // nothing more is rendered
-		t.unsubscribe = func() {}
-	}
+	t.stopRendering()
 	t.cancelWaiting()
 	t.abandonRun()
 	t.abandonPushes()

@@ -81,19 +81,13 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 	t.tws = tws
 	t.openMCP(ctx)
 
-	isNew := t.rec.SessionID == ""
-	if isNew {
-		s, err := b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
-		if err != nil {
+	if t.rec.SessionID == "" {
+		if err := t.newConversation(ctx); err != nil {
 			return err
 		}
-		t.rec.SessionID = s.ID
-	}
-	if err := t.startSession(ctx, t.rec.SessionID, !isNew); err != nil {
-		return err
-	}
-	if isNew {
 		t.addHistory(ctx, in)
+	} else if err := t.startSession(ctx, t.rec.SessionID, true); err != nil {
+		return err
 	}
 	t.noteLastPush(ctx)
 	return nil
@@ -185,6 +179,26 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 	// its events).
 	t.unsubscribe = sess.Subscribe(func(ev agent.Event) { t.post(msgEvent{sess, ev}) })
 	return nil
+}
+
+// newConversation starts a new session of the thread (its first, or one
+// after !reset) on its workspace and branch.
+func (t *thread) newConversation(ctx context.Context) error {
+	s, err := t.b.cfg.Store.CreateSession(ctx, t.rec.ID, storage.SessionInit{Model: t.b.cfg.Agent.Model.Name, SystemPrompt: baseSystemPrompt})
+	if err != nil {
+		return err
+	}
+	t.rec.SessionID = s.ID
+	return t.startSession(ctx, s.ID, false)
+}
+
+// stopRendering stops the session's events from reaching the thread
+// (another replica has it and shows it now).
+func (t *thread) stopRendering() {
+	if t.unsubscribe != nil {
+		t.unsubscribe()
+		t.unsubscribe = func() {}
+	}
 }
 
 // sessionEvent runs on the owner for each event of session sess (the

@@ -166,11 +166,9 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		return false, false
 	}
-	if c.startsRun && t.rec.SessionID == "" && t.pendingStatus == nil {
+	if c.startsRun && t.rec.SessionID == "" {
 		// The first answer a person sees comes before the workspace exists.
-		t.statusMsgText = t.header()
-		// The run's status grows through edits: an adapter may stream it.
-		t.pendingStatus = t.p.Outbox.PostKeyed(t.ref, t.statusMsgText, outbox.High, chat.PostKey{Stream: true}, nil)
+		t.postFirstStatus()
 	}
 	if c.startsRun {
 		if !t.takeSlot(pi) {
@@ -224,7 +222,6 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 		t.armStatus()
 		t.syncBranch(ctx)
 	}
-	status := t.pendingStatus
 	opts := agent.PromptOptions{Behavior: t.b.cfg.Agent.BusyMode, Images: images, InputID: inputID(pi.id)}
 	if author.ID == forgeAuthorID {
 		// A review a forge's webhook brought waits for the run going on:
@@ -239,19 +236,21 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	if out != agent.Started && slot {
 		t.releaseSlot()
 	}
-	// A status posted for input that did not start a run (armed but unused).
+	// The status this call armed, for a run that did not start (armed but
+	// unused); only this call's: one armed for a run that started stays
+	// that run's until the view takes it at agent_start.
 	var unused *outbox.Message
-	if out != agent.Started {
+	if out != agent.Started && slot {
 		unused = t.disarmStatus()
 	}
-	t.pendingStatus = nil
+	status := t.takePendingStatus()
 	switch {
 	case errors.Is(err, agent.ErrIdle):
-		t.pendingStatus = unused
+		t.keepPendingStatus(unused)
 		unused = nil
 		t.hold(pi)
 	case err != nil:
-		t.pendingStatus = unused
+		t.keepPendingStatus(unused)
 		t.fail(pi, userError(err), err)
 		unused = nil
 	case out == agent.Started:
@@ -330,17 +329,6 @@ func (t *thread) fail(pi *pendingInput, msg string, err error) {
 		t.say(text)
 	}
 	t.markInbound(pi.id, storage.InboundDropped, oneLine(msg, 200))
-}
-
-// endPendingStatus gives the status posted for a run that will not start
-// its final text, and reports whether there was one.
-func (t *thread) endPendingStatus(text string) bool {
-	if t.pendingStatus == nil {
-		return false
-	}
-	t.p.Outbox.EditFinal(t.pendingStatus, text, outbox.High)
-	t.pendingStatus = nil
-	return true
 }
 
 func (t *thread) markInbound(id int64, state storage.InboundState, detail string) {

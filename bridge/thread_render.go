@@ -79,6 +79,38 @@ func (t *thread) repoLine() string { return fmt.Sprintf("`%s` · `%s`", t.rec.Re
 // workingHeaderPrefix starts a run's status message while it works.
 const workingHeaderPrefix = "⏳ working…"
 
+// postFirstStatus posts the status message of a new thread's first run
+// before its workspace exists, unless one waits already.
+func (t *thread) postFirstStatus() {
+	if t.pendingStatus != nil {
+		return
+	}
+	t.statusMsgText = t.header()
+	// The run's status grows through edits: an adapter may stream it.
+	t.pendingStatus = t.p.Outbox.PostKeyed(t.ref, t.statusMsgText, outbox.High, chat.PostKey{Stream: true}, nil)
+}
+
+// takePendingStatus returns the status posted for the next run, if any, and
+// forgets it; keepPendingStatus keeps m for the next run instead.
+func (t *thread) takePendingStatus() *outbox.Message {
+	m := t.pendingStatus
+	t.pendingStatus = nil
+	return m
+}
+
+func (t *thread) keepPendingStatus(m *outbox.Message) { t.pendingStatus = m }
+
+// endPendingStatus gives the status posted for a run that will not start
+// its final text, and reports whether there was one.
+func (t *thread) endPendingStatus(text string) bool {
+	m := t.takePendingStatus()
+	if m == nil {
+		return false
+	}
+	t.p.Outbox.EditFinal(m, text, outbox.High)
+	return true
+}
+
 // armStatus readies the transcript of the run about to start with its status
 // message: the one posted already for it, or a new one.
 func (t *thread) armStatus() {
