@@ -114,3 +114,44 @@ func threadGoroutines() string {
 	}
 	return strings.Join(out, "\n\n")
 }
+
+// Input taken after a run's Start and before the run's agent_start reaches
+// the owner joins the run; it does not take the run's status message, which
+// goes on showing the run (disarmed, it would be edited to "…").
+func TestInputBeforeAgentStartKeepsTheRunsStatus(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	g := newGate(t)
+	var n atomic.Int32
+	r.llm.Handle(func(llmfake.Request) llmfake.Response {
+		if n.Add(1) == 2 {
+			g.hold()
+			return llmfake.TextReply("second answer")
+		}
+		return llmfake.TextReply("ok")
+	})
+	th := testThread("902.1")
+	r.say(th, alice, "first", true)
+	r.waitRuns(th, 1)
+	owner := r.owner(th)
+	// Both messages wait behind the blocked owner, so the second is taken
+	// before the session's agent_start for the first can be.
+	busy, held := make(chan struct{}), make(chan struct{})
+	owner.post(ownerFunc(func() { close(held); <-busy }))
+	recv(r, "the owner to be busy", held)
+	r.say(th, alice, "second request", false)
+	r.say(th, bob, "and a note", false)
+	close(busy)
+	r.waitArrived(g)
+	g.release()
+	r.waitRuns(th, 2)
+	r.waitText(th, "second answer")
+	for _, s := range r.chat.BotTexts(th) {
+		if strings.TrimSpace(s) == "…" {
+			t.Fatalf("a run's status message was taken by the input after it:\n%s", r.chat.Transcript(th))
+		}
+	}
+	if got := strings.Count(r.chat.Transcript(th), "_⏱"); got != 2 {
+		t.Errorf("%d footers after two runs, want 2:\n%s", got, r.chat.Transcript(th))
+	}
+}
