@@ -29,6 +29,9 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 )
 
+// interruptedNotice starts what the bridge posts for a run a shutdown cut off.
+const interruptedNotice = "⚠️ This run was interrupted"
+
 // Platform is the console's platform name.
 const Platform = "console"
 
@@ -58,9 +61,15 @@ type Options struct {
 	InputPrefix string
 	// Banner is printed after the greeting (where the logs go, say).
 	Banner string
-	// QuitOnEOF makes the end of input (Ctrl-D in a terminal) end Run, and
-	// so the bot; otherwise (a pipe) the bot keeps answering until stopped.
-	QuitOnEOF bool
+	// Terminal says the input is a terminal: it echoes what is typed (so
+	// the cursor is at a line's start after Enter), and its end (Ctrl-D)
+	// ends Run at once, and so the bot. Other input (a pipe, a file) ends
+	// Run once WaitIdle returns: the requests it held are answered first.
+	Terminal bool
+	// WaitIdle returns once the thread has nothing left to do: no input
+	// waiting, no run going, its work pushed (or when ctx ends). Nil: Run
+	// returns at the end of input that is not a terminal, too.
+	WaitIdle func(ctx context.Context, thread chat.ThreadRef) error
 	// AfterFunc schedules settling (time.AfterFunc when nil; tests use a fake clock).
 	AfterFunc func(time.Duration, func()) interface{ Stop() bool }
 }
@@ -68,7 +77,8 @@ type Options struct {
 // Adapter is the console platform.
 type Adapter struct {
 	in       io.Reader
-	eofQuits bool
+	terminal bool
+	waitIdle func(context.Context, chat.ThreadRef) error
 	user     string
 	thread   chat.ThreadRef
 	prefix   string
@@ -81,6 +91,9 @@ type Adapter struct {
 	h      chat.Handler
 	ctx    context.Context
 	armed  bool // Ctrl-C was pressed and no line typed since
+	// quitting is set once the person quit (a second Ctrl-C, Ctrl-D): the
+	// run the shutdown cuts off was stopped by them, not by a restart.
+	quitting bool
 }
 
 var (
@@ -88,6 +101,7 @@ var (
 	_ chat.Editor   = (*Adapter)(nil)
 	_ chat.Reactor  = (*Adapter)(nil)
 	_ chat.Uploader = (*Adapter)(nil)
+	_ chat.Linker   = (*Adapter)(nil)
 )
 
 // New returns a console adapter.
@@ -105,9 +119,15 @@ func New(o Options) *Adapter {
 	if after == nil {
 		after = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
-	a := &Adapter{in: o.In, eofQuits: o.QuitOnEOF, user: o.User, thread: o.Thread, prefix: o.InputPrefix, banner: o.Banner}
+	a := &Adapter{in: o.In, terminal: o.Terminal, waitIdle: o.WaitIdle, user: o.User, thread: o.Thread, prefix: o.InputPrefix, banner: o.Banner}
 	a.r = &renderer{out: o.Out, msgs: map[string]*shown{}, after: after, mu: &a.mu}
 	return a
+}
+
+// Permalink implements chat.Linker: commit messages and pull requests name
+// the session ("Thread: console session 20260102-150405"), not its key.
+func (a *Adapter) Permalink(_ context.Context, th chat.ThreadRef) (string, error) {
+	return "console session " + th.Thread, nil
 }
 
 // Thread is the console's thread.
@@ -148,12 +168,20 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				if a.eofQuits {
+				if a.terminal {
+					a.mu.Lock()
+					a.quitting = true
+					a.mu.Unlock()
 					a.print("\n")
 					return nil
 				}
-				// A pipe ended: keep answering until the caller stops us.
-				<-ctx.Done()
+				// Piped requests: answered, and their work pushed, before
+				// the bot quits.
+				if a.waitIdle != nil {
+					if err := a.waitIdle(ctx, a.thread); err != nil && ctx.Err() == nil {
+						return fmt.Errorf("console: waiting for the requests to be answered: %w", err)
+					}
+				}
 				return nil
 			}
 			if strings.TrimSpace(line) == "" {
@@ -161,7 +189,9 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 			}
 			a.mu.Lock()
 			a.armed = false
-			a.r.typed() // the person pressed Enter: the cursor is at a line's start
+			if a.terminal {
+				a.r.typed() // the person pressed Enter: the cursor is at a line's start
+			}
 			a.mu.Unlock()
 			a.send(ctx, line)
 		}
@@ -195,6 +225,7 @@ func (a *Adapter) Interrupt() (quit bool) {
 	if a.armed || a.h == nil {
 		// On a line of its own: the bot's line may be open, and the
 		// shutdown takes a moment (a run still going is stopped).
+		a.quitting = true
 		a.r.raw("quitting…\n")
 		a.mu.Unlock()
 		return true
@@ -214,6 +245,10 @@ func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string
 	defer a.mu.Unlock()
 	a.nextID++
 	id := "m" + strconv.Itoa(a.nextID)
+	if a.quitting && strings.HasPrefix(text, interruptedNotice) {
+		// The shutdown says a restart cut the run off; here the person quit.
+		text = "⏹ stopped: you quit. `-console -continue` resumes this session."
+	}
 	a.r.update(id, inert(text), true)
 	return id, nil
 }

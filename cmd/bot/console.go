@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // consoleConfig is the config of `bot -console`. From the config file, when
@@ -214,6 +217,65 @@ func (m *Main) consoleNote(cfg *config.Config) string {
 		return ""
 	}
 	return uncommittedNote(r.URL)
+}
+
+// consoleIdlePoll is how often the end of piped input looks at the
+// thread's record to see whether everything it asked for is done.
+const consoleIdlePoll = 100 * time.Millisecond
+
+// consoleIdle returns once thread has nothing left to do: no input waiting
+// or queued, every run ended (a run stays open in storage until its work is
+// pushed), the same on two looks in a row. A thread never created (nothing
+// was sent) is idle.
+func (m *Main) consoleIdle(ctx context.Context, thread chat.ThreadRef) error {
+	key := storage.ThreadKey{Platform: thread.Platform, Team: thread.Team, Channel: thread.Channel, Thread: thread.Thread}
+	tick := time.NewTicker(consoleIdlePoll)
+	defer tick.Stop()
+	last := -1 // the number of runs when the last look found it idle
+	for {
+		rec, err := m.DB.GetThread(ctx, key)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		idle, runs, err := m.threadIdle(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		if idle && runs == last {
+			return nil
+		}
+		last = -1
+		if idle {
+			last = runs
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// threadIdle says whether thread id has no input pending (received or
+// queued) and no run going, and how many runs it had.
+func (m *Main) threadIdle(ctx context.Context, id int64) (bool, int, error) {
+	pending, err := m.DB.PendingInbound(ctx, id)
+	if err != nil {
+		return false, 0, err
+	}
+	runs, err := m.DB.ThreadRuns(ctx, id)
+	if err != nil {
+		return false, 0, err
+	}
+	for _, r := range runs {
+		if r.EndedAt.IsZero() {
+			return false, len(runs), nil
+		}
+	}
+	return len(pending) == 0, len(runs), nil
 }
 
 func gitOut(args ...string) (string, error) {

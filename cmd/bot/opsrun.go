@@ -260,7 +260,7 @@ func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
 	note += m.consoleNote(cfg)
 	m.console = console.New(console.Options{
 		In: m.Stdin, Out: m.Stdout, User: os.Getenv("USER"), Thread: thread, Banner: note,
-		QuitOnEOF: isTerminal(m.Stdin),
+		Terminal: isTerminal(m.Stdin), WaitIdle: m.consoleIdle,
 	})
 	return m.console
 }
