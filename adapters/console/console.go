@@ -94,6 +94,10 @@ type Adapter struct {
 	// quitting is set once the person quit (a second Ctrl-C, Ctrl-D): the
 	// run the shutdown cuts off was stopped by them, not by a restart.
 	quitting bool
+	// stopSaid is set once a stop notice ("⏹ stopped.") was printed, until
+	// the person sends something else: the stopped answer's own "⏹
+	// stopped" line would say it twice.
+	stopSaid bool
 }
 
 var (
@@ -202,6 +206,9 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 func (a *Adapter) send(ctx context.Context, text string) {
 	a.mu.Lock()
 	h := a.h
+	if text != "!stop" {
+		a.stopSaid = false
+	}
 	a.inputs++
 	id := a.prefix + "-" + strconv.Itoa(a.inputs)
 	a.mu.Unlock()
@@ -249,6 +256,10 @@ func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string
 		// The shutdown says a restart cut the run off; here the person quit.
 		text = "⏹ stopped: you quit. `-console -continue` resumes this session."
 	}
+	text = a.once(text)
+	if strings.HasPrefix(text, "⏹ stopped") {
+		a.stopSaid = true
+	}
 	a.r.update(id, inert(text), true)
 	return id, nil
 }
@@ -260,8 +271,28 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 	if a.r.msgs[id] == nil {
 		return fmt.Errorf("console: no message %s", id)
 	}
+	text = a.once(text)
 	a.r.update(id, inert(text), false)
 	return nil
+}
+
+// stoppedLine is the line the bridge ends a stopped answer with.
+const stoppedLine = "⏹ _stopped_"
+
+// once drops the stopped answer's own stop line when a stop notice was
+// printed already.
+func (a *Adapter) once(text string) string {
+	if !a.stopSaid || !strings.Contains(text, stoppedLine) {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if strings.TrimSpace(l) != stoppedLine {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // React prints acknowledgements briefly.

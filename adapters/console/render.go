@@ -46,8 +46,12 @@ type renderer struct {
 	gen     int
 }
 
-// shown counts the lines of one message that were printed, by content.
-type shown struct{ count map[string]int }
+// shown counts the lines of one message that were printed, by content, and
+// knows which of them were streamed (grew as the model wrote them).
+type shown struct {
+	count    map[string]int
+	streamed map[string]bool
+}
 
 type openLine struct {
 	msg, text string
@@ -61,7 +65,7 @@ const prefix = "bot> "
 func (r *renderer) update(id, text string, post bool) {
 	m := r.msgs[id]
 	if m == nil {
-		m = &shown{count: map[string]int{}}
+		m = &shown{count: map[string]int{}, streamed: map[string]bool{}}
 		r.msgs[id] = m
 	}
 	lines := contentLines(text)
@@ -113,6 +117,13 @@ func (r *renderer) update(id, text string, post bool) {
 		}
 		if c := r.closed; c != nil && c.msg == id && c.text == l {
 			streamedGone = true
+		}
+		// Streamed text of the preview not answered yet leaves with its
+		// line no longer open (a notice or the person's typing came in
+		// between): the answer repeats it.
+		if m.streamed[l] && now[l] == 0 && r.preview == id && !grewInto(lines, l) {
+			streamedGone = true
+			delete(m.streamed, l)
 		}
 	}
 	n := 0
@@ -240,7 +251,9 @@ func (r *renderer) move(m *shown, from, to string) {
 	if m.count[from]--; m.count[from] <= 0 {
 		delete(m.count, from)
 	}
+	delete(m.streamed, from)
 	m.count[to]++
+	m.streamed[to] = true
 }
 
 func (r *renderer) flushDeferred() {
@@ -308,6 +321,16 @@ func (r *renderer) settleLater() {
 
 func (r *renderer) write(s string) {
 	_, _ = io.WriteString(r.out, s)
+}
+
+// grewInto reports whether one of lines extends prev.
+func grewInto(lines []string, prev string) bool {
+	for _, l := range lines {
+		if grew(l, prev) {
+			return true
+		}
+	}
+	return false
 }
 
 // grew reports whether line extends prev (streamed text).
