@@ -246,7 +246,8 @@ func (a *Adapter) Interrupt() (quit bool) {
 }
 
 // Post prints a new message. Messages carry what the model and its tools
-// wrote: every terminal control in them is dropped (inert).
+// wrote: every terminal control in them is dropped (inert), and their
+// Markdown is shown as plain text (plain).
 func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -260,7 +261,7 @@ func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string
 	if strings.HasPrefix(text, "⏹ stopped") {
 		a.stopSaid = true
 	}
-	a.r.update(id, inert(text), true)
+	a.r.update(id, plain(inert(text), false), true)
 	return id, nil
 }
 
@@ -272,7 +273,7 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 		return fmt.Errorf("console: no message %s", id)
 	}
 	text = a.once(text)
-	a.r.update(id, inert(text), false)
+	a.r.update(id, plain(inert(text), true), false)
 	return nil
 }
 
