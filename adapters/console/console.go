@@ -94,9 +94,8 @@ type Adapter struct {
 	// quitting is set once the person quit (a second Ctrl-C, Ctrl-D): the
 	// run the shutdown cuts off was stopped by them, not by a restart.
 	quitting bool
-	// stopSaid is set once a stop notice ("⏹ stopped.") was printed, until
-	// the person sends something else: the stopped answer's own "⏹
-	// stopped" line would say it twice.
+	// stopSaid is set once a stop was told (see adjust), until the person
+	// sends something else.
 	stopSaid bool
 }
 
@@ -253,14 +252,7 @@ func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string
 	defer a.mu.Unlock()
 	a.nextID++
 	id := "m" + strconv.Itoa(a.nextID)
-	if a.quitting && strings.HasPrefix(text, interruptedNotice) {
-		// The shutdown says a restart cut the run off; here the person quit.
-		text = "⏹ stopped: you quit. `-console -continue` resumes this session."
-	}
-	text = a.once(text)
-	if strings.HasPrefix(text, "⏹ stopped") {
-		a.stopSaid = true
-	}
+	text = a.adjust(text)
 	a.r.update(id, plain(inert(text), false), true)
 	return id, nil
 }
@@ -272,7 +264,7 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 	if a.r.msgs[id] == nil {
 		return fmt.Errorf("console: no message %s", id)
 	}
-	text = a.once(text)
+	text = a.adjust(text)
 	a.r.update(id, plain(inert(text), true), false)
 	return nil
 }
@@ -280,18 +272,31 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 // stoppedLine is the line the bridge ends a stopped answer with.
 const stoppedLine = "⏹ _stopped_"
 
-// once drops the stopped answer's own stop line when a stop notice was
-// printed already.
-func (a *Adapter) once(text string) string {
-	if !a.stopSaid || !strings.Contains(text, stoppedLine) {
+// adjust says what the console knows better than the bridge, and says a
+// stop once. A stop is told twice by the bridge, in an order the outbox
+// picks: by a notice ("⏹ stopped.", or for a run the shutdown cut off
+// "⚠️ This run was interrupted…") and by the stopped answer's own last
+// line ("⏹ _stopped_"); the first to come is printed, the other dropped.
+// When the person quit, what is printed says so (not a restart).
+func (a *Adapter) adjust(text string) string {
+	if !a.quitting && !a.stopSaid && !strings.Contains(text, "⏹") {
 		return text
 	}
 	lines := strings.Split(text, "\n")
 	out := lines[:0]
 	for _, l := range lines {
-		if strings.TrimSpace(l) != stoppedLine {
-			out = append(out, l)
+		t := strings.TrimSpace(l)
+		stop := t == stoppedLine || t == "⏹ stopped."
+		if a.quitting && (stop || strings.HasPrefix(t, interruptedNotice)) {
+			stop, l = true, "⏹ stopped: you quit. `-console -continue` resumes this session."
 		}
+		if stop && a.stopSaid {
+			continue
+		}
+		if stop || strings.HasPrefix(t, "⏹ stopped") {
+			a.stopSaid = true
+		}
+		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
 }

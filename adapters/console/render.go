@@ -51,6 +51,10 @@ type renderer struct {
 type shown struct {
 	count    map[string]int
 	streamed map[string]bool
+	// gone counts the printed lines edits removed since the message's
+	// lines were last offered to an answer (the preview the status
+	// message dropped).
+	gone map[string]int
 }
 
 type openLine struct {
@@ -65,7 +69,7 @@ const prefix = "bot> "
 func (r *renderer) update(id, text string, post bool) {
 	m := r.msgs[id]
 	if m == nil {
-		m = &shown{count: map[string]int{}, streamed: map[string]bool{}}
+		m = &shown{count: map[string]int{}, streamed: map[string]bool{}, gone: map[string]int{}}
 		r.msgs[id] = m
 	}
 	lines := contentLines(text)
@@ -111,6 +115,9 @@ func (r *renderer) update(id, text string, post bool) {
 			m.count[l] = now[l]
 		}
 		removed[l] += d
+		if !post && r.preview == id {
+			m.gone[l] += d
+		}
 		if o := r.open; o != nil && o.msg == id && o.text == l {
 			openGone = true
 			streamedGone = streamedGone || o.streamed
@@ -140,6 +147,7 @@ func (r *renderer) update(id, text string, post bool) {
 	if streamedGone && !post {
 		r.carry = removed
 		r.preview = "" // the carry stands for it now
+		clear(m.gone)
 	}
 
 	// Lines not printed yet, in order.
@@ -167,6 +175,12 @@ func (r *renderer) update(id, text string, post bool) {
 		for l, c := range r.msgs[owner].count {
 			r.carry[l] = c
 		}
+		// Its preview may have left it already, with nothing printed
+		// after it to carry it (the end of input, a notice).
+		for l, c := range r.msgs[owner].gone {
+			r.carry[l] += c
+		}
+		clear(r.msgs[owner].gone)
 		var o *openLine // the preview's line, finished in place if it is open
 		if r.open != nil && r.open.msg == owner {
 			o = r.open
