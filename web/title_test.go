@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/threadsmith/threadsmith/storage"
 )
 
 // A page's title and its row in the list are the first request's first line.
@@ -34,5 +36,16 @@ func TestRequestTitleHidesSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A console session is named as one, not by its key's repeated parts.
+func TestAConsoleThreadIsNamedAsASession(t *testing.T) {
+	got := threadTitle(storage.ThreadKey{Platform: "console", Channel: "20260102-150405", Thread: "20260102-150405"})
+	if got != "console session 20260102-150405" {
+		t.Fatalf("title %q, want console session 20260102-150405", got)
+	}
+	if got := threadTitle(storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.2"}); got != "slack · C1 · 1.2" {
+		t.Fatalf("a Slack thread's title %q changed", got)
 	}
 }

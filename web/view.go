@@ -565,7 +565,12 @@ func fullURL(threadID int64, key, token string, from int64) string {
 	return fmt.Sprintf("/s/%d/full/%s?%s", threadID, key, q.Encode())
 }
 
+// threadTitle names a thread where its page and the list show it. A console
+// thread's channel and thread are the same session id.
 func threadTitle(k storage.ThreadKey) string {
+	if k.Platform == "console" && k.Channel == k.Thread {
+		return "console session " + k.Thread
+	}
 	return k.Platform + " · " + k.Channel + " · " + k.Thread
 }
 

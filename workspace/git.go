@@ -439,6 +439,10 @@ func remoteError(name, op string, timeout time.Duration, detail error) *Error {
 		"permission denied (publickey", "invalid credentials", "access denied", "host key verification failed",
 		"unable to authenticate", "knownhosts:"):
 		return newError(CodeAuth, fmt.Sprintf("Could not %s repository %q: the remote refused the credentials. Check the repository's token or ssh key.", op, name), detail)
+	case strings.Contains(text, "dubious ownership"):
+		// git refuses a repository another user owns; the bot's git reads
+		// no global config, so safe.directory there does not reach it.
+		return newError(CodeUnreachable, fmt.Sprintf("Could not %s repository %q: git says \"detected dubious ownership\": the repository belongs to another user than the one the bot runs as. Run the bot as the repository's owner, or make the bot's user its owner (chown -R); the bot's git reads no global git config, so a safe.directory entry there does not help.", op, name), detail)
 	case containsAny(text, "repository not found", "returned error: 404", "does not appear to be a git repository",
 		"not found", "no such file or directory"):
 		return newError(CodeUnreachable, fmt.Sprintf("Could not %s repository %q: the remote repository was not found (or the credentials cannot see it). Check its url.", op, name), detail)

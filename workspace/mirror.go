@@ -265,7 +265,7 @@ func (m *mirror) checkDefaultBranch(ctx context.Context, dir string) error {
 	msg := fmt.Sprintf("Repository %q has no branch %q (its default_branch setting)", m.repo.Name, m.repo.DefaultBranch)
 	switch {
 	case len(branches) == 0:
-		msg += "; the remote has no branches at all."
+		msg = fmt.Sprintf("Repository %q has no commit yet: make a first commit on %q (git commit) and push it there, then try again.", m.repo.Name, m.repo.DefaultBranch)
 	case len(branches) <= 10:
 		msg += "; its branches are: " + strings.Join(branches, ", ") + "."
 	default:

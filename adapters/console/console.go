@@ -29,6 +29,9 @@ import (
 	"github.com/threadsmith/threadsmith/chat"
 )
 
+// interruptedNotice starts what the bridge posts for a run a shutdown cut off.
+const interruptedNotice = "⚠️ This run was interrupted"
+
 // Platform is the console's platform name.
 const Platform = "console"
 
@@ -58,9 +61,15 @@ type Options struct {
 	InputPrefix string
 	// Banner is printed after the greeting (where the logs go, say).
 	Banner string
-	// QuitOnEOF makes the end of input (Ctrl-D in a terminal) end Run, and
-	// so the bot; otherwise (a pipe) the bot keeps answering until stopped.
-	QuitOnEOF bool
+	// Terminal says the input is a terminal: it echoes what is typed (so
+	// the cursor is at a line's start after Enter), and its end (Ctrl-D)
+	// ends Run at once, and so the bot. Other input (a pipe, a file) ends
+	// Run once WaitIdle returns: the requests it held are answered first.
+	Terminal bool
+	// WaitIdle returns once the thread has nothing left to do: no input
+	// waiting, no run going, its work pushed (or when ctx ends). Nil: Run
+	// returns at the end of input that is not a terminal, too.
+	WaitIdle func(ctx context.Context, thread chat.ThreadRef) error
 	// AfterFunc schedules settling (time.AfterFunc when nil; tests use a fake clock).
 	AfterFunc func(time.Duration, func()) interface{ Stop() bool }
 }
@@ -68,7 +77,8 @@ type Options struct {
 // Adapter is the console platform.
 type Adapter struct {
 	in       io.Reader
-	eofQuits bool
+	terminal bool
+	waitIdle func(context.Context, chat.ThreadRef) error
 	user     string
 	thread   chat.ThreadRef
 	prefix   string
@@ -81,6 +91,12 @@ type Adapter struct {
 	h      chat.Handler
 	ctx    context.Context
 	armed  bool // Ctrl-C was pressed and no line typed since
+	// quitting is set once the person quit (a second Ctrl-C, Ctrl-D): the
+	// run the shutdown cuts off was stopped by them, not by a restart.
+	quitting bool
+	// stopSaid is set once a stop was told (see adjust), until the person
+	// sends something else.
+	stopSaid bool
 }
 
 var (
@@ -88,6 +104,7 @@ var (
 	_ chat.Editor   = (*Adapter)(nil)
 	_ chat.Reactor  = (*Adapter)(nil)
 	_ chat.Uploader = (*Adapter)(nil)
+	_ chat.Linker   = (*Adapter)(nil)
 )
 
 // New returns a console adapter.
@@ -105,9 +122,15 @@ func New(o Options) *Adapter {
 	if after == nil {
 		after = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
-	a := &Adapter{in: o.In, eofQuits: o.QuitOnEOF, user: o.User, thread: o.Thread, prefix: o.InputPrefix, banner: o.Banner}
+	a := &Adapter{in: o.In, terminal: o.Terminal, waitIdle: o.WaitIdle, user: o.User, thread: o.Thread, prefix: o.InputPrefix, banner: o.Banner}
 	a.r = &renderer{out: o.Out, msgs: map[string]*shown{}, after: after, mu: &a.mu}
 	return a
+}
+
+// Permalink implements chat.Linker: commit messages and pull requests name
+// the session ("Thread: console session 20260102-150405"), not its key.
+func (a *Adapter) Permalink(_ context.Context, th chat.ThreadRef) (string, error) {
+	return "console session " + th.Thread, nil
 }
 
 // Thread is the console's thread.
@@ -148,12 +171,20 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				if a.eofQuits {
+				if a.terminal {
+					a.mu.Lock()
+					a.quitting = true
+					a.mu.Unlock()
 					a.print("\n")
 					return nil
 				}
-				// A pipe ended: keep answering until the caller stops us.
-				<-ctx.Done()
+				// Piped requests: answered, and their work pushed, before
+				// the bot quits.
+				if a.waitIdle != nil {
+					if err := a.waitIdle(ctx, a.thread); err != nil && ctx.Err() == nil {
+						return fmt.Errorf("console: waiting for the requests to be answered: %w", err)
+					}
+				}
 				return nil
 			}
 			if strings.TrimSpace(line) == "" {
@@ -161,7 +192,9 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 			}
 			a.mu.Lock()
 			a.armed = false
-			a.r.typed() // the person pressed Enter: the cursor is at a line's start
+			if a.terminal {
+				a.r.typed() // the person pressed Enter: the cursor is at a line's start
+			}
 			a.mu.Unlock()
 			a.send(ctx, line)
 		}
@@ -172,6 +205,9 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 func (a *Adapter) send(ctx context.Context, text string) {
 	a.mu.Lock()
 	h := a.h
+	if text != "!stop" {
+		a.stopSaid = false
+	}
 	a.inputs++
 	id := a.prefix + "-" + strconv.Itoa(a.inputs)
 	a.mu.Unlock()
@@ -195,6 +231,7 @@ func (a *Adapter) Interrupt() (quit bool) {
 	if a.armed || a.h == nil {
 		// On a line of its own: the bot's line may be open, and the
 		// shutdown takes a moment (a run still going is stopped).
+		a.quitting = true
 		a.r.raw("quitting…\n")
 		a.mu.Unlock()
 		return true
@@ -208,13 +245,15 @@ func (a *Adapter) Interrupt() (quit bool) {
 }
 
 // Post prints a new message. Messages carry what the model and its tools
-// wrote: every terminal control in them is dropped (inert).
+// wrote: every terminal control in them is dropped (inert), and their
+// Markdown is shown as plain text (plain).
 func (a *Adapter) Post(_ context.Context, _ chat.ThreadRef, text string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.nextID++
 	id := "m" + strconv.Itoa(a.nextID)
-	a.r.update(id, inert(text), true)
+	text = a.adjust(text)
+	a.r.update(id, plain(inert(text), false), true)
 	return id, nil
 }
 
@@ -225,8 +264,41 @@ func (a *Adapter) Edit(_ context.Context, _ chat.ThreadRef, id, text string) err
 	if a.r.msgs[id] == nil {
 		return fmt.Errorf("console: no message %s", id)
 	}
-	a.r.update(id, inert(text), false)
+	text = a.adjust(text)
+	a.r.update(id, plain(inert(text), true), false)
 	return nil
+}
+
+// stoppedLine is the line the bridge ends a stopped answer with.
+const stoppedLine = "⏹ _stopped_"
+
+// adjust says what the console knows better than the bridge, and says a
+// stop once. A stop is told twice by the bridge, in an order the outbox
+// picks: by a notice ("⏹ stopped.", or for a run the shutdown cut off
+// "⚠️ This run was interrupted…") and by the stopped answer's own last
+// line ("⏹ _stopped_"); the first to come is printed, the other dropped.
+// When the person quit, what is printed says so (not a restart).
+func (a *Adapter) adjust(text string) string {
+	if !a.quitting && !a.stopSaid && !strings.Contains(text, "⏹") {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		stop := t == stoppedLine || t == "⏹ stopped."
+		if a.quitting && (stop || strings.HasPrefix(t, interruptedNotice)) {
+			stop, l = true, "⏹ stopped: you quit. `-console -continue` resumes this session."
+		}
+		if stop && a.stopSaid {
+			continue
+		}
+		if stop || strings.HasPrefix(t, "⏹ stopped") {
+			a.stopSaid = true
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }
 
 // React prints acknowledgements briefly.

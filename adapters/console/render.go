@@ -46,8 +46,16 @@ type renderer struct {
 	gen     int
 }
 
-// shown counts the lines of one message that were printed, by content.
-type shown struct{ count map[string]int }
+// shown counts the lines of one message that were printed, by content, and
+// knows which of them were streamed (grew as the model wrote them).
+type shown struct {
+	count    map[string]int
+	streamed map[string]bool
+	// gone counts the printed lines edits removed since the message's
+	// lines were last offered to an answer (the preview the status
+	// message dropped).
+	gone map[string]int
+}
 
 type openLine struct {
 	msg, text string
@@ -61,7 +69,7 @@ const prefix = "bot> "
 func (r *renderer) update(id, text string, post bool) {
 	m := r.msgs[id]
 	if m == nil {
-		m = &shown{count: map[string]int{}}
+		m = &shown{count: map[string]int{}, streamed: map[string]bool{}, gone: map[string]int{}}
 		r.msgs[id] = m
 	}
 	lines := contentLines(text)
@@ -107,12 +115,22 @@ func (r *renderer) update(id, text string, post bool) {
 			m.count[l] = now[l]
 		}
 		removed[l] += d
+		if !post && r.preview == id {
+			m.gone[l] += d
+		}
 		if o := r.open; o != nil && o.msg == id && o.text == l {
 			openGone = true
 			streamedGone = streamedGone || o.streamed
 		}
 		if c := r.closed; c != nil && c.msg == id && c.text == l {
 			streamedGone = true
+		}
+		// Streamed text of the preview not answered yet leaves with its
+		// line no longer open (a notice or the person's typing came in
+		// between): the answer repeats it.
+		if m.streamed[l] && now[l] == 0 && r.preview == id && !grewInto(lines, l) {
+			streamedGone = true
+			delete(m.streamed, l)
 		}
 	}
 	n := 0
@@ -129,6 +147,7 @@ func (r *renderer) update(id, text string, post bool) {
 	if streamedGone && !post {
 		r.carry = removed
 		r.preview = "" // the carry stands for it now
+		clear(m.gone)
 	}
 
 	// Lines not printed yet, in order.
@@ -156,6 +175,12 @@ func (r *renderer) update(id, text string, post bool) {
 		for l, c := range r.msgs[owner].count {
 			r.carry[l] = c
 		}
+		// Its preview may have left it already, with nothing printed
+		// after it to carry it (the end of input, a notice).
+		for l, c := range r.msgs[owner].gone {
+			r.carry[l] += c
+		}
+		clear(r.msgs[owner].gone)
 		var o *openLine // the preview's line, finished in place if it is open
 		if r.open != nil && r.open.msg == owner {
 			o = r.open
@@ -240,7 +265,9 @@ func (r *renderer) move(m *shown, from, to string) {
 	if m.count[from]--; m.count[from] <= 0 {
 		delete(m.count, from)
 	}
+	delete(m.streamed, from)
 	m.count[to]++
+	m.streamed[to] = true
 }
 
 func (r *renderer) flushDeferred() {
@@ -308,6 +335,16 @@ func (r *renderer) settleLater() {
 
 func (r *renderer) write(s string) {
 	_, _ = io.WriteString(r.out, s)
+}
+
+// grewInto reports whether one of lines extends prev.
+func grewInto(lines []string, prev string) bool {
+	for _, l := range lines {
+		if grew(l, prev) {
+			return true
+		}
+	}
+	return false
 }
 
 // grew reports whether line extends prev (streamed text).

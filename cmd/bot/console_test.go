@@ -137,6 +137,7 @@ func consoleRepo(t *testing.T) (repo, cache string) {
 	t.Helper()
 	repo, cache = t.TempDir(), t.TempDir()
 	gitremote.Git(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitremote.GitInput(t, repo, nil, nil, "commit", "--quiet", "--allow-empty", "-m", "init")
 	t.Chdir(repo)
 	t.Setenv("XDG_CACHE_HOME", cache)
 	return repo, cache

@@ -266,9 +266,10 @@ func (m *Main) newConsole(cfg *config.Config) *console.Adapter {
 	if m.logFile != nil {
 		note += " · logs: " + m.logFile.Name()
 	}
+	note += m.consoleNote(cfg)
 	m.console = console.New(console.Options{
 		In: m.Stdin, Out: m.Stdout, User: os.Getenv("USER"), Thread: thread, Banner: note,
-		QuitOnEOF: isTerminal(m.Stdin),
+		Terminal: isTerminal(m.Stdin), WaitIdle: m.consoleIdle,
 	})
 	return m.console
 }
