@@ -5,21 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/backoff"
 	"github.com/threadsmith/threadsmith/internal/execqueue"
-)
-
-// Reconnect backoff after a failed connection attempt.
-const (
-	minBackoff = time.Second
-	maxBackoff = 2 * time.Minute
 )
 
 // runner is one Run: its handler and event queue.
@@ -105,7 +98,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 // connect opens the gateway, retrying transient failures with backoff until
 // it is open, ctx ends, or a failure that retrying cannot fix.
 func (r *runner) connect(ctx context.Context) error {
-	backoff := minBackoff
+	var b backoff.Backoff
 	for {
 		err := r.a.open(ctx)
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
@@ -118,12 +111,11 @@ func (r *runner) connect(ctx context.Context) error {
 			r.a.log.Error("gateway refused the bot", "err", fatal)
 			return fatal
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := b.Next()
 		r.a.log.Warn("gateway connection failed; retrying", "err", unwrapURLError(err), "in", wait)
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -168,18 +160,6 @@ func fatalGatewayError(err error) error {
 		return fmt.Errorf("discord: the gateway closed the connection for good (close %d %s)", ce.Code, ce.Text)
 	}
 	return nil
-}
-
-// sleep waits d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Events the worker processes, in gateway order.
@@ -284,7 +264,7 @@ func (r *runner) receive(ctx context.Context, in chat.Inbound) (chat.Receipt, er
 			return rc, err
 		}
 		r.a.log.Warn("handler refused to take input; retrying", "thread", in.Thread.Key(), "event", in.EventID, "err", err)
-		if !sleep(ctx, r.a.receiveRetry[attempt]) {
+		if !backoff.Sleep(ctx, r.a.receiveRetry[attempt]) {
 			return rc, err
 		}
 	}

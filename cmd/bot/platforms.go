@@ -12,6 +12,7 @@ import (
 	"github.com/threadsmith/threadsmith/bridge"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/backoff"
 	"github.com/threadsmith/threadsmith/ops"
 )
 
@@ -43,7 +44,7 @@ func buildPlatformAdapters(cfg *config.Config, log *slog.Logger, hooks platformH
 		}
 		sleep := hooks.sleep
 		if sleep == nil {
-			sleep = sleepCtx
+			sleep = backoff.Sleep
 		}
 		out = append(out, retryingSlack{Adapter: a, log: opts.Logger, sleep: sleep})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"time"
 
@@ -12,13 +11,7 @@ import (
 
 	slackadapter "github.com/threadsmith/threadsmith/adapters/slack"
 	"github.com/threadsmith/threadsmith/chat"
-)
-
-// Slack's reconnect backoff, as the Discord adapter's: from a second,
-// doubling, to two minutes.
-const (
-	slackMinBackoff = time.Second
-	slackMaxBackoff = 2 * time.Minute
+	"github.com/threadsmith/threadsmith/internal/backoff"
 )
 
 // retryingSlack is the Slack adapter whose Run starts again, with backoff,
@@ -37,7 +30,7 @@ type retryingSlack struct {
 
 // Run runs the adapter until ctx ends or it fails for good.
 func (r retryingSlack) Run(ctx context.Context, h chat.Handler) error {
-	backoff := slackMinBackoff
+	var b backoff.Backoff
 	for {
 		start := time.Now()
 		err := r.Adapter.Run(ctx, h)
@@ -47,15 +40,14 @@ func (r retryingSlack) Run(ctx context.Context, h chat.Handler) error {
 		if !transientSlackError(err) {
 			return err
 		}
-		if time.Since(start) > slackMaxBackoff {
-			backoff = slackMinBackoff // it ran a while: a new outage
+		if time.Since(start) > backoff.Max {
+			b.Reset() // it ran a while: a new outage
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := b.Next()
 		r.log.Warn("slack: cannot reach Slack; retrying", "err", err, "in", wait)
 		if !r.sleep(ctx, wait) {
 			return nil
 		}
-		backoff = min(2*backoff, slackMaxBackoff)
 	}
 }
 
@@ -78,16 +70,4 @@ func transientSlackError(err error) bool {
 		return true
 	}
 	return false
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -18,6 +18,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/threadsmith/threadsmith/internal/backoff"
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
@@ -80,7 +81,7 @@ func TestSlackUnreachableAtStartIsRetriedWithBackoff(t *testing.T) {
 	}
 	for i, d := range waits {
 		// Jittered within the upper half of 1s, 2s, 4s.
-		if hi := slackMinBackoff << i; d < hi/2 || d > hi {
+		if hi := backoff.Min << i; d < hi/2 || d > hi {
 			t.Errorf("wait %d = %s, want within [%s, %s]", i, d, hi/2, hi)
 		}
 		if readyz[i] != http.StatusServiceUnavailable {
