@@ -167,6 +167,7 @@ type runState struct {
 	// unless a retry or compaction notice already told it (reported).
 	lastError string
 	reported  bool
+	stopped   bool // a reply was aborted (!stop, the run timeout)
 	// first is the run's first segment; ended says the run is over. A first
 	// segment sealed while the run goes on (below it a retry or compaction
 	// notice) keeps its working line until the run ends, then gets its
@@ -530,6 +531,7 @@ func (v *view) account(r *runState, m llm.Message, price Price) {
 	r.lastError = ""
 	switch {
 	case m.StopReason == llm.StopReasonAborted:
+		r.stopped = true
 		if text != "" {
 			r.answer = append(r.answer, text+"\n\n⏹ _stopped_")
 		} else {
@@ -628,9 +630,22 @@ func (r *runState) segText(seg *segment) string {
 		b.WriteString(r.streaming.String())
 	}
 	if b.Len() == 0 && seg.first && r.context != "" && len(seg.msgs) > 0 {
-		b.WriteString("✓ " + r.context)
+		b.WriteString(r.outcomeMark() + " " + r.context)
 	}
 	return b.String()
+}
+
+// outcomeMark is how the run's status message, left with only its
+// repository line, says how the run ended: ✓ done, ❌ its last reply failed,
+// ⏹ stopped.
+func (r *runState) outcomeMark() string {
+	switch {
+	case r.stats.failed:
+		return "❌"
+	case r.stopped:
+		return "⏹"
+	}
+	return "✓"
 }
 
 // refinalizeFirst gives a first segment that was sealed while the run went
