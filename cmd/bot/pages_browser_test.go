@@ -90,6 +90,8 @@ func TestSessionPageInABrowserDuringARun(t *testing.T) {
 	if n := b.Eval(`document.querySelectorAll("details.tool").length`); n != float64(1) {
 		t.Errorf("tool lines = %v, want 1 (the output fills its call's line)", n)
 	}
+	// The run ends in storage once its push is recorded; the page follows.
+	b.WaitTrue(`document.querySelector("#head .state").textContent == "idle" && document.querySelector(".run .outcome")`)
 	if got := b.Eval(`document.querySelector("#head .state").textContent`); got != "idle" {
 		t.Errorf("the page's state after the run = %v, want idle", got)
 	}

@@ -280,6 +280,20 @@ func (b *Browser) WaitText(s string) {
 	}
 }
 
+// WaitTrue waits, in the page, until the JavaScript expression cond is
+// true, as WaitText does for text; it reports whether it became true within
+// 10 s.
+func (b *Browser) WaitTrue(cond string) bool {
+	b.tb.Helper()
+	ok := b.Eval(fmt.Sprintf(`new Promise(resolve => {
+		const has = () => { try { return !!(%s) } catch (e) { return false } };
+		if (has()) return resolve(true);
+		new MutationObserver(() => { if (has()) resolve(true) }).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+		setTimeout(() => resolve(has()), 10000);
+	})`, cond))
+	return ok == true
+}
+
 // Errors are the script errors and Content-Security-Policy violations the
 // page has seen since it loaded.
 func (b *Browser) Errors() string {
