@@ -323,6 +323,15 @@ func (a *Adapter) Upload(_ context.Context, _ chat.ThreadRef, name string, conte
 }
 
 // print writes text that is not a message (notes, uploads) on lines of its own.
+// Finish ends the line printed last, once nothing more will be printed (the
+// bot shut down), so that the shell's prompt starts on a line of its own.
+func (a *Adapter) Finish() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.r.flushDeferred()
+	a.r.closeOpen()
+}
+
 func (a *Adapter) print(text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

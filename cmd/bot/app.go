@@ -329,6 +329,9 @@ func (m *Main) CloseBecause(why string) error {
 			errs = append(errs, err)
 		}
 	}
+	if m.console != nil {
+		m.console.Finish() // everything is printed: the terminal gets its last newline
+	}
 	errs = append(errs, m.closeStores())
 	errs = append(errs, m.stopOps())
 	m.closeErr = errors.Join(errs...)

@@ -58,6 +58,10 @@ func TestConsolePipedToTheBinaryExitsZero(t *testing.T) {
 	if !strings.Contains(out.String(), "bot> answer to: hello there") {
 		t.Fatalf("the piped request was not answered:\n%s", out.String())
 	}
+	// The shell's prompt that follows starts on a line of its own.
+	if !strings.HasSuffix(out.String(), "\n") {
+		t.Errorf("the console's output does not end its last line: %q", out.String()[max(0, out.Len()-80):])
+	}
 }
 
 // Ctrl-D while the answer streams: the bot quits, saying the run stopped
