@@ -40,6 +40,9 @@ type command struct {
 	// whileWaiting answers it at once while the thread's request waits for a
 	// run slot, and reports whether it did; nil: it waits its turn.
 	whileWaiting func(t *thread) bool
+	// sessionless says run answers it in a thread whose session is not open,
+	// or that has none (commandCall.s is nil then), without opening it.
+	sessionless bool
 }
 
 // commandCall is one use of a command.
@@ -143,6 +146,14 @@ func init() {
 				Description: "A fresh link to this session's web page"},
 			mode: storage.ModeCommand,
 			run:  (*thread).linkCommand,
+		},
+		{
+			CommandSpec: chat.CommandSpec{Name: "sessions",
+				Help:        "`!sessions` — your last 10 sessions here: state, repository, branch, last activity, cost and links",
+				Description: "List your last 10 sessions with their state, repo, branch, activity, cost and links"},
+			mode:        storage.ModeCommand,
+			run:         (*thread).sessionsCommand,
+			sessionless: true,
 		},
 		{
 			// A request to the model, expanded by an input hook (reviewInput).
