@@ -49,8 +49,9 @@ type command struct {
 type commandCall struct {
 	ctx    context.Context
 	s      *agent.Session
-	args   string      // the text after the command word
-	author chat.Author // who typed it
+	args   string       // the text after the command word
+	author chat.Author  // who typed it
+	in     chat.Inbound // the input it came as
 }
 
 // commands is the table, in !help's order. It is filled by init because the
@@ -205,7 +206,7 @@ func (t *thread) runCommand(ctx context.Context, cmd *command, pi *pendingInput,
 			err = fmt.Errorf("command %s failed", cmd.Name)
 		}
 	}()
-	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author})
+	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author, in: pi.in})
 	return nil
 }
 

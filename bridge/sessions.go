@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -63,18 +64,68 @@ func sessionState(s storage.ThreadSummary) string {
 	return "idle"
 }
 
-// sessionsCommand answers !sessions with the asker's list, read off the
-// owner.
+// sessionsCommand answers !sessions with the asker's list, read and sent
+// off the owner.
 func (t *thread) sessionsCommand(c commandCall) {
-	who := c.author.ID
+	in := c.in
 	t.background(func() msgCommandDone {
-		list, err := t.b.sessionsOf(t.b.ctx, t.p, who)
-		if err != nil {
-			t.log.Warn("listing sessions", "err", err)
-			return msgCommandDone{say: "❌ I couldn't read your sessions just now; try again in a moment."}
-		}
-		return msgCommandDone{say: sessionsText(list, t.b.cfg.Now())}
+		return msgCommandDone{say: t.b.answerSessions(t.b.ctx, t.p, in)}
 	})
+}
+
+// answerSessions sends in's author their list of sessions. The list is
+// theirs alone: its page links open sessions of other channels and DMs, so
+// it goes only where they alone see it (chat.Whisperer); a platform without
+// private notes (the console, one person's) gets it as the thread's answer.
+// It returns what the thread must say ("" when the note went out).
+func (b *Bridge) answerSessions(ctx context.Context, p *platform, in chat.Inbound) string {
+	list, err := b.sessionsOf(ctx, p, in.Author.ID)
+	if err != nil {
+		b.log.Warn("listing sessions", "user", in.Author.ID, "err", err)
+		return "❌ I couldn't read your sessions just now; try again in a moment."
+	}
+	text := sessionsText(list, b.cfg.Now())
+	w, ok := p.Adapter.(chat.Whisperer)
+	if !ok {
+		return text
+	}
+	if err := w.Whisper(ctx, in, text); err != nil {
+		b.log.Warn("sending the sessions list", "user", in.Author.ID, "err", err)
+		return "❌ I couldn't send you your sessions privately just now; try again in a moment."
+	}
+	return ""
+}
+
+// sessionless says text is a command answered without a session
+// (command.sessionless).
+func sessionless(text string) bool {
+	c := classify(text)
+	return c.command && lookupCommand(c.name).sessionless
+}
+
+// answerUnknownThread answers a sessionless command in a thread the bridge
+// has no record of (a channel thread that is no session, a DM): there is no
+// thread to store it in and nothing to order it with, so the handler
+// answers it once (a redelivery is remembered) from an allowed author.
+func (h *handler) answerUnknownThread(ctx context.Context, in chat.Inbound) (chat.Receipt, error) {
+	b, p := h.b, h.p
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	if !h.allowed(in) || closing {
+		return h.admit(ctx, in, false) // refused there (privately), or left to redeliver
+	}
+	first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "command/"+in.Thread.Channel+"/"+refusalID(in))
+	if err != nil {
+		return 0, err
+	}
+	if !first {
+		return chat.Duplicate, nil
+	}
+	if text := b.answerSessions(ctx, p, in); text != "" {
+		p.Outbox.Post(in.Thread, text, outbox.High, nil)
+	}
+	return chat.Accepted, nil
 }
 
 // sessionsText is the list as a message.

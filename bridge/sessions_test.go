@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
 // !sessions lists the asker's own sessions, newest first, each with its
-// page; it is answered in a thread without a session without opening one,
-// and in a thread with one; another person's sessions never show.
+// page, in a note only they see; it is answered in a thread with a session,
+// and without opening one in a thread that has none; another person's
+// sessions never show.
 func TestSessionsListsTheAskersOwn(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *Platform) {
 		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
@@ -34,10 +34,29 @@ func TestSessionsListsTheAskersOwn(t *testing.T) {
 		r.waitRuns(testThread(a.n), 1)
 	}
 
+	// A whisper of who's list that contains s.
+	whisper := func(who chatfake.Person, s string) string {
+		t.Helper()
+		var got string
+		err := r.chat.WaitFor(r.ctx, func() bool {
+			for _, w := range r.chat.Whispers() {
+				if text, ok := strings.CutPrefix(w, who.ID+": "); ok && strings.Contains(text, s) {
+					got = text
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			t.Fatalf("no whisper to %s with %q; whispers %q", who.ID, s, r.chat.Whispers())
+		}
+		return got
+	}
+
+	// A mention in a new thread: answered privately, no thread opened.
 	th := testThread("80.4")
 	r.say(th, alice, "!sessions", true)
-	r.waitText(th, "Your sessions")
-	list := lastBotText(r, th, "Your sessions")
+	list := whisper(alice, "Your sessions")
 	lines := strings.Split(list, "\n")
 	if len(lines) != 3 || !strings.Contains(lines[1], page("80.3")) || !strings.Contains(lines[2], page("80.1")) {
 		t.Errorf("alice's list = %q, want her threads 80.3 then 80.1", list)
@@ -49,32 +68,26 @@ func TestSessionsListsTheAskersOwn(t *testing.T) {
 	if !strings.Contains(lines[1], " · `app` · `bot/") || !strings.Contains(lines[1], " · just now · $0.00 · ") {
 		t.Errorf("a line lacks state, repository, branch or cost: %q", lines[1])
 	}
-	rec, err := r.thread(th)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.SessionID != "" || rec.WorkspacePath != "" {
-		t.Errorf("!sessions opened a session (%q) or a workspace (%q)", rec.SessionID, rec.WorkspacePath)
+	if _, err := r.thread(th); err == nil {
+		t.Error("!sessions in a new thread stored a thread")
 	}
 
-	// In a thread with a session, bob's list is his one thread.
+	// In a thread with a session, bob's list is his one thread; without a
+	// mention in a thread that is no session, alice's again.
 	r.say(testThread("80.1"), bob, "!sessions", false)
-	r.waitText(testThread("80.1"), "Your sessions")
-	if got := lastBotText(r, testThread("80.1"), "Your sessions"); strings.Count(got, "\n") != 1 || !strings.Contains(got, page("80.2")) {
+	if got := whisper(bob, "Your sessions"); strings.Count(got, "\n") != 1 || !strings.Contains(got, page("80.2")) {
 		t.Errorf("bob's list = %q, want his thread 80.2 only", got)
+	}
+	r.say(testThread("80.5"), alice, "!sessions", false)
+	if err := r.chat.WaitFor(r.ctx, func() bool { return len(r.chat.Whispers()) == 3 }); err != nil {
+		t.Errorf("whispers = %q, want alice's list a second time", r.chat.Whispers())
+	}
+	for _, th := range []string{"80.1", "80.4", "80.5"} {
+		if tr := r.chat.Transcript(testThread(th)); strings.Contains(tr, "Your sessions") {
+			t.Errorf("the list was posted in thread %s for all to see:\n%s", th, tr)
+		}
 	}
 	if n := len(r.requests()); n != 3 {
 		t.Errorf("LLM requests = %d, want 3 (!sessions makes none)", n)
 	}
-}
-
-// lastBotText is the bot's newest message in th that contains s.
-func lastBotText(r *rig, th chat.ThreadRef, s string) string {
-	texts := r.chat.BotTexts(th)
-	for i := len(texts) - 1; i >= 0; i-- {
-		if strings.Contains(texts[i], s) {
-			return texts[i]
-		}
-	}
-	return ""
 }
