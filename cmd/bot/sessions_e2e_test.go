@@ -118,4 +118,15 @@ func TestSlackSessionsListsTheAskersTenNewest(t *testing.T) {
 	if err := e.slack.WaitAllAcked(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+	// One note for alice's !sessions, though Slack delivered the mention
+	// twice (app_mention and message).
+	n := 0
+	for _, eph := range e.slack.Ephemerals() {
+		if eph.User == aliceID && strings.Contains(eph.Text, "Your sessions") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("alice got %d sessions notes, want 1", n)
+	}
 }
