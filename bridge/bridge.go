@@ -561,6 +561,9 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 			return 0, err
 		}
 	}
+	if !known && sessionless(in.Text) {
+		return h.answerUnknownThread(ctx, in)
+	}
 	if !known && !in.Mention {
 		return chat.Ignored, nil
 	}

@@ -40,14 +40,18 @@ type command struct {
 	// whileWaiting answers it at once while the thread's request waits for a
 	// run slot, and reports whether it did; nil: it waits its turn.
 	whileWaiting func(t *thread) bool
+	// sessionless says run answers it in a thread whose session is not open,
+	// or that has none (commandCall.s is nil then), without opening it.
+	sessionless bool
 }
 
 // commandCall is one use of a command.
 type commandCall struct {
 	ctx    context.Context
 	s      *agent.Session
-	args   string      // the text after the command word
-	author chat.Author // who typed it
+	args   string       // the text after the command word
+	author chat.Author  // who typed it
+	in     chat.Inbound // the input it came as
 }
 
 // commands is the table, in !help's order. It is filled by init because the
@@ -145,6 +149,14 @@ func init() {
 			run:  (*thread).linkCommand,
 		},
 		{
+			CommandSpec: chat.CommandSpec{Name: "sessions",
+				Help:        "`!sessions` — your last 10 sessions here: state, repository, branch, last activity, cost and links",
+				Description: "List your last 10 sessions with their state, repo, branch, activity, cost and links"},
+			mode:        storage.ModeCommand,
+			run:         (*thread).sessionsCommand,
+			sessionless: true,
+		},
+		{
 			// A request to the model, expanded by an input hook (reviewInput).
 			CommandSpec: chat.CommandSpec{Name: "review",
 				Help:        "`!review` — give me the pull request's new review comments to address",
@@ -194,7 +206,7 @@ func (t *thread) runCommand(ctx context.Context, cmd *command, pi *pendingInput,
 			err = fmt.Errorf("command %s failed", cmd.Name)
 		}
 	}()
-	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author})
+	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author, in: pi.in})
 	return nil
 }
 

@@ -161,6 +161,14 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if t.sess != nil {
 		return false, true
 	}
+	if c.command && lookupCommand(c.name).sessionless {
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+		_, args := commandWord(pi.in.Text)
+		if err := t.runCommand(t.b.ctx, lookupCommand(c.name), pi, args); err != nil {
+			t.say("❌ " + err.Error())
+		}
+		return false, false
+	}
 	if c.command && !c.startsRun && t.rec.SessionID == "" {
 		t.say(t.noSessionReply(c.name))
 		t.markInbound(pi.id, storage.InboundDelivered, "")

@@ -217,6 +217,12 @@ type RunUsageStore interface {
 type HistoryStore interface {
 	// ThreadSummaries returns every thread, most recently active first.
 	ThreadSummaries(ctx context.Context) ([]ThreadSummary, error)
+	// AuthorThreadSummaries returns the platform's threads where authorID
+	// asked something of the agent (input other than a command: a prompt,
+	// !steer or !followup), most recently active first as ThreadSummaries,
+	// at most limit of them (limit <= 0: none). A thread where the person
+	// only typed commands, and threads of another platform, are left out.
+	AuthorThreadSummaries(ctx context.Context, platform, authorID string, limit int) ([]ThreadSummary, error)
 	// ThreadSessions returns the thread's sessions, oldest first (a !reset
 	// starts a new one; the last is the current one).
 	ThreadSessions(ctx context.Context, threadID int64) ([]Session, error)

@@ -108,6 +108,11 @@ func (a *Adapter) eventsHandler(ctx context.Context, d *dispatcher) http.Handler
 			attempt, _ := strconv.Atoi(n)
 			a.log.Debug("slack: redelivered event", "attempt", attempt, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 		}
+		if user, ok := homeOpened(ev); ok {
+			w.WriteHeader(http.StatusOK)
+			a.submitHome(ctx, d, user)
+			return
+		}
 		m, eventID, ok := fromEvent(ev)
 		if !ok || !m.isInput(d.id) {
 			w.WriteHeader(http.StatusOK)

@@ -18,6 +18,7 @@ import (
 type manifest struct {
 	Features struct {
 		AppHome struct {
+			HomeTabEnabled             bool `yaml:"home_tab_enabled"`
 			MessagesTabEnabled         bool `yaml:"messages_tab_enabled"`
 			MessagesTabReadOnlyEnabled bool `yaml:"messages_tab_read_only_enabled"`
 		} `yaml:"app_home"`
@@ -68,6 +69,7 @@ var methodScopes = map[string][]string{
 	"users.info":                   {"users:read", "users:read.email"},
 	"files.getUploadURLExternal":   {"files:write"},
 	"files.completeUploadExternal": {"files:write"},
+	"views.publish":                nil, // the Home tab
 }
 
 // eventScopes are the bot events the adapter subscribes to and their scopes.
@@ -79,6 +81,8 @@ var eventScopes = map[string]string{
 	"message.mpim":     "mpim:history",
 	// Slack's stop button on an agent session; it needs no scope.
 	"agent_session_stopped": "",
+	// The Home tab was opened; it needs no scope.
+	"app_home_opened": "",
 }
 
 // manifests are the app manifests the README offers: the app, and the app
@@ -138,8 +142,11 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	if agent {
 		opts = append(opts, slackfake.WithAgentSessions())
 	}
+	if !m.Features.AppHome.HomeTabEnabled {
+		opts = append(opts, slackfake.WithoutHomeTab())
+	}
 	srv := slackfake.New(t, opts...)
-	h := newRecorder()
+	h := &lister{recorder: newRecorder(), lists: map[string][]chat.SessionSummary{"U0ALICE": {{State: "idle", Repo: "app"}}}}
 	r := startSocket(t, srv, h, func(c *Config, _ *Options) { c.AgentSessions, c.Streaming = agent, true })
 	ctx := testContext(t)
 
@@ -166,6 +173,13 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	must(t, err)
 	_, _ = io.Copy(io.Discard, body)
 	body.Close()
+	// The Home tab: published when opened, which needs the event and the
+	// tab.
+	if srv.OpenHome("U0ALICE") == "" {
+		t.Error("the manifest does not subscribe to app_home_opened: the Home tab stays empty")
+	} else if calls, err := srv.WaitCalls(ctx, "views.publish", 1); err != nil || calls[0].Error != "" {
+		t.Errorf("views.publish = %+v, %v; want the Home tab published", calls, err)
+	}
 
 	if got := srv.AgentStatuses(); agent && (len(got) != 1 || got[0].Warning != "") {
 		t.Errorf("agent session statuses %+v, want one, without a warning", got)
@@ -222,6 +236,9 @@ func checkManifest(t *testing.T, path string, agent bool) {
 	}
 	if !m.Features.AppHome.MessagesTabEnabled || m.Features.AppHome.MessagesTabReadOnlyEnabled {
 		t.Error("the App Home messages tab is off or read-only, want DMs enabled")
+	}
+	if !m.Features.AppHome.HomeTabEnabled {
+		t.Error("the App Home's Home tab is off, want it on: it lists the person's sessions")
 	}
 	if m.Features.BotUser.DisplayName == "" {
 		t.Error("no bot user: app_mention needs one")

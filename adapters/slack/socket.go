@@ -92,6 +92,11 @@ func (a *Adapter) onSocketEvent(ctx context.Context, sm *socketmode.Client, d *d
 // onEnvelope delivers one events_api envelope: at once acknowledged when it is
 // not input, else queued on its thread and acknowledged after Receive.
 func (a *Adapter) onEnvelope(ctx context.Context, sm *socketmode.Client, d *dispatcher, req socketmode.Request, ev slackevents.EventsAPIEvent) {
+	if user, ok := homeOpened(ev); ok {
+		a.ack(ctx, sm, req.EnvelopeID)
+		a.submitHome(ctx, d, user)
+		return
+	}
 	m, eventID, ok := fromEvent(ev)
 	if !ok || !m.isInput(d.id) {
 		a.ack(ctx, sm, req.EnvelopeID)

@@ -64,7 +64,23 @@ func (db *DB) usage(ctx context.Context, op, query string, args ...any) (storage
 
 // ThreadSummaries implements storage.HistoryStore.
 func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, error) {
-	return queryAll(ctx, db, "thread summaries", func(r pgx.Row) (storage.ThreadSummary, error) {
+	return db.threadSummaries(ctx, "thread summaries", ``, ``)
+}
+
+// AuthorThreadSummaries implements storage.HistoryStore.
+func (db *DB) AuthorThreadSummaries(ctx context.Context, platform, authorID string, limit int) ([]storage.ThreadSummary, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return db.threadSummaries(ctx, "author thread summaries", `WHERE t.platform = $1 AND t.id IN (
+		SELECT i.thread_id FROM inbound i WHERE i.platform = $1 AND i.author_id = $2 AND i.mode <> 'command') `,
+		` LIMIT $3`, platform, authorID, limit)
+}
+
+// threadSummaries reads the summaries of the threads where selects (all
+// for ""), most recently active first; tail ends the query (a LIMIT).
+func (db *DB) threadSummaries(ctx context.Context, op, where, tail string, args ...any) ([]storage.ThreadSummary, error) {
+	return queryAll(ctx, db, op, func(r pgx.Row) (storage.ThreadSummary, error) {
 		var s storage.ThreadSummary
 		var active, created, updated, last int64
 		var state string
@@ -85,7 +101,7 @@ func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, err
 		(SELECT coalesce(sum((e.payload -> 'usage' -> 'cost' ->> 'total')::float8), 0)::float8
 		 FROM entries e JOIN sessions x ON x.id = e.session_id
 		 WHERE x.thread_id = t.id AND `+isReply+`),
-		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+where+`ORDER BY t.active_at DESC, t.id DESC`+tail, args...)
 }
 
 // ThreadSessions implements storage.HistoryStore.

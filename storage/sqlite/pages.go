@@ -15,14 +15,29 @@ import (
 
 // ThreadSummaries implements storage.Store.
 func (db *DB) ThreadSummaries(ctx context.Context) ([]storage.ThreadSummary, error) {
-	const op = "thread summaries"
+	return db.threadSummaries(ctx, "thread summaries", ``, ``)
+}
+
+// AuthorThreadSummaries implements storage.Store.
+func (db *DB) AuthorThreadSummaries(ctx context.Context, platform, authorID string, limit int) ([]storage.ThreadSummary, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return db.threadSummaries(ctx, "author thread summaries", `WHERE t.platform = ? AND t.id IN (
+		SELECT i.thread_id FROM inbound i WHERE i.platform = ? AND i.author_id = ? AND i.mode <> 'command') `,
+		` LIMIT ?`, platform, platform, authorID, limit)
+}
+
+// threadSummaries reads the summaries of the threads where selects (all
+// for ""), most recently active first; tail ends the query (a LIMIT).
+func (db *DB) threadSummaries(ctx context.Context, op, where, tail string, args ...any) ([]storage.ThreadSummary, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+threadColumns+`,
 		EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id AND r.ended_at IS NULL),
 		(SELECT count(*) FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued')),
 		(SELECT coalesce(max(e.ts), 0) FROM entries e WHERE e.session_id = t.session_id),
 		(SELECT coalesce(sum(json_extract(e.payload, '$.usage.cost.total')), 0) FROM entries e JOIN sessions x ON x.id = e.session_id
 		 WHERE x.thread_id = t.id AND `+isReply+`),
-		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+`ORDER BY t.active_at DESC, t.id DESC`)
+		coalesce((SELECT substr(i.text, 1, `+strconv.Itoa(storage.RequestChars)+`) FROM inbound i WHERE i.thread_id = t.id AND i.mode = 'prompt' ORDER BY i.id LIMIT 1), '')`+threadFrom+where+`ORDER BY t.active_at DESC, t.id DESC`+tail, args...)
 	if err != nil {
 		return nil, opError(op, err)
 	}

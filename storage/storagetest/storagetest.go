@@ -75,6 +75,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Pushes", testPushes},
 		{"Usage", testUsage},
 		{"Pages", testPages},
+		{"AuthorThreadSummaries", testAuthorThreadSummaries},
 		{"ThreadVersion", testThreadVersion},
 		{"Events", testEvents},
 		{"Ops", testOps},
@@ -969,6 +970,66 @@ func testPages(t *testing.T, s *suite) {
 	}
 	if sc := sums[0]; sc.ID != c.ID || sc.Request != string([]rune(long)[:storage.RequestChars]) {
 		t.Errorf("c = thread %d, request of %d characters starting %.20q; want thread %d, the first %d characters of its prompt", sc.ID, len([]rune(sc.Request)), sc.Request, c.ID, storage.RequestChars)
+	}
+}
+
+func testAuthorThreadSummaries(t *testing.T, s *suite) {
+	ids := func(sums []storage.ThreadSummary) []int64 {
+		var out []int64
+		for _, x := range sums {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	// U1 asks in twelve Slack threads, one of them only by !steer; the
+	// newest activity comes last.
+	var mine []int64
+	for i := range 12 {
+		s.clock.Advance(time.Minute)
+		th := s.thread("slack", fmt.Sprintf("%d.0", 100+i))
+		mode := storage.ModePrompt
+		if i == 3 {
+			mode = storage.ModeSteer
+		}
+		s.accept(storage.Inbound{ThreadID: th.ID, MessageID: fmt.Sprintf("%d.1", 100+i), AuthorID: "U1", Text: "fix it", Mode: mode})
+		mine = append([]int64{th.ID}, mine...)
+	}
+	// Threads that are not U1's asking, each newer than all of them: U1
+	// only typed a command; U2 asked (and U1 typed !status there); U1 asked
+	// on Discord.
+	s.clock.Advance(time.Minute)
+	cmdOnly := s.thread("slack", "200.0")
+	s.accept(storage.Inbound{ThreadID: cmdOnly.ID, MessageID: "200.1", AuthorID: "U1", Text: "!status", Mode: storage.ModeCommand})
+	theirs := s.thread("slack", "201.0")
+	s.accept(storage.Inbound{ThreadID: theirs.ID, MessageID: "201.1", AuthorID: "U2", Text: "deploy"})
+	s.accept(storage.Inbound{ThreadID: theirs.ID, MessageID: "201.2", AuthorID: "U1", Text: "!status", Mode: storage.ModeCommand})
+	other := s.thread("discord", "202")
+	s.accept(storage.Inbound{Platform: "discord", ThreadID: other.ID, MessageID: "202.1", AuthorID: "U1", Text: "fix it"})
+
+	got, err := s.db.AuthorThreadSummaries(s.ctx, "slack", "U1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ids(got), mine[:10]) {
+		t.Errorf("U1's 10 = threads %v, want the newest ten they asked in %v", ids(got), mine[:10])
+	}
+	if len(got) > 0 && (got[0].Request != "fix it" || got[0].Repo != "r" || got[0].Key.Platform != "slack") {
+		t.Errorf("U1's newest = %+v, want its summary", got[0])
+	}
+	if got, _ = s.db.AuthorThreadSummaries(s.ctx, "slack", "U1", 50); !reflect.DeepEqual(ids(got), mine) {
+		t.Errorf("U1's all = threads %v, want %v", ids(got), mine)
+	}
+	if got, _ = s.db.AuthorThreadSummaries(s.ctx, "slack", "U2", 10); !reflect.DeepEqual(ids(got), []int64{theirs.ID}) {
+		t.Errorf("U2's = threads %v, want [%d]", ids(got), theirs.ID)
+	}
+	if got, _ = s.db.AuthorThreadSummaries(s.ctx, "discord", "U1", 10); !reflect.DeepEqual(ids(got), []int64{other.ID}) {
+		t.Errorf("U1's on Discord = threads %v, want [%d]", ids(got), other.ID)
+	}
+	if got, err = s.db.AuthorThreadSummaries(s.ctx, "slack", "U1", 0); err != nil || len(got) != 0 {
+		t.Errorf("limit 0 = %v, %v; want none", ids(got), err)
+	}
+	if got, err = s.db.AuthorThreadSummaries(s.ctx, "slack", "nobody", 10); err != nil || len(got) != 0 {
+		t.Errorf("nobody's = %v, %v; want none", ids(got), err)
 	}
 }
 

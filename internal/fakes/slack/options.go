@@ -29,6 +29,8 @@ type config struct {
 	scopes []string // nil: every scope
 
 	noStreaming string // chat.startStream's refusal; "": streaming offered
+
+	noHomeTab bool // the app's Home tab is off: views.publish answers not_enabled
 }
 
 func defaultConfig() config {

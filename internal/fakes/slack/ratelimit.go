@@ -90,6 +90,7 @@ func SlackRateLimits() RateLimits {
 			"chat.startStream":             Tier2,
 			"chat.appendStream":            Tier4,
 			"chat.stopStream":              Tier2,
+			"views.publish":                Tier4,
 		},
 		Grace: 50 * time.Millisecond,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +50,8 @@ type Server struct {
 	statuses    []Status
 	// agentStatuses are the accepted agents.sessions.setStatus calls.
 	agentStatuses []AgentStatus
-	agentSessions map[string]*AgentSession // by channel/thread_ts
+	agentSessions map[string]*AgentSession   // by channel/thread_ts
+	homes         map[string]json.RawMessage // the Home tab views published, by user
 	// assistantStatuses are the threads' assistant statuses as last set.
 	assistantStatuses map[string]*assistantStatus
 	// groupHandles maps user group handles to their ids (AddUserGroup).
@@ -113,6 +115,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		groupHandles: map[string]string{},
 
 		agentSessions:     map[string]*AgentSession{},
+		homes:             map[string]json.RawMessage{},
 		assistantStatuses: map[string]*assistantStatus{},
 	}
 	s.users[cfg.botUserID] = &User{ID: cfg.botUserID, Name: cfg.botName, RealName: cfg.botName, IsBot: true}

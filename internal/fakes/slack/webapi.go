@@ -56,6 +56,7 @@ var apiMethods = map[string]apiMethod{
 	"files.info":                   {needBot, (*Server).filesInfo},
 	"assistant.threads.setStatus":  {needBot, (*Server).assistantThreadsSetStatus},
 	"agents.sessions.setStatus":    {needBot, (*Server).agentsSessionsSetStatus},
+	"views.publish":                {needBot, (*Server).viewsPublish},
 }
 
 // injection is a scripted answer for the next call to a method.
