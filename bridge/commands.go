@@ -46,8 +46,9 @@ type command struct {
 type commandCall struct {
 	ctx    context.Context
 	s      *agent.Session
-	args   string      // the text after the command word
-	author chat.Author // who typed it
+	args   string       // the text after the command word
+	author chat.Author  // who typed it
+	in     chat.Inbound // the input itself (a private answer goes to it)
 }
 
 // commands is the table, in !help's order. It is filled by init because the
@@ -138,6 +139,13 @@ func init() {
 			run:  (*thread).prCommand,
 		},
 		{
+			CommandSpec: chat.CommandSpec{Name: "push",
+				Help:        "`!push` — push the commits waiting for approval (repositories with `push: approve`; the requester or an approver)",
+				Description: "Push the commits waiting for approval"},
+			mode: storage.ModeCommand,
+			run:  (*thread).pushCommand,
+		},
+		{
 			CommandSpec: chat.CommandSpec{Name: "link",
 				Help:        "`!link` — a fresh link to this session's web page (everything it did, in full)",
 				Description: "A fresh link to this session's web page"},
@@ -194,7 +202,7 @@ func (t *thread) runCommand(ctx context.Context, cmd *command, pi *pendingInput,
 			err = fmt.Errorf("command %s failed", cmd.Name)
 		}
 	}()
-	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author})
+	cmd.run(t, commandCall{ctx: ctx, s: t.sess, args: args, author: pi.in.Author, in: pi.in})
 	return nil
 }
 

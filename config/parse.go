@@ -97,6 +97,9 @@ func (c *Config) fillDerived() {
 		if c.Workspace.Repos[i].PullRequests == "" {
 			c.Workspace.Repos[i].PullRequests = PullRequestsDraft
 		}
+		if c.Workspace.Repos[i].Push == "" {
+			c.Workspace.Repos[i].Push = PushAuto
+		}
 	}
 	for i := range c.MCP.Servers {
 		if c.MCP.Servers[i].Timeout == 0 {
