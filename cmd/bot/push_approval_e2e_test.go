@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/config"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	"github.com/threadsmith/threadsmith/internal/fakes/forgefake"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -128,5 +130,93 @@ func TestSlackPushApprovalWaitsForTheRequestersClickAcrossARestart(t *testing.T)
 	}
 	if n := len(e.slack.Ephemerals()); n != 1 {
 		t.Errorf("notes = %d, want the one refusal", n)
+	}
+}
+
+func TestDiscordPushApprovalWaitsForTheRequestersClickAcrossARestart(t *testing.T) {
+	var cfg *config.Config
+	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) {
+		c.Discord.AllowedRoles = nil // bob may use the bot: only the push is not his
+		c.Workspace.Repos[0].Push = config.PushApprove
+		c.Workspace.Repos[0].Approvers = []string{"1000000000000000099"}
+		cfg = c
+	})
+	e.scripts.add("appr", func(r llmfake.Request) llmfake.Response {
+		if r.LastMessage().Role == "tool" {
+			return llmfake.TextReply("wrote notes")
+		}
+		return llmfake.ToolCallReply(llmfake.Call{ID: "w1", Name: "write", Args: `{"path":"notes.txt","content":"one\ntwo\n"}`})
+	})
+	th, _ := e.open("appr: write notes")
+	branch := discordBranch(th)
+	e.waitBot(th, "⏸️ Not pushed yet: 1 commit on `"+branch+"`")
+	status := e.statusMessage(th)
+	e.waitButtons(status.ID, "push", "diff")
+	if slices.Contains(e.remote.Branches(t), branch) || e.countBot(th, "⬆️ pushed") != 0 {
+		t.Fatalf("pushed before anyone said Push: remote %v", e.remote.Branches(t))
+	}
+
+	// Bob neither asked nor approves: a private note, no push.
+	id := e.fake.Click(th, status.ID, dBob, "push")
+	ia, err := e.fake.WaitForInteractionResponse(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.ResponseType != discordfake.ResponseDeferredMessageUpdate || ia.Latency >= 3*time.Second {
+		t.Errorf("bob's click answered with type %d after %v, want a deferred update within 3s", ia.ResponseType, ia.Latency)
+	}
+	var note discordfake.Message
+	if err := e.fake.WaitFor(e.ctx, func() bool {
+		ia, _ = e.fake.Interaction(id)
+		if len(ia.Followups) == 1 {
+			note = ia.Followups[0]
+			return true
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("no private note for bob: %+v", ia)
+	}
+	if note.Flags&64 == 0 || !strings.Contains(note.Content, "only the person who asked") {
+		t.Errorf("bob's note = %+v, want an ephemeral refusal", note)
+	}
+
+	// Restart: the work still waits, and the old message's Push still works.
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(e.remote.Branches(t), branch) {
+		t.Fatalf("pushed at shutdown without a Push")
+	}
+	m := NewMain()
+	m.Config = cfg
+	m.Logger = e.m.Logger
+	if err := m.Run(e.ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if err := e.fake.WaitForReady(e.ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.UserMessage(th, dAlice, "!status")
+	e.waitBot(th, "Last push: none yet")
+	if slices.Contains(e.remote.Branches(t), branch) {
+		t.Fatalf("pushed at the restart without a Push")
+	}
+
+	id = e.fake.Click(th, status.ID, dAlice, "push")
+	if ia, err := e.fake.WaitForInteractionResponse(e.ctx, id); err != nil || ia.Latency >= 3*time.Second {
+		t.Errorf("alice's click answered after %v (%v), want within 3s", ia.Latency, err)
+	}
+	e.waitBot(th, "⬆️ pushed `"+branch+"`")
+	if got := e.remote.Files(t, branch)["notes.txt"]; got != "one\ntwo" && got != "one\ntwo\n" {
+		t.Errorf("notes.txt on the remote = %q", got)
+	}
+	e.fake.UserMessage(th, dAlice, "!push")
+	e.waitBot(th, "Nothing to push")
+	if n := e.countBot(th, "⬆️ pushed"); n != 1 {
+		t.Errorf("pushed %d times, want once", n)
+	}
+	if ps := threadPushes(t, m.DB); len(ps) != 1 || ps[0].Detail != "approved by "+discordfake.AliceName {
+		t.Errorf("recorded pushes %+v, want one approved by %s", ps, discordfake.AliceName)
 	}
 }
