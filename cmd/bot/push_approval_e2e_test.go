@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	"github.com/threadsmith/threadsmith/internal/fakes/forgefake"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
@@ -218,5 +220,54 @@ func TestDiscordPushApprovalWaitsForTheRequestersClickAcrossARestart(t *testing.
 	}
 	if ps := threadPushes(t, m.DB); len(ps) != 1 || ps[0].Detail != "approved by "+discordfake.AliceName {
 		t.Errorf("recorded pushes %+v, want one approved by %s", ps, discordfake.AliceName)
+	}
+}
+
+// A process cut off right after a push: approve run's commit does not push
+// it at the next start, as an interrupted run's work otherwise is: the
+// thread is told it waits, and the requester's !push pushes it.
+func TestCrashAfterCommitWithPushApprovalWaitsForPush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bot binary")
+	}
+	bin := buildBot(t)
+	e := newSlackFakes(t)
+	path := writeSlackConfig(t, e, 3*time.Second)
+	yaml, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := strings.Replace(string(yaml), "default_branch: main}", "default_branch: main, push: approve}", 1)
+	if approve == string(yaml) {
+		t.Fatalf("no repo line to change in:\n%s", yaml)
+	}
+	if err := os.WriteFile(path, []byte(approve), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return llmfake.TextReply("wrote f.txt")
+		}
+		return llmfake.ToolCallReply(llmfake.Call{ID: "w1", Name: "write", Args: `{"path":"f.txt","content":"from the run\n"}`})
+	})
+	t.Setenv(crashpoint.EnvVar, crashpoint.Committed)
+	bot := startBot(t, e, bin, path, 1)
+	os.Unsetenv(crashpoint.EnvVar)
+	root := e.slack.Mention(slackChan, aliceID, "please write f.txt", "")
+	if err := bot.wait(60 * time.Second); err == nil {
+		t.Fatalf("the bot did not cut itself after the commit\n%s", bot.stderr)
+	}
+
+	startBot(t, e, bin, path, 2)
+	e.waitText(slackChan, root, "interrupted")
+	e.waitText(slackChan, root, "⏸️ Not pushed yet: 1 commit on `bot/slack-")
+	if b := botBranches(t, e.remote); len(b) != 0 {
+		t.Fatalf("the interrupted run's commit was pushed at the start without a Push: %v", b)
+	}
+	e.slack.UserMessage(slackChan, aliceID, "!push", root)
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	b := botBranches(t, e.remote)
+	if len(b) != 1 || e.remote.Files(t, b[0])["f.txt"] != "from the run" {
+		t.Errorf("remote branches %v, want the thread's with f.txt", b)
 	}
 }
