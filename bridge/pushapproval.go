@@ -94,8 +94,9 @@ func (t *thread) pushCommand(c commandCall) {
 		t.say("⬆️ This repository's runs push by themselves: nothing waits for `!push`.")
 		return
 	}
-	if t.ws == nil {
-		t.say("⬆️ Nothing to push: no workspace yet.")
+	if _, err := t.openWorkspace(ctx); err != nil {
+		t.log.Warn("opening the workspace to push", "err", err)
+		t.say("⚠️ I couldn't open the workspace to push: " + userError(err))
 		return
 	}
 	if t.pushing != nil {
