@@ -18,6 +18,8 @@ import (
 // what changed, then pushes whenever the local branch is ahead of what the
 // remote was last seen to have: a commit from before a crash, or one whose
 // push failed, goes out with the next push even when the run changed nothing.
+// In a repository whose pushes wait for approval the commits stay until
+// someone allowed says Push (pushapproval.go).
 //
 // The push itself runs off the owner goroutine, so that a slow or silent
 // remote holds up neither the thread's commands nor its next run; its result
