@@ -223,8 +223,8 @@ func TestDiscordPushApprovalWaitsForTheRequestersClickAcrossARestart(t *testing.
 	}
 }
 
-// A process cut off right after a push: approve run's commit does not push
-// it at the next start, as an interrupted run's work otherwise is: the
+// A process cut off right after committing a `push: approve` run does not
+// push the commit at the next start, as an interrupted run's work otherwise is: the
 // thread is told it waits, and the requester's !push pushes it.
 func TestCrashAfterCommitWithPushApprovalWaitsForPush(t *testing.T) {
 	if testing.Short() {
