@@ -84,6 +84,9 @@ type Config struct {
 	// PullRequests are the repositories' pull request settings, by repo
 	// name; a repo without an entry gets none.
 	PullRequests map[string]*PullRequests
+	// Approvals are what the repositories' threads wait for someone's
+	// approval of, by repo name; a repo without an entry waits for nothing.
+	Approvals map[string]Approval
 	// PageLink returns a signed link to a thread's session page (by its
 	// storage id), or "" when there is none; nil: no links. Run footers,
 	// !status and !link carry it.

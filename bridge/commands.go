@@ -51,7 +51,7 @@ type commandCall struct {
 	s      *agent.Session
 	args   string       // the text after the command word
 	author chat.Author  // who typed it
-	in     chat.Inbound // the input it came as
+	in     chat.Inbound // the input itself (a private answer goes to it)
 }
 
 // commands is the table, in !help's order. It is filled by init because the
@@ -140,6 +140,13 @@ func init() {
 				Description: "Show this thread's pull request (opened now if the branch has none)"},
 			mode: storage.ModeCommand,
 			run:  (*thread).prCommand,
+		},
+		{
+			CommandSpec: chat.CommandSpec{Name: "push",
+				Help:        "`!push` — push the commits waiting for approval (repositories with `push: approve`; the requester or an approver)",
+				Description: "Push the commits waiting for approval"},
+			mode: storage.ModeCommand,
+			run:  (*thread).pushCommand,
 		},
 		{
 			CommandSpec: chat.CommandSpec{Name: "link",

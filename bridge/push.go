@@ -18,6 +18,8 @@ import (
 // what changed, then pushes whenever the local branch is ahead of what the
 // remote was last seen to have: a commit from before a crash, or one whose
 // push failed, goes out with the next push even when the run changed nothing.
+// In a repository whose pushes wait for approval the commits stay until
+// someone allowed says Push (pushapproval.go).
 //
 // The push itself runs off the owner goroutine, so that a slow or silent
 // remote holds up neither the thread's commands nor its next run; its result
@@ -26,9 +28,10 @@ import (
 
 // pushJob is one push of the thread's branch and what waits on it.
 type pushJob struct {
-	request   string   // the request of the newest run it carries (pull request text)
-	committed bool     // it carries a new commit (else it retries earlier ones)
-	runs      []runEnd // runs recorded as ended once the push is done
+	request    string   // the request of the newest run it carries (pull request text)
+	committed  bool     // it carries a new commit (else it retries earlier ones)
+	runs       []runEnd // runs recorded as ended once the push is done
+	approvedBy string   // who said Push, in a repository whose pushes wait for it ("": none)
 
 	res  workspace.PushResult
 	err  error
@@ -78,6 +81,12 @@ func (t *thread) commitRun(ctx context.Context, r *activeRun, outcome storage.Ru
 	if !changed && !t.unpushed && !t.aheadOfRemote(ctx) {
 		return false
 	}
+	if t.approval().Push {
+		// The commits wait in the workspace for someone allowed to say
+		// Push (pushCommand); the run ends now.
+		t.offerPush(ctx)
+		return false
+	}
 	job := &pushJob{request: r.request, committed: changed}
 	if r.id != 0 {
 		job.runs = []runEnd{{r.id, outcome}}
@@ -111,6 +120,9 @@ func (t *thread) queuePush(job *pushJob) {
 		next.request = job.request
 		next.committed = next.committed || job.committed
 		next.runs = append(next.runs, job.runs...)
+		if job.approvedBy != "" {
+			next.approvedBy = job.approvedBy
+		}
 	}
 }
 
@@ -220,14 +232,25 @@ func (t *thread) pushNoticeFor(ctx context.Context, job *pushJob, res workspace.
 		// own words (redacted by the workspace).
 		t.log.Warn("push failed", "branch", t.ws.Branch(), "sha", res.SHA, "err", err)
 		t.recordPush(ctx, res.SHA, result, userError(err))
-		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and will be pushed after the next run.", t.ws.Branch(), userError(err))
+		retry := "will be pushed after the next run"
+		if t.approval().Push {
+			retry = "is pushed at the next `!push`"
+		}
+		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and %s.", t.ws.Branch(), userError(err), retry)
 	}
 	t.unpushed = false
-	t.recordPush(ctx, res.SHA, storage.PushOK, "")
+	detail := ""
+	if job.approvedBy != "" {
+		detail = "approved by " + oneLine(job.approvedBy, 80)
+	}
+	t.recordPush(ctx, res.SHA, storage.PushOK, detail)
 	if res.UpToDate && !job.committed {
 		return ""
 	}
 	notice := pushNotice(res)
+	if job.approvedBy != "" {
+		notice += "\nApproved by `" + codeSafe(job.approvedBy) + "`."
+	}
 	if line := t.syncPullRequest(ctx, job.request); line != "" {
 		notice += "\n" + line
 	}

@@ -349,6 +349,13 @@ type Repo struct {
 	// /hooks/<name>: review comments on a thread's pull request reach the
 	// thread as a `!review` by themselves.
 	WebhookSecret string `yaml:"webhook_secret"`
+	// Push is auto or approve: whether a run's commits are pushed when it
+	// ends, or wait in the workspace for a Push (or !push) by the requester
+	// or one of Approvers.
+	Push PushMode `yaml:"push"`
+	// Approvers are the chat user ids (Slack, Discord) who may approve the
+	// thread's work besides its requester.
+	Approvers []string `yaml:"approvers"`
 }
 
 // Slack configures the Slack adapter.

@@ -220,6 +220,30 @@ func (m PullRequestMode) valid() bool {
 	return m == "" || m == PullRequestsDraft || m == PullRequestsReady || m == PullRequestsOff
 }
 
+// PushMode is workspace.repos[].push.
+type PushMode string
+
+const (
+	// PushAuto pushes a run's commits when it ends.
+	PushAuto PushMode = "auto"
+	// PushApprove keeps them in the workspace until someone allowed says Push.
+	PushApprove PushMode = "approve"
+)
+
+// UnmarshalText accepts the modes in any case.
+func (m *PushMode) UnmarshalText(b []byte) error {
+	switch s := PushMode(strings.ToLower(string(b))); s {
+	case PushAuto, PushApprove:
+		*m = s
+	default:
+		*m = PushMode(b)
+	}
+	return nil
+}
+
+// valid accepts "" too: a config built in code means the default, auto.
+func (m PushMode) valid() bool { return m == "" || m == PushAuto || m == PushApprove }
+
 // Provider is the API a model endpoint speaks (llm.provider, llm.models[].provider).
 type Provider string
 

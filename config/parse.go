@@ -162,6 +162,9 @@ func (c *Config) fillDerived() {
 		if c.Workspace.Repos[i].PullRequests == "" {
 			c.Workspace.Repos[i].PullRequests = PullRequestsDraft
 		}
+		if c.Workspace.Repos[i].Push == "" {
+			c.Workspace.Repos[i].Push = PushAuto
+		}
 	}
 	if c.Workspace.DefaultRepo == "" && len(c.Workspace.Repos) == 1 {
 		// One repository is the default one; with several, the file must say.

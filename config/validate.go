@@ -339,6 +339,14 @@ func (c *Config) validateWorkspace(v *collector) {
 		if !r.PullRequests.valid() {
 			v.add(key+"pull_requests", fmt.Sprintf("must be draft, ready or off (got %q)", r.PullRequests))
 		}
+		if !r.Push.valid() {
+			v.add(key+"push", fmt.Sprintf("must be auto or approve (got %q)", r.Push))
+		}
+		for j, a := range r.Approvers {
+			if strings.TrimSpace(a) == "" {
+				v.add(fmt.Sprintf("%sapprovers[%d]", key, j), "must be a Slack or Discord user id, not empty")
+			}
+		}
 		if r.WebhookSecret != "" && c.HTTP.Listen == "" {
 			v.add(key+"webhook_secret", "needs http.listen: the forge's webhook is sent to its /hooks/"+r.Name+" (else leave it empty and use !review)")
 		}

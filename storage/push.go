@@ -18,6 +18,6 @@ type Push struct {
 	Branch   string
 	SHA      string
 	Result   PushResult
-	Detail   string // the short reason of a failure, free of credentials
+	Detail   string // the short reason of a failure, free of credentials; who approved a push that waited for approval
 	At       time.Time
 }
