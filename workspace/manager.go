@@ -222,6 +222,9 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	if err := os.MkdirAll(w.scratch, 0o755); err != nil {
 		return nil, newError(CodeInternal, "", err)
 	}
+	if err := os.MkdirAll(w.cache, 0o700); err != nil {
+		return nil, newError(CodeInternal, "", err)
+	}
 
 	m.mu.Lock()
 	if cur := m.open[wkey]; cur != nil && !cur.removed {
@@ -445,6 +448,7 @@ func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace 
 		branch:  m.cfg.BranchPrefix + id,
 		root:    root,
 		scratch: scratch,
+		cache:   filepath.Join(m.cfg.DataDir, "caches", mr.repo.Name),
 		meta:    filepath.Join(m.cfg.DataDir, "meta", mr.repo.Name, id+".json"),
 		git:     mr.git,
 	}
