@@ -213,3 +213,25 @@ func TestCacheFolderIsPerRepository(t *testing.T) {
 		t.Errorf("after a workspace's removal the cache holds %q", got)
 	}
 }
+
+// With caches off no cache folder is made or named.
+func TestNoCaches(t *testing.T) {
+	t.Parallel()
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	dataDir := t.TempDir()
+	m, err := New(Config{DataDir: dataDir, Repos: []Repo{{Name: "app", URL: remote.Path}}, NoCaches: true, CleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	w, err := m.Open(context.Background(), "app", ThreadKey{Platform: "slack", Key: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.CacheDir() != "" {
+		t.Errorf("CacheDir = %q with caches off", w.CacheDir())
+	}
+	if _, err := os.Lstat(filepath.Join(dataDir, "caches")); err == nil {
+		t.Error("a cache folder was made with caches off")
+	}
+}

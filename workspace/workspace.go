@@ -62,7 +62,7 @@ func (w *Workspace) ScratchDir() string { return w.scratch }
 
 // CacheDir is the repository's build and package cache folder,
 // <data_dir>/caches/<repo>: shared by every thread of the repository and no
-// other, kept when a workspace is removed. The agent writes it (a sandbox
+// other, kept when a workspace is removed; "" when Config.NoCaches. The agent writes it (a sandbox
 // shows it read-write); the bot never reads, runs or follows anything in it.
 func (w *Workspace) CacheDir() string { return w.cache }
 
