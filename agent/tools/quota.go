@@ -371,7 +371,7 @@ func (q *quota) watch(ctx context.Context, p bashPlan, stop func(QuotaNotice)) {
 // overNote tells the model its workspace is over a limit and how to free
 // space.
 func overNote(n QuotaNotice) string {
-	return fmt.Sprintf("[Disk quota: this thread's files (the repository, the scratch folder and the build caches it shares with the repository's other threads, under the parent of $GOCACHE) take %s. Files cannot grow until you free space: delete what you do not need (rm works; `du -sh * .[!.]* | sort -h` shows the largest, `find . -xdev | wc -l` counts files), then run the command again (a command that starts at the quota cannot grow files, even after deleting some).]", n.describe())
+	return fmt.Sprintf("[Disk quota: this thread's files (the repository, the scratch folder and, when $GOCACHE is set, the build caches in its parent folder, shared with the repository's other threads) take %s. Files cannot grow until you free space: delete what you do not need (rm works; `du -sh * .[!.]* | sort -h` shows the largest, `find . -xdev | wc -l` counts files), then run the command again (a command that starts at the quota cannot grow files, even after deleting some).]", n.describe())
 }
 
 func floorNote(n QuotaNotice) string {
