@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
 
 // The build and package caches, played by the agent through bash in the
@@ -96,5 +99,29 @@ func TestCacheLinkIsNotFollowed(t *testing.T) {
 	}
 	if u := r.quotaUsage(t); u.Bytes >= 1<<20 {
 		t.Errorf("the quota measured %d bytes: it walked through the links", u.Bytes)
+	}
+}
+
+// As the bot lays it out: the cache folder inside data_dir, which the
+// sandbox hides; the cache is shown, its sibling caches are not.
+func TestCacheInsideHiddenDataDir(t *testing.T) {
+	dataDir := newCacheDir(t)
+	app, lib := filepath.Join(dataDir, "caches", "app"), filepath.Join(dataDir, "caches", "lib")
+	for _, d := range []string{app, lib} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(lib, "secret"), []byte("LIBSECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tw := newTestWorkspace(t, WorkspaceConfig{Cache: app, Sandbox: sandboxtest.New(t, sandbox.Config{Hide: []string{dataDir}})})
+	res := call(t, NewBashTool(tw.Workspace), map[string]any{"command": `mkdir -p "$GOCACHE" && echo warm > "$GOCACHE/probe" && echo written; cat ` + filepath.Join(lib, "secret") + `; echo "shown: $(ls ` + filepath.Join(dataDir, "caches") + ` | tr '\n' ,)"`})
+	out := textOf(res)
+	if !strings.Contains(out, "written") || strings.Contains(out, "LIBSECRET") || !strings.Contains(out, "shown: app,\n") {
+		t.Errorf("in a hidden data_dir: want the cache writable and nothing else shown:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(app, "go-build", "probe")); err != nil || string(b) != "warm\n" {
+		t.Errorf("the cache on the host holds %q, %v", b, err)
 	}
 }
