@@ -64,6 +64,9 @@ func (t *thread) open(ctx context.Context, in chat.Inbound) error {
 		GitName:     b.cfg.Agent.GitName,
 		GitEmail:    b.cfg.Agent.GitEmail,
 		Sandbox:     b.cfg.Sandbox,
+		// The repository's build and package caches, shared by its threads
+		// only (docs/behaviour.md §8).
+		Cache: ws.CacheDir(),
 		// Read-only git metadata, so that git status/diff/log work inside:
 		// the thread's own repository and the remote's objects, nothing of
 		// other threads.

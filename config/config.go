@@ -217,8 +217,8 @@ type Sandbox struct {
 	Processes int `yaml:"processes"`
 	// ReadOnlyPaths are extra host paths shown read-only (toolchains).
 	ReadOnlyPaths []string `yaml:"read_only_paths"`
-	// Disk caps what one thread's worktree and scratch folder take on disk
-	// together (allocated bytes).
+	// Disk caps what one thread's worktree, scratch folder and its
+	// repository's cache folder take on disk together (allocated bytes).
 	Disk ByteSize `yaml:"disk"`
 	// Files caps the files and folders of one thread's worktree and scratch
 	// folder together.
@@ -226,6 +226,11 @@ type Sandbox struct {
 	// DiskReserve is the free space kept on data_dir's filesystem for the
 	// bot (its database): below it the agents' writes stop; 0 keeps none.
 	DiskReserve ByteSize `yaml:"disk_reserve"`
+	// Caches gives each repository a build and package cache folder its
+	// threads' commands share (GOCACHE, GOMODCACHE, npm, pip, XDG), counted
+	// under the disk quota; false leaves every thread's caches in its own
+	// scratch folder.
+	Caches bool `yaml:"caches"`
 }
 
 // HTTP configures the operator's HTTP endpoints (/healthz, /readyz, /metrics)
@@ -510,7 +515,7 @@ func Default() Config {
 			IdleTTL:          168 * time.Hour,
 			MaxDownloadBytes: 20 << 20,
 		},
-		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512, Disk: 5 << 30, Files: 200_000, DiskReserve: 256 << 20},
+		Sandbox: Sandbox{Mode: SandboxAuto, Memory: 2 << 30, Processes: 512, Disk: 5 << 30, Files: 200_000, DiskReserve: 256 << 20, Caches: true},
 		Slack: Slack{
 			Enabled:   true,
 			Mode:      SlackSocket,

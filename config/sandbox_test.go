@@ -16,16 +16,17 @@ sandbox:
   disk: 10GiB
   files: 50000
   disk_reserve: 2GiB
+  caches: false
 `, nil)
 	want := Sandbox{Mode: SandboxNone, Network: true, Memory: 512 << 20, Processes: 64, ReadOnlyPaths: []string{"/opt/tools"}}
 	if c.Sandbox.Mode != want.Mode || c.Sandbox.Network != want.Network || c.Sandbox.Memory != want.Memory ||
 		c.Sandbox.Processes != want.Processes || len(c.Sandbox.ReadOnlyPaths) != 1 ||
-		c.Sandbox.Disk != 10<<30 || c.Sandbox.Files != 50000 || c.Sandbox.DiskReserve != 2<<30 {
+		c.Sandbox.Disk != 10<<30 || c.Sandbox.Files != 50000 || c.Sandbox.DiskReserve != 2<<30 || c.Sandbox.Caches {
 		t.Errorf("got %+v, want %+v", c.Sandbox, want)
 	}
 	if d := Default().Sandbox; d.Mode != SandboxAuto || d.Network || d.Memory != 2<<30 || d.Processes != 512 ||
-		d.Disk != 5<<30 || d.Files != 200_000 || d.DiskReserve != 256<<20 {
-		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512, disk 5GiB, 200000 files, reserve 256MiB", d)
+		d.Disk != 5<<30 || d.Files != 200_000 || d.DiskReserve != 256<<20 || !d.Caches {
+		t.Errorf("defaults: %+v, want auto, network off, 2GiB, 512, disk 5GiB, 200000 files, reserve 256MiB, caches on", d)
 	}
 }
 

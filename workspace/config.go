@@ -35,6 +35,8 @@ type Config struct {
 	// workspaces and runs `git gc --auto` on mirrors; 1 hour when zero,
 	// never when negative (call Cleanup yourself).
 	CleanupInterval time.Duration
+	// NoCaches leaves out the repositories' cache folders: CacheDir is "".
+	NoCaches bool
 	// Logger receives the package's logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now is the clock for idle times and commit dates; time.Now when nil.

@@ -18,6 +18,8 @@
 //	workspaces/<repo>/.new/<id> where a worktree is checked out before it is
 //	                            moved to Root
 //	scratch/<repo>/<id>         downloads and tool output (ScratchDir)
+//	caches/<repo>               the repository's build and package caches,
+//	                            shared by its threads (CacheDir)
 //	meta/<repo>/<id>.json       thread key, branch and last use
 //
 // where <id> is the branch name without Config.BranchPrefix. A worktree off a

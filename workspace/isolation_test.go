@@ -184,3 +184,54 @@ func TestThreadRepositoryPacksTheRemotesRefs(t *testing.T) {
 		t.Errorf("packed-refs = %q, %v; want the remote's 21 branches", b, err)
 	}
 }
+
+// Threads of one repository share its cache folder, kept when a workspace
+// is removed; another repository's threads get a folder of their own,
+// outside every path a thread of the first is shown.
+func TestCacheFolderIsPerRepository(t *testing.T) {
+	t.Parallel()
+	appRemote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	libRemote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: appRemote.Path}, Repo{Name: "lib", URL: libRemote.Path})
+	a1, a2, b := e.open("app", "one"), e.open("app", "two"), e.open("lib", "one")
+	if a1.CacheDir() == "" || a1.CacheDir() != a2.CacheDir() {
+		t.Fatalf("threads of one repository have caches %q and %q", a1.CacheDir(), a2.CacheDir())
+	}
+	if fi, err := os.Lstat(a1.CacheDir()); err != nil || !fi.IsDir() {
+		t.Fatalf("cache folder after Open: %v, %v", fi, err)
+	}
+	for _, p := range append([]string{b.Root(), b.ScratchDir(), b.CacheDir()}, b.ReadOnlyGitPaths()...) {
+		if p == a1.CacheDir() || strings.HasPrefix(a1.CacheDir(), p+"/") || strings.HasPrefix(p, a1.CacheDir()+"/") {
+			t.Errorf("lib's thread is shown %s, which overlaps app's cache %s", p, a1.CacheDir())
+		}
+	}
+	writeFile(t, a1.CacheDir(), "go-build/x", "warm\n")
+	if err := a1.Remove(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, a2.CacheDir(), "go-build/x"); got != "warm\n" {
+		t.Errorf("after a workspace's removal the cache holds %q", got)
+	}
+}
+
+// With caches off no cache folder is made or named.
+func TestNoCaches(t *testing.T) {
+	t.Parallel()
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	dataDir := t.TempDir()
+	m, err := New(Config{DataDir: dataDir, Repos: []Repo{{Name: "app", URL: remote.Path}}, NoCaches: true, CleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	w, err := m.Open(context.Background(), "app", ThreadKey{Platform: "slack", Key: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.CacheDir() != "" {
+		t.Errorf("CacheDir = %q with caches off", w.CacheDir())
+	}
+	if _, err := os.Lstat(filepath.Join(dataDir, "caches")); err == nil {
+		t.Error("a cache folder was made with caches off")
+	}
+}

@@ -222,6 +222,11 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	if err := os.MkdirAll(w.scratch, 0o755); err != nil {
 		return nil, newError(CodeInternal, "", err)
 	}
+	if w.cache != "" {
+		if err := os.MkdirAll(w.cache, 0o700); err != nil {
+			return nil, newError(CodeInternal, "", err)
+		}
+	}
 
 	m.mu.Lock()
 	if cur := m.open[wkey]; cur != nil && !cur.removed {
@@ -434,6 +439,14 @@ func (m *Manager) ThreadDirs(repoName string, key ThreadKey) (root, scratch stri
 	return filepath.Join(m.cfg.DataDir, "workspaces", repoName, id), filepath.Join(m.cfg.DataDir, "scratch", repoName, id)
 }
 
+// cacheDir is repoName's cache folder, "" when caches are off.
+func (m *Manager) cacheDir(repoName string) string {
+	if m.cfg.NoCaches {
+		return ""
+	}
+	return filepath.Join(m.cfg.DataDir, "caches", repoName)
+}
+
 func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace {
 	root, scratch := m.ThreadDirs(mr.repo.Name, key)
 	return &Workspace{
@@ -445,6 +458,7 @@ func (m *Manager) newWorkspace(mr *mirror, key ThreadKey, id string) *Workspace 
 		branch:  m.cfg.BranchPrefix + id,
 		root:    root,
 		scratch: scratch,
+		cache:   m.cacheDir(mr.repo.Name),
 		meta:    filepath.Join(m.cfg.DataDir, "meta", mr.repo.Name, id+".json"),
 		git:     mr.git,
 	}

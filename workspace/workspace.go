@@ -38,6 +38,7 @@ type Workspace struct {
 	// scratch is outside the git tree so downloads and tool output are
 	// never committed.
 	scratch string
+	cache   string
 	meta    string
 	// admin is the worktree's admin dir in the store (see GitDir). It is
 	// set with the thread lock held and read without it by GitDir.
@@ -58,6 +59,12 @@ func (w *Workspace) Branch() string { return w.branch }
 // the git tree (nothing in it is ever committed) and removed with the
 // workspace.
 func (w *Workspace) ScratchDir() string { return w.scratch }
+
+// CacheDir is the repository's build and package cache folder,
+// <data_dir>/caches/<repo>: shared by every thread of the repository and no
+// other, kept when a workspace is removed; "" when Config.NoCaches. The agent writes it (a sandbox
+// shows it read-write); the bot never reads, runs or follows anything in it.
+func (w *Workspace) CacheDir() string { return w.cache }
 
 // Repo is the name of the workspace's repository.
 func (w *Workspace) Repo() string { return w.mirror.repo.Name }

@@ -13,7 +13,10 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // bot's own: the bot's process holds chat tokens and API keys, and a denylist
 // forgets the next one. Only PATH, USER, LANG and LC_ALL are taken from the bot
 // (none is a secret); everything else is fixed here or configured in cfg.Env.
-func bashEnv(cfg WorkspaceConfig, home, tmp, gitconfig string) []string {
+//
+// With a cache folder, the build and package tools keep their caches there
+// (the operator's cfg.Env still wins), so a second build is warm.
+func bashEnv(cfg WorkspaceConfig, home, tmp, gitconfig, cache string) []string {
 	user := cmp.Or(os.Getenv("USER"), os.Getenv("LOGNAME"), "threadsmith")
 	name := cmp.Or(cfg.GitName, "threadsmith")
 	email := cmp.Or(cfg.GitEmail, "threadsmith@localhost")
@@ -39,6 +42,16 @@ func bashEnv(cfg WorkspaceConfig, home, tmp, gitconfig string) []string {
 		"GIT_AUTHOR_EMAIL":    email,
 		"GIT_COMMITTER_NAME":  name,
 		"GIT_COMMITTER_EMAIL": email,
+	}
+	if cache != "" {
+		env["GOCACHE"] = cache + "/go-build"
+		env["GOMODCACHE"] = cache + "/go-mod"
+		// Go writes its module cache read-only; the agent must be able to
+		// rm it to free its quota.
+		env["GOFLAGS"] = "-modcacherw"
+		env["npm_config_cache"] = cache + "/npm"
+		env["PIP_CACHE_DIR"] = cache + "/pip"
+		env["XDG_CACHE_HOME"] = cache + "/xdg"
 	}
 	if v := os.Getenv("LC_ALL"); v != "" {
 		env["LC_ALL"] = v

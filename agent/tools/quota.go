@@ -17,9 +17,9 @@ import (
 // measured, unless configured otherwise.
 const DefaultQuotaEvery = time.Second
 
-// Quota limits the disk one session's files take: the worktree and the
-// scratch folder together (bash's home and tmp, its output logs, shared
-// files). Bytes are counted as allocated on disk (st_blocks), so a sparse
+// Quota limits the disk one session's files take: the worktree, the
+// scratch folder (bash's home and tmp, its output logs, shared files) and
+// the cache folder together. Bytes are counted as allocated on disk (st_blocks), so a sparse
 // file's holes are free; no single file may grow past what is left of
 // Bytes either (RLIMIT_FSIZE, which counts a file's apparent size), so a
 // sparse file cannot pass the quota in size. Files counts inodes.
@@ -371,7 +371,7 @@ func (q *quota) watch(ctx context.Context, p bashPlan, stop func(QuotaNotice)) {
 // overNote tells the model its workspace is over a limit and how to free
 // space.
 func overNote(n QuotaNotice) string {
-	return fmt.Sprintf("[Disk quota: this thread's files (the repository and the scratch folder) take %s. Files cannot grow until you free space: delete what you do not need (rm works; `du -sh * .[!.]* | sort -h` shows the largest, `find . -xdev | wc -l` counts files), then run the command again (a command that starts at the quota cannot grow files, even after deleting some).]", n.describe())
+	return fmt.Sprintf("[Disk quota: this thread's files (the repository, the scratch folder and, when $GOCACHE is set, the build caches in its parent folder, shared with the repository's other threads) take %s. Files cannot grow until you free space: delete what you do not need (rm works; `du -sh * .[!.]* | sort -h` shows the largest, `find . -xdev | wc -l` counts files), then run the command again (a command that starts at the quota cannot grow files, even after deleting some).]", n.describe())
 }
 
 func floorNote(n QuotaNotice) string {

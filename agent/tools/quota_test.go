@@ -35,6 +35,13 @@ type quotaRig struct {
 
 func newQuotaRig(t *testing.T, q Quota) *quotaRig {
 	t.Helper()
+	return newQuotaRigWith(t, WorkspaceConfig{Quota: q})
+}
+
+// newQuotaRigWith is newQuotaRig over a workspace configured as cfg.
+func newQuotaRigWith(t *testing.T, cfg WorkspaceConfig) *quotaRig {
+	t.Helper()
+	q := cfg.Quota
 	r := &quotaRig{ticks: make(chan time.Time)}
 	q.After = func(context.Context, time.Duration) <-chan time.Time { return r.ticks }
 	q.Notify = func(n QuotaNotice) {
@@ -42,7 +49,8 @@ func newQuotaRig(t *testing.T, q Quota) *quotaRig {
 		r.notices = append(r.notices, n)
 		r.mu.Unlock()
 	}
-	r.testWorkspace = newSandboxedWorkspace(t, WorkspaceConfig{Quota: q})
+	cfg.Quota = q
+	r.testWorkspace = newSandboxedWorkspace(t, cfg)
 	r.bash = NewBashTool(r.Workspace)
 	return r
 }
@@ -414,4 +422,14 @@ func TestQuotaTreeTooDeepToMeasureCanBeDeleted(t *testing.T) {
 	if ns := r.noticesSeen(); len(ns) != 1 || !strings.Contains(ns[0].Message(), "could not be measured") {
 		t.Errorf("thread notices %+v, want one", ns)
 	}
+}
+
+// quotaUsage is the usage the workspace's quota measures now.
+func (r *quotaRig) quotaUsage(t *testing.T) diskuse.Usage {
+	t.Helper()
+	u, err := r.quota.measure(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -43,8 +43,16 @@ type WorkspaceConfig struct {
 	// work. It is asked before every command (the metadata can move). Nil:
 	// nothing more.
 	Mounts func() []sandbox.Mount
-	// Quota limits the disk the worktree and the scratch folder take
-	// together; the zero value limits nothing.
+	// Cache is a folder bash is shown read-write and told to keep its build
+	// and package caches in (GOCACHE, GOMODCACHE, npm_config_cache,
+	// PIP_CACHE_DIR, XDG_CACHE_HOME), shared with the other sessions given
+	// the same folder. It must exist and overlap neither Root nor Scratch.
+	// What the agent leaves there is never read, run or followed by the
+	// tools; it counts under Quota with the worktree and the scratch folder.
+	// "": no cache.
+	Cache string
+	// Quota limits the disk the worktree, the scratch folder and the cache
+	// take together; the zero value limits nothing.
 	Quota Quota
 }
 
@@ -60,6 +68,7 @@ type Workspace struct {
 	home    string
 	tmp     string
 	logs    string // bash full-output logs
+	cache   string // build and package caches, "" for none
 	timeout time.Duration
 	env     []string
 	bash    string // absolute path of the bash binary
@@ -103,7 +112,19 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	if within(root, scratch) || within(scratch, root) {
 		return nil, fmt.Errorf("tools: scratch folder %s and workspace root %s must not contain each other", scratch, root)
 	}
+	var cache string
+	if cfg.Cache != "" {
+		if cache, _, err = canonicalDir(cfg.Cache); err != nil {
+			return nil, fmt.Errorf("tools: cache folder: %w", err)
+		}
+		for _, p := range []string{root, scratch} {
+			if within(p, cache) || within(cache, p) {
+				return nil, fmt.Errorf("tools: cache folder %s and %s must not contain each other", cache, p)
+			}
+		}
+	}
 	w := &Workspace{
+		cache:   cache,
 		home:    filepath.Join(scratch, "home"),
 		tmp:     filepath.Join(scratch, "tmp"),
 		logs:    filepath.Join(scratch, "bash"),
@@ -126,7 +147,7 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	if w.bash, err = exec.LookPath("bash"); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	w.env = bashEnv(cfg, w.home, w.tmp, gitconfig)
+	w.env = bashEnv(cfg, w.home, w.tmp, gitconfig, cache)
 
 	rootFS, err := os.OpenRoot(root)
 	if err != nil {
@@ -149,8 +170,13 @@ func NewWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 		{Path: w.home, Access: sandbox.ReadWrite},
 		{Path: w.tmp, Access: sandbox.ReadWrite},
 	}
+	roots := []string{root, scratch}
+	if cache != "" {
+		w.mounts = append(w.mounts, sandbox.Mount{Path: cache, Access: sandbox.ReadWrite})
+		roots = append(roots, cache)
+	}
 	w.extra = cfg.Mounts
-	w.quota = newQuota(cfg.Quota, root, scratch)
+	w.quota = newQuota(cfg.Quota, roots...)
 	return w, nil
 }
 
@@ -166,6 +192,10 @@ func (w *Workspace) Home() string { return w.home }
 // Mounts is what bash is shown in its sandbox; other programs the session
 // runs there (MCP servers) are shown the same.
 func (w *Workspace) Mounts() []sandbox.Mount { return w.bashMounts() }
+
+// Cache is the build and package cache folder's absolute path, symlinks
+// resolved; "" when there is none.
+func (w *Workspace) Cache() string { return w.cache }
 
 // TmpDir is bash's TMPDIR, inside the scratch folder.
 func (w *Workspace) TmpDir() string { return w.tmp }

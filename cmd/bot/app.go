@@ -391,6 +391,7 @@ func workspaceConfig(cfg *config.Config, log *slog.Logger) workspace.Config {
 		BranchPrefix: cfg.Workspace.BranchPrefix,
 		Author:       workspace.Identity{Name: cfg.Workspace.Author.Name, Email: cfg.Workspace.Author.Email},
 		IdleTTL:      cfg.Workspace.IdleTTL,
+		NoCaches:     !cfg.Sandbox.Caches,
 		Logger:       log.With("component", "workspace"),
 	}
 	for _, r := range cfg.Workspace.Repos {
