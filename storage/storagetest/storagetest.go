@@ -86,6 +86,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"FencedInterruptRuns", testFencedInterruptRuns},
 		{"TakeoverAfterWrites", testTakeoverAfterWrites},
 		{"UnownedThreads", testUnownedThreads},
+		{"Retention", testRetention},
 		{"ListenInbound", testListenInbound},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
