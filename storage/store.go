@@ -304,6 +304,13 @@ type RetentionStore interface {
 	// forgotten: input in the same chat thread later creates a new one. The
 	// thread's files (workspace, scratch) are the caller's to delete.
 	DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (deleted bool, err error)
+	// TryRetentionLock takes the retention sweep's lock if nobody holds it:
+	// among the processes sharing the store (replicas of one PostgreSQL
+	// database) one sweeps at a time. ok is false while another holds it.
+	// release gives it back, and must be called before Close; a holder that
+	// dies loses it (PostgreSQL: a session advisory lock, gone with its
+	// connection).
+	TryRetentionLock(ctx context.Context) (release func(), ok bool, err error)
 }
 
 // InboundNotifier tells the replicas sharing a store, at once, that input was

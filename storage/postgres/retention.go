@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,8 +51,9 @@ var deleteThreadStatements = []string{
 // and then finds no thread, instead of being deleted unseen.
 func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (bool, error) {
 	var deleted bool
+	var gone []string
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		deleted = false
+		deleted, gone = false, nil
 		var id int64
 		err := tx.QueryRow(ctx, `SELECT id FROM threads WHERE id = $1 FOR UPDATE`, threadID).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -69,6 +71,15 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 		if err != nil {
 			return err
 		}
+		rows, err := tx.Query(ctx, `SELECT uid FROM sessions WHERE thread_id = $1`, threadID)
+		if err != nil {
+			return err
+		}
+		uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		gone = uids
 		for _, q := range deleteThreadStatements {
 			if _, err := tx.Exec(ctx, q, threadID); err != nil {
 				return err
@@ -77,5 +88,46 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 		deleted = true
 		return nil
 	})
+	if err == nil {
+		// The deleted sessions' ids resolve no more.
+		for _, uid := range gone {
+			db.sessionIDs.Delete(uid)
+		}
+	}
 	return deleted, opError("delete thread", err)
+}
+
+// retentionLockKey is the first half of the retention sweep's advisory lock
+// key; the second is the hash of the schema, so that deployments sharing a
+// database in different schemas do not wait for each other.
+const retentionLockKey int32 = 0x74736d72
+
+// TryRetentionLock implements storage.RetentionStore with a session advisory
+// lock on a connection of its own, held until release (or until the
+// connection dies, when PostgreSQL drops the lock).
+func (db *DB) TryRetentionLock(ctx context.Context) (func(), bool, error) {
+	if db.closed.Load() {
+		return nil, false, opError("retention lock", storage.ErrClosed)
+	}
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, opError("retention lock", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`, retentionLockKey).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		return nil, false, opError("retention lock", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, retentionLockKey); err != nil {
+				// The lock must not outlive its holder on a pooled connection.
+				_ = conn.Conn().Close(ctx)
+			}
+			conn.Release()
+		})
+	}, true, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-
+	"sync"
 	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
@@ -64,8 +64,9 @@ var deleteThreadStatements = []string{
 // transaction at a time, so the check and the deletion see the same thread.
 func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (bool, error) {
 	var deleted bool
+	var gone []string
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		deleted = false
+		deleted, gone = false, nil
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads t WHERE t.id = ?3 AND`+expiredWhere,
 			ms(cutoff), db.nowMS(), threadID).Scan(&one)
@@ -75,6 +76,11 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 		if err != nil {
 			return err
 		}
+		uids, err := sessionUIDs(ctx, tx, threadID)
+		if err != nil {
+			return err
+		}
+		gone = uids
 		for _, q := range deleteThreadStatements {
 			if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
 				return err
@@ -83,5 +89,42 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 		deleted = true
 		return nil
 	})
+	if err == nil {
+		// The deleted sessions' ids resolve no more.
+		for _, uid := range gone {
+			db.sessionIDs.Delete(uid)
+		}
+	}
 	return deleted, opError("delete thread", err)
+}
+
+// sessionUIDs returns the public ids of the thread's sessions.
+func sessionUIDs(ctx context.Context, tx *sql.Tx, threadID int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT uid FROM sessions WHERE thread_id = ?`, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, err
+		}
+		out = append(out, uid)
+	}
+	return out, rows.Err()
+}
+
+// TryRetentionLock implements storage.RetentionStore. One process opens a
+// SQLite file (the data_dir lock), so the lock is this DB's own.
+func (db *DB) TryRetentionLock(ctx context.Context) (func(), bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if !db.retentionMu.TryLock() {
+		return nil, false, nil
+	}
+	var once sync.Once
+	return func() { once.Do(db.retentionMu.Unlock) }, true, nil
 }

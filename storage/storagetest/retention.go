@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -107,6 +108,11 @@ func testRetention(t *testing.T, s *suite) {
 	wantErr(t, "ThreadByID after deletion", err, storage.ErrNotFound)
 	_, err = s.db.GetSession(s.ctx, ss.ID)
 	wantErr(t, "GetSession after deletion", err, storage.ErrNotFound)
+	if _, err := s.db.NextSeq(s.ctx, ss.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("NextSeq of a deleted session: %v, want ErrNotFound", err)
+	}
+	err = s.db.AppendEntries(s.ctx, ss.ID, []transcript.Entry{{Seq: 5, Type: transcript.EntryMessage, Message: ptr(user("late", ""))}})
+	wantErr(t, "AppendEntries to a deleted session", err, storage.ErrNotFound)
 	_, err = s.db.GetRun(s.ctx, run)
 	wantErr(t, "GetRun after deletion", err, storage.ErrNotFound)
 	_, err = s.db.GetInbound(s.ctx, in)
@@ -146,3 +152,21 @@ func testRetention(t *testing.T, s *suite) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testRetentionLock: one holder at a time; released, it can be taken again.
+func testRetentionLock(t *testing.T, s *suite) {
+	release, ok, err := s.db.TryRetentionLock(s.ctx)
+	if err != nil || !ok {
+		t.Fatalf("TryRetentionLock = %v, %v", ok, err)
+	}
+	if _, ok, err := s.db.TryRetentionLock(s.ctx); err != nil || ok {
+		t.Fatalf("TryRetentionLock while held = %v, %v; want not ok", ok, err)
+	}
+	release()
+	release() // a second release changes nothing
+	again, ok, err := s.db.TryRetentionLock(s.ctx)
+	if err != nil || !ok {
+		t.Fatalf("TryRetentionLock after release = %v, %v", ok, err)
+	}
+	again()
+}

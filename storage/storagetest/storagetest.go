@@ -87,6 +87,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"TakeoverAfterWrites", testTakeoverAfterWrites},
 		{"UnownedThreads", testUnownedThreads},
 		{"Retention", testRetention},
+		{"RetentionLock", testRetentionLock},
 		{"ListenInbound", testListenInbound},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},
