@@ -89,8 +89,8 @@ type DB struct {
 	eventRetention time.Duration
 	hooks          storage.Hooks
 
-	retentionMu sync.Mutex // TryRetentionLock
-	lastPrune      atomic.Int64 // Unix ms of the last processed_events prune
+	retentionMu sync.Mutex   // TryRetentionLock
+	lastPrune   atomic.Int64 // Unix ms of the last processed_events prune
 
 	inbound listeners // who hears of accepted input (notify.go)
 
