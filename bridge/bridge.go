@@ -1004,11 +1004,8 @@ func refOf(k storage.ThreadKey) chat.ThreadRef {
 	return chat.ThreadRef{Platform: k.Platform, Team: k.Team, Channel: k.Channel, Thread: k.Thread}
 }
 
-// wsKey is the workspace (and branch) key of a thread: the thread's own id when
-// it is a channel of its own (Discord), else channel and root message (Slack).
+// wsKey is the workspace (and branch) key of a thread (see
+// workspace.ChatThreadKey).
 func wsKey(r chat.ThreadRef) workspace.ThreadKey {
-	if r.Channel == r.Thread {
-		return workspace.ThreadKey{Platform: r.Platform, Key: r.Thread}
-	}
-	return workspace.ThreadKey{Platform: r.Platform, Key: r.Channel + "-" + r.Thread}
+	return workspace.ChatThreadKey(r.Platform, r.Channel, r.Thread)
 }

@@ -296,6 +296,7 @@ const maxVisits = 50_000
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	byteSizeType = reflect.TypeFor[ByteSize]()
+	daysType     = reflect.TypeFor[Days]()
 	reposType    = reflect.TypeFor[ChannelRepos]()
 )
 
@@ -428,6 +429,8 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, key string) {
 			want = "a duration such as 30s, 10m or 168h"
 		case t == byteSizeType:
 			want = "a size such as 2GiB or 512MiB"
+		case t == daysType:
+			want = "a number of days such as 90d, or a duration such as 720h"
 		case t.Kind() == reflect.Bool:
 			want = "true or false"
 		case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:

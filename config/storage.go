@@ -27,7 +27,15 @@ type Storage struct {
 	// with driver postgres.
 	DSN   string       `yaml:"dsn"`
 	Lease StorageLease `yaml:"lease"`
+	// Retention deletes the threads nobody used for this long — their
+	// records, workspace and scratch files — at start and then daily. 0
+	// (the default) keeps everything.
+	Retention Days `yaml:"retention"`
 }
+
+// MinRetention is the shortest storage.retention: a thread idle for less may
+// still be followed up on.
+const MinRetention = 24 * time.Hour
 
 // StorageLease times thread leases: a replica owns a thread while its lease
 // is live and renews it every Renew; another replica may take the thread
@@ -60,6 +68,9 @@ func (c *Config) validateStorage(v *collector) {
 		}
 	default:
 		v.add("storage.driver", fmt.Sprintf("must be sqlite or postgres (got %q)", s.Driver))
+	}
+	if r := time.Duration(s.Retention); r < 0 || (r > 0 && r < MinRetention) {
+		v.add("storage.retention", fmt.Sprintf("must be at least 1d (got %s); 0 keeps every thread", s.Retention))
 	}
 	positiveDuration(v, "storage.lease.ttl", s.Lease.TTL)
 	positiveDuration(v, "storage.lease.renew", s.Lease.Renew)

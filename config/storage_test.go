@@ -76,3 +76,29 @@ func TestRedactDSN(t *testing.T) {
 		}
 	}
 }
+
+func TestStorageRetention(t *testing.T) {
+	if c := mustParse(t, "", nil); c.Storage.Retention != 0 {
+		t.Errorf("default retention = %s, want 0 (off)", c.Storage.Retention)
+	}
+	for src, want := range map[string]time.Duration{
+		"storage: {retention: 90d}":   90 * 24 * time.Hour,
+		"storage: {retention: 2160h}": 90 * 24 * time.Hour,
+		"storage: {retention: 0}":     0,
+	} {
+		c := mustParse(t, src, nil)
+		if time.Duration(c.Storage.Retention) != want {
+			t.Errorf("%s: retention = %s, want %s", src, c.Storage.Retention, want)
+		}
+		noErrUnder(t, c.Validate(), "storage")
+	}
+	if got := Days(90 * 24 * time.Hour).String(); got != "90d" {
+		t.Errorf("String = %q, want 90d", got)
+	}
+	_, err := parseString("storage:\n  retention: 90days\n", nil)
+	wantErr(t, err, "storage.retention", "number of days such as 90d", "line 2")
+	for _, src := range []string{"storage: {retention: 2h}", "storage: {retention: -5h}"} {
+		c := mustParse(t, src, nil)
+		wantErr(t, c.Validate(), "storage.retention", "at least 1d", "0 keeps every thread")
+	}
+}

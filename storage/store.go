@@ -292,6 +292,33 @@ type LeaseStore interface {
 	UnownedThreads(ctx context.Context) ([]int64, error)
 }
 
+// RetentionStore forgets threads nobody used for a long time
+// (storage.retention). A thread is expired at a cutoff when nobody wrote in it
+// (ActiveAt) and nothing of it changed (UpdatedAt), no run of it started or
+// ended, at or after the cutoff; and it is never expired while it has a run in
+// progress, input accepted and not yet delivered nor dropped, a post not yet
+// made, or a live lease (another replica owns it).
+type RetentionStore interface {
+	// ExpiredThreads returns up to limit threads expired at cutoff, least
+	// recently active first: one batch for the sweeper to delete.
+	ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]Thread, error)
+	// DeleteThread deletes the thread and every record of it — sessions and
+	// their entries, input, runs and their usage, posted messages, pending
+	// posts, pushes, its lease — in one transaction, if it is still expired
+	// at cutoff when the transaction holds it; deleted says whether it was.
+	// An unknown thread is not deleted (false, nil). A thread deleted is
+	// forgotten: input in the same chat thread later creates a new one. The
+	// thread's files (workspace, scratch) are the caller's to delete.
+	DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (deleted bool, err error)
+	// TryRetentionLock takes the retention sweep's lock if nobody holds it:
+	// among the processes sharing the store (replicas of one PostgreSQL
+	// database) one sweeps at a time. ok is false while another holds it.
+	// release gives it back, and must be called before Close; a holder that
+	// dies loses it (PostgreSQL: a session advisory lock, gone with its
+	// connection).
+	TryRetentionLock(ctx context.Context) (release func(), ok bool, err error)
+}
+
 // InboundNotifier tells the replicas sharing a store, at once, that input was
 // accepted for a thread, so that the thread's owner takes it without waiting
 // for its next poll. A notification can be lost (a listener reconnecting), so
@@ -318,6 +345,7 @@ type Store interface {
 	OpsStore
 	PendingPostStore
 	LeaseStore
+	RetentionStore
 	InboundNotifier
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error

@@ -110,3 +110,13 @@ func ValidBranchName(name string) bool {
 	}
 	return true
 }
+
+// ChatThreadKey is the workspace (and branch) key of a chat thread: the
+// thread's own id when it is a channel of its own (a Discord thread), else
+// channel and root message (a Slack thread).
+func ChatThreadKey(platform, channel, thread string) ThreadKey {
+	if channel == thread {
+		return ThreadKey{Platform: platform, Key: thread}
+	}
+	return ThreadKey{Platform: platform, Key: channel + "-" + thread}
+}

@@ -81,6 +81,7 @@ type Main struct {
 	log      *slog.Logger // the logger Run built, for Close
 	cancel   context.CancelFunc
 	done     chan struct{}
+	swept    chan struct{} // closed when the retention sweeper stopped
 	mu       sync.Mutex
 	err      error
 	closeErr error
@@ -254,6 +255,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.cancel = cancel
 	m.done = make(chan struct{})
 	m.serveOps(log, adapters)
+	m.startRetention(rctx, cfg, db, ws, log)
 	m.running.Store(true)
 	go func() {
 		defer close(m.done)
@@ -317,6 +319,9 @@ func (m *Main) CloseBecause(why string) error {
 	if m.cancel != nil {
 		m.cancel() // adapters stop taking input
 		<-m.done
+	}
+	if m.swept != nil {
+		<-m.swept // it releases the retention lock before the store closes
 	}
 	if m.Bridge != nil {
 		errs = append(errs, m.Bridge.Shutdown(ctx))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
 
@@ -59,7 +60,7 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 		}
 	}
 
-	if msg, err := checkStorage(ctx, cfg); err != nil {
+	if msg, err := checkStorage(ctx, cfg, func(db storage.Store) string { return m.retentionLine(ctx, cfg, db) }); err != nil {
 		fail("%v", err)
 	} else {
 		fmt.Fprintln(w, msg)

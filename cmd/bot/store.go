@@ -39,7 +39,7 @@ func sqlitePath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, s
 
 // checkStorage reaches the configured database for -check: it opens it as
 // the bot would (bringing its schema up to date) and pings it.
-func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
+func checkStorage(ctx context.Context, cfg *config.Config, more func(storage.Store) string) (string, error) {
 	log := slog.New(slog.DiscardHandler)
 	var db storage.Store
 	var where string
@@ -81,7 +81,13 @@ func checkStorage(ctx context.Context, cfg *config.Config) (string, error) {
 	if err := db.Ping(ctx); err != nil {
 		return "", fmt.Errorf("storage: %s: %s", where, redactDSNError(err.Error(), cfg))
 	}
-	return fmt.Sprintf("storage: %s reachable (schema version %d)", where, sqlite.SchemaVersion()), nil
+	msg := fmt.Sprintf("storage: %s reachable (schema version %d)", where, sqlite.SchemaVersion())
+	if more != nil {
+		if line := more(db); line != "" {
+			msg += "\n" + line
+		}
+	}
+	return msg, nil
 }
 
 func dsnKey(cfg *config.Config) string {

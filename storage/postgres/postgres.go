@@ -83,7 +83,7 @@ type DB struct {
 	eventRetention time.Duration
 	lastPrune      atomic.Int64
 
-	sessionIDs sync.Map // session uid → row id; sessions are never deleted
+	sessionIDs sync.Map // session uid → row id; DeleteThread removes those it deletes
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -81,13 +81,16 @@ type DB struct {
 	ckpt     *sql.DB // the checkpointer's connection; nil with autocheckpoint
 	ckptDone chan struct{}
 
-	// sessionIDs caches session uid → row id. Sessions are never deleted, so an
+	// sessionIDs caches session uid → row id. Only DeleteThread deletes
+	// sessions, and it removes their uids from the cache; so an
 	// entry never goes stale.
 	sessionIDs sync.Map
 
 	eventRetention time.Duration
 	hooks          storage.Hooks
-	lastPrune      atomic.Int64 // Unix ms of the last processed_events prune
+
+	retentionMu sync.Mutex   // TryRetentionLock
+	lastPrune   atomic.Int64 // Unix ms of the last processed_events prune
 
 	inbound listeners // who hears of accepted input (notify.go)
 

@@ -87,6 +87,8 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"FencedInterruptRuns", testFencedInterruptRuns},
 		{"TakeoverAfterWrites", testTakeoverAfterWrites},
 		{"UnownedThreads", testUnownedThreads},
+		{"Retention", testRetention},
+		{"RetentionLock", testRetentionLock},
 		{"ListenInbound", testListenInbound},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentAccepts", testConcurrentAccepts},

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// expiredWhere is the condition of storage.RetentionStore on thread t: $1 is
+// the cutoff, $2 now (for leases), both in Unix milliseconds.
+const expiredWhere = ` t.active_at < $1 AND t.updated_at < $1
+	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
+		AND (r.ended_at IS NULL OR r.ended_at >= $1 OR r.started_at >= $1))
+	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
+	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
+	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > $2) `
+
+// ExpiredThreads implements storage.RetentionStore.
+func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+expiredWhere+
+		`ORDER BY t.active_at, t.id LIMIT $3`, cutoff.UnixMilli(), db.nowMS(), limit)
+}
+
+// deleteThreadStatements delete a thread's records, children first; $1 is
+// the thread id.
+var deleteThreadStatements = []string{
+	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = $1)`,
+	`DELETE FROM outbound WHERE thread_id = $1`,
+	`DELETE FROM pending_posts WHERE thread_id = $1`,
+	`DELETE FROM pushes WHERE thread_id = $1`,
+	`DELETE FROM runs WHERE thread_id = $1`,
+	`UPDATE threads SET session_id = NULL WHERE id = $1`,
+	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
+	`DELETE FROM sessions WHERE thread_id = $1`,
+	`DELETE FROM inbound WHERE thread_id = $1`,
+	`DELETE FROM thread_leases WHERE thread_id = $1`,
+	`DELETE FROM threads WHERE id = $1`,
+}
+
+// DeleteThread implements storage.RetentionStore. The thread's row is locked
+// (FOR UPDATE) before the check: input accepted in it meanwhile (which
+// updates the row, and whose foreign key locks it) waits for the deletion,
+// and then finds no thread, instead of being deleted unseen.
+func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (bool, error) {
+	var deleted bool
+	var gone []string
+	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		deleted, gone = false, nil
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id FROM threads WHERE id = $1 FOR UPDATE`, threadID).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var one int
+		err = tx.QueryRow(ctx, `SELECT 1 FROM threads t WHERE t.id = $3 AND`+expiredWhere,
+			cutoff.UnixMilli(), db.nowMS(), threadID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT uid FROM sessions WHERE thread_id = $1`, threadID)
+		if err != nil {
+			return err
+		}
+		uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		gone = uids
+		for _, q := range deleteThreadStatements {
+			if _, err := tx.Exec(ctx, q, threadID); err != nil {
+				return err
+			}
+		}
+		deleted = true
+		return nil
+	})
+	if err == nil {
+		// The deleted sessions' ids resolve no more.
+		for _, uid := range gone {
+			db.sessionIDs.Delete(uid)
+		}
+	}
+	return deleted, opError("delete thread", err)
+}
+
+// retentionLockKey is the first half of the retention sweep's advisory lock
+// key; the second is the hash of the schema, so that deployments sharing a
+// database in different schemas do not wait for each other.
+const retentionLockKey int32 = 0x74736d72
+
+// TryRetentionLock implements storage.RetentionStore with a session advisory
+// lock on a connection of its own, held until release (or until the
+// connection dies, when PostgreSQL drops the lock).
+func (db *DB) TryRetentionLock(ctx context.Context) (func(), bool, error) {
+	if db.closed.Load() {
+		return nil, false, opError("retention lock", storage.ErrClosed)
+	}
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, opError("retention lock", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`, retentionLockKey).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		return nil, false, opError("retention lock", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, retentionLockKey); err != nil {
+				// The lock must not outlive its holder on a pooled connection.
+				_ = conn.Conn().Close(ctx)
+			}
+			conn.Release()
+		})
+	}, true, nil
+}
