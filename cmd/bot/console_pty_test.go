@@ -153,8 +153,10 @@ func (term *terminal) mark() int { return len(term.output()) }
 // The README's first command, as a person uses it in a terminal: type, watch
 // the answer stream, steer, stop with Ctrl-C, quit with a second Ctrl-C,
 // start again (continuing the session) and be answered at once.
+//
+// Not parallel: it bounds the whole conversation to a minute and times
+// Ctrl-C and SIGTERM.
 func TestConsoleInATerminal(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bin := buildBot(t)
