@@ -78,7 +78,7 @@ func withinBudget(src string) bool {
 	nest, links := 0, 0
 	var fence string
 	for line := range strings.Lines(src) {
-		prefix := len(line) - len(strings.TrimLeft(line, " \t>-*+0123456789.)"))
+		prefix := blockPrefix(line)
 		rest := strings.TrimLeft(line, " \t>")
 		switch {
 		case fence != "":
@@ -103,6 +103,37 @@ func withinBudget(src string) bool {
 		}
 	}
 	return true
+}
+
+// blockPrefix is the length of the quote markers, list markers and
+// indentation that open or continue blocks at the start of line: a list
+// marker ("-", "*", "+", or up to nine digits and "." or ")") counts only
+// when a space, a tab or the line's end follows it, as only then does it
+// open a list. A long run of digits or dashes (a big number, a rule) nests
+// nothing and costs nothing.
+func blockPrefix(line string) int {
+	ends := func(i int) bool { return i >= len(line) || strings.IndexByte(" \t\r\n", line[i]) >= 0 }
+	i := 0
+	for i < len(line) {
+		switch c := line[i]; {
+		case c == ' ' || c == '\t' || c == '>':
+			i++
+		case (c == '-' || c == '*' || c == '+') && ends(i+1):
+			i++
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(line) && j-i < 10 && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			if j-i > 9 || j >= len(line) || (line[j] != '.' && line[j] != ')') || !ends(j+1) {
+				return i
+			}
+			i = j + 1
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 var md = goldmark.New(

@@ -264,6 +264,23 @@ func TestMarkdownPastItsBoundsIsPlain(t *testing.T) {
 	}
 }
 
+// Long lines that open no block (a big number, a long rule, a numbered
+// marker with no space after it) do not count as nesting: the text around
+// them is still rendered as Markdown.
+func TestLongFlatLinesAreMarkdown(t *testing.T) {
+	for name, line := range map[string]string{
+		"digits":         strings.Repeat("1234567890", 301),
+		"dashes":         strings.Repeat("-", 3000),
+		"stars":          strings.Repeat("*", 3000),
+		"dotted version": strings.Repeat("1.", 1500) + "x",
+	} {
+		out := string(markdown("**bold**\n\n" + line + "\n"))
+		if !strings.Contains(out, "<strong>bold</strong>") {
+			t.Errorf("%s: a %d-byte flat line made the text plain: %.120q", name, len(line), out)
+		}
+	}
+}
+
 // Code is highlighted up to maxHighlight per block and maxHighlightTotal
 // per text; past them it is shown plain, whole.
 func TestHighlightIsBounded(t *testing.T) {
