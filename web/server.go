@@ -53,6 +53,7 @@ type Store interface {
 	ThreadByID(ctx context.Context, id int64) (storage.Thread, error)
 	ThreadSessions(ctx context.Context, threadID int64) ([]storage.Session, error)
 	ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error)
+	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
 	ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error)
 	ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error)
 	ThreadVersion(ctx context.Context, threadID int64) (string, error)

@@ -102,13 +102,6 @@ func (r *runView) addModel(m string) {
 	}
 }
 
-// runUsageStore is the part of a Store that keeps each run's usage as its
-// own record (every storage.Store does). Without it, a page sums the run's
-// replies.
-type runUsageStore interface {
-	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
-}
-
 // Duration is how long the run took, "" while it runs.
 func (r *runView) Duration() string {
 	if r.Ended.IsZero() {
@@ -136,11 +129,9 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 	if err != nil {
 		return nil, err
 	}
-	var runUsage map[int64]storage.RunUsage
-	if us, ok := st.(runUsageStore); ok {
-		if runUsage, err = us.ThreadRunUsage(ctx, threadID); err != nil {
-			return nil, err
-		}
+	runUsage, err := st.ThreadRunUsage(ctx, threadID)
+	if err != nil {
+		return nil, err
 	}
 	pushes, err := st.ThreadPushes(ctx, threadID)
 	if err != nil {
