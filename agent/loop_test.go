@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -505,14 +506,20 @@ func abortAfterSteerWasTakenKeepsTheSteer(t *testing.T, p provider) {
 // runs; while a run goes on it is queued as its Behavior says.
 func TestJoinOnlyJoinsARun(t *testing.T) {
 	g := newGate()
-	h := newHarness(t, withTools(g.tool("work", false)))
+	var hooked []string // the input the hook saw; Start calls it on this goroutine
+	h := newHarness(t, withTools(g.tool("work", false)), func(c *agent.Config) {
+		c.Extensions = []agent.Extension{{Name: "seen", Input: func(_ context.Context, in agent.Input) agent.InputResult {
+			hooked = append(hooked, in.Text)
+			return agent.InputResult{}
+		}}}
+	})
 	h.llm.Push(
 		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
 		llmfake.TextReply("done"),
 	)
 	out, err := h.sess.Start(context.Background(), "join me", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true})
-	if !errors.Is(err, agent.ErrIdle) || h.sess.IsRunning() || len(h.llm.Requests()) != 0 {
-		t.Fatalf("Join on an idle session: outcome %v, err %v, running %v, requests %d; want ErrIdle and nothing run", out, err, h.sess.IsRunning(), len(h.llm.Requests()))
+	if !errors.Is(err, agent.ErrIdle) || h.sess.IsRunning() || len(h.llm.Requests()) != 0 || len(hooked) != 0 {
+		t.Fatalf("Join on an idle session: outcome %v, err %v, running %v, requests %d, hooks saw %q; want ErrIdle and nothing run or hooked", out, err, h.sess.IsRunning(), len(h.llm.Requests()), hooked)
 	}
 	h.start("task", agent.PromptOptions{})
 	g.waitStarted(t)
@@ -523,5 +530,8 @@ func TestJoinOnlyJoinsARun(t *testing.T) {
 	h.wait()
 	if _, err := h.sess.Start(context.Background(), "late", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true}); !errors.Is(err, agent.ErrIdle) {
 		t.Fatalf("Join after the run: err %v, want ErrIdle", err)
+	}
+	if want := []string{"task", "and this"}; !slices.Equal(hooked, want) {
+		t.Errorf("the input hooks saw %q, want %q: refused input is not hooked", hooked, want)
 	}
 }

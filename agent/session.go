@@ -301,7 +301,9 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 		return 0, ErrClosed
 	}
 	if opts.Join && !s.IsRunning() {
-		return 0, ErrIdle // before the input hooks see it: it comes again
+		// Refused before the input hooks: the caller gives the same input
+		// again once the session is idle, and the hooks see it then, once.
+		return 0, ErrIdle
 	}
 	images := opts.Images
 	if !opts.SkipExpansion {
