@@ -90,3 +90,71 @@ func TestBackupOfPostgresIsRefused(t *testing.T) {
 		t.Errorf("-backup with postgres: %v, want a config error naming pg_dump", err)
 	}
 }
+
+// -backup never writes through a symlink at FILE: one that dangles (the
+// backup would land where it points) and one to the live database (the
+// copy would overwrite it) are both refused, their targets untouched. With
+// no database yet, -backup fails and creates nothing: no data_dir, no file.
+func TestBackupRefusesSymlinksAndCreatesNothingWithoutADatabase(t *testing.T) {
+	t.Parallel()
+	cfg, _ := checkConfig(t)
+	dir := t.TempDir()
+	backup := func(file string) error {
+		m := NewMain()
+		c := cfg
+		m.Config, m.Backup = &c, file
+		return m.RunBackup(context.Background(), &bytes.Buffer{})
+	}
+
+	if err := backup(filepath.Join(dir, "none.db")); err == nil {
+		t.Error("-backup with no database succeeded")
+	}
+	if _, err := os.Lstat(cfg.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-backup with no database created data_dir: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "none.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-backup with no database created its FILE: %v", err)
+	}
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(context.Background(), sqlitePath(&cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	live, err := os.ReadFile(sqlitePath(&cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	elsewhere := filepath.Join(dir, "elsewhere.db")
+	dangling := filepath.Join(dir, "dangling.db")
+	toLive := filepath.Join(dir, "live.db")
+	if err := os.Symlink(elsewhere, dangling); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sqlitePath(&cfg), toLive); err != nil {
+		t.Fatal(err)
+	}
+	if err := backup(dangling); !errors.Is(err, os.ErrExist) {
+		t.Errorf("-backup to a dangling symlink: %v, want it refused", err)
+	}
+	if _, err := os.Lstat(elsewhere); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-backup wrote through a dangling symlink: %v", err)
+	}
+	if err := backup(toLive); !errors.Is(err, os.ErrExist) {
+		t.Errorf("-backup to a symlink to the database: %v, want it refused", err)
+	}
+	if after, err := os.ReadFile(sqlitePath(&cfg)); err != nil || !bytes.Equal(after, live) {
+		t.Errorf("-backup to a symlink changed the live database (err %v)", err)
+	}
+	if err := backup(filepath.Join(dir, "ok.db")); err != nil {
+		t.Errorf("-backup beside the refused ones: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*partial*"))
+	if len(left) != 0 {
+		t.Errorf("-backup left partial files: %v", left)
+	}
+}
