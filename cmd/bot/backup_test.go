@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage/sqlite"
@@ -156,5 +159,51 @@ func TestBackupRefusesSymlinksAndCreatesNothingWithoutADatabase(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".*partial*"))
 	if len(left) != 0 {
 		t.Errorf("-backup left partial files: %v", left)
+	}
+}
+
+// The binary's -backup, as the README has it: a private file (0600) and
+// exit 0 beside a running bot; 1 when FILE exists (never overwritten); 2
+// combined with -check.
+func TestBackupFlagExitCodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := buildBot(t)
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := fmt.Sprintf("data_dir: %q\nllm: {base_url: %q, api_key: sk-x}\nsandbox: {mode: none}\nslack: {enabled: false}\nworkspace:\n  default_repo: app\n  repos: [{name: app, url: %q}]\n",
+		e.cfg.DataDir, e.llm.URL(), e.remote.Path)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "b.db")
+	exitCode := func(args ...string) (int, string) {
+		out, err := exec.CommandContext(ctx, bin, append([]string{"-config", config}, args...)...).CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return 0, string(out)
+	}
+	if code, out := exitCode("-backup", file); code != 0 || !strings.Contains(out, "backed up ") {
+		t.Fatalf("-backup beside a running bot: exit %d\n%s", code, out)
+	}
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the backup: %v, mode %v, want 0600", err, st)
+	}
+	before, _ := os.ReadFile(file)
+	if code, out := exitCode("-backup", file); code != 1 || !strings.Contains(out, "never overwrites") {
+		t.Errorf("-backup to an existing file: exit %d, want 1\n%s", code, out)
+	}
+	if after, _ := os.ReadFile(file); !bytes.Equal(after, before) {
+		t.Error("-backup overwrote an existing file")
+	}
+	if code, out := exitCode("-backup", file+".2", "-check"); code != 2 {
+		t.Errorf("-backup with -check: exit %d, want 2\n%s", code, out)
 	}
 }
