@@ -24,7 +24,7 @@ func TestCheckFailsWithNoPlatformEnabled(t *testing.T) {
 }
 
 // -check creates nothing: not the data_dir, not the database, not the lock
-// file; it says the database is the first start's to create.
+// file, whether data_dir is there or not; it says the database is the first start's to create.
 func TestCheckCreatesNothing(t *testing.T) {
 	t.Parallel()
 	cfg, _ := checkConfig(t) // the default sandbox, where this machine has one: it too creates nothing
@@ -39,6 +39,17 @@ func TestCheckCreatesNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Errorf("-check created %v in %s", entries, parent)
+	}
+
+	// Nor in a data_dir that exists empty (systemd's StateDirectory=
+	// makes it): no database, no lock file, no -wal.
+	empty := cfg
+	empty.DataDir = t.TempDir()
+	if ok, out := runCheck(t, empty); !ok || !strings.Contains(out, "not there yet") {
+		t.Fatalf("check in an empty data_dir = %v, %q; want ok, saying the database is not there yet", ok, out)
+	}
+	if entries, _ := os.ReadDir(empty.DataDir); len(entries) != 0 {
+		t.Errorf("-check created %v in an empty data_dir", entries)
 	}
 
 	// A data_dir that cannot be created fails the check.

@@ -14,8 +14,9 @@ import (
 	"github.com/threadsmith/threadsmith/internal/backoff"
 )
 
-// retryingSlack is the Slack adapter whose Run starts again, with backoff,
-// after a failure that waiting can fix: Slack unreachable (at start, say),
+// retryingSlack is the Slack adapter whose Run starts again, with backoff
+// (never sooner than a rate limit's Retry-After), after a failure that
+// waiting can fix: Slack unreachable (at start, say),
 // answering 5xx or rate limiting. A refused token, a missing scope or a
 // listener that cannot bind stop the bot at once. Meanwhile Connected is
 // false, so /readyz says the bot is not ready. Every other method is the
@@ -43,12 +44,26 @@ func (r retryingSlack) Run(ctx context.Context, h chat.Handler) error {
 		if time.Since(start) > backoff.Max {
 			b.Reset() // it ran a while: a new outage
 		}
-		wait := b.Next()
+		wait := max(b.Next(), slackRetryAfter(err))
 		r.log.Warn("slack: cannot reach Slack; retrying", "err", err, "in", wait)
 		if !r.sleep(ctx, wait) {
 			return nil
 		}
 	}
+}
+
+// slackRetryAfter is how long Slack asked the bot to wait when err is its
+// rate limit (0 otherwise): a retry sooner would only be limited again.
+func slackRetryAfter(err error) time.Duration {
+	var limited *slackapi.RateLimitedError
+	var rl *chat.RateLimitError
+	switch {
+	case errors.As(err, &limited):
+		return limited.RetryAfter
+	case errors.As(err, &rl):
+		return rl.RetryAfter
+	}
+	return 0
 }
 
 // transientSlackError says whether err is one that waiting can fix: a

@@ -28,28 +28,19 @@ import (
 func TestSlackUnreachableAtStartIsRetriedWithBackoff(t *testing.T) {
 	t.Parallel()
 	e := newSlackFakes(t)
-	target, err := url.Parse(e.slack.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const drops = 3
 	var calls atomic.Int32
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.Out.URL.Scheme, r.Out.URL.Host = target.Scheme, target.Host
-	}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) <= drops {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close() // as an unreachable or resetting network does
-			}
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
 	cfg := e.cfg
-	cfg.Slack.APIURL = srv.URL + target.Path
+	cfg.Slack.APIURL = slackAPIBefore(t, e.slack.APIURL(), func(w http.ResponseWriter) bool {
+		if calls.Add(1) > drops {
+			return false
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // as an unreachable or resetting network does
+		}
+		return true
+	})
 	cfg.HTTP.Listen = "127.0.0.1:0"
 
 	m := NewMain()
@@ -92,6 +83,66 @@ func TestSlackUnreachableAtStartIsRetriedWithBackoff(t *testing.T) {
 	case <-m.Done():
 		t.Fatalf("the bot stopped: %v", m.Err())
 	default:
+	}
+}
+
+// slackAPIBefore returns the URL of a proxy to the Slack API at apiURL
+// where answer(w) may answer a call first (reporting that it did).
+func slackAPIBefore(t *testing.T, apiURL string, answer func(w http.ResponseWriter) bool) string {
+	t.Helper()
+	target, err := url.Parse(apiURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.Out.URL.Scheme, r.Out.URL.Host = target.Scheme, target.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !answer(w) {
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// Slack rate limiting the bot at start (429 with Retry-After) is retried no
+// sooner than Slack asked, however short the backoff's own step.
+func TestSlackRateLimitAtStartWaitsRetryAfter(t *testing.T) {
+	t.Parallel()
+	e := newSlackFakes(t)
+	var limited atomic.Bool
+	cfg := e.cfg
+	cfg.Slack.APIURL = slackAPIBefore(t, e.slack.APIURL(), func(w http.ResponseWriter) bool {
+		if limited.Swap(true) {
+			return false
+		}
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return true
+	})
+	m := NewMain()
+	m.Config = &cfg
+	m.Logger = slog.New(slog.NewTextHandler(e.logOut, nil))
+	var mu sync.Mutex
+	var waits []time.Duration
+	m.retrySleep = func(ctx context.Context, d time.Duration) bool {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err() == nil
+	}
+	if err := m.Run(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := e.slack.WaitConnections(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 1 || waits[0] < 30*time.Second {
+		t.Errorf("waited %v after a 429 with Retry-After: 30, want one wait of at least 30s", waits)
 	}
 }
 

@@ -17,13 +17,18 @@ import (
 	"github.com/threadsmith/threadsmith/ops/opstest"
 )
 
-// The start line names the version; the shutdown is logged twice: when it
+// The start line names the version and none of the configured secrets; the shutdown is logged twice: when it
 // begins, with why, and when it is done, with how long it took.
 func TestStartAndShutdownAreLogged(t *testing.T) {
 	t.Parallel()
 	llm := llmfake.New(t)
 	remote := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n"}})
 	cfg := e2eConfig(t, llm, remote)
+	// Configured, not enabled: the start line writes the config out all the same.
+	cfg.Slack.BotToken, cfg.Slack.AppToken = "xoxb-startlog-bot-token", "xapp-startlog-app-token"
+	cfg.Discord.Token = "startlog-discord-token"
+	cfg.Workspace.Repos[0].Token = "ghp_startlogrepotoken"
+	secrets := []string{cfg.LLM.APIKey, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Discord.Token, cfg.Workspace.Repos[0].Token}
 	var logs syncBuffer
 	m := NewMain()
 	m.Config = &cfg
@@ -41,6 +46,14 @@ func TestStartAndShutdownAreLogged(t *testing.T) {
 	start := lineWith(out, "starting threadsmith")
 	if !strings.Contains(start, "version="+buildInfo().Version) {
 		t.Errorf("the start line has no version:\n%s", start)
+	}
+	if !strings.Contains(start, "BotToken:***") {
+		t.Errorf("the start line shows no redacted secret:\n%s", start)
+	}
+	for _, secret := range secrets {
+		if secret == "" || strings.Contains(out, secret) {
+			t.Errorf("the logs have the secret %q (or it is unset):\n%s", secret, out)
+		}
 	}
 	if l := lineWith(out, "msg=\"shutting down\""); !strings.Contains(l, `reason="terminated signal received"`) {
 		t.Errorf("the shutdown's start is not logged with its reason:\n%s", out)
