@@ -73,3 +73,40 @@ func TestHomeTabShowsTheOpenersSessions(t *testing.T) {
 		})
 	}
 }
+
+// A session's repository and branch names are the model's to choose (it
+// names its branches): on the Home tab they stay text, never a mention,
+// a channel link or a broadcast, even when they close their code span.
+func TestHomeTabNamesMentionNobody(t *testing.T) {
+	srv := slackfake.New(t)
+	h := &lister{recorder: newRecorder(), lists: map[string][]chat.SessionSummary{
+		"U0ALICE": {{State: "idle", Repo: "r`<!channel>`", LastActivity: time.Now(),
+			Branch: "b`<!here> <@U0BOB> <#C0DEV> <!subteam^S1>`&lt;!everyone&gt;"}},
+	}}
+	startSocket(t, srv, h)
+	ctx := testContext(t)
+	if _, err := srv.WaitEventAck(ctx, srv.OpenHome("U0ALICE")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := srv.HomeView("U0ALICE")
+	var view struct {
+		Blocks []struct {
+			Text struct{ Text string } `json:"text"`
+		} `json:"blocks"`
+	}
+	if !ok || json.Unmarshal(v, &view) != nil || len(view.Blocks) != 2 {
+		t.Fatalf("Home view = %s, want a header and one session", v)
+	}
+	line := view.Blocks[1].Text.Text
+	for _, bad := range []string{"<!", "<@", "<#"} {
+		if strings.Contains(line, bad) {
+			t.Errorf("Home line %q holds %q: a mention or link from a name", line, bad)
+		}
+	}
+	if !strings.Contains(line, "&lt;!channel&gt;") || !strings.Contains(line, "&lt;@U0BOB&gt;") {
+		t.Errorf("Home line %q lost the names' text", line)
+	}
+}
