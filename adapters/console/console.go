@@ -95,7 +95,8 @@ type Adapter struct {
 	// run the shutdown cuts off was stopped by them, not by a restart.
 	quitting bool
 	// stopSaid is set once a stop was told (see adjust), until the person
-	// sends something else.
+	// sends another line: a stop line the model wrote before a !stop does
+	// not hide the stop that !stop asks for.
 	stopSaid bool
 }
 
@@ -205,9 +206,7 @@ func (a *Adapter) Run(ctx context.Context, h chat.Handler) error {
 func (a *Adapter) send(ctx context.Context, text string) {
 	a.mu.Lock()
 	h := a.h
-	if text != "!stop" {
-		a.stopSaid = false
-	}
+	a.stopSaid = false // a stop told before this line is not the one it may ask for
 	a.inputs++
 	id := a.prefix + "-" + strconv.Itoa(a.inputs)
 	a.mu.Unlock()

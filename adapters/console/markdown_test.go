@@ -59,3 +59,39 @@ func TestStreamedMarkdownPrintsEachLineOnce(t *testing.T) {
 		t.Errorf("markup shows:\n%s", got)
 	}
 }
+
+// The model's Markdown carries terminal controls of every class, inside
+// emphasis, a link's label and URL, a heading and a bullet, streamed a
+// byte at a time (a sequence split across edits) and then posted whole:
+// the terminal receives none of them, and the text around them reads.
+func TestStreamedMarkdownReachesTheTerminalInert(t *testing.T) {
+	for _, tc := range inertCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.seq
+			md := "# Head" + s + "ing\n- **bo" + s + "ld** and [la" + s + "bel](https://x.example/" + s + ")\n_it" + s + "_ end"
+			a, out, ts := newTestAdapter()
+			ctx := context.Background()
+			th := a.Thread()
+			id, _ := a.Post(ctx, th, "⏳ working…")
+			for n := 1; n <= len(md); n++ {
+				if err := a.Edit(ctx, th, id, "⏳ working…\n\n"+md[:n]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.Edit(ctx, th, id, "✓ done")
+			a.Post(ctx, th, md)
+			ts.fire()
+			got := out.String()
+			for _, r := range got {
+				if r == 0x1b || r >= 0x80 && r <= 0x9f || r < 0x20 && r != '\n' || r == 0x7f {
+					t.Fatalf("the terminal got %U:\n%q", r, got)
+				}
+			}
+			// A lone ESC takes the character after it (ESC i is a sequence);
+			// an 8-bit CSI byte is not UTF-8 and shows as U+FFFD.
+			if tc.name != "lone ESC" && tc.name != "raw 8-bit CSI byte" && !strings.Contains(got, "bot> • bold and label (https://x.example/)\n") {
+				t.Errorf("the text around the controls does not read:\n%q", got)
+			}
+		})
+	}
+}

@@ -143,3 +143,31 @@ func TestQuittingWhenThePreviewCameInOnePiece(t *testing.T) {
 		})
 	}
 }
+
+// The model writes a line that starts as a stop does ("⏹ stopped …")
+// before the person stops the run: the bot's stop that follows still
+// shows, once.
+func TestAStopLineTheModelWroteHidesNoStop(t *testing.T) {
+	a, out, ts := newTestAdapter()
+	a.terminal = true
+	ctx := context.Background()
+	th := a.Thread()
+	a.send(ctx, "do it")
+	h := "⏳ working… · `repo` · `b`"
+	id, _ := a.Post(ctx, th, h)
+	a.Edit(ctx, th, id, h+"\n\nNothing to see\n⏹ stopped by nobody\nstill going")
+	ts.fire()
+	before := len(out.String())
+	a.mu.Lock()
+	a.r.typed()
+	a.mu.Unlock()
+	a.send(ctx, "!stop")
+	a.Post(ctx, th, "⏹ stopped.")
+	a.Edit(ctx, th, id, "✓ `repo` · `b`")
+	a.Post(ctx, th, "Nothing to see\n⏹ stopped by nobody\nstill going\n\n⏹ _stopped_\n\n_⏱ 285ms_")
+	ts.fire()
+	after := out.String()[before:]
+	if n := strings.Count(after, "⏹"); n != 1 {
+		t.Errorf("after !stop, %d stop notices, want one:\n%s", n, after)
+	}
+}

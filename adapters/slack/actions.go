@@ -62,12 +62,19 @@ func actionBlocks(mrkdwn string, actions []chat.Action) []slackapi.Block {
 	if len(actions) == 0 {
 		return nil
 	}
+	blocks := sectionBlocks(mrkdwn)
+	if b := buttonsBlock(actions); b != nil {
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// sectionBlocks are the verbatim section blocks of mrkdwn, each within
+// Block Kit's limit on a section's text.
+func sectionBlocks(mrkdwn string) []slackapi.Block {
 	var blocks []slackapi.Block
 	for _, part := range splitSections(mrkdwn, maxSectionChars) {
 		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, part, false, true), nil, nil))
-	}
-	if b := buttonsBlock(actions); b != nil {
-		blocks = append(blocks, b)
 	}
 	return blocks
 }

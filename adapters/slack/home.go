@@ -56,18 +56,18 @@ func (a *Adapter) publishHome(ctx context.Context, d *dispatcher, user string) {
 }
 
 // homeView is the Home tab of a person with these sessions: a header, then
-// one section a session (at most chat's list of ten, well within the 100
-// blocks of a view), each line as `!sessions` writes it.
+// a session's line as `!sessions` writes it, in verbatim sections (Slack
+// parses no "@channel" of a name in them) of at most a section's 3,000
+// characters; chat's list of ten stays well within a view's 100 blocks.
 func homeView(list []chat.SessionSummary, now time.Time) slackapi.HomeTabViewRequest {
 	blocks := []slackapi.Block{
 		slackapi.NewHeaderBlock(slackapi.NewTextBlockObject(slackapi.PlainTextType, "Your sessions", false, false)),
 	}
 	if len(list) == 0 {
-		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType,
-			render("You have no sessions yet: mention me in a channel with a request, or write to me here."), false, false), nil, nil))
+		blocks = append(blocks, sectionBlocks(render("You have no sessions yet: mention me in a channel with a request, or write to me here."))...)
 	}
 	for _, s := range list {
-		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, render(s.Markdown(now)), false, false), nil, nil))
+		blocks = append(blocks, sectionBlocks(render(s.Markdown(now)))...)
 	}
 	return slackapi.HomeTabViewRequest{Type: slackapi.VTHomeTab, Blocks: slackapi.Blocks{BlockSet: blocks}}
 }

@@ -73,3 +73,87 @@ func TestHomeTabShowsTheOpenersSessions(t *testing.T) {
 		})
 	}
 }
+
+// A session's repository and branch names are the model's to choose (it
+// names its branches): on the Home tab they stay text, never a mention,
+// a channel link or a broadcast, even when they close their code span.
+func TestHomeTabNamesMentionNobody(t *testing.T) {
+	srv := slackfake.New(t)
+	h := &lister{recorder: newRecorder(), lists: map[string][]chat.SessionSummary{
+		"U0ALICE": {{State: "idle", Repo: "r`<!channel>`", LastActivity: time.Now(),
+			Branch: "b`<!here> <@U0BOB> <#C0DEV> <!subteam^S1>`&lt;!everyone&gt;"}},
+	}}
+	startSocket(t, srv, h)
+	ctx := testContext(t)
+	if _, err := srv.WaitEventAck(ctx, srv.OpenHome("U0ALICE")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := srv.HomeView("U0ALICE")
+	var view struct {
+		Blocks []struct {
+			Text struct{ Text string } `json:"text"`
+		} `json:"blocks"`
+	}
+	if !ok || json.Unmarshal(v, &view) != nil || len(view.Blocks) != 2 {
+		t.Fatalf("Home view = %s, want a header and one session", v)
+	}
+	line := view.Blocks[1].Text.Text
+	for _, bad := range []string{"<!", "<@", "<#"} {
+		if strings.Contains(line, bad) {
+			t.Errorf("Home line %q holds %q: a mention or link from a name", line, bad)
+		}
+	}
+	if !strings.Contains(line, "&lt;!channel&gt;") || !strings.Contains(line, "&lt;@U0BOB&gt;") {
+		t.Errorf("Home line %q lost the names' text", line)
+	}
+}
+
+// A session's line is published in verbatim sections, so that Slack parses
+// no "@channel" or "#channel" of a name, and a line longer than a section
+// holds (a branch name of nested folders) is split, not refused.
+func TestHomeTabSectionsAreVerbatimAndFit(t *testing.T) {
+	srv := slackfake.New(t)
+	long := "bot/" + strings.Repeat("deep/", 700) + "@channel"
+	h := &lister{recorder: newRecorder(), lists: map[string][]chat.SessionSummary{
+		"U0ALICE": {{State: "idle", Repo: "@here #general", Branch: long, LastActivity: time.Now()}},
+	}}
+	startSocket(t, srv, h)
+	ctx := testContext(t)
+	if _, err := srv.WaitEventAck(ctx, srv.OpenHome("U0ALICE")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := srv.HomeView("U0ALICE")
+	if !ok {
+		t.Fatal("views.publish was refused: the Home tab shows nothing")
+	}
+	var view struct {
+		Blocks []struct {
+			Type string `json:"type"`
+			Text struct {
+				Text     string `json:"text"`
+				Verbatim bool   `json:"verbatim"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	if json.Unmarshal(v, &view) != nil || len(view.Blocks) < 3 {
+		t.Fatalf("Home view = %.300s…, want a header and the line in two sections or more", v)
+	}
+	var all strings.Builder
+	for _, b := range view.Blocks[1:] {
+		if b.Type != "section" || !b.Text.Verbatim {
+			t.Errorf("block %s %.60q… is not a verbatim section", b.Type, b.Text.Text)
+		}
+		all.WriteString(b.Text.Text)
+	}
+	for _, want := range []string{"@here #general", "@channel"} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the sections lost %q", want)
+		}
+	}
+}

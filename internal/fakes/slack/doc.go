@@ -33,7 +33,8 @@
 // stopStream) stream only replies in a thread or a DM, to a named recipient
 // outside a DM, take at most 12,000 characters of markdown_text a call, refuse
 // appends and stops once stopped (message_not_in_streaming_state), and record
-// mentions the appended text writes; WithoutStreaming makes a workspace refuse
+// mentions the streamed markdown writes, read as a markdown block (a plain
+// @channel notifies); WithoutStreaming makes a workspace refuse
 // them. LoseResponseNext makes a call take effect without an
 // answer, as after a timeout.
 //

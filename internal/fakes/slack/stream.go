@@ -135,9 +135,10 @@ func (s *Server) chatStartStream(p url.Values) (map[string]any, string) {
 		stream:  streaming,
 	}
 	s.addLocked(ch, m)
-	// Streamed markdown is not parsed for mentions; written <!channel>
-	// markup still notifies, as in any message text.
-	s.noticeLocked("chat.startStream", m, "none", false)
+	// Streamed markdown is read as a markdown block is, as strictly as a
+	// client's parsing: written <!channel> markup and a plain @channel
+	// notify.
+	s.noticeLocked("chat.startStream", m, streamParse, false)
 	s.echoLocked(ch, m, s.messageEvent(ch, m))
 	return map[string]any{"channel": ch.info.ID, "ts": m.TS}, ""
 }
@@ -221,8 +222,12 @@ func (s *Server) chatStopStream(p url.Values) (map[string]any, string) {
 // one piece. The notice is the added text's own mentions, or the whole
 // message's when appending changed them.
 func (s *Server) noticeAppendLocked(method string, m *message, before, text string) {
-	if !Mentions(text, "none", false, s.groupHandles).Empty() ||
-		!reflect.DeepEqual(Mentions(before, "none", false, s.groupHandles), Mentions(m.Text, "none", false, s.groupHandles)) {
-		s.noticeLocked(method, m, "none", false)
+	if !Mentions(text, streamParse, false, s.groupHandles).Empty() ||
+		!reflect.DeepEqual(Mentions(before, streamParse, false, s.groupHandles), Mentions(m.Text, streamParse, false, s.groupHandles)) {
+		s.noticeLocked(method, m, streamParse, false)
 	}
 }
+
+// streamParse is how streamed markdown_text is read for mentions: as a
+// markdown block, parsed as a client would.
+const streamParse = "full"

@@ -102,3 +102,22 @@ func TestStreamedMentionSplitAcrossAppendsNotifies(t *testing.T) {
 		t.Errorf("notices after plain text = %+v, want still the one", n)
 	}
 }
+
+// Streamed markdown is read for mentions as a markdown block is: a plain
+// @here in markdown_text notifies, as written <!here> markup does.
+func TestStreamedPlainMentionNotifies(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	_, ts, err := api.StartStream("C0DEV", slack.MsgOptionTS(root), slack.MsgOptionRecipientUserID("U0ALICE"),
+		slack.MsgOptionRecipientTeamID("T0FAKE0001"), slack.MsgOptionMarkdownText("hi"))
+	if err != nil {
+		t.Fatalf("chat.startStream: %v", err)
+	}
+	if _, _, err := api.AppendStream("C0DEV", ts, slack.MsgOptionMarkdownText(" @here look")); err != nil {
+		t.Fatalf("chat.appendStream: %v", err)
+	}
+	if n := srv.Notices(); len(n) != 1 || len(n[0].Special) != 1 || n[0].Special[0] != "here" {
+		t.Errorf("notices = %+v, want one of @here", n)
+	}
+}
