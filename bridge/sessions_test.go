@@ -130,3 +130,35 @@ func TestSessionsNeverPostedWhenAPrivateNoteFails(t *testing.T) {
 		t.Errorf("whispers = %q, want none (they fail)", w)
 	}
 }
+
+// noWhisper is a chat platform without private notes, as the console is:
+// its field hides the fake's Whisper method.
+type noWhisper struct {
+	*chatfake.Adapter
+	Whisper struct{}
+}
+
+// On a platform without private notes (one person's, as the console) the
+// list is the thread's answer.
+func TestSessionsAnsweredInTheThreadWithoutPrivateNotes(t *testing.T) {
+	r := newRig(t, func(c *Config, p *Platform) {
+		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
+		p.Adapter = noWhisper{Adapter: p.Adapter.(*chatfake.Adapter)}
+	})
+	if _, ok := any(noWhisper{}).(chat.Whisperer); ok {
+		t.Fatal("noWhisper is a chat.Whisperer")
+	}
+	th := testThread("82.1")
+	r.llm.Push(llmfake.TextReply("done"))
+	r.say(th, alice, "look around", true)
+	r.waitRuns(th, 1)
+	r.say(th, alice, "!sessions", false)
+	r.waitText(th, "Your sessions")
+	rec, err := r.thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := r.chat.Transcript(th); !strings.Contains(tr, "[page](https://bot.example.com/s/"+strconv.FormatInt(rec.ID, 10)+")") {
+		t.Errorf("the list in the thread lacks its session's page:\n%s", tr)
+	}
+}
