@@ -300,7 +300,7 @@ func writeKept(scratch, rel string, data []byte) error {
 		_ = root.Remove(tmp)
 		return err
 	}
-	d, err := root.Open(filepath.Dir(rel))
+	d, err := safefile.OpenDirIn(root, filepath.Dir(rel)) // a pipe swapped in for it fails, never waits
 	if err != nil {
 		return err
 	}

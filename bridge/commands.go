@@ -157,8 +157,8 @@ func init() {
 		},
 		{
 			CommandSpec: chat.CommandSpec{Name: "sessions",
-				Help:        "`!sessions` — your last 10 sessions here: state, repository, branch, last activity, cost and links",
-				Description: "List your last 10 sessions with their state, repo, branch, activity, cost and links"},
+				Help:        fmt.Sprintf("`!sessions` — your last %d sessions here: state, repository, branch, last activity, cost and links", sessionsShown),
+				Description: fmt.Sprintf("List your last %d sessions with their state, repo, branch, activity, cost and links", sessionsShown)},
 			mode:        storage.ModeCommand,
 			run:         (*thread).sessionsCommand,
 			sessionless: true,

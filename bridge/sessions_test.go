@@ -1,10 +1,13 @@
 package bridge
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
@@ -89,5 +92,73 @@ func TestSessionsListsTheAskersOwn(t *testing.T) {
 	}
 	if n := len(r.requests()); n != 3 {
 		t.Errorf("LLM requests = %d, want 3 (!sessions makes none)", n)
+	}
+}
+
+// mute is a chat platform whose private notes fail to go out.
+type mute struct{ *chatfake.Adapter }
+
+func (mute) Whisper(context.Context, chat.Inbound, string) error {
+	return errors.New("ephemeral message refused")
+}
+
+// A list of sessions that cannot be sent privately is never posted for the
+// thread to see instead: the asker hears it failed, in a thread with a
+// session and in one without.
+func TestSessionsNeverPostedWhenAPrivateNoteFails(t *testing.T) {
+	r := newRig(t, func(c *Config, p *Platform) {
+		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
+		p.Adapter = mute{p.Adapter.(*chatfake.Adapter)}
+	})
+	th := testThread("81.1")
+	r.llm.Push(llmfake.TextReply("done"))
+	r.say(th, alice, "look around", true)
+	r.waitRuns(th, 1)
+
+	const failed = "couldn't send you your sessions privately"
+	r.say(th, alice, "!sessions", false)
+	r.waitText(th, failed)
+	other := testThread("81.2")
+	r.say(other, alice, "!sessions", true)
+	r.waitText(other, failed)
+	for _, th := range []chat.ThreadRef{th, other} {
+		if tr := r.chat.Transcript(th); strings.Contains(tr, "Your sessions") || strings.Contains(tr, "[page](") {
+			t.Errorf("the list was posted in thread %s for all to see:\n%s", th.Key(), tr)
+		}
+	}
+	if w := r.chat.Whispers(); len(w) != 0 {
+		t.Errorf("whispers = %q, want none (they fail)", w)
+	}
+}
+
+// noWhisper is a chat platform without private notes, as the console is:
+// its field hides the fake's Whisper method.
+type noWhisper struct {
+	*chatfake.Adapter
+	Whisper struct{}
+}
+
+// On a platform without private notes (one person's, as the console) the
+// list is the thread's answer.
+func TestSessionsAnsweredInTheThreadWithoutPrivateNotes(t *testing.T) {
+	r := newRig(t, func(c *Config, p *Platform) {
+		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
+		p.Adapter = noWhisper{Adapter: p.Adapter.(*chatfake.Adapter)}
+	})
+	if _, ok := any(noWhisper{}).(chat.Whisperer); ok {
+		t.Fatal("noWhisper is a chat.Whisperer")
+	}
+	th := testThread("82.1")
+	r.llm.Push(llmfake.TextReply("done"))
+	r.say(th, alice, "look around", true)
+	r.waitRuns(th, 1)
+	r.say(th, alice, "!sessions", false)
+	r.waitText(th, "Your sessions")
+	rec, err := r.thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := r.chat.Transcript(th); !strings.Contains(tr, "[page](https://bot.example.com/s/"+strconv.FormatInt(rec.ID, 10)+")") {
+		t.Errorf("the list in the thread lacks its session's page:\n%s", tr)
 	}
 }
