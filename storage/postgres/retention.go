@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // expiredWhere is the condition of storage.RetentionStore on thread t: $1 is
@@ -27,22 +28,6 @@ func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) (
 	}
 	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+expiredWhere+
 		`ORDER BY t.active_at, t.id LIMIT $3`, cutoff.UnixMilli(), db.nowMS(), limit)
-}
-
-// deleteThreadStatements delete a thread's records, children first; $1 is
-// the thread id.
-var deleteThreadStatements = []string{
-	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = $1)`,
-	`DELETE FROM outbound WHERE thread_id = $1`,
-	`DELETE FROM pending_posts WHERE thread_id = $1`,
-	`DELETE FROM pushes WHERE thread_id = $1`,
-	`DELETE FROM runs WHERE thread_id = $1`,
-	`UPDATE threads SET session_id = NULL WHERE id = $1`,
-	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
-	`DELETE FROM sessions WHERE thread_id = $1`,
-	`DELETE FROM inbound WHERE thread_id = $1`,
-	`DELETE FROM thread_leases WHERE thread_id = $1`,
-	`DELETE FROM threads WHERE id = $1`,
 }
 
 // DeleteThread implements storage.RetentionStore. The thread's row is locked
@@ -80,7 +65,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		gone = uids
-		for _, q := range deleteThreadStatements {
+		for _, q := range backend.DeleteThreadStatements {
 			if _, err := tx.Exec(ctx, q, threadID); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // expiredWhere is the condition of storage.RetentionStore on thread t: ?1 is
@@ -44,22 +45,6 @@ func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) (
 	return out, opError("expired threads", rows.Err())
 }
 
-// deleteThreadStatements delete a thread's records, children first (foreign
-// keys are enforced); ?1 is the thread id.
-var deleteThreadStatements = []string{
-	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?1)`,
-	`DELETE FROM outbound WHERE thread_id = ?1`,
-	`DELETE FROM pending_posts WHERE thread_id = ?1`,
-	`DELETE FROM pushes WHERE thread_id = ?1`,
-	`DELETE FROM runs WHERE thread_id = ?1`,
-	`UPDATE threads SET session_id = NULL WHERE id = ?1`,
-	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = ?1)`,
-	`DELETE FROM sessions WHERE thread_id = ?1`,
-	`DELETE FROM inbound WHERE thread_id = ?1`,
-	`DELETE FROM thread_leases WHERE thread_id = ?1`,
-	`DELETE FROM threads WHERE id = ?1`,
-}
-
 // DeleteThread implements storage.RetentionStore. The writer runs one
 // transaction at a time, so the check and the deletion see the same thread.
 func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (bool, error) {
@@ -81,7 +66,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		gone = uids
-		for _, q := range deleteThreadStatements {
+		for _, q := range backend.DeleteThreadStatements {
 			if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
 				return err
 			}

@@ -82,6 +82,23 @@ const UnownedThreadsQuery = `SELECT w.thread_id FROM (
 	WHERE l.thread_id IS NULL OR l.expires_at <= $1
 	ORDER BY w.thread_id`
 
+// DeleteThreadStatements delete a thread's records (DeleteThread), children
+// first so that foreign keys hold; $1 is the thread id, the same on both
+// backends.
+var DeleteThreadStatements = []string{
+	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = $1)`,
+	`DELETE FROM outbound WHERE thread_id = $1`,
+	`DELETE FROM pending_posts WHERE thread_id = $1`,
+	`DELETE FROM pushes WHERE thread_id = $1`,
+	`DELETE FROM runs WHERE thread_id = $1`,
+	`UPDATE threads SET session_id = NULL WHERE id = $1`,
+	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
+	`DELETE FROM sessions WHERE thread_id = $1`,
+	`DELETE FROM inbound WHERE thread_id = $1`,
+	`DELETE FROM thread_leases WHERE thread_id = $1`,
+	`DELETE FROM threads WHERE id = $1`,
+}
+
 // AddReply adds one reply's usage to u, and its model the first time it
 // replies: how a run's usage is summed when it ends.
 func AddReply(u *storage.RunUsage, model string, input, output, cacheRead, cacheWrite int64, cost float64) {
