@@ -22,10 +22,11 @@ func threadPaths(repo, id string) []string {
 	}
 }
 
-// checkRepoName refuses a repository name that is not a path beneath the
-// data dir's folders (it comes from the database, not only from the config).
+// checkRepoName refuses a name a configured repository could not have (it
+// comes from the database, not only from the config): one path element, so
+// that the thread's paths and its in-use key name the same workspace.
 func checkRepoName(repo string) error {
-	if repo == "" || !filepath.IsLocal(repo) {
+	if !repoNameRE.MatchString(repo) {
 		return newError(CodeInvalid, fmt.Sprintf("not a repository name: %q", repo), nil)
 	}
 	return nil

@@ -98,9 +98,15 @@ func TestForgetDeletesOnlyTheThreadsFiles(t *testing.T) {
 	if got := readFile(t, elsewhere, threadID(x)+".json"); got != "not the bot's\n" {
 		t.Errorf("file beyond a link = %q", got)
 	}
-	for _, bad := range []string{"", "..", "../x", "/abs"} {
+	// A name that is not one configured name (a stored thread's repo) is
+	// refused, also when it leads back to a repository's folders: "x/../app"
+	// would reach the open workspace of "app" past its in-use check.
+	for _, bad := range []string{"", "..", "../x", "/abs", "x/../app", "app/.", "./app"} {
 		if err := e.m.Forget(ctx, bad, key); err == nil {
 			t.Errorf("Forget(repo %q) succeeded", bad)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(again.Root(), ".git")); err != nil {
+		t.Errorf("the open workspace of app: %v", err)
 	}
 }
