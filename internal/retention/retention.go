@@ -142,7 +142,7 @@ func Plan(ctx context.Context, store storage.RetentionStore, dataDir string, age
 		if t.Repo == "" {
 			continue
 		}
-		n, err := workspace.ThreadFilesSize(dataDir, t.Repo, Key(t))
+		n, err := workspace.ThreadFilesSize(ctx, dataDir, t.Repo, Key(t))
 		if err != nil {
 			return r, err
 		}
