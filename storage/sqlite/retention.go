@@ -11,17 +11,11 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// expiredWhere is the condition of storage.RetentionStore on thread t: ?1 is
-// the cutoff, ?2 now (for leases), both in Unix milliseconds. The thread with
-// the largest id is never expired: SQLite gives a new row the largest id plus
-// one, and a deleted largest id would come back as another thread's.
-const expiredWhere = ` t.active_at < ?1 AND t.updated_at < ?1
-	AND t.id < (SELECT max(id) FROM threads)
-	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
-		AND (r.ended_at IS NULL OR r.ended_at >= ?1 OR r.started_at >= ?1))
-	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
-	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
-	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > ?2) `
+// expiredWhere is backend.ExpiredWhere and one more condition: the thread
+// with the largest id is never expired, since SQLite gives a new row the
+// largest id plus one, and a deleted largest id would come back as another
+// thread's.
+const expiredWhere = backend.ExpiredWhere + `AND t.id < (SELECT max(id) FROM threads) `
 
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {
