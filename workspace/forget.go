@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/threadsmith/threadsmith/workspace/diskuse"
 )
 
 // threadPaths are the files and folders of thread id of repository repo,
@@ -22,54 +24,42 @@ func threadPaths(repo, id string) []string {
 	}
 }
 
-// checkRepoName refuses a repository name that is not a path beneath the
-// data dir's folders (it comes from the database, not only from the config).
+// checkRepoName refuses a name a configured repository could not have (it
+// comes from the database, not only from the config): one path element, so
+// that the thread's paths and its in-use key name the same workspace.
 func checkRepoName(repo string) error {
-	if repo == "" || !filepath.IsLocal(repo) {
+	if !repoNameRE.MatchString(repo) {
 		return newError(CodeInvalid, fmt.Sprintf("not a repository name: %q", repo), nil)
 	}
 	return nil
 }
 
-// ThreadFilesSize returns the bytes of the regular files a thread's workspace
-// of repository repo holds under dataDir — its worktree, scratch folder,
-// thread repository and record — without changing anything (a missing
-// dataDir is 0). Symbolic links are counted as links, never followed, and
-// nothing outside dataDir is read.
-func ThreadFilesSize(dataDir, repo string, key ThreadKey) (int64, error) {
+// ThreadFilesSize returns the space a thread's workspace of repository
+// repo takes under dataDir, as du counts it (diskuse.Measure) — its
+// worktree, scratch folder and thread repository — plus its record's size,
+// without changing anything (a missing dataDir is 0). Symbolic links are
+// counted as links, never followed, and nothing outside the thread's
+// folders is read.
+func ThreadFilesSize(ctx context.Context, dataDir, repo string, key ThreadKey) (int64, error) {
 	if err := checkRepoName(repo); err != nil {
 		return 0, err
 	}
-	root, err := os.OpenRoot(dataDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer root.Close()
+	var dirs []string
 	var total int64
-	fsys := root.FS()
 	for _, p := range threadPaths(repo, threadID(key)) {
-		err := fs.WalkDir(fsys, filepath.ToSlash(p), func(_ string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.Type().IsRegular() {
-				if fi, err := d.Info(); err == nil {
-					total += fi.Size()
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return total, err
+		p = filepath.Join(dataDir, p)
+		switch fi, err := os.Lstat(p); {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return 0, err
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		case fi.Mode().IsRegular():
+			total += fi.Size()
 		}
 	}
-	return total, nil
+	u, err := diskuse.Measure(ctx, dirs...)
+	return total + u.Bytes, err
 }
 
 // Forget deletes a thread's files of repository repoName for good: its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
@@ -46,7 +47,7 @@ func TestForgetDeletesOnlyTheThreadsFiles(t *testing.T) {
 	}
 	old.Close()
 
-	size, err := ThreadFilesSize(e.cfg.DataDir, "app", key)
+	size, err := ThreadFilesSize(ctx, e.cfg.DataDir, "app", key)
 	if err != nil || size < int64(len("0123456789\n")+len("work\n")) {
 		t.Errorf("ThreadFilesSize = %d, %v; want at least the files written", size, err)
 	}
@@ -71,7 +72,7 @@ func TestForgetDeletesOnlyTheThreadsFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other.Root(), ".git")); err != nil {
 		t.Errorf("other thread's worktree: %v", err)
 	}
-	if size, err := ThreadFilesSize(e.cfg.DataDir, "app", key); err != nil || size != 0 {
+	if size, err := ThreadFilesSize(ctx, e.cfg.DataDir, "app", key); err != nil || size != 0 {
 		t.Errorf("ThreadFilesSize after Forget = %d, %v", size, err)
 	}
 	// Forgotten: the thread opens afresh, from the remote.
@@ -98,9 +99,48 @@ func TestForgetDeletesOnlyTheThreadsFiles(t *testing.T) {
 	if got := readFile(t, elsewhere, threadID(x)+".json"); got != "not the bot's\n" {
 		t.Errorf("file beyond a link = %q", got)
 	}
-	for _, bad := range []string{"", "..", "../x", "/abs"} {
+	// A name that is not one configured name (a stored thread's repo) is
+	// refused, also when it leads back to a repository's folders: "x/../app"
+	// would reach the open workspace of "app" past its in-use check.
+	for _, bad := range []string{"", "..", "../x", "/abs", "x/../app", "app/.", "./app"} {
 		if err := e.m.Forget(ctx, bad, key); err == nil {
 			t.Errorf("Forget(repo %q) succeeded", bad)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(again.Root(), ".git")); err != nil {
+		t.Errorf("the open workspace of app: %v", err)
+	}
+}
+
+// ThreadFilesSize counts the space the thread's files take, as du does: the
+// agent hard-linking one file many times in its scratch folder does not
+// make the thread look many times its size.
+func TestThreadFilesSizeCountsHardLinksOnce(t *testing.T) {
+	t.Parallel()
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	ctx := context.Background()
+	key := ThreadKey{Platform: "slack", Key: "links"}
+	w := e.open("app", "links")
+	defer w.Close()
+	before, err := ThreadFilesSize(ctx, e.cfg.DataDir, "app", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(w.ScratchDir(), "big.bin")
+	if err := os.WriteFile(big, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := os.Link(big, filepath.Join(w.ScratchDir(), "link"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := ThreadFilesSize(ctx, e.cfg.DataDir, "app", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after - before; grew < 1<<20 || grew > 2<<20 {
+		t.Errorf("a 1 MiB file linked 50 times grew the thread by %d bytes; want about 1 MiB", grew)
 	}
 }

@@ -119,7 +119,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	if deleted > 0 {
-		s.Log.Info("retention sweep", "deleted_threads", deleted, "older_than", s.Age, "took", time.Since(start).Round(time.Millisecond))
+		s.Log.Info("retention sweep", "deleted_threads", deleted, "older_than", s.Age, "took", s.Now().Sub(start).Round(time.Millisecond))
 	}
 	return deleted, nil
 }
@@ -142,7 +142,7 @@ func Plan(ctx context.Context, store storage.RetentionStore, dataDir string, age
 		if t.Repo == "" {
 			continue
 		}
-		n, err := workspace.ThreadFilesSize(dataDir, t.Repo, Key(t))
+		n, err := workspace.ThreadFilesSize(ctx, dataDir, t.Repo, Key(t))
 		if err != nil {
 			return r, err
 		}

@@ -9,40 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
-
-// expiredWhere is the condition of storage.RetentionStore on thread t: $1 is
-// the cutoff, $2 now (for leases), both in Unix milliseconds.
-const expiredWhere = ` t.active_at < $1 AND t.updated_at < $1
-	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
-		AND (r.ended_at IS NULL OR r.ended_at >= $1 OR r.started_at >= $1))
-	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
-	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
-	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > $2) `
 
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+expiredWhere+
+	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+backend.ExpiredWhere+
 		`ORDER BY t.active_at, t.id LIMIT $3`, cutoff.UnixMilli(), db.nowMS(), limit)
-}
-
-// deleteThreadStatements delete a thread's records, children first; $1 is
-// the thread id.
-var deleteThreadStatements = []string{
-	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = $1)`,
-	`DELETE FROM outbound WHERE thread_id = $1`,
-	`DELETE FROM pending_posts WHERE thread_id = $1`,
-	`DELETE FROM pushes WHERE thread_id = $1`,
-	`DELETE FROM runs WHERE thread_id = $1`,
-	`UPDATE threads SET session_id = NULL WHERE id = $1`,
-	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
-	`DELETE FROM sessions WHERE thread_id = $1`,
-	`DELETE FROM inbound WHERE thread_id = $1`,
-	`DELETE FROM thread_leases WHERE thread_id = $1`,
-	`DELETE FROM threads WHERE id = $1`,
 }
 
 // DeleteThread implements storage.RetentionStore. The thread's row is locked
@@ -63,7 +39,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		var one int
-		err = tx.QueryRow(ctx, `SELECT 1 FROM threads t WHERE t.id = $3 AND`+expiredWhere,
+		err = tx.QueryRow(ctx, `SELECT 1 FROM threads t WHERE t.id = $3 AND`+backend.ExpiredWhere,
 			cutoff.UnixMilli(), db.nowMS(), threadID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -80,7 +56,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		gone = uids
-		for _, q := range deleteThreadStatements {
+		for _, q := range backend.DeleteThreadStatements {
 			if _, err := tx.Exec(ctx, q, threadID); err != nil {
 				return err
 			}

@@ -8,19 +8,14 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// expiredWhere is the condition of storage.RetentionStore on thread t: ?1 is
-// the cutoff, ?2 now (for leases), both in Unix milliseconds. The thread with
-// the largest id is never expired: SQLite gives a new row the largest id plus
-// one, and a deleted largest id would come back as another thread's.
-const expiredWhere = ` t.active_at < ?1 AND t.updated_at < ?1
-	AND t.id < (SELECT max(id) FROM threads)
-	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
-		AND (r.ended_at IS NULL OR r.ended_at >= ?1 OR r.started_at >= ?1))
-	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
-	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
-	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > ?2) `
+// expiredWhere is backend.ExpiredWhere and one more condition: the thread
+// with the largest id is never expired, since SQLite gives a new row the
+// largest id plus one, and a deleted largest id would come back as another
+// thread's.
+const expiredWhere = backend.ExpiredWhere + `AND t.id < (SELECT max(id) FROM threads) `
 
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {
@@ -44,22 +39,6 @@ func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) (
 	return out, opError("expired threads", rows.Err())
 }
 
-// deleteThreadStatements delete a thread's records, children first (foreign
-// keys are enforced); ?1 is the thread id.
-var deleteThreadStatements = []string{
-	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = ?1)`,
-	`DELETE FROM outbound WHERE thread_id = ?1`,
-	`DELETE FROM pending_posts WHERE thread_id = ?1`,
-	`DELETE FROM pushes WHERE thread_id = ?1`,
-	`DELETE FROM runs WHERE thread_id = ?1`,
-	`UPDATE threads SET session_id = NULL WHERE id = ?1`,
-	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = ?1)`,
-	`DELETE FROM sessions WHERE thread_id = ?1`,
-	`DELETE FROM inbound WHERE thread_id = ?1`,
-	`DELETE FROM thread_leases WHERE thread_id = ?1`,
-	`DELETE FROM threads WHERE id = ?1`,
-}
-
 // DeleteThread implements storage.RetentionStore. The writer runs one
 // transaction at a time, so the check and the deletion see the same thread.
 func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time) (bool, error) {
@@ -81,7 +60,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		gone = uids
-		for _, q := range deleteThreadStatements {
+		for _, q := range backend.DeleteThreadStatements {
 			if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
 				return err
 			}

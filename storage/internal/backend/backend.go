@@ -82,6 +82,34 @@ const UnownedThreadsQuery = `SELECT w.thread_id FROM (
 	WHERE l.thread_id IS NULL OR l.expires_at <= $1
 	ORDER BY w.thread_id`
 
+// ExpiredWhere is the condition of storage.RetentionStore on thread t, the
+// same on both backends (SQLite's driver binds $N to the N-th argument, as
+// PostgreSQL does): $1 is the cutoff, $2 now (for leases), both in Unix
+// milliseconds.
+const ExpiredWhere = ` t.active_at < $1 AND t.updated_at < $1
+	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
+		AND (r.ended_at IS NULL OR r.ended_at >= $1 OR r.started_at >= $1))
+	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
+	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
+	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > $2) `
+
+// DeleteThreadStatements delete a thread's records (DeleteThread), children
+// first so that foreign keys hold; $1 is the thread id, the same on both
+// backends.
+var DeleteThreadStatements = []string{
+	`DELETE FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE thread_id = $1)`,
+	`DELETE FROM outbound WHERE thread_id = $1`,
+	`DELETE FROM pending_posts WHERE thread_id = $1`,
+	`DELETE FROM pushes WHERE thread_id = $1`,
+	`DELETE FROM runs WHERE thread_id = $1`,
+	`UPDATE threads SET session_id = NULL WHERE id = $1`,
+	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
+	`DELETE FROM sessions WHERE thread_id = $1`,
+	`DELETE FROM inbound WHERE thread_id = $1`,
+	`DELETE FROM thread_leases WHERE thread_id = $1`,
+	`DELETE FROM threads WHERE id = $1`,
+}
+
 // AddReply adds one reply's usage to u, and its model the first time it
 // replies: how a run's usage is summed when it ends.
 func AddReply(u *storage.RunUsage, model string, input, output, cacheRead, cacheWrite int64, cost float64) {
