@@ -1,11 +1,13 @@
 package bridge
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -104,5 +106,23 @@ func TestPushApprovalRequestersAreSinceTheLastPush(t *testing.T) {
 	}
 	if lp, err := r.db.LastPush(r.ctx, rec.ID); err != nil || lp.Result != storage.PushOK || lp.Detail != "approved by Bob" {
 		t.Errorf("last push %+v, %v; want it approved by Bob", lp, err)
+	}
+}
+
+// The approval note names the files the model wrote: a name made to break
+// out of its code span and mention everyone stays one span on one line.
+func TestPushApprovalNoteKeepsFileNamesInCodeSpans(t *testing.T) {
+	r := newRig(t, approvePushes())
+	th := testThread("95.4")
+	args, _ := json.Marshal(map[string]string{"command": "printf 'a\\n' > 'x`<!channel> @here\ny.txt'"})
+	r.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "b1", Name: "bash", Args: string(args)}),
+		llmfake.TextReply("done"),
+	)
+	r.say(th, alice, "write it", true)
+	r.waitText(th, "⏸️ Not pushed yet: 1 commit")
+	want := "\n• `x'<!channel> @here?y.txt` +1 −0\nThe requester"
+	if tr := r.chat.Transcript(th); !strings.Contains(tr, want) {
+		t.Errorf("the approval note does not hold %q:\n%s", want, tr)
 	}
 }
