@@ -1,11 +1,13 @@
 package bridge
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
@@ -65,5 +67,62 @@ func TestPushCommandWithoutApproval(t *testing.T) {
 	r.waitText(th, "push by themselves")
 	if n := strings.Count(r.chat.Transcript(th), "⬆️ pushed"); n != 1 {
 		t.Errorf("pushed %d times, want once", n)
+	}
+}
+
+// Only the authors of runs since the last push requested the work that
+// waits: the requester of work already pushed may not push the next
+// person's work.
+func TestPushApprovalRequestersAreSinceTheLastPush(t *testing.T) {
+	carol := chatfake.Person{ID: "U3", Name: "Carol"}
+	r := newRig(t, approvePushes(carol.ID))
+	th := testThread("95.3")
+	r.llm.Push(writeThenAnswer("a.txt", "a", "I wrote a.txt.")...)
+	r.say(th, alice, "write a.txt", true)
+	r.waitText(th, "⏸️ Not pushed yet: 1 commit")
+	r.say(th, carol, "!push", false)
+	r.waitText(th, "Approved by `Carol`.")
+	rec, _ := r.thread(th)
+
+	r.llm.Push(writeThenAnswer("b.txt", "b", "I wrote b.txt.")...)
+	r.say(th, bob, "write b.txt", false)
+	r.waitCount(th, "⏸️ Not pushed yet: 1 commit", 2)
+
+	r.say(th, alice, "!push", false)
+	r.waitUntil("alice's note", func() bool { return len(r.chat.Whispers()) == 1 })
+	if w := r.chat.Whispers()[0]; !strings.HasPrefix(w, alice.ID+": ") || !strings.Contains(w, "only the person who asked") {
+		t.Errorf("note = %q, want alice's refusal", w)
+	}
+	r.say(th, alice, "!status", false)
+	r.waitText(th, "📊 *Status*")
+	if _, ok := r.remote.Files(t, rec.Branch)["b.txt"]; ok {
+		t.Fatal("alice's !push pushed bob's work")
+	}
+
+	r.say(th, bob, "!push", false)
+	r.waitCount(th, "⬆️ pushed", 2)
+	if got := r.remote.Files(t, rec.Branch)["b.txt"]; got != "b" {
+		t.Errorf("b.txt on the remote = %q", got)
+	}
+	if lp, err := r.db.LastPush(r.ctx, rec.ID); err != nil || lp.Result != storage.PushOK || lp.Detail != "approved by Bob" {
+		t.Errorf("last push %+v, %v; want it approved by Bob", lp, err)
+	}
+}
+
+// The approval note names the files the model wrote: a name made to break
+// out of its code span and mention everyone stays one span on one line.
+func TestPushApprovalNoteKeepsFileNamesInCodeSpans(t *testing.T) {
+	r := newRig(t, approvePushes())
+	th := testThread("95.4")
+	args, _ := json.Marshal(map[string]string{"command": "printf 'a\\n' > 'x`<!channel> @here\ny.txt'"})
+	r.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "b1", Name: "bash", Args: string(args)}),
+		llmfake.TextReply("done"),
+	)
+	r.say(th, alice, "write it", true)
+	r.waitText(th, "⏸️ Not pushed yet: 1 commit")
+	want := "\n• `x'<!channel> @here?y.txt` +1 −0\nThe requester"
+	if tr := r.chat.Transcript(th); !strings.Contains(tr, want) {
+		t.Errorf("the approval note does not hold %q:\n%s", want, tr)
 	}
 }
