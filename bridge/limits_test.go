@@ -204,6 +204,8 @@ func TestConflictingPushIsReportedBeforeTheNextRun(t *testing.T) {
 	pushScript(r, g)
 	th := testThread("65.1")
 	r.say(th, alice, "write a", true)
+	// The answer comes before the push: Eve's commit waits for the branch.
+	r.waitText(th, "⬆️ pushed")
 	r.waitRuns(th, 1)
 	rec, _ := r.thread(th)
 	r.say(th, alice, "write b", false)
