@@ -2,6 +2,7 @@ package console
 
 import (
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -53,8 +54,13 @@ type shown struct {
 	streamed map[string]bool
 	// gone counts the printed lines edits removed since the message's
 	// lines were last offered to an answer (the preview the status
-	// message dropped).
+	// message dropped). A message's first line is its header (the
+	// status's "⏳ working…"), never a preview: it is not counted, so
+	// that the next status, which starts the same, is not taken for an
+	// answer repeating it.
 	gone map[string]int
+	// first is the message's first line as last shown.
+	first string
 }
 
 type openLine struct {
@@ -81,6 +87,12 @@ func (r *renderer) update(id, text string, post bool) {
 	if len(lines) > 0 {
 		last = lines[len(lines)-1]
 	}
+	defer func() {
+		m.first = ""
+		if len(lines) > 0 {
+			m.first = lines[0]
+		}
+	}()
 
 	// Streamed text: the open line grew (at the end of the message, or
 	// into a line the next version moved up, as narration before a tool).
@@ -115,7 +127,7 @@ func (r *renderer) update(id, text string, post bool) {
 			m.count[l] = now[l]
 		}
 		removed[l] += d
-		if !post && r.preview == id {
+		if !post && r.preview == id && l != m.first {
 			m.gone[l] += d
 		}
 		if o := r.open; o != nil && o.msg == id && o.text == l {
@@ -145,8 +157,14 @@ func (r *renderer) update(id, text string, post bool) {
 		carriedOpen, streamedGone = true, true
 	}
 	if streamedGone && !post {
+		// The carry stands for the preview now. Of the preview, it is
+		// every line dropped since the last answer took its lines (gone
+		// counts this edit's too): the answer repeats those.
 		r.carry = removed
-		r.preview = "" // the carry stands for it now
+		if r.preview == id {
+			r.carry = maps.Clone(m.gone)
+		}
+		r.preview = ""
 		clear(m.gone)
 	}
 

@@ -44,9 +44,17 @@ func TestASecondBotOnTheDataDirIsRefused(t *testing.T) {
 		t.Error("the second bot touched the database")
 	}
 
-	// Once the first bot stopped, the data_dir is free again.
+	// Once the first bot stopped, the data_dir is free again. A process
+	// another test forks at that instant holds a copy of the lock's
+	// descriptor until it execs (which closes it), so the lock is free
+	// within moments rather than at once.
 	e.stop()
-	l, err := lockDataDir(e.cfg.DataDir)
+	var l *dataDirLock
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if l, err = lockDataDir(e.cfg.DataDir); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("after the first bot stopped: %v", err)
 	}
