@@ -151,7 +151,7 @@ func checkPlatforms(ctx context.Context, cfg *config.Config) []string {
 		}
 	}
 	if cfg.Discord.Enabled {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Discord.BaseURL()+"api/v10/users/@me", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Discord.BaseURL()+"api/v9/users/@me", nil)
 		tok := cfg.Discord.Token
 		if !strings.HasPrefix(tok, "Bot ") {
 			tok = "Bot " + tok

@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -57,6 +58,27 @@ func TestCheckPassesWhenEverythingIsReachable(t *testing.T) {
 	// Which sandbox is active, for the operator.
 	if !strings.HasPrefix(lines[0], "sandbox: namespaces (user, mount, pid, ipc, uts, net)") || !strings.Contains(lines[0], "network off") {
 		t.Errorf("sandbox line %q", lines[0])
+	}
+}
+
+// -check asks Discord who the token is, on the API version the bot speaks:
+// the fake, as strict as Discord, answers a good token and refuses a bad one.
+func TestCheckAsksDiscordAboutTheToken(t *testing.T) {
+	t.Parallel()
+	cfg, _ := checkConfig(t)
+	cfg.Sandbox.Mode = config.SandboxNone
+	cfg.Slack.Enabled = false
+	fake := discordfake.New(t)
+	cfg.Discord.Enabled = true
+	cfg.Discord.APIURL = fake.URL()
+	cfg.Discord.Token = fake.Token()
+	if ok, out := runCheck(t, cfg); !ok || !strings.HasSuffix(strings.TrimSpace(out), "ok") {
+		t.Fatalf("check with a good Discord token = %v, %q; want ok", ok, out)
+	}
+	cfg.Discord.Token = "not-the-token"
+	ok, out := runCheck(t, cfg)
+	if ok || !strings.Contains(out, "discord.token: Discord refused the token (401)") || strings.Contains(out, "not-the-token") {
+		t.Fatalf("check with a bad Discord token = %v, %q; want the refusal, without the token", ok, out)
 	}
 }
 
