@@ -76,6 +76,9 @@ type Identity struct {
 
 func (id Identity) String() string { return id.Name + " <" + id.Email + ">" }
 
+// defaultGitTimeout bounds a network git call when nothing else does.
+const defaultGitTimeout = 2 * time.Minute
+
 var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // withDefaults validates cfg and fills in defaults. Errors name the key.
@@ -107,7 +110,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.IdleTTL = 7 * 24 * time.Hour
 	}
 	if cfg.GitTimeout <= 0 {
-		cfg.GitTimeout = 2 * time.Minute
+		cfg.GitTimeout = defaultGitTimeout
 	}
 	if cfg.CleanupInterval == 0 {
 		cfg.CleanupInterval = time.Hour

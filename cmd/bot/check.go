@@ -1,21 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
-	"net/url"
+	"slices"
 	"strings"
 	"time"
-
-	git "github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/config"
@@ -83,50 +78,25 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 	return ok
 }
 
-// checkRemotes lists every configured repository's remote branches and
-// checks that the default branch exists.
+// checkRemotes lists every configured repository's remote branches, as the
+// bot's fetches and pushes reach them (the git CLI, its transport and
+// credentials), and checks that the default branch exists.
 func checkRemotes(ctx context.Context, cfg *config.Config) []string {
 	var problems []string
-	for _, r := range cfg.Workspace.Repos {
+	for _, r := range workspaceConfig(cfg, slog.New(slog.DiscardHandler)).Repos {
 		key := "workspace.repos[" + r.Name + "]"
-		var auth transport.AuthMethod
-		switch {
-		case r.SSHKeyFile != "":
-			a, err := gitssh.NewPublicKeysFromFile("git", r.SSHKeyFile, "")
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s.ssh_key_file: %v", key, err))
-				continue
-			}
-			auth = a
-		case r.Token != "":
-			auth = &githttp.BasicAuth{Username: tokenUser(r.URL), Password: r.Token}
-		}
-		remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{r.URL}})
-		refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+		branches, err := workspace.RemoteBranches(ctx, r, 0)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s.url: cannot reach the remote: %s", key, redact(err.Error(), r.Token)))
+			// One line: the bot's words and git's first.
+			text, _, _ := strings.Cut(err.Error(), "\n")
+			problems = append(problems, fmt.Sprintf("%s.url: %s", key, redact(text, r.Token)))
 			continue
 		}
-		found := false
-		for _, ref := range refs {
-			if ref.Name().IsBranch() && ref.Name().Short() == r.DefaultBranch {
-				found = true
-			}
-		}
-		if !found {
-			problems = append(problems, fmt.Sprintf("%s.default_branch: the remote has no branch %q", key, r.DefaultBranch))
+		if want := cmp.Or(r.DefaultBranch, "main"); !slices.Contains(branches, want) {
+			problems = append(problems, fmt.Sprintf("%s.default_branch: the remote has no branch %q", key, want))
 		}
 	}
 	return problems
-}
-
-// tokenUser is the Basic-auth user name the workspace gives rawURL's token.
-func tokenUser(rawURL string) string {
-	host := rawURL
-	if u, err := url.Parse(rawURL); err == nil {
-		host = u.Hostname()
-	}
-	return workspace.TokenUser(host)
 }
 
 func redact(s, secret string) string {

@@ -82,6 +82,39 @@ func TestCheckAsksDiscordAboutTheToken(t *testing.T) {
 	}
 }
 
+// -check reaches an https remote as the bot's fetches and pushes do: the git
+// CLI, with the token through its credential helper. A wrong token is
+// reported as refused, and never printed.
+func TestCheckReachesTheRemoteAsTheBotsGitDoes(t *testing.T) {
+	t.Parallel()
+	cfg, _ := checkConfig(t)
+	cfg.Sandbox.Mode = config.SandboxNone
+	srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{Username: "x-access-token", Password: "tok-right"})
+	repo := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"a.txt": "a"}})
+	cfg.Workspace.Repos[0].URL = srv.Serve(t, repo)
+	cfg.Workspace.Repos[0].Token = "tok-right"
+	if ok, out := runCheck(t, cfg); !ok {
+		t.Fatalf("check with the right token failed:\n%s", out)
+	}
+	agents := srv.UserAgents()
+	if len(agents) == 0 {
+		t.Fatal("the remote was never asked")
+	}
+	for _, ua := range agents {
+		if !strings.HasPrefix(ua, "git/") {
+			t.Fatalf("the remote was asked by %q, not by the git CLI the bot fetches and pushes with", ua)
+		}
+	}
+	cfg.Workspace.Repos[0].Token = "tok-wrong"
+	ok, out := runCheck(t, cfg)
+	if ok || !strings.Contains(out, "workspace.repos[app].url: ") || !strings.Contains(out, "refused the credentials") {
+		t.Fatalf("check with a wrong token = %v, want the remote's refusal:\n%s", ok, out)
+	}
+	if strings.Contains(out, "tok-wrong") || strings.Contains(out, "tok-right") {
+		t.Fatalf("a token was printed:\n%s", out)
+	}
+}
+
 func TestCheckSaysWhenTheAgentIsUnsandboxed(t *testing.T) {
 	t.Parallel()
 	cfg, _ := checkConfig(t)
@@ -107,7 +140,7 @@ func TestCheckReportsOneLinePerProblem(t *testing.T) {
 		`llm.model: "no-such-model"`,
 		`slack.bot_token: rejected by Slack: "invalid_auth"`,
 		`workspace.repos[app].default_branch: the remote has no branch "trunk"`,
-		`workspace.repos[gone].url: cannot reach the remote`,
+		`workspace.repos[gone].url: Could not fetch from repository "gone": the remote repository was not found`,
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(want)+2 || !strings.HasPrefix(lines[0], "sandbox: ") || !strings.HasPrefix(lines[1], "storage: ") {

@@ -35,6 +35,7 @@ type HTTPServer struct {
 	mu       sync.Mutex
 	rejected int
 	requests []string
+	agents   []string
 	n        int
 }
 
@@ -86,6 +87,14 @@ func (s *HTTPServer) Rejected() int {
 	return s.rejected
 }
 
+// UserAgents lists the User-Agent of every request so far: which git client
+// asked (the CLI says "git/<version>").
+func (s *HTTPServer) UserAgents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.agents...)
+}
+
 // Requests lists "METHOD /path?query" of every request so far.
 func (s *HTTPServer) Requests() []string {
 	s.mu.Lock()
@@ -96,6 +105,7 @@ func (s *HTTPServer) Requests() []string {
 func (s *HTTPServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
+	s.agents = append(s.agents, r.UserAgent())
 	s.mu.Unlock()
 
 	user := ""
