@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
-	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/sandbox"
