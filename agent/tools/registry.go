@@ -33,7 +33,9 @@ const DefaultMaxResultBytes = 64 << 10
 type Builtin struct {
 	Name     string
 	MainArgs []string
-	newTool  func(ws *Workspace, files *ReadTracker) agent.Tool
+	// Writes says the tool changes files: it is left out of ReadOnly sets.
+	Writes  bool
+	newTool func(ws *Workspace, files *ReadTracker) agent.Tool
 }
 
 // builtins is the one list of the built-in tools, in the order the model is
@@ -43,8 +45,8 @@ type Builtin struct {
 var builtins = []Builtin{
 	{Name: ReadName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewReadTool(ws, f) }},
 	{Name: BashName, MainArgs: []string{"command"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewBashTool(ws) }},
-	{Name: EditName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewEditTool(ws, f) }},
-	{Name: WriteName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewWriteTool(ws, f) }},
+	{Name: EditName, MainArgs: []string{"path"}, Writes: true, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewEditTool(ws, f) }},
+	{Name: WriteName, MainArgs: []string{"path"}, Writes: true, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewWriteTool(ws, f) }},
 	{Name: GrepName, MainArgs: []string{"pattern", "path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewGrepTool(ws) }},
 	{Name: FindName, MainArgs: []string{"pattern", "path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewFindTool(ws) }},
 	{Name: LsName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewLsTool(ws) }},
@@ -102,13 +104,33 @@ func PromptGuide() string {
 // output cap, timing and logging, secret redaction and panic recovery;
 // confinement to ws is not a wrapper but the path resolver every tool goes
 // through.
-func New(ws *Workspace, opts Options) []agent.Tool {
+func New(ws *Workspace, opts Options) []agent.Tool { return NewSets(ws, opts).All }
+
+// Sets are the built-in tools of one session, in the order the model is
+// shown them: All for its work, ReadOnly for runs that must change nothing
+// in the worktree (a plan). ReadOnly lacks the tools that write files, and
+// its bash sees the worktree read-only (Workspace.ReadOnly): under a sandbox
+// that confines nothing (sandbox.None) only the missing tools hold. Both
+// share one ReadTracker, so a file read while planning counts as read for
+// edit afterwards.
+type Sets struct {
+	All      []agent.Tool
+	ReadOnly []agent.Tool
+}
+
+// NewSets returns both sets of the tools of one session working in ws,
+// decorated as New's.
+func NewSets(ws *Workspace, opts Options) Sets {
 	files := NewReadTracker()
-	tools := make([]agent.Tool, len(builtins))
-	for i, b := range builtins {
-		tools[i] = Decorate(b.newTool(ws, files), opts)
+	ro := ws.ReadOnly()
+	var s Sets
+	for _, b := range builtins {
+		s.All = append(s.All, Decorate(b.newTool(ws, files), opts))
+		if !b.Writes {
+			s.ReadOnly = append(s.ReadOnly, Decorate(b.newTool(ro, files), opts))
+		}
 	}
-	return tools
+	return s
 }
 
 // Decorate wraps one tool as New does. The wrapped tool keeps its spec and
