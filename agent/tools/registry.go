@@ -104,33 +104,37 @@ func PromptGuide() string {
 // output cap, timing and logging, secret redaction and panic recovery;
 // confinement to ws is not a wrapper but the path resolver every tool goes
 // through.
-func New(ws *Workspace, opts Options) []agent.Tool { return NewSets(ws, opts).All }
-
-// Sets are the built-in tools of one session, in the order the model is
-// shown them: All for its work, ReadOnly for runs that must change nothing
-// in the worktree (a plan). ReadOnly lacks the tools that write files, and
-// its bash sees the worktree read-only (Workspace.ReadOnly): under a sandbox
-// that confines nothing (sandbox.None) only the missing tools hold. Both
-// share one ReadTracker, so a file read while planning counts as read for
-// edit afterwards.
-type Sets struct {
-	All      []agent.Tool
-	ReadOnly []agent.Tool
+func New(ws *Workspace, opts Options) []agent.Tool {
+	files := NewReadTracker()
+	tools := make([]agent.Tool, len(builtins))
+	for i, b := range builtins {
+		tools[i] = Decorate(b.newTool(ws, files), opts)
+	}
+	return tools
 }
 
-// NewSets returns both sets of the tools of one session working in ws,
-// decorated as New's.
-func NewSets(ws *Workspace, opts Options) Sets {
-	files := NewReadTracker()
-	ro := ws.ReadOnly()
-	var s Sets
-	for _, b := range builtins {
-		s.All = append(s.All, Decorate(b.newTool(ws, files), opts))
-		if !b.Writes {
-			s.ReadOnly = append(s.ReadOnly, Decorate(b.newTool(ro, files), opts))
+// ReadOnly returns the tools of set, a session's (New's, maybe with others
+// added), that a run which must change nothing in the worktree (a plan) is
+// offered: the built-in tools that do not write, the same instances (a file
+// read while planning counts as read for edit afterwards), except bash, which
+// is a new one over ws.ReadOnly() and sees the worktree read-only in the
+// sandbox. Any other tool (an MCP server's) is left out: nothing says it
+// writes nothing. Under a sandbox that confines nothing (sandbox.None) only
+// the missing tools hold.
+func ReadOnly(set []agent.Tool, ws *Workspace, opts Options) []agent.Tool {
+	var out []agent.Tool
+	for _, t := range set {
+		name := t.Spec().Name
+		i := slices.IndexFunc(builtins, func(b Builtin) bool { return b.Name == name })
+		switch {
+		case i < 0 || builtins[i].Writes:
+			continue
+		case name == BashName:
+			t = Decorate(NewBashTool(ws.ReadOnly()), opts)
 		}
+		out = append(out, t)
 	}
-	return s
+	return out
 }
 
 // Decorate wraps one tool as New does. The wrapped tool keeps its spec and
