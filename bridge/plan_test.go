@@ -173,7 +173,9 @@ func TestPlanIsReadOnlyAndApproveCarriesItOut(t *testing.T) {
 	if len(u) == 0 || !strings.Contains(u[len(u)-1], "Alice approved your plan. Carry out the plan above now") {
 		t.Errorf("the work's prompt: %q", u)
 	}
-	if !slices.ContainsFunc(work.Messages, func(m llmfake.Message) bool { return m.Role == "assistant" && strings.Contains(m.Content, "PLAN: 1. write a.txt") }) {
+	if !slices.ContainsFunc(work.Messages, func(m llmfake.Message) bool {
+		return m.Role == "assistant" && strings.Contains(m.Content, "PLAN: 1. write a.txt")
+	}) {
 		t.Error("the plan is not in the approved run's context")
 	}
 	if got := r.remote.Files(t, rec.Branch)["a.txt"]; got != "a" {
