@@ -94,6 +94,17 @@ func waitButtons(r *rig, bc *buttonChat, th chat.ThreadRef, ids ...string) strin
 	return id
 }
 
+// planMessages counts the thread's messages with the plan's buttons.
+func planMessages(r *rig, bc *buttonChat, th chat.ThreadRef) int {
+	n := 0
+	for _, m := range r.chat.Messages(th) {
+		if slices.Contains(bc.buttons(m.ID), "approve") {
+			n++
+		}
+	}
+	return n
+}
+
 func decisions(t *testing.T, r *rig, th chat.ThreadRef) []string {
 	t.Helper()
 	rec, err := r.thread(th)
@@ -211,6 +222,10 @@ func TestPlanFirstReviseAndCancel(t *testing.T) {
 	r.llm.Push(llmfake.TextReply("PLAN B"))
 	r.say(th, bob, "call it --verbose", false)
 	r.waitCount(th, "📝 Plan ready", 2)
+	r.flush()
+	if n := planMessages(r, bc, th); n != 1 {
+		t.Errorf("%d messages carry the plan's buttons after the revision, want the new plan's only", n)
+	}
 	req := r.lastRequest()
 	if got := toolNames(req); !slices.Equal(got, plannedTools) {
 		t.Errorf("the revision is offered %v, want %v", got, plannedTools)
