@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -132,7 +134,12 @@ func (e *slackEnv) planButtonsTS(root, old string) string {
 func TestSlackPlanFirstThenReviseAndApprove(t *testing.T) {
 	t.Parallel()
 	const mallory = "U0MALLORY"
-	e := newSlackFakes(t, withConfig(func(c *config.Config) { c.Agent.Approval = config.ApprovalPlan }))
+	e := newSlackFakes(t, withConfig(func(c *config.Config) {
+		c.Agent.Approval = config.ApprovalPlan
+		c.HTTP.Listen = "127.0.0.1:0"
+		c.HTTP.PublicURL = "http://pages.test"
+		c.HTTP.SessionKey = "e2e-session-key-0123456789abcdef0123"
+	}))
 	p := &planner{}
 	e.llm.Handle(p.handle)
 	e.start()
@@ -194,6 +201,31 @@ func TestSlackPlanFirstThenReviseAndApprove(t *testing.T) {
 	}
 	if n := len(e.slack.Ephemerals()); n != 1 {
 		t.Errorf("notes = %d, want the one refusal", n)
+	}
+
+	// The session page shows who decided what.
+	e.waitText(slackChan, root, "|full session>")
+	var link []string
+	for _, m := range e.botMessages(slackChan, root) {
+		if l := pageLinkRe.FindStringSubmatch(m.Text); l != nil {
+			link = l
+		}
+	}
+	if link == nil {
+		t.Fatalf("no session page link:\n%s", e.transcript(slackChan, root))
+	}
+	code, body := opstest.Get(t, "http://"+e.m.HTTPAddr()+link[1])
+	if code != http.StatusOK {
+		t.Fatalf("GET the page = %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		"plan offered for approval, requested by <strong>alice</strong>: <q>add a file</q>",
+		"revision asked for by <strong>alice</strong>",
+		"plan approved by <strong>alice</strong>",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }
 
