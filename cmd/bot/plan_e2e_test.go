@@ -15,8 +15,8 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
-	"github.com/threadsmith/threadsmith/ops/opstest"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+	"github.com/threadsmith/threadsmith/ops/opstest"
 	"github.com/threadsmith/threadsmith/storage"
 )
 
