@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +279,58 @@ func TestPlanApproveAfterTheOwnerWasEvicted(t *testing.T) {
 		t.Errorf("c.txt on the remote = %q", got)
 	}
 	if got, want := decisions(t, r, th), []string{"plan:Alice", "approve:Alice"}; !slices.Equal(got, want) {
+		t.Errorf("decisions %v, want %v", got, want)
+	}
+}
+
+// Cancel while the plan is being made stops its run: no plan waits after it,
+// and the session has its own tools again. !plan sent while a run goes on
+// waits for that run's end and then plans.
+func TestPlanCancelWhileMakingAndPlanWhileRunning(t *testing.T) {
+	r, _ := planRig(t, false)
+	g := newGate(t)
+	var n atomic.Int32
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g.hold()
+		}
+		return llmfake.TextReply("reply " + strings.Join(toolNames(req), ","))
+	})
+	th := testThread("130.4")
+	r.say(th, alice, "!plan add d.txt", true)
+	r.waitArrived(g)
+	r.say(th, bob, "!cancel", false)
+	r.waitUntil("bob's note", func() bool { return len(r.chat.Whispers()) == 1 })
+	r.say(th, alice, "!cancel", false)
+	r.waitText(th, "🚫 Plan cancelled by `Alice`.")
+	g.release()
+	r.waitRuns(th, 1)
+	r.say(th, alice, "!approve", false)
+	r.waitText(th, "No plan waits for approval here")
+
+	// A request runs with every tool; a !plan sent meanwhile plans after it.
+	g2 := newGate(t)
+	n.Store(0)
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if n.Add(1) == 1 {
+			g2.hold()
+		}
+		return llmfake.TextReply("reply " + strings.Join(toolNames(req), ","))
+	})
+	r.say(th, alice, "what is in main.go?", false)
+	r.waitArrived(g2)
+	r.say(th, alice, "!plan add e.txt", false)
+	g2.release()
+	r.waitText(th, "📝 Plan ready")
+	reqs := r.requests()
+	last := reqs[len(reqs)-1]
+	if got := toolNames(last); !slices.Equal(got, plannedTools) {
+		t.Errorf("the held !plan was offered %v, want %v", got, plannedTools)
+	}
+	if got := toolNames(reqs[len(reqs)-2]); !slices.Contains(got, "write") {
+		t.Errorf("the request before it was offered %v, want every tool (the cancelled plan gave them back)", got)
+	}
+	if got, want := decisions(t, r, th), []string{"cancel:Alice", "plan:Alice"}; !slices.Equal(got, want) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 }
