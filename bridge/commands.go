@@ -149,6 +149,35 @@ func init() {
 			run:  (*thread).pushCommand,
 		},
 		{
+			// A request to the model, made read-only (plan.go).
+			CommandSpec: chat.CommandSpec{Name: "plan",
+				Help:        "`!plan <request>` — look around read-only and propose a plan, to approve, revise or cancel before I change anything",
+				Description: "Propose a plan (read-only) to approve before any change",
+				Arg:         &chat.CommandArg{Name: "request", Description: "What to plan", Placeholder: "request", Required: true}},
+			mode: storage.ModePrompt,
+		},
+		{
+			// Starts the approved plan's run (plan.go).
+			CommandSpec: chat.CommandSpec{Name: "approve",
+				Help:        "`!approve` — carry out the plan waiting (the requester or an approver)",
+				Description: "Carry out the plan waiting for approval"},
+			mode: storage.ModePrompt,
+		},
+		{
+			CommandSpec: chat.CommandSpec{Name: "revise",
+				Help:        "`!revise` — make the plan again with your next message as feedback (the requester or an approver)",
+				Description: "Make the plan again with your next message as feedback"},
+			mode: storage.ModeCommand,
+			run:  (*thread).reviseCommand,
+		},
+		{
+			CommandSpec: chat.CommandSpec{Name: "cancel",
+				Help:        "`!cancel` — drop the plan waiting for approval (the requester or an approver)",
+				Description: "Drop the plan waiting for approval"},
+			mode: storage.ModeCommand,
+			run:  (*thread).cancelCommand,
+		},
+		{
 			CommandSpec: chat.CommandSpec{Name: "link",
 				Help:        "`!link` — a fresh link to this session's web page (everything it did, in full)",
 				Description: "A fresh link to this session's web page"},

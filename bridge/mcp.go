@@ -209,8 +209,8 @@ func (t *thread) sessionTools() []agent.Tool {
 // refreshTools hands the session the current tools (an MCP server's list
 // changed).
 func (t *thread) refreshTools() {
-	if t.sess == nil {
-		return
+	if t.sess == nil || t.planTools != nil {
+		return // a plan run has the read-only tools: its end refreshes them
 	}
 	// The built-in tools stay the session's own: they share the record of
 	// what the session has read, which edit checks (new ones would forget

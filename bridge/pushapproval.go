@@ -28,6 +28,9 @@ type Approval struct {
 	// Push keeps a run's commits in the workspace until a requester or an
 	// approver says Push.
 	Push bool
+	// Plan plans every new request read-only first; the work starts when
+	// the requester or an approver says Approve (plan.go).
+	Plan bool
 	// Approvers are the chat user ids who may approve besides the
 	// requester.
 	Approvers []string
@@ -118,6 +121,7 @@ func (t *thread) pushCommand(c commandCall) {
 		name = c.author.ID
 	}
 	t.log.Info("push approved", "user", c.author.ID)
+	t.recordDecision(storage.DecisionPush, c.author, t.ws.Branch())
 	t.queuePush(&pushJob{request: request, committed: true, approvedBy: name})
 }
 

@@ -54,6 +54,9 @@ func TestPushApprovalByAnApprover(t *testing.T) {
 	if n := len(r.chat.Whispers()); n != 1 {
 		t.Errorf("notes = %d, want bob's only", n)
 	}
+	if got := decisions(t, r, th); !slices.Equal(got, []string{"push:Carol"}) {
+		t.Errorf("decisions %v, want carol's push", got)
+	}
 }
 
 // In a repository that pushes by itself, !push says so and does nothing.

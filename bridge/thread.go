@@ -30,6 +30,7 @@ import (
 //     after it, its end, timeout and push results reaching the owner as
 //     messages.
 //   - rendering (thread_render.go, view.go, saver.go): what the thread shows.
+//   - planning (plan.go): a plan being made or waiting for a decision.
 //
 // The rest is the session and its workspace, set up by open (session.go),
 // and the thread's lease when the bridge is a replica (lease.go).
@@ -45,6 +46,7 @@ type thread struct {
 	routing
 	lifecycle
 	rendering
+	planning
 
 	// Replicas (lease.go). lease is the thread's lease while this replica
 	// holds it: the one replica state read off the owner (the outbox's

@@ -222,7 +222,20 @@ func (t *thread) takeAck(id string) (queuedAck, bool) {
 // the one going as queued or steering input, or is a command answered here.
 func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	ctx := t.b.ctx
+	step, ok := t.planRoute(pi, c, slot)
+	if !ok {
+		return // answered, or held for the next run
+	}
 	text, images := t.prepareInput(ctx, pi.in)
+	if step.kind != planNone {
+		// The model gets the step's prompt; the command word, if any, is
+		// not part of what is planned.
+		if name, args := commandWord(text); name != "" && name == c.name {
+			text = args
+		}
+		text = step.prompt(text)
+		c = inputClass{name: c.name, startsRun: true}
+	}
 	author := pi.in.Author
 	t.requester = &author
 	if slot {
@@ -240,7 +253,20 @@ func (t *thread) deliver(pi *pendingInput, c inputClass, slot bool) {
 	// session settled already (its idle event is still to come), Start
 	// starts nothing, and the input starts the next run.
 	opts.Join = c.startsRun && t.running()
+	if step.kind == planMake {
+		t.planStarting(pi.id)
+	}
 	out, text, behavior, err := t.prompt(ctx, pi, c, text, opts)
+	if step.kind == planMake {
+		if out == agent.Started {
+			t.planStarted(step, pi.id)
+		} else {
+			t.giveToolsBack()
+		}
+	}
+	if step.request != "" {
+		text = step.request // what the run is for: its commit message and title
+	}
 	if out != agent.Started && slot {
 		t.releaseSlot()
 	}

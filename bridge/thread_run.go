@@ -230,7 +230,8 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	t.saver.flush()
 	// The run stays open in storage until its work is on the remote: a crash
 	// before that leaves it interrupted, and the next start pushes it.
-	if !push || !t.commitRun(ctx, r, outcome) {
+	planned := t.planRunEnded(r, outcome)
+	if !push || planned || !t.commitRun(ctx, r, outcome) {
 		t.endRunRecord(ctx, r.id, outcome)
 	}
 	// Input that arrived while a stopped run wound down starts the next one.

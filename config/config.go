@@ -165,10 +165,26 @@ func (l LLM) ModelNames() []string {
 	return names
 }
 
+// PlanFirst says whether the threads of repository repo plan a new request
+// first: its approval, else agent.approval.
+func (c *Config) PlanFirst(repo string) bool {
+	mode := c.Agent.Approval
+	for _, r := range c.Workspace.Repos {
+		if r.Name == repo && r.Approval != "" {
+			mode = r.Approval
+		}
+	}
+	return mode == ApprovalPlan
+}
+
 // Agent configures every session (docs/agent.md).
 type Agent struct {
 	// BusyMode is how a plain message to a busy session is queued.
 	BusyMode BusyMode `yaml:"busy_mode"`
+	// Approval is none or plan: with plan every new request in a thread is
+	// planned read-only first, and carried out when the requester or an
+	// approver says Approve. A repository's approval overrides it.
+	Approval ApprovalMode `yaml:"approval"`
 	// SteerMode and FollowUpMode say how many queued messages one poll delivers.
 	SteerMode    QueueMode  `yaml:"steer_mode"`
 	FollowUpMode QueueMode  `yaml:"follow_up_mode"`
@@ -361,6 +377,8 @@ type Repo struct {
 	// Approvers are the chat user ids (Slack, Discord) who may approve the
 	// thread's work besides its requester.
 	Approvers []string `yaml:"approvers"`
+	// Approval is none or plan (see Agent.Approval); empty: agent.approval.
+	Approval ApprovalMode `yaml:"approval"`
 }
 
 // Slack configures the Slack adapter.
@@ -502,6 +520,7 @@ func Default() Config {
 		},
 		Agent: Agent{
 			BusyMode:     BusyFollowUp,
+			Approval:     ApprovalNone,
 			SteerMode:    OneAtATime,
 			FollowUpMode: OneAtATime,
 			Retry:        Retry{Enabled: true, MaxRetries: 3, BaseDelay: 2 * time.Second, MaxDelay: 60 * time.Second},

@@ -244,6 +244,33 @@ func (m *PushMode) UnmarshalText(b []byte) error {
 // valid accepts "" too: a config built in code means the default, auto.
 func (m PushMode) valid() bool { return m == "" || m == PushAuto || m == PushApprove }
 
+// ApprovalMode is agent.approval and workspace.repos[].approval: whether a
+// new request in a thread is planned first, its plan waiting for approval.
+type ApprovalMode string
+
+const (
+	// ApprovalNone runs a request at once.
+	ApprovalNone ApprovalMode = "none"
+	// ApprovalPlan plans a new request read-only first; the work starts when
+	// the requester or an approver says Approve.
+	ApprovalPlan ApprovalMode = "plan"
+)
+
+// UnmarshalText accepts the modes in any case.
+func (m *ApprovalMode) UnmarshalText(b []byte) error {
+	switch s := ApprovalMode(strings.ToLower(string(b))); s {
+	case ApprovalNone, ApprovalPlan:
+		*m = s
+	default:
+		*m = ApprovalMode(b)
+	}
+	return nil
+}
+
+// valid accepts "" too: agent.approval's default (none), and for a
+// repository agent.approval's value.
+func (m ApprovalMode) valid() bool { return m == "" || m == ApprovalNone || m == ApprovalPlan }
+
 // Provider is the API a model endpoint speaks (llm.provider, llm.models[].provider).
 type Provider string
 

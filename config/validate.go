@@ -242,6 +242,9 @@ func (c *Config) validateAgent(v *collector) {
 	if !a.BusyMode.valid() {
 		v.add("agent.busy_mode", fmt.Sprintf("must be followUp or steer (got %q)", a.BusyMode))
 	}
+	if !a.Approval.valid() {
+		v.add("agent.approval", fmt.Sprintf("must be none or plan (got %q)", a.Approval))
+	}
 	if !a.SteerMode.valid() {
 		v.add("agent.steer_mode", fmt.Sprintf("must be one-at-a-time or all (got %q)", a.SteerMode))
 	}
@@ -341,6 +344,9 @@ func (c *Config) validateWorkspace(v *collector) {
 		}
 		if !r.Push.valid() {
 			v.add(key+"push", fmt.Sprintf("must be auto or approve (got %q)", r.Push))
+		}
+		if !r.Approval.valid() {
+			v.add(key+"approval", fmt.Sprintf("must be none or plan (got %q)", r.Approval))
 		}
 		for j, a := range r.Approvers {
 			if strings.TrimSpace(a) == "" {

@@ -186,6 +186,18 @@ type PushStore interface {
 	LastPush(ctx context.Context, threadID int64) (Push, error)
 }
 
+// DecisionStore keeps the decisions people made in threads: plans offered,
+// approved, revised and cancelled, pushes approved.
+type DecisionStore interface {
+	// RecordDecision stores a decision (its At is the store's clock) and
+	// returns its id. An unknown kind or an empty user id is refused; an
+	// unknown thread is ErrNotFound. It is not fenced: a decision a person
+	// made is recorded whichever replica heard it.
+	RecordDecision(ctx context.Context, d Decision) (int64, error)
+	// ThreadDecisions returns the thread's decisions, oldest first.
+	ThreadDecisions(ctx context.Context, threadID int64) ([]Decision, error)
+}
+
 // UsageStore sums token usage and cost, as the replies' messages recorded
 // them.
 type UsageStore interface {
@@ -235,7 +247,8 @@ type HistoryStore interface {
 	ThreadInbound(ctx context.Context, threadID int64) ([]Inbound, error)
 	// ThreadVersion is a cheap fingerprint of what a thread's record shows:
 	// it changes when an entry is appended to its current session, a
-	// session, run or push begins or ends, or input arrives or is delivered.
+	// session, run or push begins or ends, a decision is recorded, or input
+	// arrives or is delivered.
 	// A page following the thread polls it and re-reads the record only when
 	// it changed.
 	ThreadVersion(ctx context.Context, threadID int64) (string, error)
@@ -304,7 +317,7 @@ type RetentionStore interface {
 	ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]Thread, error)
 	// DeleteThread deletes the thread and every record of it — sessions and
 	// their entries, input, runs and their usage, posted messages, pending
-	// posts, pushes, its lease — in one transaction, if it is still expired
+	// posts, pushes, decisions, its lease — in one transaction, if it is still expired
 	// at cutoff when the transaction holds it; deleted says whether it was.
 	// An unknown thread is not deleted (false, nil). A thread deleted is
 	// forgotten: input in the same chat thread later creates a new one. The
@@ -339,6 +352,7 @@ type Store interface {
 	RunStore
 	OutboundStore
 	PushStore
+	DecisionStore
 	UsageStore
 	RunUsageStore
 	HistoryStore

@@ -55,6 +55,7 @@ type Store interface {
 	ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error)
 	ThreadRunUsage(ctx context.Context, threadID int64) (map[int64]storage.RunUsage, error)
 	ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error)
+	ThreadDecisions(ctx context.Context, threadID int64) ([]storage.Decision, error)
 	ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbound, error)
 	ThreadVersion(ctx context.Context, threadID int64) (string, error)
 	LoadEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error)

@@ -44,7 +44,7 @@ type page struct {
 // its key and is replaced where it is.
 type item struct {
 	Key  string
-	Kind string // session, run, prompt, assistant, thinking, tool, error, compaction, model, push, note
+	Kind string // session, run, prompt, assistant, thinking, tool, error, compaction, model, push, decision, note
 	At   time.Time
 
 	Author string
@@ -137,6 +137,10 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 	if err != nil {
 		return nil, err
 	}
+	decisions, err := st.ThreadDecisions(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
 	inbound, err := st.ThreadInbound(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -204,9 +208,10 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		}
 		p.Items = append(p.Items, &item{Key: fmt.Sprintf("run-%d", run.ID), Kind: "run", At: run.StartedAt, Run: cur})
 	}
-	nextPush := 0
-	// flushUntil places the runs not tied to a prompt and the pushes that
-	// happened before t, by time: neither has a place in the transcript.
+	nextPush, nextDecision := 0, 0
+	// flushUntil places the runs not tied to a prompt, the pushes and the
+	// decisions that happened before t, by time: none has a place in the
+	// transcript.
 	flushUntil := func(t time.Time) {
 		for {
 			var runAt, pushAt time.Time
@@ -221,6 +226,10 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 				pushAt = pushes[nextPush].At
 			}
 			switch {
+			case nextDecision < len(decisions) && !decisions[nextDecision].At.After(t) &&
+				(ri < 0 || decisions[nextDecision].At.Before(runAt)) && (nextPush >= len(pushes) || !decisions[nextDecision].At.After(pushAt)):
+				p.Items = append(p.Items, decisionItem(r, decisions[nextDecision]))
+				nextDecision++
 			case ri >= 0 && !runAt.After(t) && (nextPush >= len(pushes) || !runAt.After(pushAt)):
 				addRun(runs[ri])
 			case nextPush < len(pushes) && !pushAt.After(t):
@@ -311,6 +320,27 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		}
 	}
 	return p, nil
+}
+
+// decisionItem is one decision of the thread: who decided what, and when.
+func decisionItem(r *strings.Replacer, d storage.Decision) *item {
+	who := r.Replace(firstNonEmpty(d.UserName, d.UserID))
+	it := &item{Key: "decision-" + strconv.FormatInt(d.ID, 10), Kind: "decision", At: d.At, Result: string(d.Kind), Author: who, Detail: r.Replace(d.Detail)}
+	switch d.Kind {
+	case storage.DecisionPlan:
+		it.Text = "📝 plan offered for approval, requested by"
+	case storage.DecisionApprove:
+		it.Text = "✅ plan approved by"
+	case storage.DecisionRevise:
+		it.Text = "✏️ revision asked for by"
+	case storage.DecisionCancel:
+		it.Text = "🚫 plan cancelled by"
+	case storage.DecisionPush:
+		it.Text = "⬆️ push approved by"
+	default:
+		it.Text = r.Replace(string(d.Kind)) + " by"
+	}
+	return it
 }
 
 // messageItems adds the items of one message.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/sandbox"
 	"github.com/threadsmith/threadsmith/sandbox/sandboxtest"
 )
@@ -140,4 +142,72 @@ func TestBashDescriptionSaysWhatTheSandboxAllows(t *testing.T) {
 	if none := NewBashTool(newTestWorkspace(t, WorkspaceConfig{}).Workspace).Spec().Description; strings.Contains(none, "sandbox") {
 		t.Errorf("unsandboxed:\n%s", none)
 	}
+}
+
+// The read-only tools of a session (a plan's) have none that writes nor any
+// tool that is not built in, and their bash, in the sandbox, cannot change
+// the worktree however it tries; the full set's bash still can, and a file
+// read while planning counts as read for edit afterwards.
+func TestReadOnlySetCannotChangeTheWorktree(t *testing.T) {
+	tw := newSandboxedWorkspace(t, WorkspaceConfig{})
+	writeTree(t, tw.root, map[string]string{"main.go": "package main\n"})
+	gitCommitAll(t, tw.root)
+	all := New(tw.Workspace, Options{})
+	extra := Decorate(NewLsTool(tw.Workspace), Options{})
+	ro := ReadOnly(append(all, renamed{extra, "srv__ls"}), tw.Workspace, Options{})
+	var names []string
+	for _, tl := range ro {
+		names = append(names, tl.Spec().Name)
+	}
+	if want := []string{ReadName, BashName, GrepName, FindName, LsName}; !slices.Equal(names, want) {
+		t.Errorf("read-only tools %v, want %v", names, want)
+	}
+	byName := func(ts []agent.Tool, name string) agent.Tool {
+		for _, tl := range ts {
+			if tl.Spec().Name == name {
+				return tl
+			}
+		}
+		t.Fatalf("no %s tool", name)
+		return nil
+	}
+	res := call(t, byName(ro, BashName), map[string]any{"command": `
+		(echo changed >> main.go) 2>&1; (echo new > planted.txt) 2>&1; (rm -f main.go) 2>&1; (mkdir sub) 2>&1
+		cat main.go; echo scratch > "$HOME/note" && cat "$HOME/note"`})
+	out := textOf(res)
+	if !strings.Contains(out, "package main") || !strings.Contains(out, "scratch") {
+		t.Errorf("the read-only bash cannot read the worktree or write its home:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tw.root, "main.go")); string(b) != "package main\n" {
+		t.Errorf("main.go = %q after the read-only bash", b)
+	}
+	for _, p := range []string{"planted.txt", "sub"} {
+		if _, err := os.Lstat(filepath.Join(tw.root, p)); err == nil {
+			t.Errorf("the read-only bash made %s", p)
+		}
+	}
+	res = call(t, byName(ro, ReadName), map[string]any{"path": "main.go"})
+	if res.IsError {
+		t.Fatalf("read: %s", textOf(res))
+	}
+	res = call(t, byName(all, EditName), map[string]any{"path": "main.go", "oldText": "package main", "newText": "package app"})
+	if res.IsError {
+		t.Errorf("edit after a read-only read: %s", textOf(res))
+	}
+	res = call(t, byName(all, BashName), map[string]any{"command": "echo new > made.txt && cat made.txt"})
+	if res.IsError || !strings.Contains(textOf(res), "new") {
+		t.Errorf("the full set's bash cannot write: %s", textOf(res))
+	}
+}
+
+// renamed is a tool under another name (an MCP server's, to ReadOnly).
+type renamed struct {
+	agent.Tool
+	name string
+}
+
+func (r renamed) Spec() llm.ToolSpec {
+	s := r.Tool.Spec()
+	s.Name = r.name
+	return s
 }

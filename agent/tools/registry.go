@@ -33,7 +33,9 @@ const DefaultMaxResultBytes = 64 << 10
 type Builtin struct {
 	Name     string
 	MainArgs []string
-	newTool  func(ws *Workspace, files *ReadTracker) agent.Tool
+	// Writes says the tool changes files: it is left out of ReadOnly sets.
+	Writes  bool
+	newTool func(ws *Workspace, files *ReadTracker) agent.Tool
 }
 
 // builtins is the one list of the built-in tools, in the order the model is
@@ -43,8 +45,8 @@ type Builtin struct {
 var builtins = []Builtin{
 	{Name: ReadName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewReadTool(ws, f) }},
 	{Name: BashName, MainArgs: []string{"command"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewBashTool(ws) }},
-	{Name: EditName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewEditTool(ws, f) }},
-	{Name: WriteName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewWriteTool(ws, f) }},
+	{Name: EditName, MainArgs: []string{"path"}, Writes: true, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewEditTool(ws, f) }},
+	{Name: WriteName, MainArgs: []string{"path"}, Writes: true, newTool: func(ws *Workspace, f *ReadTracker) agent.Tool { return NewWriteTool(ws, f) }},
 	{Name: GrepName, MainArgs: []string{"pattern", "path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewGrepTool(ws) }},
 	{Name: FindName, MainArgs: []string{"pattern", "path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewFindTool(ws) }},
 	{Name: LsName, MainArgs: []string{"path"}, newTool: func(ws *Workspace, _ *ReadTracker) agent.Tool { return NewLsTool(ws) }},
@@ -109,6 +111,30 @@ func New(ws *Workspace, opts Options) []agent.Tool {
 		tools[i] = Decorate(b.newTool(ws, files), opts)
 	}
 	return tools
+}
+
+// ReadOnly returns the tools of set, a session's (New's, maybe with others
+// added), that a run which must change nothing in the worktree (a plan) is
+// offered: the built-in tools that do not write, the same instances (a file
+// read while planning counts as read for edit afterwards), except bash, which
+// is a new one over ws.ReadOnly() and sees the worktree read-only in the
+// sandbox. Any other tool (an MCP server's) is left out: nothing says it
+// writes nothing. Under a sandbox that confines nothing (sandbox.None) only
+// the missing tools hold.
+func ReadOnly(set []agent.Tool, ws *Workspace, opts Options) []agent.Tool {
+	var out []agent.Tool
+	for _, t := range set {
+		name := t.Spec().Name
+		i := slices.IndexFunc(builtins, func(b Builtin) bool { return b.Name == name })
+		switch {
+		case i < 0 || builtins[i].Writes:
+			continue
+		case name == BashName:
+			t = Decorate(NewBashTool(ws.ReadOnly()), opts)
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // Decorate wraps one tool as New does. The wrapped tool keeps its spec and

@@ -208,6 +208,22 @@ func (w *Workspace) bashMounts() []sandbox.Mount {
 	return append(slices.Clip(w.mounts), w.extra()...)
 }
 
+// ReadOnly is a view of the workspace whose bash sees the worktree
+// read-only (its home, temporary folder and cache stay writable): the
+// workspace of runs that must not change the worktree. It shares w's open
+// folders; close w, never the view. A sandbox that confines nothing
+// (sandbox.None) ignores mounts, and bash may write all the same.
+func (w *Workspace) ReadOnly() *Workspace {
+	v := *w
+	v.mounts = slices.Clone(w.mounts)
+	for i, m := range v.mounts {
+		if m.Path == w.repo.abs {
+			v.mounts[i].Access = sandbox.ReadOnly
+		}
+	}
+	return &v
+}
+
 // Sandbox is what bash runs in.
 func (w *Workspace) Sandbox() *sandbox.Sandbox { return w.sandbox }
 

@@ -5,14 +5,13 @@ import (
 	"github.com/threadsmith/threadsmith/config"
 )
 
-// approvals maps workspace.repos[].push and approvers onto the bridge's
-// settings, by repo name; a repository that waits for nothing has no entry.
+// approvals maps workspace.repos[].push, approval (or agent.approval) and
+// approvers onto the bridge's settings, by repo name: every repository has
+// an entry, since its approvers may decide on plans too.
 func approvals(cfg *config.Config) map[string]bridge.Approval {
 	out := map[string]bridge.Approval{}
 	for _, r := range cfg.Workspace.Repos {
-		if r.Push == config.PushApprove {
-			out[r.Name] = bridge.Approval{Push: true, Approvers: r.Approvers}
-		}
+		out[r.Name] = bridge.Approval{Push: r.Push == config.PushApprove, Plan: cfg.PlanFirst(r.Name), Approvers: r.Approvers}
 	}
 	return out
 }

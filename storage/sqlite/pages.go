@@ -139,7 +139,7 @@ func (db *DB) ThreadInbound(ctx context.Context, threadID int64) ([]storage.Inbo
 
 // ThreadVersion implements storage.Store.
 func (db *DB) ThreadVersion(ctx context.Context, threadID int64) (string, error) {
-	var seq, sessions, runs, ended, pushes, pending, inbound int64
+	var seq, sessions, runs, ended, pushes, pending, inbound, decisions int64
 	err := db.r.QueryRowContext(ctx, `SELECT
 		(SELECT coalesce(max(e.seq), -1) FROM entries e JOIN threads t ON e.session_id = t.session_id WHERE t.id = ?1),
 		(SELECT count(*) FROM sessions WHERE thread_id = ?1),
@@ -147,10 +147,11 @@ func (db *DB) ThreadVersion(ctx context.Context, threadID int64) (string, error)
 		(SELECT count(*) FROM runs WHERE thread_id = ?1 AND ended_at IS NOT NULL),
 		(SELECT count(*) FROM pushes WHERE thread_id = ?1),
 		(SELECT count(*) FROM inbound WHERE thread_id = ?1 AND state IN ('received', 'queued')),
-		(SELECT count(*) FROM inbound WHERE thread_id = ?1)`, threadID).
-		Scan(&seq, &sessions, &runs, &ended, &pushes, &pending, &inbound)
+		(SELECT count(*) FROM inbound WHERE thread_id = ?1),
+		(SELECT count(*) FROM decisions WHERE thread_id = ?1)`, threadID).
+		Scan(&seq, &sessions, &runs, &ended, &pushes, &pending, &inbound, &decisions)
 	if err != nil {
 		return "", opError("thread version", err)
 	}
-	return fmt.Sprint(seq, "/", sessions, "/", runs, "/", ended, "/", pushes, "/", pending, "/", inbound), nil
+	return fmt.Sprint(seq, "/", sessions, "/", runs, "/", ended, "/", pushes, "/", pending, "/", inbound, "/", decisions), nil
 }

@@ -45,6 +45,9 @@ func testRetention(t *testing.T, s *suite) {
 	if _, err := s.db.RecordPush(s.ctx, storage.Push{ThreadID: old.ID, Branch: "ts/a", SHA: "abc", Result: storage.PushOK}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: old.ID, Kind: storage.DecisionApprove, UserID: "U1"}); err != nil {
+		t.Fatal(err)
+	}
 	l, ok := s.acquire(old.ID, "me", time.Minute)
 	if !ok {
 		t.Fatal("lease not acquired")
@@ -119,6 +122,9 @@ func testRetention(t *testing.T, s *suite) {
 	wantErr(t, "GetInbound after deletion", err, storage.ErrNotFound)
 	_, err = s.db.LastPush(s.ctx, old.ID)
 	wantErr(t, "LastPush after deletion", err, storage.ErrNotFound)
+	if ds, err := s.db.ThreadDecisions(s.ctx, old.ID); err != nil || len(ds) != 0 {
+		t.Errorf("ThreadDecisions after deletion = %+v, %v", ds, err)
+	}
 	_, err = s.db.RunUsageOf(s.ctx, run)
 	wantErr(t, "RunUsageOf after deletion", err, storage.ErrNotFound)
 	if ps, err := s.db.UnpostedPosts(s.ctx); err != nil || len(ps) != 1 || ps[0].ThreadID != unposted.ID {

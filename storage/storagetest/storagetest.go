@@ -73,6 +73,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"InterruptRuns", testInterruptRuns},
 		{"Outbound", testOutbound},
 		{"Pushes", testPushes},
+		{"Decisions", testDecisions},
 		{"Usage", testUsage},
 		{"Pages", testPages},
 		{"AuthorThreadSummaries", testAuthorThreadSummaries},
@@ -879,6 +880,57 @@ func testPushes(t *testing.T, s *suite) {
 	wantErr(t, "RecordPush of an unknown thread", err, storage.ErrNotFound)
 }
 
+func testDecisions(t *testing.T, s *suite) {
+	th := s.thread("slack", "1.0")
+	other := s.thread("slack", "2.0")
+	if ds, err := s.db.ThreadDecisions(s.ctx, th.ID); err != nil || len(ds) != 0 {
+		t.Errorf("ThreadDecisions before any = %+v, %v", ds, err)
+	}
+	want := []storage.Decision{
+		{ThreadID: th.ID, SessionID: "s1", Kind: storage.DecisionPlan, UserID: "U1", UserName: "Alice", Detail: "add a flag"},
+		{ThreadID: th.ID, SessionID: "s1", Kind: storage.DecisionRevise, UserID: "U2", UserName: "Bob", Detail: "smaller, please"},
+		{ThreadID: th.ID, SessionID: "s1", Kind: storage.DecisionApprove, UserID: "U1", UserName: "Alice"},
+		{ThreadID: th.ID, Kind: storage.DecisionPush, UserID: "U1", Detail: "ts/a"},
+		{ThreadID: th.ID, Kind: storage.DecisionCancel, UserID: "U2", UserName: "Bob\x00"},
+	}
+	for i, d := range want {
+		if i == 2 {
+			if _, err := s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: other.ID, Kind: storage.DecisionCancel, UserID: "U9"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.clock.Advance(time.Second)
+		want[i].At = s.clock.Now().Truncate(time.Millisecond)
+		id, err := s.db.RecordDecision(s.ctx, d)
+		if err != nil {
+			t.Fatalf("RecordDecision(%s): %v", d.Kind, err)
+		}
+		want[i].ID = id
+	}
+	got, err := s.db.ThreadDecisions(s.ctx, th.ID)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ThreadDecisions = %+v, %v; want %d", got, err, len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Kind == storage.DecisionCancel {
+			w.UserName = g.UserName // a NUL need not survive every backend
+		}
+		if g.ID != w.ID || g.ThreadID != w.ThreadID || g.SessionID != w.SessionID || g.Kind != w.Kind ||
+			g.UserID != w.UserID || g.UserName != w.UserName || g.Detail != w.Detail || g.At.Before(w.At) || g.At.After(w.At.Add(500*time.Millisecond)) {
+			t.Errorf("decision %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if _, err := s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: th.ID, Kind: "veto", UserID: "U1"}); err == nil {
+		t.Error("RecordDecision of an unknown kind")
+	}
+	if _, err := s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: th.ID, Kind: storage.DecisionApprove}); err == nil {
+		t.Error("RecordDecision without a user")
+	}
+	_, err = s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: 99999, Kind: storage.DecisionApprove, UserID: "U1"})
+	wantErr(t, "RecordDecision of an unknown thread", err, storage.ErrNotFound)
+}
+
 func testUsage(t *testing.T, s *suite) {
 	th := s.thread("slack", "1.0")
 	other := s.thread("slack", "2.0")
@@ -1060,6 +1112,9 @@ func testThreadVersion(t *testing.T, s *suite) {
 	step("delivery", func() { s.db.MarkInbound(s.ctx, in, storage.InboundDelivered, "") })
 	step("the run's end", func() { s.db.FinishRun(s.ctx, run, storage.RunDone) })
 	step("a push", func() { s.db.RecordPush(s.ctx, storage.Push{ThreadID: th.ID, Branch: "b", Result: storage.PushOK}) })
+	step("a decision", func() {
+		s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: th.ID, Kind: storage.DecisionApprove, UserID: "U1"})
+	})
 	v1, _ := s.db.ThreadVersion(s.ctx, th.ID)
 	s.db.UpdateOutbound(s.ctx, 1, "x") // nothing the page shows
 	if v2, _ := s.db.ThreadVersion(s.ctx, th.ID); v1 != v2 {

@@ -101,6 +101,7 @@ var DeleteThreadStatements = []string{
 	`DELETE FROM outbound WHERE thread_id = $1`,
 	`DELETE FROM pending_posts WHERE thread_id = $1`,
 	`DELETE FROM pushes WHERE thread_id = $1`,
+	`DELETE FROM decisions WHERE thread_id = $1`,
 	`DELETE FROM runs WHERE thread_id = $1`,
 	`UPDATE threads SET session_id = NULL WHERE id = $1`,
 	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
