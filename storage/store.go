@@ -211,6 +211,19 @@ type RunUsageStore interface {
 	RunUsageOf(ctx context.Context, runID int64) (RunUsage, error)
 }
 
+// SpendStore sums what a person's requests cost, for budgets
+// (budget.per_user_daily).
+type SpendStore interface {
+	// AuthorSpend sums the usage of the runs that input of authorID on
+	// platform started: the runs that ended at or after since, with their
+	// recorded usage (RunUsageOf), and the runs still going, with the
+	// replies of theirs stored so far, on every thread and every replica. A
+	// run counts whole on the day it ends; a run no input started (0)
+	// counts for nobody. Cost is what the replies recorded: a reply of a
+	// model without a price adds tokens and nothing to Cost.
+	AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (Usage, error)
+}
+
 // HistoryStore reads a thread's whole record, for showing it: the list of
 // threads and, per thread, its sessions, runs, pushes and input. These only
 // read, and never wait for writers.
@@ -341,6 +354,7 @@ type Store interface {
 	PushStore
 	UsageStore
 	RunUsageStore
+	SpendStore
 	HistoryStore
 	OpsStore
 	PendingPostStore
