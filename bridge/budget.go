@@ -3,7 +3,7 @@ package bridge
 // Budgets (Config.Budget): what a person's requests may cost in a day (UTC)
 // and what a thread may cost, in the currency of the models' prices. Spend
 // is read from storage, so that it survives a restart and counts every
-// replica's runs: a person's from AuthorSpend, a thread's from ThreadUsage.
+// replica's runs: a person's from AuthorSpend, a thread's from ThreadSpend.
 // Input that would start a run is refused while a budget is used up
 // (refuseOverBudget, on the owner); a run is stopped before its next model
 // call once one is (the session's before-model-call hook, off the owner);
@@ -26,7 +26,7 @@ type Budget struct {
 	// PerUserDaily caps what the runs one person started cost in a day
 	// (UTC): a run counts whole on the day it ends.
 	PerUserDaily float64
-	// PerThread caps what one thread's replies cost, over all its sessions.
+	// PerThread caps what one thread's runs cost, over all its sessions.
 	PerThread float64
 }
 
@@ -59,7 +59,7 @@ func (b *Bridge) spendOf(ctx context.Context, threadID int64, platform, authorID
 		errs = append(errs, err)
 	}
 	if b.cfg.Budget.PerThread > 0 {
-		u, err := b.cfg.Store.ThreadUsage(ctx, threadID)
+		u, err := b.cfg.Store.ThreadSpend(ctx, threadID)
 		s.thread = u.Cost
 		errs = append(errs, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,7 +87,20 @@ func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, la
 // AuthorSpend implements storage.SpendStore: the ended runs' records and the
 // running runs' replies, read in one snapshot.
 func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (storage.Usage, error) {
-	const op = "author spend"
+	return db.spend(ctx, "author spend", `FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = $1 AND i.author_id = $2 AND `, []any{platform, authorID}, `r.ended_at >= $3`, since.UnixMilli())
+}
+
+// ThreadSpend implements storage.SpendStore, as AuthorSpend does.
+func (db *DB) ThreadSpend(ctx context.Context, threadID int64) (storage.Usage, error) {
+	return db.spend(ctx, "thread spend", `FROM runs r WHERE r.thread_id = $1 AND `, []any{threadID}, `r.ended_at IS NOT NULL`)
+}
+
+// spend sums the runs that from (a FROM clause and the start of a WHERE
+// that ends with AND, with its args) selects: those ended, as ended selects
+// them, by their run_usage records, and those running by their replies
+// stored so far, in one snapshot.
+func (db *DB) spend(ctx context.Context, op, from string, args []any, ended string, endedArgs ...any) (storage.Usage, error) {
 	if db.closed.Load() {
 		return storage.Usage{}, opError(op, storage.ErrClosed)
 	}
@@ -96,14 +110,12 @@ func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since 
 		err := tx.QueryRow(ctx, `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
 			coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
 			coalesce(sum(u.cost), 0)
-			FROM runs r JOIN run_usage u ON u.run_id = r.id JOIN inbound i ON i.id = r.inbound_id
-			WHERE r.ended_at >= $1 AND i.platform = $2 AND i.author_id = $3`, since.UnixMilli(), platform, authorID).
+			FROM run_usage u WHERE u.run_id IN (SELECT r.id `+from+ended+`)`, append(slices.Clone(args), endedArgs...)...).
 			Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id FROM runs r JOIN inbound i ON i.id = r.inbound_id
-			WHERE r.ended_at IS NULL AND i.platform = $1 AND i.author_id = $2`, platform, authorID)
+		rows, err := tx.Query(ctx, `SELECT r.id `+from+`r.ended_at IS NULL`, args...)
 		if err != nil {
 			return err
 		}

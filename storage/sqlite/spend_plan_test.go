@@ -16,8 +16,8 @@ func TestAuthorSpendReadsRunsByIndex(t *testing.T) {
 	openAt(t, path) // migrated
 	raw := rawDB(t, path)
 	rows, err := raw.Query(`EXPLAIN QUERY PLAN SELECT coalesce(sum(u.cost), 0)
-		FROM runs r JOIN run_usage u ON u.run_id = r.id JOIN inbound i ON i.id = r.inbound_id
-		WHERE r.ended_at >= 1 AND i.platform = 'slack' AND i.author_id = 'U1'`)
+		FROM run_usage u WHERE u.run_id IN (SELECT r.id FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = 'slack' AND i.author_id = 'U1' AND r.ended_at >= 1)`)
 	if err != nil {
 		t.Fatal(err)
 	}

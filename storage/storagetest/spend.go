@@ -10,6 +10,9 @@ import (
 	"github.com/threadsmith/threadsmith/storage"
 )
 
+// A thread's spend: every run of it, whoever asked, ended or going; what
+// no run wrote is not counted.
+//
 // A person's spend since a time: the runs their input started that ended
 // since then, whole, and the runs still going, with their replies so far, on
 // every thread; others' runs, runs no input started, runs that ended before
@@ -69,7 +72,16 @@ func testAuthorSpend(t *testing.T, s *suite) {
 		}
 		return u
 	}
+	threadSpend := func(ss *session) storage.Usage {
+		t.Helper()
+		u, err := s.db.ThreadSpend(s.ctx, ss.th.ID)
+		if err != nil {
+			t.Fatalf("ThreadSpend: %v", err)
+		}
+		return u
+	}
 	a, b := open("20.1"), open("20.2")
+	write(a, reply(4)) // before any run: no run's
 	finish(start(a, "U1", reply(0.5), reply(0.25)))
 	finish(start(b, "U2", reply(1)))
 	finish(start(a, "", reply(2))) // queued input: nobody's
@@ -89,6 +101,12 @@ func testAuthorSpend(t *testing.T, s *suite) {
 	if u := spend("discord", "U1", today.Add(-2*time.Hour)); u != (storage.Usage{}) {
 		t.Errorf("U1 of another platform = %+v, want nothing", u)
 	}
+	if u := threadSpend(b); u.Cost != 1.125 || u.Replies != 3 {
+		t.Errorf("thread b with a run going = %+v, want 1.125 over 3 replies", u)
+	}
+	if u := threadSpend(a); u.Cost != 2.75 || u.Replies != 3 {
+		t.Errorf("thread a = %+v, want 2.75 over 3 replies (every run's, whoever asked)", u)
+	}
 	if u := spend("slack", "U2", today); u != (storage.Usage{}) {
 		t.Errorf("U2 since after their run = %+v, want nothing (U1's run in U2's thread is U1's)", u)
 	}
@@ -98,9 +116,15 @@ func testAuthorSpend(t *testing.T, s *suite) {
 	if u := spend("slack", "U1", today); u != want {
 		t.Errorf("U1 after the run ended = %+v, want %+v (counted once)", u, want)
 	}
+	if u := threadSpend(b); u.Cost != 1.375 || u.Replies != 4 {
+		t.Errorf("thread b after the run ended = %+v, want 1.375 over 4 replies", u)
+	}
 	s.db.Close()
 	s.db = s.reopen()
 	if u := spend("slack", "U1", today); u != want {
 		t.Errorf("U1 after a reopen = %+v, want %+v", u, want)
+	}
+	if u, err := s.db.ThreadSpend(s.ctx, 99999); err != nil || u != (storage.Usage{}) {
+		t.Errorf("an unknown thread's spend = %+v, %v; want nothing", u, err)
 	}
 }
