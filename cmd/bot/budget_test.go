@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/config"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
@@ -73,5 +77,35 @@ func TestBudgetPerThreadStopsTheRunThatCrossesIt(t *testing.T) {
 	e.waitText(bobs, "bob's answer")
 	if tr := e.chat.Transcript(bobs); strings.Contains(tr, "budget is used up") {
 		t.Errorf("Bob's thread speaks of a budget used up:\n%s", tr)
+	}
+}
+
+// At start the bot logs its budgets, and warns for each model without a
+// price that the budgets cannot be enforced for it.
+func TestStartWarnsOfModelsBudgetsCannotCount(t *testing.T) {
+	t.Parallel()
+	llm := llmfake.New(t)
+	remote := gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n"}})
+	cfg := e2eConfig(t, llm, remote) // a loopback base_url: the model has no price
+	cfg.Budget.PerUserDaily = 5
+	var logs syncBuffer
+	m := NewMain()
+	m.Config = &cfg
+	m.Adapters = []chat.Adapter{chatfake.New("test", 3500)}
+	m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if l := lineWith(out, "budget: 5 a person a day"); !strings.Contains(l, "level=INFO") {
+		t.Errorf("the budgets are not logged at start:\n%s", out)
+	}
+	if l := lineWith(out, `cannot be enforced for model \"fake-model\"`); !strings.Contains(l, "level=WARN") {
+		t.Errorf("no warning that the budgets cannot count fake-model:\n%s", out)
 	}
 }
