@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,5 +109,22 @@ func TestStartWarnsOfModelsBudgetsCannotCount(t *testing.T) {
 	}
 	if l := lineWith(out, `cannot be enforced for model \"fake-model\"`); !strings.Contains(l, "level=WARN") {
 		t.Errorf("no warning that the budgets cannot count fake-model:\n%s", out)
+	}
+}
+
+// The console takes the llm, agent, workspace, sandbox and log parts of a
+// config file: a team's budgets do not cap someone at their terminal.
+func TestConsoleLeavesTheBudgetsOut(t *testing.T) {
+	repo, _ := consoleRepo(t)
+	path := filepath.Join(repo, "config.yaml")
+	if err := os.WriteFile(path, []byte("llm: {api_key: sk-local}\nbudget: {per_user_daily: 1, per_thread: 2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := consoleConfig(path, "", envOf())
+	if err != nil {
+		t.Fatalf("consoleConfig: %v", err)
+	}
+	if cfg.Budget.On() {
+		t.Errorf("the console's budgets = %+v, want none", cfg.Budget)
 	}
 }
