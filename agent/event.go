@@ -65,6 +65,11 @@ type TurnEnd struct {
 	ToolResults []llm.Message
 }
 
+// Halted says the run stops before its next model call because a
+// before-call hook refused it (Extension.BeforeModelCall): Reason is the
+// hook's error. agent_end follows; queued input stays queued.
+type Halted struct{ Reason string }
+
 // AgentEnd closes a run with the messages it added.
 type AgentEnd struct{ Messages []llm.Message }
 
@@ -137,6 +142,7 @@ func (ToolExecutionUpdate) Type() string { return "tool_execution_update" }
 func (ToolExecutionEnd) Type() string    { return "tool_execution_end" }
 func (TurnEnd) Type() string             { return "turn_end" }
 func (AgentEnd) Type() string            { return "agent_end" }
+func (Halted) Type() string              { return "halted" }
 func (AutoRetryStart) Type() string      { return "auto_retry_start" }
 func (AutoRetryEnd) Type() string        { return "auto_retry_end" }
 func (AutoCompactionStart) Type() string { return "auto_compaction_start" }
@@ -154,6 +160,7 @@ func (ToolExecutionUpdate) isEvent() {}
 func (ToolExecutionEnd) isEvent()    {}
 func (TurnEnd) isEvent()             {}
 func (AgentEnd) isEvent()            {}
+func (Halted) isEvent()              {}
 func (AutoRetryStart) isEvent()      {}
 func (AutoRetryEnd) isEvent()        {}
 func (AutoCompactionStart) isEvent() {}

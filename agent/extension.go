@@ -17,6 +17,13 @@ type Extension struct {
 	BeforeAgentStart func(ctx context.Context, ev BeforeAgentStart) BeforeAgentStartResult
 	// OnEvent sees every event, before external listeners, on the event queue.
 	OnEvent func(Event)
+	// BeforeModelCall is asked, on the run's goroutine, before each model
+	// call of a run but its first, once every event of the run so far is
+	// processed (stored, seen by listeners). An error stops the run there
+	// as Abort would, with no call made: the run ends with Halted (the
+	// error's text) and agent_end, and queued input stays queued for the
+	// next run.
+	BeforeModelCall func(ctx context.Context) error
 }
 
 // Input is what a person sent.

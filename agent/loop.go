@@ -52,6 +52,11 @@ type AgentConfig struct {
 	// has ended and before any of its tools runs. The session uses it to make the
 	// message durable first, so a crash mid-tool leaves a record of the call.
 	BeforeTools func()
+	// BeforeCall, when set, is asked before each model call of a run but
+	// its first (between model calls). An error stops the run there: no
+	// call is made, the input taken for it goes back to its queue, and the
+	// run ends with Halted (the error's text) and agent_end.
+	BeforeCall func(ctx context.Context) error
 	// Now is the clock for message timestamps (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -69,6 +74,7 @@ type Agent struct {
 	followUpMode QueueMode
 	emit         func(Event)
 	beforeTools  func()
+	beforeCall   func(ctx context.Context) error
 	now          func() time.Time
 	log          *slog.Logger
 
@@ -93,6 +99,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 		followUpMode: cfg.FollowUpMode,
 		emit:         cfg.Emit,
 		beforeTools:  cfg.BeforeTools,
+		beforeCall:   cfg.BeforeCall,
 		now:          cfg.Now,
 		log:          cfg.Logger,
 		modelName:    cfg.ModelName,
@@ -275,12 +282,15 @@ func (a *Agent) dequeue(q *[]llm.Message, mode QueueMode) []llm.Message {
 }
 
 // requeueSteer puts steer messages taken off the queue back at its front.
-func (a *Agent) requeueSteer(msgs []llm.Message) {
+func (a *Agent) requeueSteer(msgs []llm.Message) { a.requeue(&a.steer, msgs) }
+
+// requeue puts messages taken off q back at its front.
+func (a *Agent) requeue(q *[]llm.Message, msgs []llm.Message) {
 	if len(msgs) == 0 {
 		return
 	}
 	a.mu.Lock()
-	a.steer = append(slices.Clone(msgs), a.steer...)
+	*q = append(slices.Clone(msgs), *q...)
 	a.notifyQueueLocked()
 	a.mu.Unlock()
 }
@@ -360,10 +370,17 @@ func (a *Agent) deliver(m llm.Message) {
 // to deliver before the first model call.
 func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Message {
 	firstTurn := true
+	pendingQueue := &a.steer // the queue pending was taken from, after the first turn
 	for {
 		moreToolCalls := true
 		for moreToolCalls || len(pending) > 0 {
 			if !firstTurn {
+				if err := a.mayCall(ctx); err != nil {
+					a.requeue(pendingQueue, pending)
+					a.emit(Halted{Reason: err.Error()})
+					a.emit(AgentEnd{Messages: added})
+					return added
+				}
 				a.emit(TurnStart{})
 			}
 			firstTurn = false
@@ -400,6 +417,7 @@ func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Me
 				a.emit(AgentEnd{Messages: added})
 				return added
 			}
+			pendingQueue = &a.steer
 			if len(steered) > 0 {
 				pending = steered
 			} else {
@@ -407,13 +425,28 @@ func (a *Agent) loop(ctx context.Context, added, pending []llm.Message) []llm.Me
 			}
 		}
 		if f := a.dequeueFollowUp(); len(f) > 0 {
-			pending = f
+			pending, pendingQueue = f, &a.followUp
 			continue
 		}
 		break
 	}
 	a.emit(AgentEnd{Messages: added})
 	return added
+}
+
+// mayCall asks BeforeCall whether the next model call may be made; a hook
+// that panics lets it be made.
+func (a *Agent) mayCall(ctx context.Context) (err error) {
+	if a.beforeCall == nil {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("before-call hook panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = nil
+		}
+	}()
+	return a.beforeCall(ctx)
 }
 
 // streamReply makes one model call and returns the final assistant message, which

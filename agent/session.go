@@ -247,6 +247,7 @@ func New(cfg Config) (*Session, error) {
 		Messages:     restored.Messages,
 		Emit:         s.handle,
 		BeforeTools:  func() { _ = s.events.Wait(context.Background()) },
+		BeforeCall:   s.beforeCallHook(),
 		Now:          cfg.Now,
 		Logger:       s.log,
 	})
@@ -256,6 +257,34 @@ func New(cfg Config) (*Session, error) {
 		s.events.Add(queuedEvent{QueueUpdate{Steer: steer, FollowUp: followUp}, s.processFn})
 	})
 	return s, nil
+}
+
+// beforeCallHook is the agent's BeforeCall: the extensions'
+// BeforeModelCall hooks, in order, once the run's events so far are
+// processed; nil when no extension has one.
+func (s *Session) beforeCallHook() func(ctx context.Context) error {
+	var hooks []Extension
+	for _, x := range s.cfg.Extensions {
+		if x.BeforeModelCall != nil {
+			hooks = append(hooks, x)
+		}
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		if err := s.events.Wait(ctx); err != nil {
+			return nil // the run was stopped: the loop sees it
+		}
+		for _, x := range hooks {
+			var err error
+			s.safely(x.Name+" before-model-call hook", func() { err = x.BeforeModelCall(ctx) })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // ID returns the session's id.
@@ -524,8 +553,11 @@ func (s *Session) afterRun(ctx context.Context) bool {
 		}
 		return false
 	}
+	s.mu.Lock()
+	halted := s.aborted // a before-call hook stopped it (Halted)
+	s.mu.Unlock()
 	last := s.lastAssistant
-	if last == nil {
+	if last == nil || halted {
 		return false
 	}
 	if s.cfg.Compaction.Enabled && isOverflow(*last, s.contextWindow()) {
@@ -579,6 +611,11 @@ func (s *Session) handle(ev Event) {
 		if e.Message.Role == llm.RoleUser {
 			s.overflowTried = false
 		}
+	case Halted:
+		// The run ends as an aborted one: queued input waits for the next.
+		s.mu.Lock()
+		s.aborted = true
+		s.mu.Unlock()
 	case MessageEnd:
 		if e.Message.Role != llm.RoleAssistant {
 			break

@@ -95,6 +95,8 @@ type Config struct {
 	// says the operator turns them on with http.public_url and
 	// http.session_key.
 	PagesOff string
+	// Budget caps what the models cost (budget.go); zero: no limit.
+	Budget Budget
 	// Lease makes the bridge one of several replicas sharing Store (see
 	// lease.go); zero: the only one.
 	Lease  LeaseConfig

@@ -205,6 +205,7 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session, author chat.A
 			b.WriteString("• Your usage, all threads" + usageLine(u))
 		}
 	}
+	b.WriteString(t.budgetLines(ctx, author.ID))
 	q := append(st.Steer, st.FollowUp...)
 	if len(q) == 0 {
 		b.WriteString("• Queue: empty\n")

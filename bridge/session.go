@@ -221,6 +221,10 @@ func (t *thread) sessionEvent(sess *agent.Session, ev agent.Event) {
 		if sess == t.sess && !t.running() {
 			t.adoptRun()
 		}
+	case agent.Halted:
+		if sess == t.sess {
+			t.runHalted(ev.Reason)
+		}
 	case agent.PersistFailed:
 		if !t.postGuard.lost() {
 			t.log.Error("session entries were not stored", "count", ev.Entries, "err", ev.ErrorMessage)
@@ -236,6 +240,9 @@ type hookState struct {
 	context string // the thread's context (context)
 	root    string // the workspace's root, "" without one
 	header  string // the request header (requestHeader)
+	// runAuthor is who the run going on is for (its spend counts for them:
+	// budget.go), "" when none is known.
+	runAuthor string
 }
 
 // hookState answers a hook's msgHook. The owner takes it after the message
@@ -245,6 +252,11 @@ type hookState struct {
 // with no run to report as interrupted.
 func (t *thread) hookState() hookState {
 	st := hookState{context: t.context(), header: t.requestHeader()}
+	if a, ok := t.runAuthor(); ok {
+		st.runAuthor = a.ID
+	} else if t.requester != nil {
+		st.runAuthor = t.requester.ID
+	}
 	if t.ws != nil {
 		st.root = t.ws.Root()
 	}
@@ -303,6 +315,9 @@ func (t *thread) extension(messages func() []llm.Message) agent.Extension {
 			}
 			return res
 		},
+	}
+	if t.b.cfg.Budget.on() {
+		x.BeforeModelCall = t.budgetHook(t.rec.ID, t.ref.Platform)
 	}
 	mc, _ := t.p.Adapter.(chat.MarkupConverter)
 	x.Input = func(ctx context.Context, in agent.Input) agent.InputResult {

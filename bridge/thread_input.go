@@ -93,6 +93,9 @@ func (t *thread) handleInput(pi *pendingInput) {
 	if !t.admit(pi, c) || t.park(pi, c) {
 		return
 	}
+	if c.startsRun && !t.running() && t.refuseOverBudget(pi) {
+		return
+	}
 	slot, ok := t.ensureSession(pi, c)
 	if !ok {
 		return

@@ -43,6 +43,7 @@ type activeRun struct {
 	windDown  *time.Timer    // a shutdown's msgRunEnded for a run that does not end
 	timedOut  bool
 	stopped   bool
+	halted    string // why a before-model-call hook stopped it (a budget), told at its end
 	// interrupted: the shutdown's deadline stopped it (reported, not pushed)
 	interrupted bool
 	resetAfter  context.Context // a !reset stopped it: the reset follows its end
@@ -187,6 +188,15 @@ func (t *thread) runEnded(r *activeRun) {
 	t.finishRun(ctx)
 }
 
+// runHalted runs when the session's before-model-call hook stopped the run
+// going on (a budget is used up): it ends as a stopped run, and the thread is
+// told why at its end.
+func (t *thread) runHalted(reason string) {
+	if r := t.run; r != nil {
+		r.stopped, r.halted = true, reason
+	}
+}
+
 // runTimedOut runs on the owner when r reached the run timeout: it is
 // aborted, and ends as any run does (runEnded).
 func (t *thread) runTimedOut(r *activeRun) {
@@ -216,6 +226,9 @@ func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, 
 	t.p.Outbox.SetStatus(t.ref, "")
 	if r.timedOut {
 		t.note(fmt.Sprintf("⏹ stopped: the run took longer than the %s limit.", t.b.cfg.RunTimeout))
+	}
+	if r.halted != "" {
+		t.note(r.halted)
 	}
 	stats := t.runStats()
 	if stats.failed && outcome == storage.RunDone {

@@ -69,6 +69,7 @@ type Config struct {
 	MaxConcurrentRuns int       `yaml:"max_concurrent_runs"`
 	Log               Log       `yaml:"log"`
 	LLM               LLM       `yaml:"llm"`
+	Budget            Budget    `yaml:"budget"`
 	Agent             Agent     `yaml:"agent"`
 	Workspace         Workspace `yaml:"workspace"`
 	Sandbox           Sandbox   `yaml:"sandbox"`
@@ -110,6 +111,21 @@ type LLM struct {
 	// Models are the other models `!model` may switch to.
 	Models []Model `yaml:"models"`
 }
+
+// Budget caps what the models cost, in the currency of their prices
+// (llm.price); 0 is no limit. A reply of a model without a price costs
+// nothing here: a budget cannot be enforced for that model.
+type Budget struct {
+	// PerUserDaily caps what one person's requests cost in a day (UTC):
+	// a run counts for the person whose message started it, on the day it
+	// ends.
+	PerUserDaily float64 `yaml:"per_user_daily"`
+	// PerThread caps what one thread costs, over all its sessions.
+	PerThread float64 `yaml:"per_thread"`
+}
+
+// On reports whether any budget is set.
+func (b Budget) On() bool { return b.PerUserDaily > 0 || b.PerThread > 0 }
 
 // Model is one model a session may use. Empty endpoint fields are llm's when
 // the provider is llm's, else the provider's public API (see ParseConfig).

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -33,6 +34,7 @@ func (c *Config) Validate() error {
 	c.validateTop(&v)
 	c.validateStorage(&v)
 	c.validateLLM(&v)
+	c.validateBudget(&v)
 	c.validateAgent(&v)
 	c.validateWorkspace(&v)
 	c.validateSandbox(&v)
@@ -233,6 +235,17 @@ func validatePrice(v *collector, key string, p Price) {
 	}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
 		if f.val < 0 {
 			v.add(key+"."+f.name, "must not be negative")
+		}
+	}
+}
+
+func (c *Config) validateBudget(v *collector) {
+	for _, f := range []struct {
+		key string
+		val float64
+	}{{"budget.per_user_daily", c.Budget.PerUserDaily}, {"budget.per_thread", c.Budget.PerThread}} {
+		if f.val < 0 || math.IsNaN(f.val) || math.IsInf(f.val, 0) {
+			v.add(f.key, fmt.Sprintf("must be an amount of 0 or more, in the currency of llm.price (0: no limit; got %v)", f.val))
 		}
 	}
 }

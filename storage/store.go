@@ -223,6 +223,25 @@ type RunUsageStore interface {
 	RunUsageOf(ctx context.Context, runID int64) (RunUsage, error)
 }
 
+// SpendStore sums what a person's requests and a thread cost, for budgets
+// (budget.per_user_daily, budget.per_thread): from the runs' usage records,
+// so that each read is bounded by the runs it counts, not the entries.
+type SpendStore interface {
+	// AuthorSpend sums the usage of the runs that input of authorID on
+	// platform started: the runs that ended at or after since, with their
+	// recorded usage (RunUsageOf), and the runs still going, with the
+	// replies of theirs stored so far, on every thread and every replica. A
+	// run counts whole on the day it ends; a run no input started (0)
+	// counts for nobody. Cost is what the replies recorded: a reply of a
+	// model without a price adds tokens and nothing to Cost.
+	AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (Usage, error)
+	// ThreadSpend sums the usage of the thread's runs, of every session: the
+	// ended ones by their recorded usage, those still going by their replies
+	// stored so far. Runs that ended before the store recorded usage per
+	// run count nothing.
+	ThreadSpend(ctx context.Context, threadID int64) (Usage, error)
+}
+
 // HistoryStore reads a thread's whole record, for showing it: the list of
 // threads and, per thread, its sessions, runs, pushes and input. These only
 // read, and never wait for writers.
@@ -355,6 +374,7 @@ type Store interface {
 	DecisionStore
 	UsageStore
 	RunUsageStore
+	SpendStore
 	HistoryStore
 	OpsStore
 	PendingPostStore

@@ -8,6 +8,12 @@ type Usage struct {
 	Cost                                 float64
 }
 
+// Plus is u and v summed.
+func (u Usage) Plus(v Usage) Usage {
+	return Usage{Replies: u.Replies + v.Replies, Input: u.Input + v.Input, Output: u.Output + v.Output,
+		CacheRead: u.CacheRead + v.CacheRead, CacheWrite: u.CacheWrite + v.CacheWrite, Cost: u.Cost + v.Cost}
+}
+
 // CacheHitRate is the share of prompt tokens read from the provider's cache.
 func (u Usage) CacheHitRate() float64 {
 	prompt := u.Input + u.CacheRead + u.CacheWrite

@@ -19,7 +19,8 @@
 //	                            moved to Root
 //	scratch/<repo>/<id>         downloads and tool output (ScratchDir)
 //	caches/<repo>               the repository's build and package caches,
-//	                            shared by its threads (CacheDir)
+//	                            shared by its threads (CacheDir); removed by
+//	                            Cleanup with the repository's last workspace
 //	meta/<repo>/<id>.json       thread key, branch and last use
 //
 // where <id> is the branch name without Config.BranchPrefix. A worktree off a

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -168,6 +169,8 @@ func (m *Manager) Open(ctx context.Context, repoName string, key ThreadKey) (*Wo
 	if err != nil {
 		return nil, err
 	}
+	mr.opening.RLock()
+	defer mr.opening.RUnlock()
 	if key.Platform == "" || key.Key == "" {
 		return nil, newError(CodeInvalid, "A workspace needs a thread (platform and key).", nil)
 	}
@@ -538,9 +541,10 @@ func (m *Manager) janitor(ctx context.Context) {
 
 // Cleanup removes the folders of workspaces that are not open and were last
 // used more than IdleTTL ago (uncommitted changes are first committed
-// locally, so nothing is lost; branches stay), and runs `git gc --auto` in
-// every thread's repository and every mirror. It returns the branches whose
-// workspaces were removed. The janitor calls it every CleanupInterval.
+// locally, so nothing is lost; branches stay), removes the cache folders no
+// workspace uses (dropIdleCache, dropStrayCaches), and runs `git gc --auto`
+// in every thread's repository and every mirror. It returns the branches
+// whose workspaces were removed. The janitor calls it every CleanupInterval.
 func (m *Manager) Cleanup(ctx context.Context) ([]string, error) {
 	if err := m.begin(); err != nil {
 		return nil, err
@@ -588,11 +592,75 @@ func (m *Manager) cleanup(ctx context.Context) ([]string, error) {
 				removed = append(removed, md.Branch)
 			}
 		}
+		if err := m.dropIdleCache(name, mr); err != nil {
+			errs = append(errs, err)
+		}
 		if err := mr.gc(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if err := m.dropStrayCaches(); err != nil {
+		errs = append(errs, err)
+	}
 	return removed, errors.Join(errs...)
+}
+
+// dropIdleCache removes the repository's cache folder once it has no
+// workspace on disk (each was idle longer than IdleTTL, or its thread was
+// forgotten) and none is being opened: the cache goes with the repository's
+// last workspace, and the next thread starts it anew.
+func (m *Manager) dropIdleCache(name string, mr *mirror) error {
+	dir := m.cacheDir(name)
+	if dir == "" {
+		return nil
+	}
+	mr.opening.Lock()
+	defer mr.opening.Unlock()
+	entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "workspaces", name))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != ".new" {
+			return nil // a workspace of the repository is still here
+		}
+	}
+	m.mu.Lock()
+	for k, w := range m.open {
+		if strings.HasPrefix(k, name+"/") && w.refs > 0 {
+			m.mu.Unlock()
+			return nil
+		}
+	}
+	m.mu.Unlock()
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	m.log.Info("removing the cache of a repository with no workspace left", "repo", name)
+	return os.RemoveAll(dir)
+}
+
+// dropStrayCaches removes the cache folders no configured repository uses:
+// those of repositories no longer configured, and every one with caches
+// off. No thread can open them.
+func (m *Manager) dropStrayCaches() error {
+	root := filepath.Join(m.cfg.DataDir, "caches")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if !m.cfg.NoCaches && slices.Contains(m.names, e.Name()) {
+			continue
+		}
+		m.log.Info("removing a cache no configured repository uses", "dir", e.Name())
+		errs = append(errs, os.RemoveAll(filepath.Join(root, e.Name())))
+	}
+	return errors.Join(errs...)
 }
 
 // gcStore runs `git gc --auto` in a thread's repository, under its thread

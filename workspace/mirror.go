@@ -32,6 +32,12 @@ type mirror struct {
 	initMu sync.Mutex
 	ready  bool
 
+	// opening is held shared by every Open of the repository's workspaces,
+	// and exclusively by the janitor while it removes the repository's
+	// cache folder (dropIdleCache): no thread starts using a cache being
+	// removed.
+	opening sync.RWMutex
+
 	fetchMu sync.Mutex
 	// fetchTicket counts fetches started; fetchDone is the ticket of the
 	// last successful fetch. Both are guarded by fetchMu except that

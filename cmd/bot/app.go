@@ -186,6 +186,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	log.Info("sandbox", "mode", sb.String())
+	if limits, unpriced := budgetNotes(cfg); limits != "" {
+		log.Info(limits)
+		for _, u := range unpriced {
+			log.Warn(u)
+		}
+	}
 
 	db, err := m.openStore(ctx, cfg, log)
 	if err != nil {
@@ -243,6 +249,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PageLink:          m.pageLink,
 		PagesOff:          m.pagesOff(),
 		Lease:             leaseConfig(cfg),
+		Budget:            bridge.Budget{PerUserDaily: cfg.Budget.PerUserDaily, PerThread: cfg.Budget.PerThread},
 		Logger:            log,
 		Now:               m.Now,
 	})

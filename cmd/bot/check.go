@@ -63,6 +63,14 @@ func (m *Main) RunCheck(ctx context.Context, w io.Writer) bool {
 	for _, p := range checkModels(ctx, cfg) {
 		fail("%s", p)
 	}
+	if limits, unpriced := budgetNotes(cfg); limits != "" {
+		// A model without a price is told, not failed: the bot runs, and
+		// the budgets count its replies as nothing.
+		fmt.Fprintln(w, limits)
+		for _, u := range unpriced {
+			fmt.Fprintln(w, u)
+		}
+	}
 	for _, p := range checkRemotes(ctx, cfg) {
 		fail("%s", p)
 	}

@@ -60,6 +60,7 @@ func consoleConfig(path, repoName string, env func(string) (string, bool)) (*con
 	cfg.Slack.Enabled = false
 	cfg.Discord.Enabled = false
 	cfg.HTTP = config.Default().HTTP // http.* is the team bot's: no probes, pages or webhooks here
+	cfg.Budget = config.Budget{}     // budget.* is the team bot's too: one person at their terminal is not capped
 	// Someone at a terminal who quits wants out: a run still going after
 	// a few seconds is stopped and reported (the next start resumes).
 	cfg.ShutdownGrace = min(cfg.ShutdownGrace, consoleGrace)

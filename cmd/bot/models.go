@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/threadsmith/threadsmith/agent/anthropic"
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -127,4 +128,33 @@ func checkModels(ctx context.Context, cfg *config.Config) []string {
 		}
 	}
 	return problems
+}
+
+// budgetNotes are what -check and the start say of the budgets: their
+// limits, then each model the budgets cannot be enforced for (it has no
+// price, so its replies count as nothing); none when no budget is set.
+func budgetNotes(cfg *config.Config) (limits string, unpriced []string) {
+	b := cfg.Budget
+	if !b.On() {
+		return "", nil
+	}
+	var parts []string
+	if b.PerUserDaily > 0 {
+		parts = append(parts, fmt.Sprintf("%g a person a day (UTC)", b.PerUserDaily))
+	}
+	if b.PerThread > 0 {
+		parts = append(parts, fmt.Sprintf("%g a thread", b.PerThread))
+	}
+	limits = "budget: " + strings.Join(parts, ", ") + ", in the currency of llm.price"
+	for i, m := range append([]config.Model{cfg.LLM.Main()}, cfg.LLM.Models...) {
+		if !modelPrice(m).IsZero() {
+			continue
+		}
+		key := "llm.price"
+		if i > 0 {
+			key = fmt.Sprintf("llm.models[%d].price", i-1)
+		}
+		unpriced = append(unpriced, fmt.Sprintf("budget: cannot be enforced for model %q: it has no price (set %s), so its replies count as nothing", m.Name, key))
+	}
+	return limits, unpriced
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,26 +15,40 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// recordRunUsage sums the replies of the run's session written since the
-// previous run of that session ended (and not before the user message of the
-// run's own input) into run_usage, in the transaction that ends the run, as
-// the SQLite store does (storage/runusage.go). A run recorded already keeps
-// its record.
+// recordRunUsage sums the run's replies (sumRunUsage) into run_usage, in
+// the transaction that ends the run, as the SQLite store does. A run
+// recorded already keeps its record.
 func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
+	u, last, err := sumRunUsage(ctx, tx, runID)
+	if err != nil {
+		return err
+	}
+	models, _ := json.Marshal(append([]string{}, u.Models...))
+	_, err = tx.Exec(ctx, `INSERT INTO run_usage (run_id, last_seq, replies, input_tokens, output_tokens,
+		cache_read_tokens, cache_write_tokens, cost, models) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id) DO NOTHING`,
+		runID, last, u.Replies, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost, string(models))
+	return err
+}
+
+// sumRunUsage sums the replies of the run's session written since the
+// previous run of that session ended (and not before the user message of the
+// run's own input), and returns them with the session's last entry (the
+// next run counts the replies after it).
+func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, last int64, err error) {
 	var sid, inbound int64
 	if err := tx.QueryRow(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = $1`, runID).Scan(&sid, &inbound); err != nil {
-		return fmt.Errorf("run %d: %w", runID, err)
+		return u, 0, fmt.Errorf("run %d: %w", runID, err)
 	}
 	var after int64
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
 		WHERE r.session_id = $1 AND r.id < $2`, sid, runID).Scan(&after); err != nil {
-		return err
+		return u, 0, err
 	}
 	if inbound != 0 {
 		var first *int64
 		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $3 AND type = 'message'
 			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sid, strconv.FormatInt(inbound, 10), after).Scan(&first); err != nil {
-			return err
+			return u, 0, err
 		}
 		if first != nil && *first-1 > after {
 			after = *first - 1
@@ -45,32 +61,78 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 		FROM entries e WHERE session_id = $1 AND seq > $2 AND `+isReply+`
 		ORDER BY seq`, sid, after)
 	if err != nil {
-		return err
+		return u, 0, err
 	}
-	var u storage.RunUsage
 	for rows.Next() {
 		var in, out, cr, cw int64
 		var model string
 		var cost float64
 		if err := rows.Scan(&model, &in, &out, &cr, &cw, &cost); err != nil {
 			rows.Close()
-			return err
+			return u, 0, err
 		}
 		backend.AddReply(&u, model, in, out, cr, cw, cost)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return u, 0, err
 	}
-	last := after
+	last = after
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2`, after, sid).Scan(&last); err != nil {
-		return err
+		return u, 0, err
 	}
-	models, _ := json.Marshal(append([]string{}, u.Models...))
-	_, err = tx.Exec(ctx, `INSERT INTO run_usage (run_id, last_seq, replies, input_tokens, output_tokens,
-		cache_read_tokens, cache_write_tokens, cost, models) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id) DO NOTHING`,
-		runID, last, u.Replies, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost, string(models))
-	return err
+	return u, last, nil
+}
+
+// AuthorSpend implements storage.SpendStore: the ended runs' records and the
+// running runs' replies, read in one snapshot.
+func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (storage.Usage, error) {
+	return db.spend(ctx, "author spend", `FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = $1 AND i.author_id = $2 AND `, []any{platform, authorID}, `r.ended_at >= $3`, since.UnixMilli())
+}
+
+// ThreadSpend implements storage.SpendStore, as AuthorSpend does.
+func (db *DB) ThreadSpend(ctx context.Context, threadID int64) (storage.Usage, error) {
+	return db.spend(ctx, "thread spend", `FROM runs r WHERE r.thread_id = $1 AND `, []any{threadID}, `r.ended_at IS NOT NULL`)
+}
+
+// spend sums the runs that from (a FROM clause and the start of a WHERE
+// that ends with AND, with its args) selects: those ended, as ended selects
+// them, by their run_usage records, and those running by their replies
+// stored so far, in one snapshot.
+func (db *DB) spend(ctx context.Context, op, from string, args []any, ended string, endedArgs ...any) (storage.Usage, error) {
+	if db.closed.Load() {
+		return storage.Usage{}, opError(op, storage.ErrClosed)
+	}
+	var u storage.Usage
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		u = storage.Usage{}
+		err := tx.QueryRow(ctx, `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
+			coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
+			coalesce(sum(u.cost), 0)
+			FROM run_usage u WHERE u.run_id IN (SELECT r.id `+from+ended+`)`, append(slices.Clone(args), endedArgs...)...).
+			Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT r.id `+from+`r.ended_at IS NULL`, args...)
+		if err != nil {
+			return err
+		}
+		running, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		for _, id := range running {
+			r, _, err := sumRunUsage(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			u = u.Plus(r.Usage)
+		}
+		return nil
+	})
+	return u, opError(op, err)
 }
 
 // ThreadRunUsage implements storage.RunUsageStore.

@@ -6,70 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// recordRunUsage sums the replies of the run's session written since the
-// previous run of that session ended (and not before the user message of the
-// run's own input), and stores them in run_usage. Called in the transaction
-// that ends the run; a run recorded already keeps its record.
+// recordRunUsage sums the run's replies (sumRunUsage) and stores them in
+// run_usage. Called in the transaction that ends the run; a run recorded
+// already keeps its record.
 func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
-	var sid, inbound int64
-	err := tx.QueryRowContext(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = ?`, runID).Scan(&sid, &inbound)
+	u, last, err := sumRunUsage(ctx, tx, runID)
 	if err != nil {
-		return fmt.Errorf("run %d: %w", runID, err)
-	}
-	var after int64
-	err = tx.QueryRowContext(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
-		WHERE r.session_id = ? AND r.id < ?`, sid, runID).Scan(&after)
-	if err != nil {
-		return err
-	}
-	if inbound != 0 {
-		// Runs ended before run_usage existed left no last_seq: the run's
-		// own input bounds it.
-		// Only a message after the bound can move it: the entries before it
-		// (a long session's whole history) are not read.
-		var first sql.NullInt64
-		err = tx.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
-			AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') = ?`,
-			sid, after, strconv.FormatInt(inbound, 10)).Scan(&first)
-		if err != nil {
-			return err
-		}
-		if first.Valid && first.Int64-1 > after {
-			after = first.Int64 - 1
-		}
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
-		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
-		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
-		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
-		FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
-			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
-		ORDER BY seq`, sid, after)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var u storage.RunUsage
-	for rows.Next() {
-		var seq, in, out, cr, cw int64
-		var model string
-		var cost float64
-		if err := rows.Scan(&seq, &model, &in, &out, &cr, &cw, &cost); err != nil {
-			return err
-		}
-		backend.AddReply(&u, model, in, out, cr, cw, cost)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	last := after
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ?`, after, sid).Scan(&last); err != nil {
 		return err
 	}
 	models, _ := json.Marshal(append([]string{}, u.Models...))
@@ -77,6 +27,126 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 		cache_read_tokens, cache_write_tokens, cost, models) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
 		runID, last, u.Replies, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost, string(models))
 	return err
+}
+
+// sumRunUsage sums the replies of the run's session written since the
+// previous run of that session ended (and not before the user message of the
+// run's own input), and returns them with the session's last entry (the
+// next run counts the replies after it).
+func sumRunUsage(ctx context.Context, q querier, runID int64) (u storage.RunUsage, last int64, err error) {
+	var sid, inbound int64
+	err = q.QueryRowContext(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = ?`, runID).Scan(&sid, &inbound)
+	if err != nil {
+		return u, 0, fmt.Errorf("run %d: %w", runID, err)
+	}
+	var after int64
+	err = q.QueryRowContext(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
+		WHERE r.session_id = ? AND r.id < ?`, sid, runID).Scan(&after)
+	if err != nil {
+		return u, 0, err
+	}
+	if inbound != 0 {
+		// Runs ended before run_usage existed left no last_seq: the run's
+		// own input bounds it.
+		// Only a message after the bound can move it: the entries before it
+		// (a long session's whole history) are not read.
+		var first sql.NullInt64
+		err = q.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+			AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') = ?`,
+			sid, after, strconv.FormatInt(inbound, 10)).Scan(&first)
+		if err != nil {
+			return u, 0, err
+		}
+		if first.Valid && first.Int64-1 > after {
+			after = first.Int64 - 1
+		}
+	}
+	rows, err := q.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
+		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
+		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
+		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
+		FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
+		ORDER BY seq`, sid, after)
+	if err != nil {
+		return u, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq, in, out, cr, cw int64
+		var model string
+		var cost float64
+		if err := rows.Scan(&seq, &model, &in, &out, &cr, &cw, &cost); err != nil {
+			return u, 0, err
+		}
+		backend.AddReply(&u, model, in, out, cr, cw, cost)
+	}
+	if err := rows.Err(); err != nil {
+		return u, 0, err
+	}
+	last = after
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ?`, after, sid).Scan(&last); err != nil {
+		return u, 0, err
+	}
+	return u, last, nil
+}
+
+// AuthorSpend implements storage.Store: the ended runs' records and the
+// running runs' replies, read in one transaction.
+func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (storage.Usage, error) {
+	return db.spend(ctx, "author spend", `FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = ? AND i.author_id = ? AND `, []any{platform, authorID}, `r.ended_at >= ?`, since.UnixMilli())
+}
+
+// ThreadSpend implements storage.Store, as AuthorSpend does.
+func (db *DB) ThreadSpend(ctx context.Context, threadID int64) (storage.Usage, error) {
+	return db.spend(ctx, "thread spend", `FROM runs r WHERE r.thread_id = ? AND `, []any{threadID}, `r.ended_at IS NOT NULL`)
+}
+
+// spend sums the runs that from (a FROM clause and the start of a WHERE
+// that ends with AND, with its args) selects: those ended, as ended selects
+// them, by their run_usage records, and those running by their replies
+// stored so far, in one read transaction.
+func (db *DB) spend(ctx context.Context, op, from string, args []any, ended string, endedArgs ...any) (storage.Usage, error) {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return storage.Usage{}, opError(op, err)
+	}
+	defer tx.Rollback()
+	var u storage.Usage
+	err = tx.QueryRowContext(ctx, `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
+		coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
+		coalesce(sum(u.cost), 0)
+		FROM run_usage u WHERE u.run_id IN (SELECT r.id `+from+ended+`)`, append(slices.Clone(args), endedArgs...)...).
+		Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost)
+	if err != nil {
+		return storage.Usage{}, opError(op, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT r.id `+from+`r.ended_at IS NULL`, args...)
+	if err != nil {
+		return storage.Usage{}, opError(op, err)
+	}
+	var running []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return storage.Usage{}, opError(op, err)
+		}
+		running = append(running, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return storage.Usage{}, opError(op, err)
+	}
+	for _, id := range running {
+		r, _, err := sumRunUsage(ctx, tx, id)
+		if err != nil {
+			return storage.Usage{}, opError(op, err)
+		}
+		u = u.Plus(r.Usage)
+	}
+	return u, nil
 }
 
 // ThreadRunUsage implements storage.Store.

@@ -82,6 +82,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
 		{"RunUsage", testRunUsage},
+		{"AuthorSpend", testAuthorSpend},
 		{"Leases", testLeases},
 		{"LeaseRace", testLeaseRace},
 		{"FencedWrites", testFencedWrites},

@@ -1,0 +1,37 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/storage/sqlite"
+)
+
+// AuthorSpend, read before each run and between its model calls, finds the
+// runs that ended since the day began by an index instead of scanning every
+// run ever made.
+func TestAuthorSpendReadsRunsByIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	openAt(t, path) // migrated
+	raw := rawDB(t, path)
+	rows, err := raw.Query(`EXPLAIN QUERY PLAN SELECT coalesce(sum(u.cost), 0)
+		FROM run_usage u WHERE u.run_id IN (SELECT r.id FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = 'slack' AND i.author_id = 'U1' AND r.ended_at >= 1)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if p := strings.Join(plan, "; "); strings.Contains(p, "SCAN r") || strings.Contains(p, "SCAN u") {
+		t.Errorf("plan %q scans a table of runs", p)
+	}
+}
