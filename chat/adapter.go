@@ -230,6 +230,13 @@ func ValidChoice(v string) bool {
 // ChoiceText is the Inbound text of choosing value in the select menu id.
 func ChoiceText(id, value string) string { return "!" + id + " " + value }
 
+// ParentFinder tells the channel a thread hangs off where a thread is a
+// channel of its own (Discord), for input that does not carry it
+// (Inbound.Parent): "" when there is none or it cannot be told.
+type ParentFinder interface {
+	ParentChannel(ctx context.Context, thread ThreadRef) string
+}
+
 // Reactor adds and removes the bot's reactions. Emoji are Slack-style names
 // ("hourglass_flowing_sand", "arrow_right_hook", "eyes"); adapters translate.
 type Reactor interface {
