@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/outbox"
@@ -36,6 +37,10 @@ var errChooseRepo = errors.New("the thread's repository is chosen in the thread"
 
 // repoMenuID names the menu's action: a choice arrives as `!repo <name>`.
 const repoMenuID = "repo"
+
+// parentLookupTimeout bounds asking the platform for a thread's parent
+// channel (a call on the owner).
+const parentLookupTimeout = 10 * time.Second
 
 // menuPrefix starts the text of every menu.
 const menuPrefix = "📁 Which repository"
@@ -78,7 +83,9 @@ func (t *thread) reposHere(ctx context.Context, in chat.Inbound) []string {
 	}
 	ch := in.Parent
 	if pf, ok := t.p.Adapter.(chat.ParentFinder); ok && ch == "" {
-		ch = pf.ParentChannel(ctx, t.ref)
+		pctx, cancel := context.WithTimeout(ctx, parentLookupTimeout)
+		ch = pf.ParentChannel(pctx, t.ref)
+		cancel()
 	}
 	if ch == "" {
 		ch = t.ref.Channel
