@@ -54,8 +54,18 @@ type repoPick struct {
 // holdForRepo holds a request of a thread that has no repository yet, and
 // reports whether it did; the first held is answered with the menu.
 func (t *thread) holdForRepo(pi *pendingInput, c inputClass) bool {
-	if t.rec.Repo != "" || !c.startsRun {
+	if t.rec.Repo != "" {
 		return false
+	}
+	if !c.startsRun {
+		cmd := lookupCommand(c.name)
+		if cmd == nil || cmd.sessionless || cmd.unopened || cmd.noSession != nil || len(t.unchosen) == 0 {
+			return false
+		}
+		// A command about the session a request waits for.
+		t.markInbound(pi.id, storage.InboundDelivered, "")
+		t.say("📁 Your request waits for its repository: choose it in the menu above, or with `!repo <name>`.")
+		return true
 	}
 	t.unchosen = append(t.unchosen, pi)
 	if len(t.unchosen) > 1 {

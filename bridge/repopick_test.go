@@ -118,6 +118,8 @@ func TestUnresolvedRepositoryGetsTheMenuAndTheChoiceStartsTheRun(t *testing.T) {
 	if w := r.chat.Whispers()[1]; !strings.HasPrefix(w, alice.ID+": ") || !strings.Contains(w, "`secret` can't be opened") {
 		t.Errorf("note = %q, want the refusal of secret", w)
 	}
+	r.say(th, alice, "!status", false)
+	r.waitText(th, "📁 Your request waits for its repository")
 	if n := len(r.requests()); n != 0 {
 		t.Fatalf("the model was asked %d times before a repository was chosen", n)
 	}
