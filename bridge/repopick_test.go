@@ -221,3 +221,24 @@ func TestRepoCommandKeepsWorkWaitingForPush(t *testing.T) {
 		t.Errorf("a.txt on web's branch = %q", got)
 	}
 }
+
+// An approver of a repository may choose it for someone else's request,
+// and only that one.
+func TestAnApproverChoosesTheirRepository(t *testing.T) {
+	carol := chatfake.Person{ID: "U3", Name: "Carol"}
+	r, _, _ := pickRig(t, 25, 0, func(c *Config, _ *Platform) {
+		c.Approvals = map[string]Approval{"web": {Approvers: []string{carol.ID}}}
+	})
+	th := testThread("96.5")
+	r.say(th, alice, "hello", true)
+	r.waitText(th, "📁 Which repository should I work in?")
+	r.say(th, carol, "!repo app", false)
+	r.waitUntil("carol's note", func() bool { return len(r.chat.Whispers()) == 1 })
+	if w := r.chat.Whispers()[0]; !strings.HasPrefix(w, carol.ID+": ") || !strings.Contains(w, "approver of `app`") {
+		t.Errorf("note = %q, want carol refused app", w)
+	}
+	r.llm.Push(llmfake.TextReply("hi"))
+	r.say(th, carol, "!repo web", false)
+	r.waitText(th, "📁 Working in `web`, chosen by Carol.")
+	r.waitRuns(th, 1)
+}
