@@ -197,7 +197,11 @@ func (t *thread) repoCommand(c commandCall) {
 	}
 	if !slices.Contains(open, name) {
 		t.log.Info("refused a repository the thread may not open", "user", c.author.ID)
-		t.tell(c.in, fmt.Sprintf("Sorry, `%s` can't be opened in this thread. Here you may use: %s.", oneLine(name, 100), strings.Join(open, ", ")))
+		shown := "that repository"
+		if chat.ValidChoice(name) {
+			shown = "`" + name + "`"
+		}
+		t.tell(c.in, fmt.Sprintf("Sorry, %s can't be opened in this thread. Here you may use: %s.", shown, strings.Join(open, ", ")))
 		return
 	}
 	if name == t.rec.Repo {
@@ -213,6 +217,7 @@ func (t *thread) repoCommand(c commandCall) {
 	if who == "" {
 		who = c.author.ID
 	}
+	who = "`" + codeSafe(who) + "`"
 	if t.rec.Repo == "" {
 		t.chooseRepo(ctx, name, who)
 		return

@@ -126,7 +126,7 @@ func TestUnresolvedRepositoryGetsTheMenuAndTheChoiceStartsTheRun(t *testing.T) {
 
 	r.llm.Push(writeThenAnswer("a.txt", "a", "I wrote a.txt.")...)
 	r.say(th, alice, "!repo web", false)
-	r.waitText(th, "📁 Working in `web`, chosen by Alice.")
+	r.waitText(th, "📁 Working in `web`, chosen by `Alice`.")
 	r.waitText(th, "⬆️ pushed")
 	rec, _ := r.thread(th)
 	if rec.Repo != "web" {
@@ -198,7 +198,7 @@ func TestRepoMenuSaysWhatDoesNotFit(t *testing.T) {
 	}
 	r.llm.Push(llmfake.TextReply("hi"))
 	r.say(th, alice, "!repo lib-2", false)
-	r.waitText(th, "📁 Working in `lib-2`, chosen by Alice.")
+	r.waitText(th, "📁 Working in `lib-2`, chosen by `Alice`.")
 	r.waitRuns(th, 1)
 }
 
@@ -239,6 +239,6 @@ func TestAnApproverChoosesTheirRepository(t *testing.T) {
 	}
 	r.llm.Push(llmfake.TextReply("hi"))
 	r.say(th, carol, "!repo web", false)
-	r.waitText(th, "📁 Working in `web`, chosen by Carol.")
+	r.waitText(th, "📁 Working in `web`, chosen by `Carol`.")
 	r.waitRuns(th, 1)
 }

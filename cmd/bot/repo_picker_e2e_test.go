@@ -88,7 +88,7 @@ func TestSlackRepositoryMenuStartsTheHeldRequestAcrossARestart(t *testing.T) {
 	if ack := e.waitClickAck(choice); ack.Latency >= 3*time.Second {
 		t.Errorf("alice's choice acknowledged after %s, want within 3s", ack.Latency)
 	}
-	e.waitText(slackChan, root, "📁 Working in `web`, chosen by alice.")
+	e.waitText(slackChan, root, "📁 Working in `web`, chosen by `alice`.")
 	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
 	if b := botBranches(t, web); len(b) != 1 || web.Files(t, b[0])["file1.txt"] != "v1" {
 		t.Errorf("web's bot branches %v, want one with file1.txt", b)
@@ -179,7 +179,7 @@ func TestDiscordRepositoryMenuStartsTheHeldRequestAcrossARestart(t *testing.T) {
 	if ans, err := e.fake.WaitForInteractionResponse(e.ctx, choice); err != nil || ans.Latency >= 3*time.Second {
 		t.Errorf("alice's choice answered after %v (%v), want within 3s", ans.Latency, err)
 	}
-	e.waitBot(th, "📁 Working in `web`, chosen by "+discordfake.AliceName+".")
+	e.waitBot(th, "📁 Working in `web`, chosen by `"+discordfake.AliceName+"`.")
 	branch := discordBranch(th)
 	e.waitBot(th, "⬆️ pushed `"+branch+"`")
 	if got := web.Files(t, branch)["notes.txt"]; got != "one\n" && got != "one" {
