@@ -377,7 +377,9 @@ func (b *Bridge) recover(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	for _, t := range threads {
-		if t.SessionID != "" {
+		if t.SessionID != "" || t.Repo == "" {
+			// A thread without a repository holds requests until one is
+			// chosen in it (repopick.go).
 			b.known[refOf(t.Key).Key()] = true
 		}
 	}
@@ -677,6 +679,9 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 			b.log.Info("refused a repository the channel may not open", "thread", key, "user", in.Author.ID)
 			return h.refuse(ctx, in, na.Note)
 		}
+		if errors.Is(rerr, errChooseRepo) {
+			repo, rerr = "", nil // stored without one: the thread chooses
+		}
 		if rerr != nil {
 			p.Outbox.Post(in.Thread, "❌ "+rerr.Error(), outbox.High, nil)
 			return chat.Ignored, nil
@@ -826,6 +831,9 @@ func (h *handler) allowed(in chat.Inbound) bool {
 // Describe implements chat.Handler.
 func (h *handler) Describe(in chat.Inbound) (string, string, error) {
 	name, err := h.b.resolveRepo(h.p, in)
+	if errors.Is(err, errChooseRepo) {
+		name, err = "", nil // chosen in the thread
+	}
 	if err != nil {
 		return "", "", err
 	}
@@ -910,7 +918,9 @@ var repoWord = regexp.MustCompile(`(?:^|\s)repo=([A-Za-z0-9_][A-Za-z0-9._-]*)`)
 // argument, else a repo=<name> word in the text, else the channel's
 // repository, else the default; then holds it to the channel mapping (see
 // Platform.Channels). A name the place may not open, known or not, is
-// refused with a *chat.NotAllowedError naming the ones it may.
+// refused with a *chat.NotAllowedError naming the ones it may. Without a
+// name, the one repository open in the place is the thread's; of several,
+// the thread chooses (errChooseRepo).
 func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
 	name := in.Repo
 	if name == "" {
@@ -930,6 +940,10 @@ func (b *Bridge) resolveRepo(p *platform, in chat.Inbound) (string, error) {
 	}
 	open := b.openRepos(mapped)
 	switch {
+	case name == "" && len(open) == 1:
+		return open[0], nil
+	case name == "" && len(open) > 1:
+		return "", errChooseRepo // a menu in the thread (repopick.go)
 	case name == "":
 		return "", fmt.Errorf("no repository is configured for this channel; known repositories: %s", strings.Join(open, ", "))
 	case slices.Contains(open, name):

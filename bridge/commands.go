@@ -43,6 +43,9 @@ type command struct {
 	// sessionless says run answers it in a thread whose session is not open,
 	// or that has none (commandCall.s is nil then), without opening it.
 	sessionless bool
+	// unopened is sessionless for a thread of the bridge only: in a thread
+	// it has no record of, the command is not answered.
+	unopened bool
 }
 
 // commandCall is one use of a command.
@@ -126,6 +129,15 @@ func init() {
 			mode:      storage.ModeCommand,
 			run:       (*thread).modelCommand,
 			noSession: (*thread).modelWithoutSession,
+		},
+		{
+			CommandSpec: chat.CommandSpec{Name: "repo",
+				Help:        "`!repo [name]` — choose this thread's repository, or change it before its first push (alone: the menu)",
+				Description: "Choose or change this thread's repository before its first push",
+				Arg:         &chat.CommandArg{Name: "name", Description: "Repository name (leave out for the menu)", Placeholder: "repo"}},
+			mode:     storage.ModeCommand,
+			run:      (*thread).repoCommand,
+			unopened: true,
 		},
 		{
 			CommandSpec: chat.CommandSpec{Name: "tools",

@@ -195,6 +195,47 @@ func (t *thread) newConversation(ctx context.Context) error {
 	return t.startSession(ctx, s.ID, false)
 }
 
+// moveTo makes repo the thread's repository (repopick.go): the session,
+// its tools and the workspace of the repository it had are closed, that
+// workspace's files are forgotten (the caller made sure none of its work
+// matters: nothing of it was pushed), and the next input opens a fresh
+// workspace of repo on the thread's branch, resuming the conversation.
+func (t *thread) moveTo(ctx context.Context, repo string) error {
+	branch := t.b.cfg.Workspaces.BranchFor(wsKey(t.ref))
+	if err := t.b.cfg.Store.SetThreadWorkspace(ctx, t.rec.ID, storage.ThreadInit{Repo: repo, Branch: branch}); err != nil {
+		return err
+	}
+	old := t.rec.Repo
+	if t.sess != nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := t.sess.Close(cctx); err != nil {
+			t.log.Warn("closing session", "err", err)
+		}
+		cancel()
+		t.unsubscribe()
+		t.sess, t.unsubscribe = nil, nil
+	}
+	if t.mcp != nil {
+		_ = t.mcp.Close()
+		t.mcp = nil
+	}
+	if t.tws != nil {
+		_ = t.tws.Close()
+		t.tws = nil
+	}
+	if t.ws != nil {
+		_ = t.ws.Close()
+		t.ws = nil
+	}
+	if old != "" {
+		if err := t.b.cfg.Workspaces.Forget(ctx, old, wsKey(t.ref)); err != nil {
+			t.log.Warn("removing the workspace of the thread's former repository", "repo", old, "err", err)
+		}
+	}
+	t.rec.Repo, t.rec.Branch, t.rec.WorkspacePath = repo, branch, ""
+	return nil
+}
+
 // stopRendering stops the session's events from reaching the thread
 // (another replica has it and shows it now).
 func (t *thread) stopRendering() {

@@ -31,6 +31,8 @@ import (
 //     messages.
 //   - rendering (thread_render.go, view.go, saver.go): what the thread shows.
 //   - planning (plan.go): a plan being made or waiting for a decision.
+//   - repoPick (repopick.go): requests held while the thread's repository
+//     is being chosen.
 //
 // The rest is the session and its workspace, set up by open (session.go),
 // and the thread's lease when the bridge is a replica (lease.go).
@@ -47,6 +49,7 @@ type thread struct {
 	lifecycle
 	rendering
 	planning
+	repoPick
 
 	// Replicas (lease.go). lease is the thread's lease while this replica
 	// holds it: the one replica state read off the owner (the outbox's
@@ -158,6 +161,8 @@ func (t *thread) handle(m message) {
 		t.rerender(m.n)
 	case msgSay:
 		t.say(m.text)
+	case msgMenuPosted:
+		t.menuPosted(m)
 	case msgIdleTick:
 		t.idleTick()
 		return
@@ -181,7 +186,7 @@ func (t *thread) handle(m message) {
 // for the next start.
 func whileStopping(m message) bool {
 	switch m.(type) {
-	case msgEvent, msgHook, msgCommandDone, msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline, msgRerender, msgSay:
+	case msgEvent, msgHook, msgCommandDone, msgRunEnded, msgRunTimeout, msgStatusTick, msgPushDone, msgLeaseLost, msgStopDeadline, msgRerender, msgSay, msgMenuPosted:
 		return true
 	}
 	return false
@@ -295,13 +300,14 @@ func (t *thread) idleTick() {
 }
 
 // idle reports whether the thread may be evicted: nothing of it works on. A
-// !compact or !diff in the background, or a push in flight, still use the
+// thread holding requests until its repository is chosen keeps them in
+// memory. A !compact or !diff in the background, or a push in flight, still use the
 // session and workspace (a run the session starts by itself after a
 // compaction is news in the inbox, which keeps the thread from eviction); an
 // owner started after an eviction would be a second writer on them, and
 // entries with the same sequence numbers would be lost.
 func (t *thread) idle() bool {
-	return !t.running() && t.pushing == nil && !t.waitingForSlot() && t.working == 0
+	return !t.running() && t.pushing == nil && !t.waitingForSlot() && t.working == 0 && len(t.unchosen) == 0
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica

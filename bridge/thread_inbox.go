@@ -72,6 +72,9 @@ type (
 	// msgHook: a session hook, off the owner, asks for what it needs of
 	// the thread (session.go).
 	msgHook struct{ reply chan<- hookState }
+	// msgMenuPosted: the platform took the repository menu as message id
+	// (repopick.go).
+	msgMenuPosted struct{ id, text string }
 	// msgSay: a notice for the thread from off the owner (thread_render.go).
 	msgSay struct{ text string }
 	// msgRerender: the render view asked to come back for (thread_render.go).

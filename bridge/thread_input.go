@@ -90,7 +90,7 @@ func (t *thread) handleInput(pi *pendingInput) {
 	}
 	t.noteKept(pi.id, pi.in)
 	c := classify(pi.in.Text)
-	if !t.admit(pi, c) || t.park(pi, c) {
+	if !t.admit(pi, c) || t.park(pi, c) || t.holdForRepo(pi, c) {
 		return
 	}
 	if c.startsRun && !t.running() && t.refuseOverBudget(pi) {
@@ -164,7 +164,7 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if t.sess != nil {
 		return false, true
 	}
-	if c.command && lookupCommand(c.name).sessionless {
+	if c.command && (lookupCommand(c.name).sessionless || lookupCommand(c.name).unopened) {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		_, args := commandWord(pi.in.Text)
 		if err := t.runCommand(t.b.ctx, lookupCommand(c.name), pi, args); err != nil {

@@ -18,6 +18,9 @@
 // command typed, and a click from someone not allowed is refused with a
 // Whisper as a message would be. Link buttons open their URL in the
 // person's browser and reach the bot, if at all, only to be acknowledged.
+// An Action with Options is a select menu: a choice reaches the Handler as
+// "!" + Action.ID + " " + the option's value, which the adapter took only
+// if it is a ValidChoice among the options the message carries.
 package chat
 
 import (
@@ -25,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -110,6 +114,9 @@ type Limits struct {
 	// entities, so "a<b" costs 6. Nil means the text is sent as it is (rune
 	// count).
 	Measure func(markdown string) int
+	// MaxChoices is how many options a select menu shows (Slack 100,
+	// Discord 25); 0 for a platform without select menus.
+	MaxChoices int
 }
 
 // Adapter connects the bridge to one chat platform: it does platform I/O only.
@@ -148,6 +155,30 @@ type Action struct {
 	// Danger marks a destructive action (Stop), shown in red where the
 	// platform can.
 	Danger bool
+	// Options, when set, make the action a select menu whose placeholder
+	// is Label (Slack static_select, Discord string select): choosing an
+	// option arrives as the Inbound text ChoiceText(ID, value). An adapter
+	// shows the first Limits.MaxChoices options (the bridge says where
+	// there are more) and leaves out an option whose value is not
+	// ValidChoice; a choice is taken only if its value is ValidChoice and
+	// one of the options of the message it was made on.
+	Options []Option
+}
+
+// SameActions says whether a and b are the same actions, options and all.
+func SameActions(a, b []Action) bool {
+	return slices.EqualFunc(a, b, func(x, y Action) bool {
+		return x.ID == y.ID && x.Label == y.Label && x.URL == y.URL && x.Danger == y.Danger && slices.Equal(x.Options, y.Options)
+	})
+}
+
+// Option is one choice of a select menu.
+type Option struct {
+	// Value is what choosing it sends: ValidChoice.
+	Value string
+	// Label is what the menu shows; adapters cut it to the platform's
+	// limit.
+	Label string
 }
 
 // Actioner replaces the buttons of a message the bot posted (none removes
@@ -174,6 +205,37 @@ func ValidActionID(id string) bool {
 
 // ActionText is the Inbound text of a click on the command button id.
 func ActionText(id string) string { return "!" + id }
+
+// MaxChoiceLen is the longest option value a select menu takes: Discord's
+// limit (Slack's is 150).
+const MaxChoiceLen = 100
+
+// ValidChoice says whether v may be an Option's value: 1 to MaxChoiceLen
+// ASCII letters, digits, '.', '_' or '-', starting with a letter, digit or
+// '_'. With a valid action id, ChoiceText is then that command and one word,
+// whatever the payload of a choice says.
+func ValidChoice(v string) bool {
+	if v == "" || len(v) > MaxChoiceLen || v[0] == '.' || v[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ChoiceText is the Inbound text of choosing value in the select menu id.
+func ChoiceText(id, value string) string { return "!" + id + " " + value }
+
+// ParentFinder tells the channel a thread hangs off where a thread is a
+// channel of its own (Discord), for input that does not carry it
+// (Inbound.Parent): "" when there is none or it cannot be told.
+type ParentFinder interface {
+	ParentChannel(ctx context.Context, thread ThreadRef) string
+}
 
 // Reactor adds and removes the bot's reactions. Emoji are Slack-style names
 // ("hourglass_flowing_sand", "arrow_right_hook", "eyes"); adapters translate.

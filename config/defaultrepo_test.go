@@ -6,7 +6,8 @@ import (
 )
 
 // One repository needs no workspace.default_repo: it is the default. With
-// several the file must name one.
+// several the file may name none: a thread that names no repository then
+// chooses one in the chat.
 func TestOneRepositoryIsTheDefault(t *testing.T) {
 	const base = "llm: {api_key: sk-x}\nslack: {bot_token: xoxb-x, app_token: xapp-x}\n"
 	c, err := Parse(strings.NewReader(base+"workspace:\n  repos:\n    - {name: app, url: /srv/app}\n"), envMap(nil))
@@ -20,7 +21,7 @@ func TestOneRepositoryIsTheDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "workspace.default_repo: required when workspace.repos has several repositories") {
-		t.Fatalf("two repositories without default_repo: %v", err)
+	if err := c.Validate(); err != nil || c.Workspace.DefaultRepo != "" {
+		t.Fatalf("two repositories without default_repo: default_repo %q, %v; want none, valid", c.Workspace.DefaultRepo, err)
 	}
 }

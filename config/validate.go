@@ -371,10 +371,9 @@ func (c *Config) validateWorkspace(v *collector) {
 		}
 	}
 
-	switch {
-	case w.DefaultRepo == "" && len(w.Repos) > 0:
-		v.add("workspace.default_repo", "required when workspace.repos has several repositories "+c.knownRepos())
-	case w.DefaultRepo != "":
+	// Without a default, a thread that names no repository chooses one in
+	// the chat.
+	if w.DefaultRepo != "" {
 		if _, ok := w.Repo(w.DefaultRepo); !ok {
 			v.add("workspace.default_repo", fmt.Sprintf("%q is not a configured repo %s", w.DefaultRepo, c.knownRepos()))
 		}

@@ -152,7 +152,6 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.Workspace.Repos[0].DefaultBranch = "v1." }, "workspace.repos[0].default_branch", `must not end with "."`},
 		{func(c *Config) { c.Workspace.Repos[0].DefaultBranch = "@" }, "workspace.repos[0].default_branch", `must not be "@"`},
 		{func(c *Config) { c.Workspace.Repos[0].DefaultBranch = "a:b" }, "workspace.repos[0].default_branch", `must not contain ':'`},
-		{func(c *Config) { c.Workspace.DefaultRepo = "" }, "workspace.default_repo", "required when workspace.repos has several repositories (one of: app, lib)"},
 		{func(c *Config) { c.Workspace.DefaultRepo = "nope" }, "workspace.default_repo", `"nope" is not a configured repo (one of: app, lib)`},
 		{func(c *Config) { c.Workspace.Repos = nil }, "workspace.default_repo", `"app" is not a configured repo (workspace.repos is empty)`},
 

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/threadsmith/threadsmith/chat"
 )
 
 // cand is an op that may go next, with the priority it competes at (a
@@ -167,7 +169,7 @@ func (o *Outbox) dispatchLocked(op *op, now time.Time) {
 		m := op.msg
 		m.edit = nil
 		th.edits = removeOp(th.edits, op)
-		if m.shownKnown && m.shown == op.text && (!op.withActions || slices.Equal(m.shownActs, op.actions)) {
+		if m.shownKnown && m.shown == op.text && (!op.withActions || chat.SameActions(m.shownActs, op.actions)) {
 			// The platform already shows this text (a final edit equal to
 			// the last streamed one): spend no budget on it.
 			o.doneLocked(op)

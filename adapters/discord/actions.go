@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -11,6 +12,16 @@ import (
 
 // maxButtons is how many buttons one action row holds.
 const maxButtons = 5
+
+// Discord's limits on a string select: options per menu, and characters of
+// an option's label and of the placeholder. A message holds 5 action rows,
+// a select menu one row on its own.
+const (
+	maxSelectOptions    = 25
+	maxOptionLabelChars = 100
+	maxPlaceholderChars = 150
+	maxRows             = 5
+)
 
 // SetActions implements chat.Actioner: the message gets one action row of
 // buttons (custom_id the action's id; a link button carries its url
@@ -28,12 +39,21 @@ func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, tex
 	})
 }
 
-// actionComponents is the action row of actions; empty (which clears a
-// message's components) without any.
+// actionComponents is the action row of actions' buttons, after a row for
+// each select menu; empty (which clears a message's components) without any.
 func actionComponents(actions []chat.Action) []discordgo.MessageComponent {
-	var buttons []discordgo.MessageComponent
+	var buttons, rows []discordgo.MessageComponent
 	for _, act := range actions {
-		if !chat.ValidActionID(act.ID) || len(buttons) == maxButtons {
+		if !chat.ValidActionID(act.ID) {
+			continue
+		}
+		if len(act.Options) > 0 {
+			if sel, ok := selectMenu(act); ok && len(rows) < maxRows-1 {
+				rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{sel}})
+			}
+			continue
+		}
+		if len(buttons) == maxButtons {
 			continue
 		}
 		b := discordgo.Button{Label: act.Label, Style: discordgo.SecondaryButton, CustomID: act.ID}
@@ -46,10 +66,67 @@ func actionComponents(actions []chat.Action) []discordgo.MessageComponent {
 		}
 		buttons = append(buttons, b)
 	}
-	if len(buttons) == 0 {
+	if len(buttons) > 0 {
+		rows = append(rows, discordgo.ActionsRow{Components: buttons})
+	}
+	if len(rows) == 0 {
 		return []discordgo.MessageComponent{}
 	}
-	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}}
+	return rows
+}
+
+// selectMenu is the string select of a menu action: its first
+// maxSelectOptions valid options, labels cut to Discord's limit; false when
+// none is valid.
+func selectMenu(act chat.Action) (discordgo.SelectMenu, bool) {
+	var opts []discordgo.SelectMenuOption
+	for _, o := range act.Options {
+		if !chat.ValidChoice(o.Value) || len(opts) == maxSelectOptions {
+			continue
+		}
+		label := o.Label
+		if strings.TrimSpace(label) == "" {
+			label = o.Value
+		}
+		opts = append(opts, discordgo.SelectMenuOption{Label: truncateRunes(label, maxOptionLabelChars), Value: o.Value})
+	}
+	placeholder := act.Label
+	if strings.TrimSpace(placeholder) == "" {
+		placeholder = "Choose…"
+	}
+	one := 1
+	return discordgo.SelectMenu{
+		MenuType: discordgo.StringSelectMenu, CustomID: act.ID, Placeholder: truncateRunes(placeholder, maxPlaceholderChars),
+		MinValues: &one, MaxValues: 1, Options: opts,
+	}, len(opts) > 0
+}
+
+// choiceOf is the value chosen in one of the bot's select menus, if the
+// interaction is such a choice: one ValidChoice value that the menu of the
+// message it was made on offers.
+func choiceOf(i *discordgo.Interaction, data discordgo.MessageComponentInteractionData) (string, bool) {
+	if data.ComponentType != discordgo.SelectMenuComponent || !chat.ValidActionID(data.CustomID) ||
+		len(data.Values) != 1 || !chat.ValidChoice(data.Values[0]) || i.Message == nil {
+		return "", false
+	}
+	for _, c := range i.Message.Components {
+		row, ok := c.(*discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for _, rc := range row.Components {
+			sel, ok := rc.(*discordgo.SelectMenu)
+			if !ok || sel.CustomID != data.CustomID {
+				continue
+			}
+			for _, o := range sel.Options {
+				if o.Value == data.Values[0] {
+					return o.Value, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // onComponent answers a click on one of the bot's buttons at once, on a
@@ -62,6 +139,9 @@ func (r *runner) onComponent(i *discordgo.Interaction, kind channelKind) {
 	ev := &interactionEvent{i: i, kind: kind, click: data.CustomID, answered: make(chan struct{})}
 	ev.resp = answer{kind: deferUpdate}
 	ours := data.ComponentType == discordgo.ButtonComponent && chat.ValidActionID(data.CustomID)
+	if choice, ok := choiceOf(i, data); ok {
+		ours, ev.choice = true, choice
+	}
 	switch {
 	case !r.a.allowed(interactionAuthor(i)):
 		ev.resp = answer{kind: replyEphemeral, text: notAllowedText}
@@ -98,8 +178,12 @@ func (r *runner) click(ctx context.Context, ev *interactionEvent) {
 	author := interactionAuthor(i)
 	r.a.rememberName(author.ID, author.Name)
 	r.a.held.add(i, i.ChannelID, author.ID, false)
+	text := chat.ActionText(ev.click)
+	if ev.choice != "" {
+		text = chat.ChoiceText(ev.click, ev.choice)
+	}
 	in := chat.Inbound{
-		Thread: conversationRef(i, kind), EventID: i.ID, Author: author, Text: chat.ActionText(ev.click),
+		Thread: conversationRef(i, kind), EventID: i.ID, Author: author, Text: text,
 		DM: kind == kindDM, Time: snowflakeTime(i.ID),
 	}
 	if _, err := r.receive(ctx, in); err != nil {

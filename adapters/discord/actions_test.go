@@ -1,6 +1,7 @@
 package discord_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,47 @@ func TestButtons(t *testing.T) {
 	e.barrier(t, ref.Channel) // events are processed in order: the click's would have come first
 	if n := e.h.count(func(in chat.Inbound) bool { return in.EventID == refused }); n != 0 {
 		t.Errorf("the refused click reached the handler %d times", n)
+	}
+}
+
+// A select menu is a string select in a row of its own, within Discord's
+// limits (the fake refuses more), and a choice arrives as the command and
+// the value chosen, answered with a deferred update.
+func TestSelectMenuChoice(t *testing.T) {
+	t.Parallel()
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	menu := chat.Action{ID: "repo", Label: "Choose a repository"}
+	for i := range 30 {
+		menu.Options = append(menu.Options, chat.Option{Value: fmt.Sprintf("repo-%02d", i), Label: strings.Repeat("r", 120)})
+	}
+	dm := fake.DMChannel(alice)
+	ref := chat.ThreadRef{Platform: "discord", Channel: dm, Thread: dm}
+	id, err := e.a.Post(ctx, ref, "Which repository?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.a.SetActions(ctx, ref, id, "Which repository?", []chat.Action{menu, {ID: "stop", Label: "Stop"}}); err != nil {
+		t.Fatal(err)
+	}
+	sels := fake.Selects(id)
+	if len(sels) != 1 || len(sels[0].Options) != 25 || sels[0].Placeholder != "Choose a repository" || len([]rune(sels[0].Options[0].Label)) != 100 {
+		t.Fatalf("selects = %+v, want one menu of 25 options, labels cut to 100", sels)
+	}
+	if bs := fake.Buttons(id); len(bs) != 1 || bs[0].CustomID != "stop" {
+		t.Errorf("buttons = %+v, want Stop in its own row", bs)
+	}
+	choice := fake.Choose(dm, id, alice, "repo", "repo-07")
+	in := e.h.inbound(t, choice)
+	if in.Text != "!repo repo-07" || in.Thread != ref || in.Author.ID != alice || !in.DM {
+		t.Errorf("choice = %+v, want !repo repo-07 by alice in %v", in, ref)
+	}
+	ia, err := fake.WaitForInteractionResponse(ctx, choice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.ResponseType != discordfake.ResponseDeferredMessageUpdate || ia.Latency >= 3*time.Second {
+		t.Errorf("answered with %d after %v, want a deferred update within 3s", ia.ResponseType, ia.Latency)
 	}
 }

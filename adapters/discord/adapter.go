@@ -169,7 +169,7 @@ func (a *Adapter) Platform() string { return Platform }
 
 // Limits implements chat.Adapter.
 func (a *Adapter) Limits() chat.Limits {
-	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure}
+	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure, MaxChoices: maxSelectOptions}
 }
 
 // BotUserID is the bot's user id, known once the gateway said READY.

@@ -179,8 +179,11 @@ type (
 		i     *discordgo.Interaction
 		cmd   *command
 		click string
-		kind  channelKind
-		resp  answer
+		// choice is the value chosen in the select menu click, "" for a
+		// button.
+		choice string
+		kind   channelKind
+		resp   answer
 		// answered is closed when the first answer was sent; err says how it went.
 		answered chan struct{}
 		err      error

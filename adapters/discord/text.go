@@ -41,13 +41,16 @@ func threadName(prompt string) string {
 }
 
 // starterText is the /code starter message: who asked what, on which repo and
-// branch (branch "" while it is being worked out).
+// branch (branch "" while it is being worked out; repo "" with a branch when
+// the thread chooses its repository).
 func starterText(userID, prompt, repo, branch string) string {
 	var b strings.Builder
 	b.WriteString("**Request** from <@" + userID + ">\n")
 	b.WriteString(quote(truncateRunes(prompt, 1500)))
 	b.WriteString("\n")
 	switch {
+	case branch != "" && repo == "":
+		b.WriteString("**Repo** chosen in the thread · **Branch** `" + branch + "`")
 	case branch != "":
 		b.WriteString("**Repo** `" + repo + "` · **Branch** `" + branch + "`")
 	case repo != "":

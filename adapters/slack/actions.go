@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -39,7 +38,7 @@ func (a *Adapter) SetActions(ctx context.Context, thread chat.ThreadRef, id, tex
 			if done, err := a.appendStream(ctx, thread, id, s, text, actions); done {
 				return err
 			}
-		case s.buttons && slices.Equal(actions, s.actions):
+		case s.buttons && chat.SameActions(actions, s.actions):
 			if done, err := a.appendStream(ctx, thread, id, s, text, nil); done {
 				return err
 			}
@@ -79,11 +78,61 @@ func sectionBlocks(mrkdwn string) []slackapi.Block {
 	return blocks
 }
 
-// buttonsBlock is the actions block of actions' valid buttons, or nil.
+// Block Kit's limits on a static_select: options per menu, and characters
+// of an option's text and of a placeholder.
+const (
+	maxSelectOptions     = 100
+	maxOptionTextChars   = 75
+	maxPlaceholderChars  = 150
+	selectPlaceholderDef = "Choose…"
+)
+
+// selectElement is the static_select of a menu action: its first
+// maxSelectOptions valid options, their text cut to Block Kit's limit; nil
+// when none is valid.
+func selectElement(act chat.Action) slackapi.BlockElement {
+	var opts []*slackapi.OptionBlockObject
+	for _, o := range act.Options {
+		if !chat.ValidChoice(o.Value) || len(opts) == maxSelectOptions {
+			continue
+		}
+		label := o.Label
+		if strings.TrimSpace(label) == "" {
+			label = o.Value
+		}
+		opts = append(opts, slackapi.NewOptionBlockObject(o.Value, slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(label, maxOptionTextChars), false, false), nil))
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	placeholder := act.Label
+	if strings.TrimSpace(placeholder) == "" {
+		placeholder = selectPlaceholderDef
+	}
+	return slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic,
+		slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(placeholder, maxPlaceholderChars), false, false), act.ID, opts...)
+}
+
+// cutRunes cuts s to at most n characters, the last an ellipsis when cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// buttonsBlock is the actions block of actions' valid buttons and menus, or
+// nil.
 func buttonsBlock(actions []chat.Action) slackapi.Block {
 	var buttons []slackapi.BlockElement
 	for _, act := range actions {
 		if !chat.ValidActionID(act.ID) {
+			continue
+		}
+		if len(act.Options) > 0 {
+			if sel := selectElement(act); sel != nil {
+				buttons = append(buttons, sel)
+			}
 			continue
 		}
 		value := act.ID // what a click sends back: the command
@@ -159,8 +208,24 @@ func clickInbound(cb slackapi.InteractionCallback, teamID string) (chat.Inbound,
 		return chat.Inbound{}, false
 	}
 	act := cb.ActionCallback.BlockActions[0]
-	if act.BlockID != actionsBlockID || act.ActionID != act.Value || !chat.ValidActionID(act.ActionID) || act.ActionTs == "" {
-		return chat.Inbound{}, false // a link button has no value
+	if act.BlockID != actionsBlockID || !chat.ValidActionID(act.ActionID) || act.ActionTs == "" {
+		return chat.Inbound{}, false
+	}
+	var text string
+	switch act.Type {
+	case slackapi.ActionType(slackapi.OptTypeStatic):
+		v := act.SelectedOption.Value
+		if !chat.ValidChoice(v) || !offered(cb.Message, act.ActionID, v) {
+			return chat.Inbound{}, false
+		}
+		text = chat.ChoiceText(act.ActionID, v)
+	case "button", "": // a button's, which payloads without a type are too
+		if act.ActionID != act.Value {
+			return chat.Inbound{}, false // a link button has no value
+		}
+		text = chat.ActionText(act.ActionID)
+	default:
+		return chat.Inbound{}, false
 	}
 	channel := cb.Container.ChannelID
 	if channel == "" {
@@ -181,10 +246,34 @@ func clickInbound(cb slackapi.InteractionCallback, teamID string) (chat.Inbound,
 		Thread:  chat.ThreadRef{Platform: Platform, Team: teamID, Channel: channel, Thread: root},
 		EventID: clickEventPrefix + cb.User.ID + "/" + act.ActionTs,
 		Author:  chat.Author{ID: cb.User.ID},
-		Text:    chat.ActionText(act.ActionID),
+		Text:    text,
 		DM:      dm,
 		Time:    tsTime(act.ActionTs),
 	}, true
+}
+
+// offered says whether value is an option of the bot's menu actionID in
+// msg, the message the choice was made on as the payload carries it: a
+// value the menu never offered is not taken.
+func offered(msg slackapi.Message, actionID, value string) bool {
+	for _, b := range msg.Blocks.BlockSet {
+		ab, ok := b.(*slackapi.ActionBlock)
+		if !ok || ab.BlockID != actionsBlockID || ab.Elements == nil {
+			continue
+		}
+		for _, el := range ab.Elements.ElementSet {
+			sel, ok := el.(*slackapi.SelectBlockElement)
+			if !ok || sel.ActionID != actionID {
+				continue
+			}
+			for _, o := range sel.Options {
+				if o != nil && o.Value == value {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // onClick delivers a click on one of the bot's buttons. The platform has

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -252,6 +254,112 @@ func TestClickInboundTakesOnlyTheBotsCommandButtons(t *testing.T) {
 		"nobody clicked":       func(cb *slackapi.InteractionCallback) { cb.User.ID = "" },
 	} {
 		if in, ok := clickInbound(click(edit), "T0TEAM"); ok {
+			t.Errorf("%s: clickInbound = %+v, want it dropped", name, in)
+		}
+	}
+}
+
+// repoMenu is a select menu of repositories with more options than Block
+// Kit takes, one label over its limit and one value no choice may carry.
+func repoMenu(n int) chat.Action {
+	act := chat.Action{ID: "repo", Label: "Choose a repository"}
+	act.Options = append(act.Options, chat.Option{Value: "bad value", Label: "never shown"})
+	for i := range n {
+		v := fmt.Sprintf("repo-%03d", i)
+		label := v
+		if i == 0 {
+			label = strings.Repeat("x", 80)
+		}
+		act.Options = append(act.Options, chat.Option{Value: v, Label: label})
+	}
+	return act
+}
+
+// A select menu is a static_select within Block Kit's limits (the fake
+// refuses more), and a choice arrives as the command and the value chosen.
+func TestSelectMenuChoiceArrivesAsItsCommand(t *testing.T) {
+	srv := slackfake.New(t)
+	h := newRecorder()
+	r := startSocket(t, srv, h)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	h.nextFor(t, root)
+	th := chat.ThreadRef{Platform: Platform, Team: srv.TeamID(), Channel: "C0DEV", Thread: root}
+	ctx := testContext(t)
+	ts, err := r.Adapter.Post(ctx, th, "Which repository?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Adapter.SetActions(ctx, th, ts, "Which repository?", []chat.Action{repoMenu(120), {ID: "stop", Label: "Stop"}}); err != nil {
+		t.Fatal(err)
+	}
+	sels := srv.Selects("C0DEV", ts)
+	if len(sels) != 1 || len(sels[0].Options) != maxSelectOptions || sels[0].Placeholder.Text != "Choose a repository" {
+		t.Fatalf("selects = %+v, want one menu of %d options", sels, maxSelectOptions)
+	}
+	if o := sels[0].Options[0]; o.Value != "repo-000" || utf8.RuneCountInString(o.Text.Text) != maxOptionTextChars {
+		t.Errorf("first option = %+v, want repo-000 with its text cut to %d", o, maxOptionTextChars)
+	}
+	if bs := srv.Buttons("C0DEV", ts); len(bs) != 1 || bs[0].ActionID != "stop" {
+		t.Errorf("buttons = %+v, want Stop beside the menu", bs)
+	}
+	id := srv.Choose("C0DEV", ts, "U0ALICE", "repo", "repo-042")
+	in := h.nextClick(t)
+	if in.Text != "!repo repo-042" || in.Thread != th || in.Author.ID != "U0ALICE" || in.Mention {
+		t.Errorf("choice = %+v, want !repo repo-042 by U0ALICE in %v", in, th)
+	}
+	ack, err := srv.WaitEventAck(testContext(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Latency >= 3*time.Second {
+		t.Errorf("choice acknowledged after %s, want within 3s", ack.Latency)
+	}
+}
+
+// A choice is taken only with a value the message's own menu offers, and
+// that cannot be more than one word: a forged payload is dropped.
+func TestChoiceInboundTakesOnlyOfferedValues(t *testing.T) {
+	var msg slackapi.Message
+	menu := selectElement(chat.Action{ID: "repo", Options: []chat.Option{{Value: "app"}, {Value: "web"}}})
+	msg.Blocks = slackapi.Blocks{BlockSet: []slackapi.Block{slackapi.NewActionBlock(actionsBlockID, menu)}}
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	choose := func(value string, edit func(*slackapi.InteractionCallback)) slackapi.InteractionCallback {
+		cb := slackapi.InteractionCallback{Type: slackapi.InteractionTypeBlockActions}
+		if err := json.Unmarshal(raw, &cb.Message); err != nil {
+			t.Fatal(err)
+		}
+		cb.User.ID = "U0ALICE"
+		cb.Container.ChannelID = "C0DEV"
+		cb.Message.ThreadTimestamp = "1700000000.000100"
+		act := &slackapi.BlockAction{ActionID: "repo", BlockID: actionsBlockID, ActionTs: "1700000001.000200", Type: "static_select"}
+		act.SelectedOption.Value = value
+		cb.ActionCallback.BlockActions = []*slackapi.BlockAction{act}
+		if edit != nil {
+			edit(&cb)
+		}
+		return cb
+	}
+	if in, ok := clickInbound(choose("web", nil), "T0TEAM"); !ok || in.Text != "!repo web" {
+		t.Fatalf("clickInbound = %+v, %v; want !repo web", in, ok)
+	}
+	for name, cb := range map[string]slackapi.InteractionCallback{
+		"a value not offered":  choose("secret", nil),
+		"a value with a break": choose("web\n!reset", nil),
+		"two words":            choose("web now", nil),
+		"another menu": choose("web", func(cb *slackapi.InteractionCallback) {
+			cb.ActionCallback.BlockActions[0].ActionID = "model"
+		}),
+		"another app's block": choose("web", func(cb *slackapi.InteractionCallback) {
+			cb.ActionCallback.BlockActions[0].BlockID = "their_block"
+		}),
+		"a multi select": choose("web", func(cb *slackapi.InteractionCallback) {
+			cb.ActionCallback.BlockActions[0].Type = "multi_static_select"
+		}),
+	} {
+		if in, ok := clickInbound(cb, "T0TEAM"); ok {
 			t.Errorf("%s: clickInbound = %+v, want it dropped", name, in)
 		}
 	}

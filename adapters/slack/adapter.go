@@ -252,7 +252,7 @@ func (a *Adapter) Platform() string { return Platform }
 
 // Limits returns Slack's readable message size, measured on the mrkdwn sent.
 func (a *Adapter) Limits() chat.Limits {
-	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure}
+	return chat.Limits{MaxMessageChars: MaxMessageChars, Measure: Measure, MaxChoices: maxSelectOptions}
 }
 
 // Run authenticates (auth.test), then receives events until ctx ends, over

@@ -9,9 +9,10 @@ import (
 
 // Component types and button styles, as Discord numbers them.
 const (
-	componentActionRow = 1
-	componentButton    = 2
-	buttonStyleLink    = 5
+	componentActionRow    = 1
+	componentButton       = 2
+	componentStringSelect = 3
+	buttonStyleLink       = 5
 )
 
 // Button is a button of a message's action rows, as Click finds it.
@@ -58,11 +59,12 @@ func buttonsOf(raw json.RawMessage) []Button {
 }
 
 // validateComponents checks a message's components as Discord does for
-// action rows of buttons: at most 5 rows of 1 to 5 buttons; a style 1–5; a
-// label of at most 80 characters (or, without one, an emoji); a link button
-// (style 5) with an http, https or discord url of at most 512 characters and
-// no custom_id, any other with a custom_id of 1–100 characters and no url;
-// custom_ids unique in the message.
+// action rows of buttons and string selects: at most 5 rows, each of 1 to 5
+// buttons or of one string select; a button's style 1–5; a label of at most
+// 80 characters (or, without one, an emoji); a link button (style 5) with an
+// http, https or discord url of at most 512 characters and no custom_id, any
+// other with a custom_id of 1–100 characters and no url; a select as
+// validSelect says; custom_ids unique in the message.
 func validateComponents(raw json.RawMessage) (response, bool) {
 	if emptyJSON(raw) {
 		return response{}, true
@@ -88,6 +90,26 @@ func validateComponents(raw json.RawMessage) (response, bool) {
 		}
 		if len(r.Components) == 0 || len(r.Components) > 5 {
 			return bad(at+".components", "BASE_TYPE_BAD_LENGTH: Must be between 1 and 5 in length.")
+		}
+		var probe struct {
+			Type int `json:"type"`
+		}
+		if json.Unmarshal(r.Components[0], &probe) == nil && probe.Type == componentStringSelect {
+			if len(r.Components) != 1 {
+				return bad(at+".components", "COMPONENT_LAYOUT_WIDTH_EXCEEDED: A select menu takes a row of its own.")
+			}
+			var sel SelectMenu
+			if err := json.Unmarshal(r.Components[0], &sel); err != nil {
+				return bad(at+".components.0", "this fake could not read the select menu")
+			}
+			if field, msg := validSelect(sel); field != "" {
+				return bad(at+".components.0."+field, msg)
+			}
+			if ids[sel.CustomID] {
+				return bad(at+".components.0.custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED: Component custom id cannot be duplicated")
+			}
+			ids[sel.CustomID] = true
+			continue
 		}
 		for j, c := range r.Components {
 			at := at + ".components." + strconv.Itoa(j)
@@ -183,4 +205,149 @@ func linkScheme(url string) bool {
 		return ok
 	}
 	return false
+}
+
+// SelectMenu is a string select of a message's action rows, as Choose finds
+// it.
+type SelectMenu struct {
+	CustomID    string         `json:"custom_id"`
+	Placeholder string         `json:"placeholder"`
+	MinValues   *int           `json:"min_values"`
+	MaxValues   *int           `json:"max_values"`
+	Options     []SelectOption `json:"options"`
+	Disabled    bool           `json:"disabled"`
+}
+
+// SelectOption is one option of a string select.
+type SelectOption struct {
+	Label       string `json:"label"`
+	Value       string `json:"value"`
+	Description string `json:"description"`
+}
+
+// validSelect checks a string select as Discord does: a custom_id of 1–100
+// characters, a placeholder of at most 150, min_values and max_values within
+// 0–25 and 1–25, 1 to 25 options, each with a label of 1–100 characters, a
+// value of 1–100 and a description of at most 100, the values unique. It
+// returns the field at fault and Discord's message, or "".
+func validSelect(sel SelectMenu) (field, msg string) {
+	switch {
+	case sel.CustomID == "":
+		return "custom_id", "COMPONENT_CUSTOM_ID_REQUIRED: A custom id is required."
+	case len(sel.CustomID) > 100:
+		return "custom_id", "BASE_TYPE_MAX_LENGTH: Must be 100 or fewer in length."
+	case utf8.RuneCountInString(sel.Placeholder) > 150:
+		return "placeholder", "BASE_TYPE_MAX_LENGTH: Must be 150 or fewer in length."
+	case sel.MinValues != nil && (*sel.MinValues < 0 || *sel.MinValues > 25):
+		return "min_values", "NUMBER_TYPE_MAX: Int value should be less than or equal to 25."
+	case sel.MaxValues != nil && (*sel.MaxValues < 1 || *sel.MaxValues > 25):
+		return "max_values", "NUMBER_TYPE_MAX: Int value should be less than or equal to 25."
+	case len(sel.Options) == 0 || len(sel.Options) > 25:
+		return "options", "BASE_TYPE_BAD_LENGTH: Must be between 1 and 25 in length."
+	}
+	values := map[string]bool{}
+	for k, o := range sel.Options {
+		at := "options." + strconv.Itoa(k)
+		switch {
+		case o.Label == "" || utf8.RuneCountInString(o.Label) > 100:
+			return at + ".label", "BASE_TYPE_BAD_LENGTH: Must be between 1 and 100 in length."
+		case o.Value == "" || utf8.RuneCountInString(o.Value) > 100:
+			return at + ".value", "BASE_TYPE_BAD_LENGTH: Must be between 1 and 100 in length."
+		case utf8.RuneCountInString(o.Description) > 100:
+			return at + ".description", "BASE_TYPE_MAX_LENGTH: Must be 100 or fewer in length."
+		case values[o.Value]:
+			return at + ".value", "SELECT_COMPONENT_OPTION_VALUE_DUPLICATED: Select component option values must be unique"
+		}
+		values[o.Value] = true
+	}
+	return "", ""
+}
+
+// Selects returns the string selects of a message's action rows, in order.
+func (s *Server) Selects(messageID string) []SelectMenu {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.messages[messageID]
+	if m == nil || m.deleted {
+		return nil
+	}
+	return selectsOf(m.Components)
+}
+
+func selectsOf(raw json.RawMessage) []SelectMenu {
+	var rows []struct {
+		Components []json.RawMessage `json:"components"`
+	}
+	if emptyJSON(raw) || json.Unmarshal(raw, &rows) != nil {
+		return nil
+	}
+	var out []SelectMenu
+	for _, r := range rows {
+		for _, c := range r.Components {
+			var probe struct {
+				Type int `json:"type"`
+			}
+			var sel SelectMenu
+			if json.Unmarshal(c, &probe) == nil && probe.Type == componentStringSelect && json.Unmarshal(c, &sel) == nil {
+				out = append(out, sel)
+			}
+		}
+	}
+	return out
+}
+
+// Choose has userID pick value in the string select customID of a message
+// in channelID and dispatches INTERACTION_CREATE of type 3
+// (MESSAGE_COMPONENT) with component_type 3, the values and the message, as
+// Click does; it returns the interaction id. A menu the message does not
+// have, a disabled one, or a value it does not offer fails the test:
+// Discord lets people pick only what the menu shows.
+func (s *Server) Choose(channelID, messageID, userID, customID, value string) string {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.userChannelLocked(channelID, userID)
+	if !ok {
+		return ""
+	}
+	m := s.messageInLocked(ch, messageID)
+	if m == nil || m.AuthorID != s.cfg.botID {
+		s.t.Errorf("discordfake: Choose: no message %s of the bot in %s", messageID, channelID)
+		return ""
+	}
+	var found *SelectMenu
+	for _, sel := range selectsOf(m.Components) {
+		if sel.CustomID == customID && !sel.Disabled {
+			found = &sel
+			break
+		}
+	}
+	if found == nil {
+		s.t.Errorf("discordfake: Choose: message %s has no enabled menu %q", messageID, customID)
+		return ""
+	}
+	offered := false
+	for _, o := range found.Options {
+		offered = offered || o.Value == value
+	}
+	if !offered {
+		s.t.Errorf("discordfake: Choose: menu %q of message %s offers no %q (it has %+v)", customID, messageID, value, found.Options)
+		return ""
+	}
+	now := s.cfg.clock.Now()
+	in := &interactionState{Interaction: Interaction{
+		ID:           s.nextIDLocked(),
+		Token:        newInteractionToken(),
+		CustomID:     customID,
+		MessageID:    m.ID,
+		GuildID:      ch.GuildID,
+		ChannelID:    ch.ID,
+		UserID:       userID,
+		DispatchedAt: now,
+	}}
+	in.originalID = m.ID
+	return s.dispatchInteractionLocked(in, ch, 3, obj{
+		"data":    obj{"custom_id": customID, "component_type": componentStringSelect, "values": []string{value}},
+		"message": s.messageObjLocked(m, true, false),
+	})
 }

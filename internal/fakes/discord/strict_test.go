@@ -291,3 +291,44 @@ func TestEveryRouteTheBotCallsIsRateLimited(t *testing.T) {
 		t.Errorf("typing in another channel: %d, want 204", r.status)
 	}
 }
+
+// String selects Discord refuses are refused: a row of its own, 1 to 25
+// options, labels and values of 1 to 100 characters, unique values.
+func TestSelectChecks(t *testing.T) {
+	fake := discordfake.New(t, discordfake.WithSpecViolationsAllowed()) // sends what Discord refuses, on purpose
+	api := newAPI(t, fake)
+	path := "/api/v9/channels/" + discordfake.DefaultChannelID + "/messages"
+	menu := func(n int, edit func(opts []map[string]any)) map[string]any {
+		opts := make([]map[string]any, n)
+		for i := range opts {
+			opts[i] = map[string]any{"label": fmt.Sprintf("repo %d", i), "value": fmt.Sprintf("r%d", i), "description": ""}
+		}
+		if edit != nil {
+			edit(opts)
+		}
+		return map[string]any{"type": 3, "custom_id": "repo", "placeholder": "Choose", "min_values": 1, "max_values": 1, "options": opts}
+	}
+	row := func(cs ...map[string]any) map[string]any { return map[string]any{"type": 1, "components": cs} }
+	button := map[string]any{"type": 2, "style": 2, "label": "Stop", "custom_id": "stop"}
+	for _, tc := range []struct {
+		name       string
+		components []any
+		ok         bool
+	}{
+		{"25 options, and buttons in another row", []any{row(menu(25, nil)), row(button)}, true},
+		{"26 options", []any{row(menu(26, nil))}, false},
+		{"no option", []any{row(menu(0, nil))}, false},
+		{"a button beside the menu", []any{row(menu(2, nil), button)}, false},
+		{"a label over 100", []any{row(menu(2, func(o []map[string]any) { o[0]["label"] = strings.Repeat("l", 101) }))}, false},
+		{"a value over 100", []any{row(menu(2, func(o []map[string]any) { o[0]["value"] = strings.Repeat("v", 101) }))}, false},
+		{"a repeated value", []any{row(menu(2, func(o []map[string]any) { o[1]["value"] = "r0" }))}, false},
+		{"the menu's id on a button too", []any{row(menu(2, nil)), row(map[string]any{"type": 2, "style": 2, "label": "x", "custom_id": "repo"})}, false},
+	} {
+		r := api.do("POST", path, map[string]any{"content": "x", "components": tc.components})
+		if got := r.status == http.StatusOK; got != tc.ok {
+			t.Errorf("%s: %d %s, want ok %v", tc.name, r.status, r.body, tc.ok)
+		} else if !tc.ok && r.code(t) != 50035 {
+			t.Errorf("%s: code %d, want 50035", tc.name, r.code(t))
+		}
+	}
+}

@@ -110,7 +110,8 @@ func messageContent(p url.Values, maxRunes int) string {
 // a section's text empty or over 3,000 characters, an actions block with no
 // elements or more than 25, a button without plain_text text (at most 75
 // characters), action_ids repeated in a message, a value over 2,000
-// characters or a url over 3,000; markdown blocks (whose text is a string,
+// characters or a url over 3,000, a static_select beyond its limits
+// (validSelect); markdown blocks (whose text is a string,
 // not a text object) empty or over 12,000 characters together.
 func validBlocks(raw json.RawMessage) bool {
 	var blocks []struct {
@@ -147,6 +148,12 @@ func validBlocks(raw json.RawMessage) bool {
 			}
 		}
 	}
+	for _, sel := range selectsOf(raw) {
+		if !validSelect(sel) || ids[sel.ActionID] {
+			return false
+		}
+		ids[sel.ActionID] = true
+	}
 	for _, btn := range buttonsOf(raw) {
 		if btn.Text.Type != "plain_text" || btn.Text.Text == "" || utf8.RuneCountInString(btn.Text.Text) > 75 ||
 			ids[btn.ActionID] || len(btn.Value) > 2000 || len(btn.URL) > 3000 {
@@ -155,6 +162,26 @@ func validBlocks(raw json.RawMessage) bool {
 		if btn.ActionID != "" {
 			ids[btn.ActionID] = true
 		}
+	}
+	return true
+}
+
+// validSelect checks a static_select as Block Kit does: an action_id of at
+// most 255 characters, a plain_text placeholder of at most 150, 1 to 100
+// options, each with plain_text text of 1 to 75 characters and a value of
+// 1 to 150, the values unique.
+func validSelect(sel Select) bool {
+	if len(sel.ActionID) > 255 || (sel.Placeholder.Text != "" && (sel.Placeholder.Type != "plain_text" || utf8.RuneCountInString(sel.Placeholder.Text) > 150)) ||
+		len(sel.Options) == 0 || len(sel.Options) > 100 {
+		return false
+	}
+	values := map[string]bool{}
+	for _, o := range sel.Options {
+		if o.Text.Type != "plain_text" || o.Text.Text == "" || utf8.RuneCountInString(o.Text.Text) > 75 ||
+			o.Value == "" || len(o.Value) > 150 || values[o.Value] {
+			return false
+		}
+		values[o.Value] = true
 	}
 	return true
 }

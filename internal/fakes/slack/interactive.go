@@ -97,16 +97,9 @@ func (s *Server) Click(channel, ts, user, actionID string) string {
 		s.t.Errorf("slackfake: Click: message %s has no button %q (it has %v)", ts, actionID, buttonsOf(m.Blocks))
 		return ""
 	}
-	s.seq++
-	id := fmt.Sprintf("Ia0%09X", s.seq)
-	actionTS := s.nextTSLocked()
-	username := user
-	if u, ok := s.users[user]; ok && u.Name != "" {
-		username = u.Name
-	}
 	action := map[string]any{
 		"action_id": btn.ActionID, "block_id": btn.BlockID, "type": "button",
-		"text": btn.Text, "action_ts": actionTS,
+		"text": btn.Text,
 	}
 	if btn.Value != "" {
 		action["value"] = btn.Value
@@ -116,6 +109,19 @@ func (s *Server) Click(channel, ts, user, actionID string) string {
 	}
 	if btn.Style != "" {
 		action["style"] = btn.Style
+	}
+	return s.blockActionLocked(ch, m, user, action)
+}
+
+// blockActionLocked reports action, done by user on message m of ch, as a
+// block_actions payload, and returns the id it is recorded under.
+func (s *Server) blockActionLocked(ch *channel, m *message, user string, action map[string]any) string {
+	s.seq++
+	id := fmt.Sprintf("Ia0%09X", s.seq)
+	action["action_ts"] = s.nextTSLocked()
+	username := user
+	if u, ok := s.users[user]; ok && u.Name != "" {
+		username = u.Name
 	}
 	container := map[string]any{
 		"type": "message", "message_ts": m.TS, "channel_id": ch.info.ID, "is_ephemeral": false,
@@ -153,4 +159,108 @@ func (s *Server) Click(channel, ts, user, actionID string) string {
 // interactiveForm is the body of an interactivity request over HTTP.
 func interactiveForm(payload []byte) []byte {
 	return []byte(url.Values{"payload": {string(payload)}}.Encode())
+}
+
+// Select is a static_select of a message's actions blocks, as Choose finds
+// it.
+type Select struct {
+	BlockID     string `json:"-"`
+	ActionID    string `json:"action_id"`
+	Placeholder struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"placeholder"`
+	Options []SelectOption `json:"options"`
+}
+
+// SelectOption is one option of a static_select.
+type SelectOption struct {
+	Text struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"text"`
+	Value string `json:"value"`
+}
+
+// Selects returns the static_selects of a message's actions blocks, in
+// order.
+func (s *Server) Selects(channel, ts string) []Select {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		return nil
+	}
+	m, ok := ch.msgs[ts]
+	if !ok || m.deleted {
+		return nil
+	}
+	return selectsOf(m.Blocks)
+}
+
+func selectsOf(raw json.RawMessage) []Select {
+	var blocks []struct {
+		Type     string            `json:"type"`
+		BlockID  string            `json:"block_id"`
+		Elements []json.RawMessage `json:"elements"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []Select
+	for _, b := range blocks {
+		if b.Type != "actions" {
+			continue
+		}
+		for _, el := range b.Elements {
+			var probe struct {
+				Type string `json:"type"`
+			}
+			var sel Select
+			if json.Unmarshal(el, &probe) != nil || probe.Type != "static_select" || json.Unmarshal(el, &sel) != nil {
+				continue
+			}
+			sel.BlockID = b.BlockID
+			out = append(out, sel)
+		}
+	}
+	return out
+}
+
+// Choose has user pick the option value in the static_select actionID of a
+// message, as Slack reports it: a block_actions payload whose action carries
+// the selected_option, delivered as Click's are. It returns the id under
+// which the choice is recorded. A menu the message does not have, or a value
+// it does not offer, fails the test: Slack lets people pick only what the
+// menu shows.
+func (s *Server) Choose(channel, ts, user, actionID, value string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[channel]
+	if !ok {
+		s.t.Errorf("slackfake: Choose: no channel %s", channel)
+		return ""
+	}
+	m, ok := ch.msgs[ts]
+	if !ok || m.deleted {
+		s.t.Errorf("slackfake: Choose: no message %s in %s", ts, channel)
+		return ""
+	}
+	for _, sel := range selectsOf(m.Blocks) {
+		if sel.ActionID != actionID {
+			continue
+		}
+		for _, o := range sel.Options {
+			if o.Value == value {
+				return s.blockActionLocked(ch, m, user, map[string]any{
+					"action_id": sel.ActionID, "block_id": sel.BlockID, "type": "static_select",
+					"selected_option": o, "placeholder": sel.Placeholder,
+				})
+			}
+		}
+		s.t.Errorf("slackfake: Choose: the menu %q of message %s has no option %q (it has %+v)", actionID, ts, value, sel.Options)
+		return ""
+	}
+	s.t.Errorf("slackfake: Choose: message %s has no menu %q", ts, actionID)
+	return ""
 }

@@ -264,3 +264,40 @@ func TestEphemeralNeedsAChannelMember(t *testing.T) {
 		t.Errorf("ephemerals = %d, want the 3 accepted", got)
 	}
 }
+
+// A static_select Block Kit refuses is refused: 1 to 100 options, option
+// text of at most 75 characters, values of at most 150, unique values.
+func TestStaticSelectLimits(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	api := newAPI(srv)
+	root := srv.Mention("C0DEV", "U0ALICE", "go", "")
+	post := func(n int, edit func([]*slack.OptionBlockObject)) error {
+		var opts []*slack.OptionBlockObject
+		for i := range n {
+			v := "r" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+			opts = append(opts, slack.NewOptionBlockObject(v, slack.NewTextBlockObject(slack.PlainTextType, v, false, false), nil))
+		}
+		if edit != nil {
+			edit(opts)
+		}
+		sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, slack.NewTextBlockObject(slack.PlainTextType, "Choose", false, false), "repo", opts...)
+		_, _, err := api.PostMessage("C0DEV", slack.MsgOptionText("fallback", false), slack.MsgOptionBlocks(slack.NewActionBlock("b", sel)),
+			slack.MsgOptionTS(root))
+		return err
+	}
+	if err := post(100, nil); err != nil {
+		t.Errorf("100 options: %v, want accepted", err)
+	}
+	for name, err := range map[string]error{
+		"101 options":     post(101, nil),
+		"no option":       post(0, nil),
+		"text over 75":    post(2, func(o []*slack.OptionBlockObject) { o[0].Text.Text = strings.Repeat("t", 76) }),
+		"value over 150":  post(2, func(o []*slack.OptionBlockObject) { o[0].Value = strings.Repeat("v", 151) }),
+		"repeated values": post(2, func(o []*slack.OptionBlockObject) { o[1].Value = o[0].Value }),
+		"markdown text":   post(2, func(o []*slack.OptionBlockObject) { o[0].Text.Type = slack.MarkdownType }),
+	} {
+		if slackError(err) != "invalid_blocks" {
+			t.Errorf("%s: %v, want invalid_blocks", name, err)
+		}
+	}
+}
