@@ -24,7 +24,7 @@ func TestApprovalsCarryApproversOfEveryRepository(t *testing.T) {
 	if a := got["web"]; a.Push || !slices.Equal(a.Approvers, []string{"U2"}) {
 		t.Errorf("web = %+v, want U2 as approver and pushes by themselves", a)
 	}
-	if _, ok := got["lib"]; ok || len(got) != 2 {
-		t.Errorf("approvals = %+v, want app and web only", got)
+	if a := got["lib"]; a.Push || a.Plan || len(a.Approvers) > 0 || len(got) != 3 {
+		t.Errorf("approvals = %+v, want lib waiting for nothing, with no approvers", got)
 	}
 }
