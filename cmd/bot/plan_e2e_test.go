@@ -305,3 +305,33 @@ func TestDiscordPlanApprovedByTheRequester(t *testing.T) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 }
+
+// The plan waiting survives a restart: Approve on the old message carries it
+// out once the bot is back.
+func TestSlackPlanApprovedAfterARestart(t *testing.T) {
+	t.Parallel()
+	e := newSlackFakes(t)
+	p := &planner{}
+	e.llm.Handle(p.handle)
+	e.start()
+	root := e.slack.Mention(slackChan, aliceID, "!plan add a file", "")
+	e.waitText(slackChan, root, "📝 Plan ready")
+	plan := e.planButtonsTS(root, "")
+	e.stop()
+	e.start()
+
+	click := e.slack.Click(slackChan, plan, aliceID, "approve")
+	if ack := e.waitClickAck(click); ack.Latency >= 3*time.Second {
+		t.Errorf("the click acknowledged after %s, want within 3s", ack.Latency)
+	}
+	e.waitText(slackChan, root, "✅ Plan approved by `alice`")
+	e.waitText(slackChan, root, "⬆️ pushed `bot/slack-")
+	branches := botBranches(t, e.remote)
+	if len(branches) != 1 || e.remote.Files(t, branches[0])["file1.txt"] != "v1" {
+		t.Fatalf("remote branches %v, want the thread's with file1.txt = v1", branches)
+	}
+	th := onlyThread(t, e.m.DB)
+	if got, want := decisionList(t, e.m.DB, th.ID), []string{"plan:alice", "approve:alice"}; !slices.Equal(got, want) {
+		t.Errorf("decisions %v, want %v", got, want)
+	}
+}
