@@ -348,6 +348,7 @@ type Store interface {
 	RetentionStore
 	InboundNotifier
 	OpeningStore
+	FiringStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

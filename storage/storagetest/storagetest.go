@@ -79,6 +79,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"ThreadVersion", testThreadVersion},
 		{"Events", testEvents},
 		{"Openings", testOpenings},
+		{"Firings", testFirings},
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
 		{"RunUsage", testRunUsage},
