@@ -43,6 +43,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/schedule"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 )
@@ -95,6 +96,10 @@ type Config struct {
 	// says the operator turns them on with http.public_url and
 	// http.session_key.
 	PagesOff string
+	// Schedules are the configured schedules: each firing opens a thread
+	// (Open). ScheduleClock is their clock; nil: the real one.
+	Schedules     []*schedule.Schedule
+	ScheduleClock schedule.Clock
 	// Lease makes the bridge one of several replicas sharing Store (see
 	// lease.go); zero: the only one.
 	Lease  LeaseConfig
@@ -289,6 +294,12 @@ func (b *Bridge) Run(ctx context.Context) error {
 		b.bg.Add(2)
 		go func() { defer b.bg.Done(); b.keepLeases(b.ctx) }()
 		go func() { defer b.bg.Done(); b.watchInput(b.ctx) }()
+	}
+	if len(b.cfg.Schedules) > 0 {
+		// It lives until Shutdown: a firing then is left to the next start
+		// (or another replica), which runs it as missed.
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.runSchedules(b.ctx) }()
 	}
 	actx, stopAdapters := context.WithCancel(ctx)
 	defer stopAdapters()

@@ -36,7 +36,7 @@ func TestCommandsInAThreadWithoutSession(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got, want := names, []string{"compact", "diff", "followup", "help", "link", "model", "pr", "push", "reset", "sessions", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := names, []string{"compact", "diff", "followup", "help", "link", "model", "pr", "push", "reset", "schedules", "sessions", "status", "steer", "stop", "tools"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("commands = %v, want docs/behaviour.md §3's and §9's (!tools, !link) %v", got, want)
 	}
 

@@ -122,7 +122,13 @@ func (h *handler) answerUnknownThread(ctx context.Context, in chat.Inbound) (cha
 	if !first {
 		return chat.Duplicate, nil
 	}
-	if text := b.answerSessions(ctx, p, in); text != "" {
+	text := ""
+	if classify(in.Text).name == "schedules" {
+		text = b.schedulesText()
+	} else {
+		text = b.answerSessions(ctx, p, in)
+	}
+	if text != "" {
 		p.Outbox.Post(in.Thread, text, outbox.High, nil)
 	}
 	return chat.Accepted, nil
