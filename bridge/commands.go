@@ -205,6 +205,14 @@ func init() {
 			sessionless: true,
 		},
 		{
+			CommandSpec: chat.CommandSpec{Name: "schedules",
+				Help:        "`!schedules` — the configured schedules and when each fires next",
+				Description: "List the configured schedules and when each fires next"},
+			mode:        storage.ModeCommand,
+			run:         (*thread).schedulesCommand,
+			sessionless: true,
+		},
+		{
 			// A request to the model, expanded by an input hook (reviewInput).
 			CommandSpec: chat.CommandSpec{Name: "review",
 				Help:        "`!review` — give me the pull request's new review comments to address",

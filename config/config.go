@@ -79,6 +79,8 @@ type Config struct {
 	Discord           Discord   `yaml:"discord"`
 	// Storage is the database: SQLite in data_dir (default) or PostgreSQL.
 	Storage Storage `yaml:"storage"`
+	// Schedules are requests the bot makes on a calendar.
+	Schedules []Schedule `yaml:"schedules"`
 
 	// unresolved are the ${VAR} references Parse found unset; Validate reports
 	// the ones whose key is in use.

@@ -50,6 +50,10 @@ func TestExampleFileLoadsAndShowsTheDefaults(t *testing.T) {
 		t.Errorf("mcp.servers = %+v, want the one disabled example with the default timeout", got.MCP.Servers)
 	}
 	want.MCP.Servers = got.MCP.Servers
+	if len(got.Schedules) != 1 || !got.Schedules[0].Disabled {
+		t.Errorf("schedules = %+v, want the one disabled example", got.Schedules)
+	}
+	want.Schedules = got.Schedules
 	want.Slack.BotToken, want.Slack.AppToken = got.Slack.BotToken, got.Slack.AppToken
 	got.unresolved = nil // DISCORD_BOT_TOKEN, under the disabled discord section
 	if !reflect.DeepEqual(got, want) {

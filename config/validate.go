@@ -45,6 +45,7 @@ func (c *Config) Validate() error {
 	if c.Discord.Enabled {
 		c.validateDiscord(&v)
 	}
+	c.validateSchedules(&v)
 	return v.err()
 }
 

@@ -381,6 +381,8 @@ type Store interface {
 	LeaseStore
 	RetentionStore
 	InboundNotifier
+	OpeningStore
+	FiringStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

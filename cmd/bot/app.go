@@ -23,6 +23,7 @@ import (
 	"github.com/threadsmith/threadsmith/ops"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
+	"github.com/threadsmith/threadsmith/schedule"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/workspace"
 	"github.com/threadsmith/threadsmith/workspace/diskuse"
@@ -64,6 +65,9 @@ type Main struct {
 	Logger *slog.Logger
 	// Now is the bridge's clock (default time.Now; tests move it).
 	Now func() time.Time
+	// ScheduleClock is the schedules' clock (default the real one; tests
+	// move it).
+	ScheduleClock schedule.Clock
 	// Version prints the version and exits (-version).
 	Version bool
 	// Backup is -backup's file: copy the database there and exit.
@@ -229,6 +233,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		platforms = append(platforms, platformFor(cfg, a, ob))
 	}
 	m.pages = sessionPages(cfg, db, ws, log)
+	scheds, err := schedules(cfg, m.Console)
+	if err != nil {
+		m.closeStores()
+		return err
+	}
 	b, err := bridge.New(bridge.Config{
 		Store:             db,
 		Workspaces:        ws,
@@ -250,6 +259,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		PagesOff:          m.pagesOff(),
 		Lease:             leaseConfig(cfg),
 		Budget:            bridge.Budget{PerUserDaily: cfg.Budget.PerUserDaily, PerThread: cfg.Budget.PerThread},
+		Schedules:         scheds,
+		ScheduleClock:     m.ScheduleClock,
 		Logger:            log,
 		Now:               m.Now,
 	})

@@ -204,3 +204,41 @@ func TestCheckDoesNotPrintTheBaseURLKey(t *testing.T) {
 		t.Fatalf("the base_url key was printed:\n%s", out)
 	}
 }
+
+// -check validates the schedules: a bad cron expression and an unknown
+// repository are reported with their keys and lines in the file.
+func TestCheckReportsBadSchedulesWithTheirLines(t *testing.T) {
+	t.Parallel()
+	cfg, _ := checkConfig(t)
+	src := fmt.Sprintf(`data_dir: %s
+llm: {base_url: %q, api_key: sk-check, model: fake-model}
+slack: {api_url: %q, bot_token: %q, app_token: %q}
+workspace: {default_repo: app, repos: [{name: app, url: %q}]}
+schedules:
+  - name: nightly
+    cron: "0 25 * * *"
+    channel: C1
+    prompt: check the build
+  - name: weekly
+    cron: "@weekly"
+    channel: C1
+    repo: nope
+    prompt: sum up the week
+`, cfg.DataDir, cfg.LLM.BaseURL, cfg.Slack.APIURL, cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Workspace.Repos[0].URL)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain()
+	m.ConfigPath = path
+	var out bytes.Buffer
+	ok := m.RunCheck(context.Background(), &out)
+	for _, want := range []string{`schedules[0].cron: "0 25 * * *": `, "(line 7)", `schedules[1].repo: unknown repository "nope"`, "(line 13)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if ok {
+		t.Error("-check passed a config with bad schedules")
+	}
+}

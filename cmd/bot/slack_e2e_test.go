@@ -24,6 +24,7 @@ import (
 	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+	"github.com/threadsmith/threadsmith/schedule"
 )
 
 // The Slack end-to-end tests run the program (Main, built from config as an
@@ -56,6 +57,8 @@ type slackEnv struct {
 	starts   int    // Socket Mode connections the fake should have seen
 	// now, when set before start, is the bridge's clock.
 	now func() time.Time
+	// scheduleClock, when set before start, is the schedules' clock.
+	scheduleClock schedule.Clock
 }
 
 // slackSetup collects a slackEnv's options.
@@ -143,6 +146,9 @@ func (e *slackEnv) start() {
 	cfg := e.cfg
 	m.Config = &cfg
 	m.Now = e.now
+	if e.scheduleClock != nil {
+		m.ScheduleClock = e.scheduleClock
+	}
 	if e.quiet {
 		m.Logger = slog.New(slog.DiscardHandler)
 	} else {

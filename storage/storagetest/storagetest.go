@@ -79,6 +79,8 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"AuthorThreadSummaries", testAuthorThreadSummaries},
 		{"ThreadVersion", testThreadVersion},
 		{"Events", testEvents},
+		{"Openings", testOpenings},
+		{"Firings", testFirings},
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
 		{"RunUsage", testRunUsage},
