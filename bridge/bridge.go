@@ -187,6 +187,8 @@ type Bridge struct {
 
 	intake *intakeGate // new thread owners wait while input is being accepted
 
+	opening chan struct{} // held by the Open in progress: openings run one at a time
+
 	catchUpBucket int64           // the minute of catchUps
 	catchUps      map[string]bool // catch-ups this replica claimed in it
 
@@ -244,6 +246,7 @@ func New(cfg Config) (*Bridge, error) {
 		released:  map[int64]int64{},
 		known:     map[string]bool{},
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
+		opening:   make(chan struct{}, 1),
 		shut:      make(chan struct{}),
 		redact:    tools.Redactor(cfg.Secrets),
 	}
@@ -570,13 +573,14 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	if !known && !in.Mention {
 		return chat.Ignored, nil
 	}
-	return h.admit(ctx, in, false)
+	return h.admit(ctx, in, false, "")
 }
 
 // admit takes a message for a known thread (or a mention): not while
 // shutting down, once per delivery, from an allowed author unless trusted
-// (a verified forge webhook), then stored and handed to the thread.
-func (h *handler) admit(ctx context.Context, in chat.Inbound, trusted bool) (chat.Receipt, error) {
+// (a verified forge webhook, a configured schedule), then stored and handed
+// to the thread. A thread it creates keeps origin (storage.ThreadInit).
+func (h *handler) admit(ctx context.Context, in chat.Inbound, trusted bool, origin string) (chat.Receipt, error) {
 	b, p := h.b, h.p
 	key := in.Thread.Key()
 	b.mu.Lock()
@@ -604,7 +608,7 @@ func (h *handler) admit(ctx context.Context, in chat.Inbound, trusted bool) (cha
 		b.log.Info("refused input from a user who is not allowed", "thread", key, "user", in.Author.ID, "dm", in.DM)
 		return h.refuse(ctx, in, note)
 	}
-	return h.accept(ctx, in, deliveryKeys)
+	return h.accept(ctx, in, deliveryKeys, origin)
 }
 
 // refuse tells the author privately why their message was refused: one note
@@ -624,7 +628,7 @@ func (h *handler) refuse(ctx context.Context, in chat.Inbound, note string) (cha
 }
 
 // accept stores an allowed message and hands it to its thread's owner.
-func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []string) (chat.Receipt, error) {
+func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []string, origin string) (chat.Receipt, error) {
 	b, p := h.b, h.p
 	key := in.Thread.Key()
 	skey := storeKey(in.Thread)
@@ -681,7 +685,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 		}
 		keep(repo)
 		var a storage.Accepted
-		a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread))}, sin)
+		a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread)), Origin: origin}, sin)
 		rec, id, dup = a.Thread, a.ID, a.Duplicate
 	case err == nil:
 		sin.ThreadID = rec.ID
@@ -734,7 +738,7 @@ func (b *Bridge) ForgeReview(ctx context.Context, repo, branch, delivery string)
 			Text:    "!review",
 			Time:    b.cfg.Now(),
 		}
-		_, err := (&handler{b: b, p: p}).admit(ctx, in, true)
+		_, err := (&handler{b: b, p: p}).admit(ctx, in, true, "")
 		return true, err
 	}
 	return false, nil

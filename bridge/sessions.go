@@ -36,7 +36,7 @@ func (b *Bridge) sessionsOf(ctx context.Context, p *platform, userID string) ([]
 	linker, _ := p.Adapter.(chat.Linker)
 	out := make([]chat.SessionSummary, len(sums))
 	for i, s := range sums {
-		out[i] = chat.SessionSummary{State: sessionState(s), Repo: s.Repo, Branch: s.Branch, LastActivity: s.LastActivity, Cost: s.Cost}
+		out[i] = chat.SessionSummary{State: sessionState(s), Repo: s.Repo, Branch: s.Branch, Origin: s.Origin, LastActivity: s.LastActivity, Cost: s.Cost}
 		if linker != nil {
 			if url, err := linker.Permalink(ctx, refOf(s.Key)); err == nil {
 				out[i].ThreadURL = url
@@ -113,7 +113,7 @@ func (h *handler) answerUnknownThread(ctx context.Context, in chat.Inbound) (cha
 	closing := b.closing
 	b.mu.Unlock()
 	if !h.allowed(in) || closing {
-		return h.admit(ctx, in, false) // refused there (privately), or left to redeliver
+		return h.admit(ctx, in, false, "") // refused there (privately), or left to redeliver
 	}
 	first, err := b.cfg.Store.MarkEventProcessed(ctx, p.name, "command/"+in.Thread.Channel+"/"+refusalID(in))
 	if err != nil {

@@ -223,6 +223,25 @@ type OncePoster interface {
 	PostOnce(ctx context.Context, thread ThreadRef, text string, key PostKey) (id string, err error)
 }
 
+// Opener starts a thread of the bot's own: it posts text (Markdown) as a new
+// top-level message in channel and returns the thread that message starts
+// (Slack: the message's ts is the thread's root; Discord: a thread is
+// started from the message). The bridge opens threads for work that does
+// not begin in chat (a schedule's firing, an issue).
+type Opener interface {
+	Open(ctx context.Context, channel, text string) (ThreadRef, error)
+}
+
+// OnceOpener opens so that an opening repeated after a failure of unknown
+// outcome (key.Retry: a timeout, or a process that died after posting)
+// opens one thread: the adapter first looks for the message it posted for
+// key.ID since key.First and, found, returns its thread. The bridge uses it
+// instead of Opener.Open when an adapter implements it; key.Notify and
+// key.Stream are unused.
+type OnceOpener interface {
+	OpenOnce(ctx context.Context, channel, text string, key PostKey) (ThreadRef, error)
+}
+
 // PostKey identifies one message across the attempts to post it.
 type PostKey struct {
 	// ID is unique to the message and the same on every attempt (at most 25

@@ -14,6 +14,9 @@ type SessionSummary struct {
 	State  string
 	Repo   string
 	Branch string
+	// Origin is where a session the bot opened itself came from
+	// ("schedule nightly", "issue #12"); "" for one a person started.
+	Origin string
 	// LastActivity is the newest input or transcript entry.
 	LastActivity time.Time
 	// Cost sums the session's priced replies, in USD.
@@ -42,6 +45,9 @@ func (s SessionSummary) Markdown(now time.Time) string {
 	parts := []string{icon + " " + s.State, "`" + s.Repo + "`"}
 	if s.Branch != "" {
 		parts = append(parts, "`"+s.Branch+"`")
+	}
+	if s.Origin != "" {
+		parts = append(parts, "from "+s.Origin)
 	}
 	parts = append(parts, ago(now.Sub(s.LastActivity)), fmt.Sprintf("$%.2f", s.Cost))
 	if s.ThreadURL != "" {

@@ -20,6 +20,8 @@ func TestSessionSummaryMarkdown(t *testing.T) {
 			"⚫ closed · `web` · `b` · 2d ago · $0.00 · [thread](https://t/2)"},
 		{SessionSummary{State: "idle", Repo: "app", Branch: "b", LastActivity: now.Add(-3 * time.Minute)},
 			"⚪ idle · `app` · `b` · 3m ago · $0.00"},
+		{SessionSummary{State: "idle", Repo: "app", Origin: "schedule nightly", LastActivity: now.Add(-3 * time.Minute)},
+			"⚪ idle · `app` · from schedule nightly · 3m ago · $0.00"},
 	} {
 		if got := tc.s.Markdown(now); got != tc.want {
 			t.Errorf("Markdown = %q, want %q", got, tc.want)

@@ -347,6 +347,7 @@ type Store interface {
 	LeaseStore
 	RetentionStore
 	InboundNotifier
+	OpeningStore
 	// Close releases the backend. Writes that returned are durable already.
 	Close() error
 }

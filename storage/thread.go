@@ -34,6 +34,10 @@ type ThreadInit struct {
 	Repo          string
 	Branch        string
 	WorkspacePath string
+	// Origin is where a thread the bot opened itself came from ("schedule
+	// nightly", "issue #12"); "" for a thread a person started. It is kept
+	// from the thread's creation: SetThreadWorkspace ignores it.
+	Origin string
 }
 
 // Thread is a chat thread hosting a session.
@@ -46,6 +50,8 @@ type Thread struct {
 	Branch        string
 	WorkspacePath string
 	State         ThreadState
+	// Origin is ThreadInit.Origin as the thread was created with it.
+	Origin string
 	// LastSeenMessage is the platform id (Slack ts, Discord snowflake) of the
 	// newest message seen in the thread, for catch-up after a reconnect.
 	LastSeenMessage string

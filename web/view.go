@@ -31,6 +31,7 @@ type page struct {
 	Where    string // platform · channel · thread
 	Repo     string
 	Branch   string
+	Origin   string // where a thread the bot opened itself came from ("schedule nightly"), or ""
 	State    string // running, queued, idle or closed
 	Cost     float64
 	Tokens   int64
@@ -147,6 +148,7 @@ func (s *Server) build(ctx context.Context, threadID int64, token string) (*page
 		Where:  r.Replace(threadTitle(th.Key)),
 		Repo:   r.Replace(th.Repo),
 		Branch: r.Replace(th.Branch),
+		Origin: r.Replace(th.Origin),
 		State:  "idle",
 	}
 	if th.State == storage.ThreadClosed {

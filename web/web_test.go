@@ -667,3 +667,24 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	}
 	shown("the live follow's pieces", all.String())
 }
+
+// A session the bot opened itself says where it came from; one a person
+// started says nothing of it.
+func TestSessionPageShowsItsOrigin(t *testing.T) {
+	f := newFixture(t)
+	th, _, err := f.db.EnsureThread(f.ctx, storage.ThreadKey{Platform: "slack", Team: "T1", Channel: "C2", Thread: "1700000000.000200"},
+		storage.ThreadInit{Repo: "app", Origin: "schedule nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Store: f.db, Key: []byte(testKey), PublicURL: "https://bot.example.com"})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/s/"+strconv.FormatInt(th.ID, 10)+"?t="+url.QueryEscape(token(t, s, th.ID)), nil)
+	if code != http.StatusOK || !strings.Contains(body, `from <span class="origin">schedule nightly</span>`) {
+		t.Errorf("GET the opened session's page = %d, lacking its origin:\n%s", code, body)
+	}
+	if _, body := get(t, f.pageURL(srv, s), nil); strings.Contains(body, `class="origin"`) {
+		t.Error("a session a person started shows an origin")
+	}
+}

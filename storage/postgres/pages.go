@@ -85,7 +85,7 @@ func (db *DB) threadSummaries(ctx context.Context, op, where, tail string, args 
 		var active, created, updated, last int64
 		var state string
 		err := r.Scan(&s.ID, &s.Key.Platform, &s.Key.Team, &s.Key.Channel, &s.Key.Thread, &s.SessionID,
-			&s.Repo, &s.Branch, &s.WorkspacePath, &state, &s.LastSeenMessage, &active, &created, &updated,
+			&s.Repo, &s.Branch, &s.WorkspacePath, &state, &s.LastSeenMessage, &active, &created, &updated, &s.Origin,
 			&s.Running, &s.Pending, &last, &s.Cost, &s.Request)
 		s.State = storage.ThreadState(state)
 		s.ActiveAt, s.CreatedAt, s.UpdatedAt = fromMS(active), fromMS(created), fromMS(updated)

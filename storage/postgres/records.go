@@ -16,7 +16,7 @@ import (
 // Threads.
 
 const threadColumns = `t.id, t.platform, t.team, t.channel, t.thread, coalesce(s.uid, ''), t.repo, t.branch,
-	t.workspace_path, t.state, t.last_seen_message, t.active_at, t.created_at, t.updated_at`
+	t.workspace_path, t.state, t.last_seen_message, t.active_at, t.created_at, t.updated_at, t.origin`
 
 const threadFrom = ` FROM threads t LEFT JOIN sessions s ON s.id = t.session_id `
 
@@ -25,7 +25,7 @@ func scanThread(r pgx.Row) (storage.Thread, error) {
 	var active, created, updated int64
 	var state string
 	err := r.Scan(&t.ID, &t.Key.Platform, &t.Key.Team, &t.Key.Channel, &t.Key.Thread, &t.SessionID,
-		&t.Repo, &t.Branch, &t.WorkspacePath, &state, &t.LastSeenMessage, &active, &created, &updated)
+		&t.Repo, &t.Branch, &t.WorkspacePath, &state, &t.LastSeenMessage, &active, &created, &updated, &t.Origin)
 	t.State = storage.ThreadState(state)
 	t.ActiveAt, t.CreatedAt, t.UpdatedAt = fromMS(active), fromMS(created), fromMS(updated)
 	return t, err
@@ -57,10 +57,10 @@ func (db *DB) EnsureThread(ctx context.Context, key storage.ThreadKey, init stor
 // of the message that creates it, or "") as its newest message seen, and
 // comes back from the INSERT (it has no session yet).
 func (db *DB) ensureThreadIn(ctx context.Context, tx pgx.Tx, key storage.ThreadKey, init storage.ThreadInit, lastSeen string, now int64) (storage.Thread, bool, error) {
-	t, err := scanThread(tx.QueryRow(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9) ON CONFLICT (platform, team, channel, thread) DO NOTHING
-		RETURNING id, platform, team, channel, thread, ''::text, repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at`,
-		key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now))
+	t, err := scanThread(tx.QueryRow(ctx, `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at, origin)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9, $10) ON CONFLICT (platform, team, channel, thread) DO NOTHING
+		RETURNING id, platform, team, channel, thread, ''::text, repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at, origin`,
+		key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now, init.Origin))
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return t, err == nil, err
 	}

@@ -128,6 +128,7 @@ func TestOpenUpgradesOlderSchema(t *testing.T) {
 	// Take the file back to version 1, as the first release left it.
 	raw := rawDB(t, path)
 	if _, err := raw.Exec(`DROP INDEX entries_by_type; DROP INDEX threads_recent; ALTER TABLE threads DROP COLUMN active_at; DROP TABLE pending_posts; DROP TABLE thread_leases; DROP TABLE run_usage; DROP INDEX inbound_thread; DROP INDEX inbound_author;
+		ALTER TABLE threads DROP COLUMN origin; DROP TABLE openings;
 		DELETE FROM schema_migrations WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}

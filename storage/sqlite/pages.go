@@ -48,7 +48,7 @@ func (db *DB) threadSummaries(ctx context.Context, op, where, tail string, args 
 		var active, created, updated, last int64
 		var cost sql.NullFloat64
 		err := rows.Scan(&s.ID, &s.Key.Platform, &s.Key.Team, &s.Key.Channel, &s.Key.Thread, &s.SessionID,
-			&s.Repo, &s.Branch, &s.WorkspacePath, &s.State, &s.LastSeenMessage, &active, &created, &updated,
+			&s.Repo, &s.Branch, &s.WorkspacePath, &s.State, &s.LastSeenMessage, &active, &created, &updated, &s.Origin,
 			&s.Running, &s.Pending, &last, &cost, &s.Request)
 		if err != nil {
 			return nil, opError(op, err)

@@ -85,9 +85,9 @@ func newStatements() statements {
 		// The row comes back from the INSERT (a new thread has no session),
 		// with the message that created it as its last seen: no SELECT, and
 		// no touch or last-seen UPDATE after it.
-		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9) ON CONFLICT (platform, team, channel, thread) DO NOTHING
-			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at`},
+		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at, origin)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, ?10) ON CONFLICT (platform, team, channel, thread) DO NOTHING
+			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at, origin`},
 		threadByKey: hotStmt{query: threadByKeyQuery},
 		getThread:   hotStmt{query: threadByKeyQuery},
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 const threadColumns = `t.id, t.platform, t.team, t.channel, t.thread, coalesce(s.uid, ''), t.repo, t.branch,
-	t.workspace_path, t.state, t.last_seen_message, t.active_at, t.created_at, t.updated_at`
+	t.workspace_path, t.state, t.last_seen_message, t.active_at, t.created_at, t.updated_at, t.origin`
 
 const threadFrom = ` FROM threads t LEFT JOIN sessions s ON s.id = t.session_id `
 
@@ -22,7 +22,7 @@ func scanThread(r scanner) (storage.Thread, error) {
 	var t storage.Thread
 	var active, created, updated int64
 	err := r.Scan(&t.ID, &t.Key.Platform, &t.Key.Team, &t.Key.Channel, &t.Key.Thread, &t.SessionID,
-		&t.Repo, &t.Branch, &t.WorkspacePath, &t.State, &t.LastSeenMessage, &active, &created, &updated)
+		&t.Repo, &t.Branch, &t.WorkspacePath, &t.State, &t.LastSeenMessage, &active, &created, &updated, &t.Origin)
 	t.ActiveAt, t.CreatedAt, t.UpdatedAt = fromMS(active), fromMS(created), fromMS(updated)
 	return t, err
 }
@@ -59,7 +59,7 @@ func (db *DB) ensureThreadIn(ctx context.Context, tx *sql.Tx, key storage.Thread
 	if err != nil {
 		return storage.Thread{}, false, err
 	}
-	t, err := scanThread(ins.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now))
+	t, err := scanThread(ins.QueryRowContext(ctx, key.Platform, key.Team, key.Channel, key.Thread, init.Repo, init.Branch, init.WorkspacePath, lastSeen, now, init.Origin))
 	if !errors.Is(err, sql.ErrNoRows) {
 		return t, err == nil, err
 	}

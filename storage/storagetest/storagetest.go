@@ -78,6 +78,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"AuthorThreadSummaries", testAuthorThreadSummaries},
 		{"ThreadVersion", testThreadVersion},
 		{"Events", testEvents},
+		{"Openings", testOpenings},
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
 		{"RunUsage", testRunUsage},

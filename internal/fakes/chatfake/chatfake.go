@@ -58,6 +58,8 @@ type Adapter struct {
 	nextID    int
 	changed   chan struct{}
 	postErr   error
+	openKeys  map[string]chat.ThreadRef // the threads OpenOnce opened, by key
+	openings  []chat.ThreadRef
 }
 
 // New returns a fake platform named platform whose messages are split at limit.
@@ -78,6 +80,8 @@ var (
 	_ chat.StatusSetter  = (*Adapter)(nil)
 	_ chat.HistoryReader = (*Adapter)(nil)
 	_ chat.Downloader    = (*Adapter)(nil)
+	_ chat.OnceOpener    = (*Adapter)(nil)
+	_ chat.Opener        = (*Adapter)(nil)
 )
 
 func (a *Adapter) Platform() string    { return a.platform }
@@ -212,6 +216,46 @@ func (a *Adapter) Post(_ context.Context, thread chat.ThreadRef, text string) (s
 	a.byID[id] = m
 	a.notifyLocked()
 	return id, nil
+}
+
+// Open implements chat.Opener: text becomes the first message of a new
+// thread in channel (team T1), whose id is the thread's.
+func (a *Adapter) Open(ctx context.Context, channel, text string) (chat.ThreadRef, error) {
+	return a.OpenOnce(ctx, channel, text, chat.PostKey{})
+}
+
+// OpenOnce implements chat.OnceOpener: a retry of a key opened before
+// returns that thread.
+func (a *Adapter) OpenOnce(_ context.Context, channel, text string, key chat.PostKey) (chat.ThreadRef, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if th, ok := a.openKeys[key.ID]; ok && key.ID != "" && key.Retry {
+		return th, nil
+	}
+	if a.postErr != nil {
+		return chat.ThreadRef{}, a.postErr
+	}
+	id := a.newIDLocked()
+	th := chat.ThreadRef{Platform: a.platform, Team: "T1", Channel: channel, Thread: id}
+	m := &Msg{ID: id, Thread: th, Text: text, Bot: true}
+	a.msgs = append(a.msgs, m)
+	a.byID[id] = m
+	a.openings = append(a.openings, th)
+	if key.ID != "" {
+		if a.openKeys == nil {
+			a.openKeys = map[string]chat.ThreadRef{}
+		}
+		a.openKeys[key.ID] = th
+	}
+	a.notifyLocked()
+	return th, nil
+}
+
+// Openings returns the threads the bot opened, in order.
+func (a *Adapter) Openings() []chat.ThreadRef {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.openings)
 }
 
 // Edit implements chat.Editor.

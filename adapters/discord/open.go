@@ -1,0 +1,54 @@
+package discord
+
+import (
+	"context"
+	"errors"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/threadsmith/threadsmith/chat"
+)
+
+var (
+	_ chat.Opener     = (*Adapter)(nil)
+	_ chat.OnceOpener = (*Adapter)(nil)
+)
+
+// Open implements chat.Opener: text is posted in the channel and a thread is
+// started from it, named after its first line; the thread takes the
+// message's id.
+func (a *Adapter) Open(ctx context.Context, channel, text string) (chat.ThreadRef, error) {
+	return a.OpenOnce(ctx, channel, text, chat.PostKey{})
+}
+
+// OpenOnce implements chat.OnceOpener. The message carries key.ID as its
+// nonce with enforce_nonce, so a retry within Discord's nonce window (a few
+// minutes) gets the message posted before; a thread started on it already
+// is taken as the thread.
+func (a *Adapter) OpenOnce(ctx context.Context, channel, text string, key chat.PostKey) (chat.ThreadRef, error) {
+	key.Notify, key.Stream = "", false
+	id, err := a.PostOnce(ctx, chat.ThreadRef{Platform: Platform, Channel: channel, Thread: channel}, text, key)
+	if err != nil {
+		return chat.ThreadRef{}, err
+	}
+	ref := chat.ThreadRef{Platform: Platform, Channel: id, Thread: id}
+	th, err := a.s.MessageThreadStartComplex(channel, id, &discordgo.ThreadStart{
+		Name: threadName(text), AutoArchiveDuration: threadArchiveMinutes,
+	}, ownCall(ctx)...)
+	var re *discordgo.RESTError
+	switch {
+	case err == nil:
+		ref.Team, ref.Channel, ref.Thread = th.GuildID, th.ID, th.ID
+	case errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage:
+		// An earlier attempt started it: a thread takes its message's id.
+		if ch, cerr := a.s.Channel(id, ownCall(ctx)...); cerr == nil {
+			ref.Team = ch.GuildID
+		} else {
+			return chat.ThreadRef{}, restError("get thread", cerr, nil)
+		}
+	default:
+		return chat.ThreadRef{}, restError("start thread", err, nil)
+	}
+	a.kinds.Store(ref.Channel, kindThread)
+	return ref, nil
+}
