@@ -295,13 +295,7 @@ func (s *Server) repoJSON() map[string]any {
 func (s *Server) labelHookLocked(is *Issue, label string, previous []string, user string) *Delivery {
 	switch s.Kind {
 	case "gitlab":
-		titles := func(ls []string) []map[string]any {
-			out := []map[string]any{}
-			for i, l := range ls {
-				out = append(out, map[string]any{"id": i + 1, "title": l})
-			}
-			return out
-		}
+		titles := labelObjects
 		attrs := s.issueJSON(is.Number, false)
 		attrs["action"] = "update"
 		attrs["labels"] = titles(is.Labels)
@@ -360,7 +354,12 @@ func (s *Server) commentHookLocked(number int, pull bool, c Comment) *Delivery {
 			attrs["noteable_type"] = "MergeRequest"
 			payload["merge_request"] = s.issueJSON(number, true)
 		} else {
-			payload["issue"] = s.issueJSON(number, false)
+			// A webhook shows the issue's labels as objects, the API as names.
+			is := s.issueJSON(number, false)
+			if is != nil {
+				is["labels"] = labelObjects(s.issues[number].Labels)
+			}
+			payload["issue"] = is
 		}
 		payload["object_attributes"] = attrs
 		return s.newDeliveryLocked("Note Hook", "", payload)
@@ -468,4 +467,13 @@ func (s *Server) serveIssues(w http.ResponseWriter, r *http.Request, parts []str
 		return false
 	}
 	return true
+}
+
+// labelObjects are labels as GitLab's webhooks show them.
+func labelObjects(ls []string) []map[string]any {
+	out := []map[string]any{}
+	for i, l := range ls {
+		out = append(out, map[string]any{"id": i + 1, "title": l})
+	}
+	return out
 }
