@@ -155,7 +155,18 @@ func TestIssueOpensAThread(t *testing.T) {
 			if code := fake.CommentOn(12, false, dev, "please also handle tabs"); code != http.StatusAccepted {
 				t.Fatalf("a pusher's comment got %d, want 202", code)
 			}
+			tabs := len(fake.Deliveries()) - 1
 			e.waitFor("the pusher's comment reaching the model", func() bool { return requestsWith(e, "please also handle tabs") > 0 })
+			// The comment's webhook redelivered: the thread takes it once (the
+			// next comment, behind it in the thread, shows it was not taken).
+			if code := fake.Redeliver(tabs); code/100 != 2 {
+				t.Fatalf("the redelivered comment got %d", code)
+			}
+			fake.CommentOn(12, false, dev, "and spaces")
+			e.waitFor("the next comment reaching the model", func() bool { return requestsWith(e, "and spaces") > 0 })
+			if n := requestsWith(e, "please also handle tabs"); n != 1 {
+				t.Errorf("the comment reached the model %d times, want once", n)
+			}
 			if n := len(issueThreads(e)); n != 1 {
 				t.Errorf("%d threads opened, want one", n)
 			}
@@ -186,15 +197,36 @@ func TestIssueCommandOpensAThread(t *testing.T) {
 			e, fake := issueEnv(t, kind)
 			dev, _ := people(kind, fake)
 			e.llm.Handle(func(r llmfake.Request) llmfake.Response { return llmfake.TextReply("looked at it") })
-			fake.AddIssue(forgefake.Issue{Number: 4, Title: "Docs are stale", Author: dev})
+			// The title tries to ping the channel: the platform's usual
+			// escaping keeps it text.
+			fake.AddIssue(forgefake.Issue{Number: 4, Title: "Docs are stale <!channel> <@U0ALICE01>", Author: dev})
 			if code := fake.CommentOn(4, false, dev, "/threadsmith update the README only"); code != http.StatusAccepted {
 				t.Fatalf("the command's webhook got %d", code)
 			}
 			e.waitFor("the issue's thread", func() bool { return len(issueThreads(e)) == 1 })
 			root := issueThreads(e)[0]
 			e.waitText(issueChan, root.TS, "looked at it")
+			if strings.Contains(root.Text, "<!channel>") || strings.Contains(root.Text, "<@U0ALICE01>") || !strings.Contains(html.UnescapeString(root.Text), "issue #4: Docs are stale") {
+				t.Errorf("the thread's title can mention people: %q", root.Text)
+			}
 			if requestsWith(e, "update the README only") != 1 || requestsWith(e, "Docs are stale") != 1 {
 				t.Errorf("the request lacks the command or the issue")
+			}
+
+			// On a pull (merge) request no thread works on: a thread of its
+			// own, titled after it.
+			n := fake.AddFork("", "feature", "main", "Add CSV export")
+			if code := fake.CommentOn(n, true, dev, "/threadsmith add tests for the export"); code != http.StatusAccepted {
+				t.Fatalf("the command's webhook on the request got %d", code)
+			}
+			e.waitFor("the request's thread", func() bool { return len(issueThreads(e)) == 2 })
+			title := map[bool]string{true: "merge request !1: Add CSV export", false: "pull request #1: Add CSV export"}[kind == "gitlab"]
+			if got := html.UnescapeString(issueThreads(e)[1].Text); !strings.Contains(got, title) {
+				t.Errorf("the request's thread opens with %q, want %q", got, title)
+			}
+			e.waitFor("the request's thread's answer", func() bool { return requestsWith(e, "add tests for the export") == 1 })
+			if requestsWith(e, "Add CSV export") != 1 {
+				t.Errorf("the request's title did not reach the model")
 			}
 		})
 	}

@@ -261,7 +261,7 @@ func (s *Server) issueJSON(number int, pull bool) map[string]any {
 		if s.Kind == "gitlab" {
 			return map[string]any{"iid": p.Number, "title": p.Title, "description": p.Body, "author": map[string]any{"username": "bot"},
 				"web_url": fmt.Sprintf("https://forge.test/%s/-/merge_requests/%d", s.Project, p.Number), "labels": []string{},
-				"source_branch": p.Head, "source_project_id": 1, "target_project_id": 1, "state": "opened"}
+				"source_branch": p.Head, "source_project_id": map[bool]int{false: 1, true: 2}[p.Fork != ""], "target_project_id": 1, "state": "opened"}
 		}
 		return map[string]any{"number": p.Number, "title": p.Title, "body": p.Body, "user": map[string]any{"login": BotUser},
 			"html_url": fmt.Sprintf("https://forge.test/%s/pull/%d", s.Project, p.Number), "labels": []any{}, "state": "open",
