@@ -85,6 +85,9 @@ type Config struct {
 	// PullRequests are the repositories' pull request settings, by repo
 	// name; a repo without an entry gets none.
 	PullRequests map[string]*PullRequests
+	// Issues are the repositories whose issues open threads, by repo name
+	// (issues.go).
+	Issues map[string]*Issues
 	// Approvals are what the repositories' threads wait for someone's
 	// approval of, by repo name; a repo without an entry waits for nothing.
 	Approvals map[string]Approval

@@ -52,6 +52,15 @@ type prWork struct {
 	link      func(context.Context) string // the thread's link (thread.link: no owner state)
 	platform  string
 	log       *slog.Logger
+	// issue is the forge issue the thread works on (nil: none), which its
+	// pull request closes and links.
+	issue *issueWork
+}
+
+// issueWork is what a pull request does for the issue its thread works on.
+type issueWork struct {
+	ref    issueRef
+	client *forge.Client
 }
 
 // prResult is what a sync found, for the owner to act on (prDone).
@@ -64,7 +73,7 @@ type prResult struct {
 
 // prWorkOf takes what a sync of the pull request needs.
 func (t *thread) prWorkOf() prWork {
-	w := prWork{pr: t.pullRequestOf(), ws: t.ws, repo: t.rec.Repo, link: t.link, platform: platformTitle(t.ref.Platform), log: t.log}
+	w := prWork{pr: t.pullRequestOf(), ws: t.ws, repo: t.rec.Repo, link: t.link, platform: platformTitle(t.ref.Platform), log: t.log, issue: t.issueWork()}
 	if a := t.requester; a != nil && a.ID != forgeAuthorID {
 		w.requester = a.Name // a forge's webhook asked for the last run: no one to name
 	}
@@ -116,6 +125,7 @@ func (w prWork) sync(ctx context.Context, request string) prResult {
 		if res.Draft {
 			verb = "Opened draft"
 		}
+		w.linkIssue(ctx, pr.Client.Kind(), res)
 	}
 	return prResult{prs: true, url: res.URL, line: fmt.Sprintf("🔀 %s [%s](%s)", verb, prName(pr.Client.Kind(), res.Number), res.URL)}
 }
@@ -145,7 +155,13 @@ func (w prWork) body(ctx context.Context, subjects []string) string {
 	if err != nil {
 		w.log.Warn("listing the branch's files for the pull request", "err", err)
 	}
-	return prDescription(w.platform, strings.TrimPrefix(w.link(ctx), "Thread: "), w.requester, subjects, files)
+	body := prDescription(w.platform, strings.TrimPrefix(w.link(ctx), "Thread: "), w.requester, subjects, files)
+	if w.issue != nil {
+		if line := closesLine(w.pr.Client.Kind(), w.issue.ref); line != "" {
+			body += "\n" + line + "\n"
+		}
+	}
+	return body
 }
 
 // prDescription writes body. The commit subjects are the model's words and

@@ -388,6 +388,8 @@ type Repo struct {
 	// /hooks/<name>: review comments on a thread's pull request reach the
 	// thread as a `!review` by themselves.
 	WebhookSecret string `yaml:"webhook_secret"`
+	// Issues lets the repository's issues open threads (see RepoIssues).
+	Issues *RepoIssues `yaml:"issues"`
 	// Push is auto or approve: whether a run's commits are pushed when it
 	// ends, or wait in the workspace for a Push (or !push) by the requester
 	// or one of Approvers.

@@ -370,6 +370,7 @@ func (c *Config) validateWorkspace(v *collector) {
 		if r.WebhookSecret != "" && c.HTTP.Listen == "" {
 			v.add(key+"webhook_secret", "needs http.listen: the forge's webhook is sent to its /hooks/"+r.Name+" (else leave it empty and use !review)")
 		}
+		c.validateIssues(v, key+"issues", r)
 	}
 
 	// Without a default, a thread that names no repository chooses one in

@@ -359,14 +359,17 @@ func sortByID(cs []Comment) {
 // MayWrite reports whether the forge's user may push to the project: one
 // who may is a reviewer whose comment starts a run by itself (a webhook);
 // anyone else's waits for someone in the thread to say `!review`. user is
-// GitLab's numeric user id, Gitea's login. GitHub's webhooks say this
-// themselves (author_association), so it is not asked there.
+// GitLab's numeric user id, GitHub's and Gitea's login. GitHub's comment
+// webhooks say this themselves (author_association); its label events do
+// not, so their sender is asked about.
 func (c *Client) MayWrite(ctx context.Context, user string) (bool, error) {
 	if user == "" {
 		return false, nil
 	}
 	var fe *Error
 	switch c.cfg.Kind {
+	case GitHub:
+		return c.githubMayWrite(ctx, user)
 	case GitLab:
 		if _, err := strconv.ParseInt(user, 10, 64); err != nil {
 			return false, nil

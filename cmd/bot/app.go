@@ -253,6 +253,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Metrics:           m.Metrics,
 		MCPServers:        mcpServers(cfg),
 		PullRequests:      pullRequests(cfg, log),
+		Issues:            issueSources(cfg, log),
 		Approvals:         approvals(cfg),
 		MCPRepoServers:    cfg.MCP.RepoServers,
 		PageLink:          m.pageLink,

@@ -65,12 +65,16 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			return
 		}
 		branch, delivery, author := reviewEvent(kind, r.Header, body)
-		if branch == "" {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
+		if branch == "" {
+			status := http.StatusNoContent
+			if io, ok := b.(issueOpener); ok && repo.Issues != nil {
+				status = issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log)
+			}
+			w.WriteHeader(status)
+			return
+		}
 		if kind == forge.GitLab || kind == forge.Gitea {
 			// Anyone who may comment is not anyone who may start a run:
 			// only people who may push to the repository do (as GitHub's
@@ -107,6 +111,14 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			return
 		}
 		log.Info("webhook: review comments", "repo", repo.Name, "branch", branch, "thread_found", found)
+		if io, ok := b.(issueOpener); ok && !found && repo.Issues != nil {
+			// A comment on a request no thread works on (a GitLab merge
+			// request's note) may be a `/threadsmith` command.
+			if status := issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log); status == http.StatusServiceUnavailable {
+				w.WriteHeader(status)
+				return
+			}
+		}
 		w.WriteHeader(http.StatusAccepted)
 	})
 }

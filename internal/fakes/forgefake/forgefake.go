@@ -92,6 +92,11 @@ type Server struct {
 	notAdmin  bool
 	missOnce  bool
 	calls     []string
+	// Issues (issues.go).
+	issues     map[int]*Issue
+	notes      map[int][]Comment // GitLab issues' notes
+	commentSeq int
+	hook       hooks
 }
 
 // New starts a fake forge of kind for project, accepting token.
@@ -371,6 +376,9 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 		return
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if s.serveIssues(w, r, parts, body) {
+		return
+	}
 	owner, _, _ := strings.Cut(s.Project, "/")
 	headOwner := func(p *PR) string { o, _, _ := strings.Cut(s.headRepo(p), "/"); return o }
 	view := func(p *PR) map[string]any {
@@ -550,6 +558,9 @@ func (s *Server) serveGitLab(w http.ResponseWriter, r *http.Request, body map[st
 		return
 	}
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if s.serveIssues(w, r, parts, body) {
+		return
+	}
 	view := func(p *PR) map[string]any {
 		return map[string]any{"iid": p.Number, "web_url": fmt.Sprintf("https://forge.test/%s/-/merge_requests/%d", s.Project, p.Number),
 			"title": p.Title, "description": p.Body, "draft": p.Draft, "state": "opened", "source_branch": p.Head, "target_branch": p.Base,
