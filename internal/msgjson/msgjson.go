@@ -309,8 +309,10 @@ func decodeContent(r *reader) []llm.Content {
 				c.Type = llm.ContentType(r.internedStr())
 			case "text":
 				c.Text = r.str()
+				c.SetTextUnits(r.units)
 			case "thinking":
 				c.Thinking = r.str()
+				c.SetThinkingUnits(r.units)
 			case "signature":
 				c.Signature = r.str()
 			case "mimeType":
