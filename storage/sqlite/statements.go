@@ -38,16 +38,29 @@ type statements struct {
 	// prepares them on each connection as it first uses it): every
 	// message a platform delivers looks its thread up.
 	getThread hotStmt
+	// Reads of a resume: preparing the live-entries query (a CTE and a
+	// UNION ALL) costs as much as running it on a small session.
+	loadEntries, loadLive hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
 	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent, &s.insertThread, &s.threadByKey}
 }
 
-func (s *statements) reads() []*hotStmt { return []*hotStmt{&s.getThread} }
+func (s *statements) reads() []*hotStmt {
+	return []*hotStmt{&s.getThread, &s.loadEntries, &s.loadLive}
+}
 
-// queryRow runs a read statement on the pool r: prepared, or prepared for the
+// rows runs a read statement on the pool r: prepared, or prepared for the
 // call.
+func (h *hotStmt) rows(ctx context.Context, r *sql.DB, args ...any) (*sql.Rows, error) {
+	if h.stmt != nil {
+		return h.stmt.QueryContext(ctx, args...)
+	}
+	return r.QueryContext(ctx, h.query, args...)
+}
+
+// queryRow is rows for a single row.
 func (h *hotStmt) queryRow(ctx context.Context, r *sql.DB, args ...any) *sql.Row {
 	if h.stmt != nil {
 		return h.stmt.QueryRowContext(ctx, args...)
@@ -90,8 +103,25 @@ func newStatements() statements {
 			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at`},
 		threadByKey: hotStmt{query: threadByKeyQuery},
 		getThread:   hotStmt{query: threadByKeyQuery},
+		loadEntries: hotStmt{query: `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`},
+		loadLive:    hotStmt{query: loadLiveQuery},
 	}
 }
+
+// loadLiveQuery reads a session's live entries in two index ranges:
+// everything from the latest compaction's first kept entry on, and the model
+// and thinking-level changes before it. The compacted messages are never
+// visited.
+const loadLiveQuery = `
+	WITH k AS (
+		SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
+		                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
+	SELECT seq, type, ts, payload FROM entries
+	WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)
+	UNION ALL
+	SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
+	WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
+	ORDER BY seq`
 
 func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	for _, h := range s.all() {
