@@ -295,7 +295,8 @@ func BenchmarkGetThread(b *testing.B) {
 
 // BenchmarkResumeSmall is a resume of a small session that never compacted
 // (sessiongen's 100 KB shapes): LoadLiveEntries and the context rebuilt, with
-// the live-entries query prepared on the read pool or parsed on every call.
+// the queries prepared on the read pool or parsed on every call, and
+// LoadEntries (every entry, here the same ones) as the floor.
 // cpu-µs/op is the process's CPU time per resume, steadier than wall time on
 // a shared machine.
 func BenchmarkResumeSmall(b *testing.B) {
@@ -317,17 +318,22 @@ func BenchmarkResumeSmall(b *testing.B) {
 			if err := db.AppendEntries(ctx, s.ID, entries); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(bc.name+"/"+sh.name, func(b *testing.B) {
-				c0 := processCPU(b)
-				for b.Loop() {
-					es, err := db.LoadLiveEntries(ctx, s.ID)
-					if err != nil || len(es) != len(entries) {
-						b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
+			for _, load := range []struct {
+				name string
+				f    func(context.Context, string) ([]transcript.Entry, error)
+			}{{"LoadLiveEntries", db.LoadLiveEntries}, {"LoadEntries", db.LoadEntries}} {
+				b.Run(bc.name+"/"+sh.name+"/"+load.name, func(b *testing.B) {
+					c0 := processCPU(b)
+					for b.Loop() {
+						es, err := load.f(ctx, s.ID)
+						if err != nil || len(es) != len(entries) {
+							b.Fatalf("%s: %d entries, %v", load.name, len(es), err)
+						}
+						transcript.BuildContext(es)
 					}
-					transcript.BuildContext(es)
-				}
-				b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
-			})
+					b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+				})
+			}
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -115,6 +117,7 @@ func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcri
 	if err != nil {
 		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
 	}
+	sortBySeq(entries)
 	return entries, nil
 }
 
@@ -163,4 +166,12 @@ func storedAlready(ctx context.Context, tx *sql.Tx, sid int64, rows []backend.Ro
 		}
 	}
 	return true
+}
+
+// sortBySeq puts entries read in index ranges in Seq order; they mostly are.
+func sortBySeq(entries []transcript.Entry) {
+	bySeq := func(a, b transcript.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(entries, bySeq) {
+		slices.SortStableFunc(entries, bySeq)
+	}
 }

@@ -108,20 +108,22 @@ func newStatements() statements {
 	}
 }
 
-// loadLiveQuery reads a session's live entries in two index ranges:
-// everything from the latest compaction's first kept entry on, and the model
-// and thinking-level changes before it. The compacted messages are never
-// visited.
+// loadLiveQuery reads a session's live entries in two index ranges: the
+// model and thinking-level changes before the latest compaction's first
+// kept entry, then everything from that entry on. The compacted messages are
+// never visited. It has no ORDER BY: ordering a UNION ALL makes SQLite merge
+// its two halves row by row (the payloads through a co-routine), which cost
+// more than the query on sessions that never compacted; the caller puts the
+// few entries of the first half in order (sortBySeq).
 const loadLiveQuery = `
 	WITH k AS (
 		SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
 		                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
-	SELECT seq, type, ts, payload FROM entries
-	WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)
-	UNION ALL
 	SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
 	WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
-	ORDER BY seq`
+	UNION ALL
+	SELECT seq, type, ts, payload FROM entries
+	WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)`
 
 func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	for _, h := range s.all() {

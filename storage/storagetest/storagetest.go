@@ -66,6 +66,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"EntriesDuplicateSeq", testEntriesDuplicate},
 		{"EntriesUnknownSession", testEntriesUnknownSession},
 		{"LiveEntries", testLiveEntries},
+		{"LiveEntriesInSeqOrder", testLiveEntriesInSeqOrder},
 		{"Inbound", testInbound},
 		{"InboundTransitions", testInboundTransitions},
 		{"DeliveredWithAppend", testDeliveredWithAppend},
@@ -543,6 +544,38 @@ func testLiveEntries(t *testing.T, s *suite) {
 	}
 	if want := transcript.BuildContext(s.load(ss.ID)); !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadContext = %+v\nwant BuildContext(LoadEntries) = %+v", c, want)
+	}
+}
+
+// The settings kept from before the latest compaction come back in Seq
+// order whatever their types, ahead of the kept entries.
+func testLiveEntriesInSeqOrder(t *testing.T, s *suite) {
+	ss := s.session(s.thread("slack", "1.0"))
+	s.append(ss.ID,
+		transcript.MessageEntry(0, llm.UserText("a")),
+		transcript.Entry{Seq: 1, Type: transcript.EntryThinkingLevel, ThinkingLevel: "low"},
+		transcript.Entry{Seq: 2, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m2"}},
+		transcript.Entry{Seq: 3, Type: transcript.EntryThinkingLevel, ThinkingLevel: "high"},
+		transcript.MessageEntry(4, llm.UserText("e")),
+		transcript.Entry{Seq: 5, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m5"}},
+		transcript.MessageEntry(6, llm.UserText("g")),
+		transcript.Entry{Seq: 7, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S", FirstKeptSeq: 6}},
+		transcript.MessageEntry(8, llm.UserText("i")),
+	)
+	live, err := s.db.LoadLiveEntries(s.ctx, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range live {
+		seqs = append(seqs, e.Seq)
+	}
+	if want := []int64{1, 2, 3, 5, 6, 7, 8}; !slices.Equal(seqs, want) {
+		t.Errorf("live seqs = %v, want %v", seqs, want)
+	}
+	c := transcript.BuildContext(live)
+	if c.Model != "m5" || c.ThinkingLevel != "high" {
+		t.Errorf("context from the live entries: model %q, thinking %q; want m5, high", c.Model, c.ThinkingLevel)
 	}
 }
 
