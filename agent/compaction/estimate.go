@@ -1,9 +1,6 @@
 package compaction
 
 import (
-	"math/bits"
-	"unicode/utf8"
-
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
 
@@ -47,13 +44,17 @@ const imageChars = 4800
 //
 // Tool-call arguments that are not valid JSON (a reply cut mid-stream) are counted
 // by their raw length; missing arguments count as "{}".
+//
+// A text block's length is the one its decoder carried (llm.Content.TextUnits):
+// messages loaded from storage cost a few steps per block, as a JavaScript
+// string's length does, instead of a pass over every byte.
 func EstimateTokens(m llm.Message) int {
 	chars := 0
 	switch m.Role {
 	case llm.RoleUser:
 		for i := range m.Content {
 			if m.Content[i].Type == llm.ContentText {
-				chars += utf16Len(m.Content[i].Text)
+				chars += m.Content[i].TextUnits()
 			}
 		}
 	case llm.RoleAssistant:
@@ -61,9 +62,9 @@ func EstimateTokens(m llm.Message) int {
 			c := &m.Content[i]
 			switch c.Type {
 			case llm.ContentText:
-				chars += utf16Len(c.Text)
+				chars += c.TextUnits()
 			case llm.ContentThinking:
-				chars += utf16Len(c.Thinking)
+				chars += c.ThinkingUnits()
 			case llm.ContentToolCall:
 				chars += utf16Len(c.Name) + argumentsLen(c.Arguments)
 			}
@@ -72,7 +73,7 @@ func EstimateTokens(m llm.Message) int {
 		for i := range m.Content {
 			switch m.Content[i].Type {
 			case llm.ContentText:
-				chars += utf16Len(m.Content[i].Text)
+				chars += m.Content[i].TextUnits()
 			case llm.ContentImage:
 				chars += imageChars
 			}
@@ -94,118 +95,13 @@ func argumentsLen(raw []byte) int {
 	}
 	n, err := jsLen(raw)
 	if err != nil {
-		return utf16Len(string(raw))
+		return llm.UTF16LenBytes(raw)
 	}
 	return n
 }
 
 // utf16Len is the length of s in UTF-16 code units, JavaScript's String#length.
-// Bytes that are not valid UTF-8 count one unit each, as the U+FFFD a JavaScript
-// decoder would put in their place (a decoder may merge a run into one; close enough).
-func utf16Len(s string) int {
-	adjust, nonASCII := utf8Units(s)
-	if !nonASCII || utf8.ValidString(s) {
-		return len(s) + adjust
-	}
-	n := 0
-	for _, r := range s {
-		n += runeUnits(r)
-	}
-	return n
-}
-
-// utf16LenBytes is utf16Len of b.
-func utf16LenBytes(b []byte) int {
-	adjust, nonASCII := utf8Units(b)
-	if !nonASCII || utf8.Valid(b) {
-		return len(b) + adjust
-	}
-	n := 0
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		n += runeUnits(r)
-		b = b[size:]
-	}
-	return n
-}
-
-func runeUnits(r rune) int {
-	if r >= 0x10000 {
-		return 2
-	}
-	return 1
-}
-
-// utf8Units returns what the UTF-16 length of s differs from its byte length
-// by, if s is valid UTF-8, and whether s has bytes ≥ 0x80 at all.
-//
-// For valid UTF-8 the difference is 4-byte leads (which become surrogate
-// pairs) − continuation bytes, and both are counted eight bytes at a time;
-// most text is ASCII, which skips 64 bytes a step. The words are read with
-// constant offsets after one length check, so the loop has no bounds checks.
-func utf8Units[T ~string | ~[]byte](s T) (adjust int, nonASCII bool) {
-	const highs = 0x8080808080808080
-	for len(s) >= 64 {
-		w0, w1, w2, w3 := le64(s[0:8]), le64(s[8:16]), le64(s[16:24]), le64(s[24:32])
-		w4, w5, w6, w7 := le64(s[32:40]), le64(s[40:48]), le64(s[48:56]), le64(s[56:64])
-		if (w0|w1|w2|w3|w4|w5|w6|w7)&highs != 0 {
-			nonASCII = true
-			adjust += utf8Adjust(w0) + utf8Adjust(w1) + utf8Adjust(w2) + utf8Adjust(w3) +
-				utf8Adjust(w4) + utf8Adjust(w5) + utf8Adjust(w6) + utf8Adjust(w7)
-		}
-		s = s[64:]
-	}
-	if !nonASCII && len(s) >= 8 {
-		// ASCII so far: the rest is too when its words and its last
-		// eight bytes (read again in part) are, which spares the byte
-		// loop below and its branches.
-		w := le64(s[len(s)-8:])
-		for t := s; len(t) >= 8; t = t[8:] {
-			w |= le64(t[0:8])
-		}
-		if w&highs == 0 {
-			return 0, false
-		}
-	}
-	for len(s) >= 8 {
-		if w := le64(s[0:8]); w&highs != 0 {
-			nonASCII = true
-			adjust += utf8Adjust(w)
-		}
-		s = s[8:]
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 {
-			nonASCII = true
-			if c < 0xC0 {
-				adjust--
-			} else if c >= 0xF0 {
-				adjust++
-			}
-		}
-	}
-	return adjust, nonASCII
-}
-
-// le64 reads eight bytes of s as a little-endian word (the compiler makes it
-// one load).
-func le64[T ~string | ~[]byte](s T) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// utf8Adjust is, for eight bytes of UTF-8, the number of 4-byte leads minus
-// the number of continuation bytes: what their UTF-16 length differs from
-// their byte length by.
-func utf8Adjust(w uint64) int {
-	const highs = 0x8080808080808080
-	// Shifting left by k moves bit 7−k of each byte to bit 7 (bits do not
-	// cross into the next byte's bit 7).
-	cont := w &^ (w << 1) & highs                       // 10xxxxxx
-	lead4 := w & (w << 1) & (w << 2) & (w << 3) & highs // 1111xxxx
-	return bits.OnesCount64(lead4) - bits.OnesCount64(cont)
-}
+func utf16Len(s string) int { return llm.UTF16Len(s) }
 
 // ShouldCompact reports whether a context of contextTokens has passed the threshold
 // window − reserve. It is false when automatic compaction is disabled.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"unicode/utf8"
 
+	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/internal/jsonscan"
 )
 
@@ -163,7 +164,7 @@ func (s *jsLenScanner) object(depth int) (int, error) {
 
 // plain8 reports whether none of the eight bytes of w needs a closer look in a
 // string: no quote, backslash or control character. Bytes of multi-byte
-// characters are plain; utf8Adjust counts them.
+// characters are plain; llm.UTF8Adjust counts them.
 func plain8(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := w^(ones*'"'), w^(ones*'\\')
@@ -184,6 +185,10 @@ func plainKey(tok []byte) bool {
 	return true
 }
 
+// shortString is how far stringLen looks for the end of a plain string one
+// byte at a time.
+const shortString = 32
+
 // stringLen measures a string token's output form, quotes included.
 // jsonscan finds its end 64 bytes at a time; the escapes it counts are all
 // that the output form changes but \uXXXX: one-letter escapes are written
@@ -191,6 +196,18 @@ func plainKey(tok []byte) bool {
 // measured by stringLenEscapes.
 func (s *jsLenScanner) stringLen() (int, error) {
 	start := s.pos + 1
+	// Keys and most values (paths, names) are short printable ASCII: a
+	// byte loop finds their end before jsonscan's masks would be set up.
+	for i := start; i < len(s.src) && i < start+shortString; i++ {
+		c := s.src[i]
+		if c == '"' {
+			s.pos = i + 1
+			return 2 + i - start, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+	}
 	end, st := jsonscan.String(s.src, start)
 	if end < 0 {
 		return 0, errBadJSON
@@ -206,7 +223,7 @@ func (s *jsLenScanner) stringLen() (int, error) {
 	}
 	// Escapes are ASCII: the units of the rest are utf16Len's (which
 	// counts an invalid byte as one, as a JavaScript decoder's U+FFFD).
-	return 2 + utf16LenBytes(raw) - st.Slashes, nil
+	return 2 + llm.UTF16LenBytes(raw) - st.Slashes, nil
 }
 
 // stringLenEscapes is stringLen for a string with \u escapes, s.pos after
@@ -229,7 +246,7 @@ func (s *jsLenScanner) stringLenEscapes() (int, error) {
 			}
 			if w&highs != 0 {
 				nonASCII = true
-				n += utf8Adjust(w)
+				n += llm.UTF8Adjust(w)
 			}
 			b = b[8:]
 			n += 8

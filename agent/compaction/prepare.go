@@ -3,6 +3,7 @@ package compaction
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -155,15 +156,14 @@ func lastCompaction(entries []Entry) int {
 
 // keptStart returns the index of the first entry the live context holds: the first
 // entry at or after the compaction's FirstKeptSeq (never past the compaction), or 0.
+// Entries are in Seq order, so it is a binary search.
 func keptStart(entries []Entry, prev int) int {
 	if prev < 0 {
 		return 0
 	}
 	first := entries[prev].Compaction.FirstKeptSeq
-	for i := 0; i < prev; i++ {
-		if entries[i].Seq >= first {
-			return i
-		}
+	if i := sort.Search(prev, func(i int) bool { return entries[i].Seq >= first }); i < prev {
+		return i
 	}
 	return prev + 1
 }

@@ -290,3 +290,46 @@ func FuzzStringField(f *testing.F) {
 		}
 	})
 }
+
+// The live context starts at the first entry whose Seq is at least the
+// compaction's FirstKeptSeq, whatever gaps Seq has, and right after the
+// compaction when no entry before it is that recent.
+func TestLiveContextStartsAtTheFirstKeptSeq(t *testing.T) {
+	base := session(
+		userMsg(big("u1", 10)), assistantMsg(big("a1", 20)), // seq 0, 10
+		userMsg(big("u2", 40)), assistantMsg(big("a2", 80)), // seq 20, 30
+		compactionAt{summary: big("s", 5), firstKept: 0}, // seq 40
+		userMsg(big("u3", 160)),                          // seq 50
+	)
+	for i := range base {
+		base[i].Seq = int64(10 * i)
+	}
+	for _, tt := range []struct {
+		firstKept int64
+		start     int // the index of the first entry the live context holds
+		want      int // tokens: the summary, then the kept messages
+	}{
+		{0, 0, 5 + 10 + 20 + 40 + 80 + 160},
+		{10, 1, 5 + 20 + 40 + 80 + 160},
+		{11, 2, 5 + 40 + 80 + 160}, // between two entries: the later one
+		{30, 3, 5 + 80 + 160},
+		{31, 5, 5 + 160}, // past every entry before the compaction
+		{99, 5, 5 + 160},
+	} {
+		entries := slices.Clone(base)
+		c := *entries[4].Compaction
+		c.FirstKeptSeq = tt.firstKept
+		entries[4].Compaction = &c
+		if got := LiveContextTokens(entries); got != tt.want {
+			t.Errorf("first kept seq %d: LiveContextTokens = %d, want %d", tt.firstKept, got, tt.want)
+		}
+		entries = append(entries, transcript.MessageEntry(60, assistantMsg(big("a3", 10))))
+		p, err := Prepare(entries, keep(5))
+		if err != nil {
+			t.Fatalf("first kept seq %d: Prepare: %v", tt.firstKept, err)
+		}
+		if p.StartIndex != tt.start {
+			t.Errorf("first kept seq %d: StartIndex = %d, want %d", tt.firstKept, p.StartIndex, tt.start)
+		}
+	}
+}

@@ -78,6 +78,10 @@ type Content struct {
 	// stored as `{"path":"a\u0026b"}`. Requests send RawArguments when set, so
 	// a resumed conversation is byte for byte the one the provider cached.
 	RawArguments string `json:"rawArguments,omitempty"`
+
+	// The UTF-16 lengths of Text and Thinking when their decoder carried
+	// them (TextUnits, ThinkingUnits): never encoded.
+	textUnits, thinkingUnits units
 }
 
 // Text returns a text block.

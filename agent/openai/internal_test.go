@@ -38,6 +38,14 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// A held stream costs its run no more than a small read buffer: a hundred
+// live threads hold a hundred of them.
+func TestSSEFilterBufferIsSmall(t *testing.T) {
+	if got := newSSEFilter(io.NopCloser(strings.NewReader(""))).br.Size(); got > 4<<10 {
+		t.Errorf("the SSE filter reads through a %d-byte buffer, want at most 4 KiB", got)
+	}
+}
+
 func TestSSEFilter(t *testing.T) {
 	long := "data: {\"x\":\"" + strings.Repeat("a", 40<<10) + "\"}\n"
 	longComment := ": " + strings.Repeat("z", 40<<10) + "\n"

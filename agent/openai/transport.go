@@ -128,8 +128,14 @@ type sseFilter struct {
 	midLine, keepLine bool
 }
 
+// sseBuffer is the filter's read buffer. Every live run holds one while its
+// model streams, so it is small: a longer line passes in pieces (midLine),
+// and what the filter decides from a line (a comment, a field it drops, an
+// error object) shows in its first bytes.
+const sseBuffer = 4 << 10
+
 func newSSEFilter(body io.ReadCloser) *sseFilter {
-	return &sseFilter{br: bufio.NewReaderSize(body, 16<<10), body: body}
+	return &sseFilter{br: bufio.NewReaderSize(body, sseBuffer), body: body}
 }
 
 var (

@@ -5,7 +5,10 @@
 // RawMessage passes, and shares the input's memory for strings without
 // escapes (BenchmarkDecodeSession measures it against encoding/json).
 //
-// Contract: the result is always the one encoding/json gives. The decoders
+// Contract: the result is always the one encoding/json gives, and its text
+// and thinking blocks also carry their UTF-16 lengths (llm.Content's
+// TextUnits), which the pass over each string learns: an ASCII string's is
+// its length, and the UTF-8 check of any other counts it. The decoders
 // handle, in one pass, the JSON these messages are made of; anything else
 // (null where a value is expected, a repeated key, a key differing only in
 // case from a known one, escapes in keys, invalid UTF-8, a lone surrogate,
@@ -309,8 +312,10 @@ func decodeContent(r *reader) []llm.Content {
 				c.Type = llm.ContentType(r.internedStr())
 			case "text":
 				c.Text = r.str()
+				c.SetTextUnits(r.units)
 			case "thinking":
 				c.Thinking = r.str()
+				c.SetThinkingUnits(r.units)
 			case "signature":
 				c.Signature = r.str()
 			case "mimeType":

@@ -58,8 +58,24 @@ func checkMessage(t *testing.T, data []byte) {
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("%q (shared %v): error %v, encoding/json says %v", data, shared, gotErr, wantErr)
 		}
-		if gotErr == nil && !reflect.DeepEqual(got, want) {
+		if gotErr == nil && !reflect.DeepEqual(got.WithoutUnits(), want) {
 			t.Fatalf("%q (shared %v):\n got  %#v\n want %#v", data, shared, got, want)
+		}
+		checkUnits(t, got)
+	}
+}
+
+// checkUnits checks the UTF-16 lengths the decoder carried with texts
+// (what TextUnits answers) against counting them.
+func checkUnits(t testing.TB, m llm.Message) {
+	t.Helper()
+	for i := range m.Content {
+		c := &m.Content[i]
+		if got, want := c.TextUnits(), llm.UTF16Len(c.Text); got != want {
+			t.Fatalf("content %d: carried text length %d, %q has %d", i, got, c.Text, want)
+		}
+		if got, want := c.ThinkingUnits(), llm.UTF16Len(c.Thinking); got != want {
+			t.Fatalf("content %d: carried thinking length %d, %q has %d", i, got, c.Thinking, want)
 		}
 	}
 }
@@ -267,9 +283,10 @@ func TestSharedArenaKeepsEveryMessage(t *testing.T) {
 		if err := json.Unmarshal(b, &want); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got[i], want) {
+		if !reflect.DeepEqual(got[i].WithoutUnits(), want) {
 			t.Fatalf("message %d changed after later decodes:\n got  %#v\n want %#v", i, got[i], want)
 		}
+		checkUnits(t, got[i])
 	}
 }
 
@@ -287,9 +304,10 @@ func TestLongEscapedStrings(t *testing.T) {
 				continue // cut inside an escape
 			}
 			got, err := UnmarshalMessageShared(data, &a)
-			if err != nil || !reflect.DeepEqual(got, want) {
+			if err != nil || !reflect.DeepEqual(got.WithoutUnits(), want) {
 				t.Fatalf("%d × %q: shared arena gives %v", n, unit, err)
 			}
+			checkUnits(t, got)
 		}
 	}
 }

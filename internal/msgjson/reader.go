@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"github.com/threadsmith/threadsmith/internal/jsonscan"
 	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/internal/jsonscan"
 )
 
 // reader is a strict, single-pass JSON reader for the decoders of this
@@ -31,6 +33,9 @@ type reader struct {
 	// strStart is where the content of the last string scanString read
 	// starts in data.
 	strStart int
+	// units is the UTF-16 length of the last string str read: ASCII text
+	// is its byte length, and the UTF-8 check of other text counts it.
+	units int
 }
 
 // maxDepth bounds raw's recursion; encoding/json allows deeper input, which
@@ -373,9 +378,14 @@ func (r *reader) str() string {
 		case c == '"':
 			raw := d[start:i]
 			r.pos = i + 1
-			if hi&highs != 0 && !utf8.Valid(raw) {
-				r.bad()
-				return ""
+			r.units = len(raw)
+			if hi&highs != 0 {
+				n, ok := llm.ValidUTF16Len(raw)
+				if !ok {
+					r.bad()
+					return ""
+				}
+				r.units = n
 			}
 			return r.keep(raw)
 		case c == '\\':
@@ -417,9 +427,14 @@ func (r *reader) unescapeFrom(start, e int) string {
 		switch c := d[i]; {
 		case c == '"':
 			r.pos = i + 1
-			if hi&highs != 0 && !utf8.Valid(dst[:n]) {
-				r.bad()
-				return ""
+			r.units = n
+			if hi&highs != 0 {
+				u, ok := llm.ValidUTF16Len(dst[:n])
+				if !ok {
+					r.bad()
+					return ""
+				}
+				r.units = u
 			}
 			return r.arena.commit(dst, n)
 		case c == '\\':
@@ -434,6 +449,9 @@ func (r *reader) unescapeFrom(start, e int) string {
 			if k == 0 {
 				r.bad()
 				return ""
+			}
+			if dst[n] >= utf8.RuneSelf {
+				hi = highs // a \u escape wrote a multi-byte character
 			}
 			n += w
 			i += k

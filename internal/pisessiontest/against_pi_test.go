@@ -20,7 +20,9 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/postgres"
 	"github.com/threadsmith/threadsmith/storage/sqlite"
+	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
 
 // benchShapes are the sessions timed against pi: sizes from 100 KB to 20 MB,
@@ -51,7 +53,9 @@ var benchShapes = []struct {
 //	THREADSMITH_PI_BENCH=/tmp/pi-compaction go test -run TestAgainstPi -v -timeout 60m ./internal/pisessiontest/
 //
 // THREADSMITH_PI_ROUNDS sets the number of rounds (3) and THREADSMITH_PI_SHAPES
-// a comma-separated subset of the shapes.
+// a comma-separated subset of the shapes. Resume is timed on PostgreSQL too
+// when THREADSMITH_TEST_POSTGRES names a database or
+// THREADSMITH_REQUIRE_POSTGRES=1 (a throwaway cluster).
 func TestAgainstPi(t *testing.T) {
 	dir := os.Getenv("THREADSMITH_PI_BENCH")
 	if dir == "" {
@@ -72,6 +76,23 @@ func TestAgainstPi(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	stores := []struct {
+		name string
+		db   storage.Store
+	}{{"", db}}
+	if os.Getenv(storagetest.EnvPostgresDSN) != "" || os.Getenv(storagetest.EnvRequirePostgres) == "1" {
+		pg, err := postgres.Open(ctx, storagetest.FreshSchema(t, storagetest.PostgresDSN(t)), postgres.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		stores = append(stores, struct {
+			name string
+			db   storage.Store
+		}{", PostgreSQL", pg})
+	} else {
+		t.Logf("PostgreSQL not timed: set %s or %s=1", storagetest.EnvPostgresDSN, storagetest.EnvRequirePostgres)
+	}
 
 	var runs []*shapeRun
 	for i, s := range benchShapes {
@@ -87,20 +108,28 @@ func TestAgainstPi(t *testing.T) {
 		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: s.name}, storage.ThreadInit{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := 0; j < len(entries); j += 200 {
-			if err := db.AppendEntries(ctx, sess.ID, entries[j:min(j+200, len(entries))]); err != nil {
+		sessions := map[string]string{}
+		for _, st := range stores {
+			th, _, err := st.db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: s.name}, storage.ThreadInit{})
+			if err != nil {
 				t.Fatal(err)
 			}
+			sess, err := st.db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := 0; j < len(entries); j += 200 {
+				if err := st.db.AppendEntries(ctx, sess.ID, entries[j:min(j+200, len(entries))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sessions[st.name] = sess.ID
 		}
-		r := &shapeRun{name: s.name, file: file, session: sess.ID, size: b.Len(), entries: entries, fig: map[string][]float64{}}
+		loaded, err := db.LoadEntries(ctx, sessions[""])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &shapeRun{name: s.name, file: file, sessions: sessions, size: b.Len(), entries: entries, loaded: loaded, fig: map[string][]float64{}}
 		r.messages = len(transcript.BuildContext(entries).Messages)
 		runs = append(runs, r)
 	}
@@ -129,37 +158,50 @@ func TestAgainstPi(t *testing.T) {
 			r.fig["pi FindCutPoint"] = append(r.fig["pi FindCutPoint"], bench.FindCut)
 			r.fig["pi Prepare"] = append(r.fig["pi Prepare"], bench.Prepare)
 
-			r.fig["resume"] = append(r.fig["resume"], median(n, func() {
-				es, err := db.LoadLiveEntries(ctx, r.session)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := len(transcript.BuildContext(es).Messages); got != r.messages {
-					t.Fatalf("%s: resumed context has %d messages, want %d", r.name, got, r.messages)
-				}
-			}))
-			r.fig["full load"] = append(r.fig["full load"], median(n, func() {
-				es, err := db.LoadEntries(ctx, r.session)
-				if err != nil {
-					t.Fatal(err)
-				}
-				transcript.BuildContext(es)
-			}))
-			r.fig["EstimateTokens"] = append(r.fig["EstimateTokens"], perOp(func() {
-				for i := range r.entries {
-					if r.entries[i].Message != nil {
-						compaction.EstimateTokens(*r.entries[i].Message)
+			for _, st := range stores {
+				id := r.sessions[st.name]
+				r.fig["resume"+st.name] = append(r.fig["resume"+st.name], median(n, func() {
+					es, err := st.db.LoadLiveEntries(ctx, id)
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-			}))
-			r.fig["FindCutPoint"] = append(r.fig["FindCutPoint"], perOp(func() {
-				compaction.FindCutPoint(r.entries, 0, len(r.entries), 20000)
-			}))
-			r.fig["Prepare"] = append(r.fig["Prepare"], perOp(func() {
-				if _, err := compaction.Prepare(r.entries, compaction.DefaultSettings()); err != nil && !errors.Is(err, compaction.ErrNothingToCompact) {
-					t.Fatal(err)
-				}
-			}))
+					if got := len(transcript.BuildContext(es).Messages); got != r.messages {
+						t.Fatalf("%s: resumed context has %d messages, want %d", r.name, got, r.messages)
+					}
+				}))
+				r.fig["full load"+st.name] = append(r.fig["full load"+st.name], median(n, func() {
+					es, err := st.db.LoadEntries(ctx, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					transcript.BuildContext(es)
+				}))
+			}
+			// The planning functions run on what the bot plans with: entries
+			// loaded from the store (texts carry their UTF-16 lengths from
+			// decoding), and, for comparison, on the generated entries
+			// (texts built in memory, counted byte by byte).
+			for _, in := range []struct {
+				suffix  string
+				entries []transcript.Entry
+			}{{"", r.loaded}, {", built", r.entries}} {
+				es := in.entries
+				r.fig["EstimateTokens"+in.suffix] = append(r.fig["EstimateTokens"+in.suffix], perOp(func() {
+					for i := range es {
+						if es[i].Message != nil {
+							compaction.EstimateTokens(*es[i].Message)
+						}
+					}
+				}))
+				r.fig["FindCutPoint"+in.suffix] = append(r.fig["FindCutPoint"+in.suffix], perOp(func() {
+					compaction.FindCutPoint(es, 0, len(es), 20000)
+				}))
+				r.fig["Prepare"+in.suffix] = append(r.fig["Prepare"+in.suffix], perOp(func() {
+					if _, err := compaction.Prepare(es, compaction.DefaultSettings()); err != nil && !errors.Is(err, compaction.ErrNothingToCompact) {
+						t.Fatal(err)
+					}
+				}))
+			}
 		}
 		t.Log(table(round+1, runs))
 	}
@@ -172,9 +214,14 @@ func table(rounds int, runs []*shapeRun) string {
 	fmt.Fprintf(&out, "| shape | pi file | entries | what | threadsmith | pi (same run) | pi / threadsmith |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		for _, w := range []struct{ ours, pi string }{
-			{"resume", "pi resume"}, {"full load", "pi resume"}, {"EstimateTokens", "pi EstimateTokens"},
-			{"FindCutPoint", "pi FindCutPoint"}, {"Prepare", "pi Prepare"},
+			{"resume", "pi resume"}, {"full load", "pi resume"},
+			{"resume, PostgreSQL", "pi resume"}, {"full load, PostgreSQL", "pi resume"},
+			{"EstimateTokens", "pi EstimateTokens"}, {"FindCutPoint", "pi FindCutPoint"}, {"Prepare", "pi Prepare"},
+			{"EstimateTokens, built", "pi EstimateTokens"}, {"FindCutPoint, built", "pi FindCutPoint"}, {"Prepare, built", "pi Prepare"},
 		} {
+			if len(r.fig[w.ours]) == 0 {
+				continue
+			}
 			o, p := med(r.fig[w.ours]), med(r.fig[w.pi])
 			fmt.Fprintf(&out, "| %s | %.2f MB | %d | %s | %.3f | %.3f | %.1f× |\n", r.name, float64(r.size)/1e6, len(r.entries), w.ours, o, p, p/o)
 		}
@@ -184,10 +231,11 @@ func table(rounds int, runs []*shapeRun) string {
 
 // shapeRun is a shape being timed: its files and the figures of each round.
 type shapeRun struct {
-	name, file, session string
-	size, messages      int
-	entries             []transcript.Entry
-	fig                 map[string][]float64
+	name, file      string
+	sessions        map[string]string // by store: "" (SQLite), ", PostgreSQL"
+	size, messages  int
+	entries, loaded []transcript.Entry
+	fig             map[string][]float64
 }
 
 // node runs one of pi's anchor scripts and decodes the JSON line it prints.

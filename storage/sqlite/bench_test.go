@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
@@ -290,4 +291,58 @@ func BenchmarkGetThread(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkResumeSmall is a resume of a small session that never compacted
+// (sessiongen's 100 KB shapes): LoadLiveEntries and the context rebuilt, with
+// the queries prepared on the read pool or parsed on every call, and
+// LoadEntries (every entry, here the same ones) as the floor.
+// cpu-µs/op is the process's CPU time per resume, steadier than wall time on
+// a shared machine.
+func BenchmarkResumeSmall(b *testing.B) {
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		opts []sqlite.Option
+	}{{"prepared", nil}, {"unprepared", []sqlite.Option{sqlite.WithoutPreparedStatements()}}} {
+		db := openDB(b, bc.opts...)
+		for i, sh := range []struct {
+			name  string
+			shape sessiongen.Shape
+		}{
+			{"ascii-100KB", sessiongen.Shape{Bytes: 100_000}},
+			{"nonascii-100KB", sessiongen.Shape{Bytes: 100_000, NonASCII: true}},
+		} {
+			entries := sessiongen.Generate(uint64(i+1), sh.shape)
+			s := newSession(b, db, sh.name)
+			if err := db.AppendEntries(ctx, s.ID, entries); err != nil {
+				b.Fatal(err)
+			}
+			for _, load := range []struct {
+				name string
+				f    func(context.Context, string) ([]transcript.Entry, error)
+			}{{"LoadLiveEntries", db.LoadLiveEntries}, {"LoadEntries", db.LoadEntries}} {
+				b.Run(bc.name+"/"+sh.name+"/"+load.name, func(b *testing.B) {
+					c0 := processCPU(b)
+					for b.Loop() {
+						es, err := load.f(ctx, s.ID)
+						if err != nil || len(es) != len(entries) {
+							b.Fatalf("%s: %d entries, %v", load.name, len(es), err)
+						}
+						transcript.BuildContext(es)
+					}
+					b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+				})
+			}
+		}
+	}
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/threadsmith/threadsmith/agent/transcript"
@@ -88,7 +90,7 @@ func (db *DB) LoadEntries(ctx context.Context, sessionID string) ([]transcript.E
 	if err != nil {
 		return nil, opError("load entries", err)
 	}
-	out, err := db.queryEntries(ctx, `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`, sid)
+	out, err := db.queryEntries(ctx, &db.stmts.loadEntries, sid)
 	if err != nil {
 		return nil, opError("load entries", fmt.Errorf("session %s: %w", sessionID, err))
 	}
@@ -105,36 +107,25 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 }
 
 // LoadLiveEntries implements storage.Store: two index ranges, so the
-// compacted messages are never visited.
+// compacted messages are never visited (loadLiveQuery).
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
 		return nil, opError("load context", err)
 	}
-	// Two index ranges: everything from the latest compaction's first kept
-	// entry on, and the model and thinking-level changes before it. The
-	// compacted messages are never visited.
-	entries, err := db.queryEntries(ctx, `
-		WITH k AS (
-			SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
-			                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
-		SELECT seq, type, ts, payload FROM entries
-		WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)
-		UNION ALL
-		SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
-		WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
-		ORDER BY seq`, sid)
+	entries, err := db.queryEntries(ctx, &db.stmts.loadLive, sid)
 	if err != nil {
 		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
 	}
+	sortBySeq(entries)
 	return entries, nil
 }
 
-// queryEntries runs a query returning (seq, type, ts, payload) rows in order
-// and decodes them. Decoding JSON costs several times the reading, so large
-// results are decoded by parallel workers while the rows are still read.
-func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]transcript.Entry, error) {
-	rows, err := db.r.QueryContext(ctx, query, args...)
+// queryEntries runs a read statement returning (seq, type, ts, payload) rows
+// in order and decodes them. Decoding JSON costs several times the reading, so
+// large results are decoded by parallel workers while the rows are still read.
+func (db *DB) queryEntries(ctx context.Context, h *hotStmt, args ...any) ([]transcript.Entry, error) {
+	rows, err := h.rows(ctx, db.r, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,4 +166,12 @@ func storedAlready(ctx context.Context, tx *sql.Tx, sid int64, rows []backend.Ro
 		}
 	}
 	return true
+}
+
+// sortBySeq puts entries read in index ranges in Seq order; they mostly are.
+func sortBySeq(entries []transcript.Entry) {
+	bySeq := func(a, b transcript.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(entries, bySeq) {
+		slices.SortStableFunc(entries, bySeq)
+	}
 }

@@ -38,16 +38,29 @@ type statements struct {
 	// prepares them on each connection as it first uses it): every
 	// message a platform delivers looks its thread up.
 	getThread hotStmt
+	// Reads of a resume: preparing the live-entries query (a CTE and a
+	// UNION ALL) costs as much as running it on a small session.
+	loadEntries, loadLive hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
 	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent, &s.insertThread, &s.threadByKey}
 }
 
-func (s *statements) reads() []*hotStmt { return []*hotStmt{&s.getThread} }
+func (s *statements) reads() []*hotStmt {
+	return []*hotStmt{&s.getThread, &s.loadEntries, &s.loadLive}
+}
 
-// queryRow runs a read statement on the pool r: prepared, or prepared for the
+// rows runs a read statement on the pool r: prepared, or prepared for the
 // call.
+func (h *hotStmt) rows(ctx context.Context, r *sql.DB, args ...any) (*sql.Rows, error) {
+	if h.stmt != nil {
+		return h.stmt.QueryContext(ctx, args...)
+	}
+	return r.QueryContext(ctx, h.query, args...)
+}
+
+// queryRow is rows for a single row.
 func (h *hotStmt) queryRow(ctx context.Context, r *sql.DB, args ...any) *sql.Row {
 	if h.stmt != nil {
 		return h.stmt.QueryRowContext(ctx, args...)
@@ -90,8 +103,27 @@ func newStatements() statements {
 			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at, origin`},
 		threadByKey: hotStmt{query: threadByKeyQuery},
 		getThread:   hotStmt{query: threadByKeyQuery},
+		loadEntries: hotStmt{query: `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`},
+		loadLive:    hotStmt{query: loadLiveQuery},
 	}
 }
+
+// loadLiveQuery reads a session's live entries in two index ranges: the
+// model and thinking-level changes before the latest compaction's first
+// kept entry, then everything from that entry on. The compacted messages are
+// never visited. It has no ORDER BY: ordering a UNION ALL makes SQLite merge
+// its two halves row by row (the payloads through a co-routine), which cost
+// more than the query on sessions that never compacted; the caller puts the
+// few entries of the first half in order (sortBySeq).
+const loadLiveQuery = `
+	WITH k AS (
+		SELECT coalesce((SELECT payload ->> '$.firstKeptSeq' FROM entries
+		                 WHERE session_id = ?1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
+	SELECT seq, type, ts, payload FROM entries INDEXED BY entries_by_type
+	WHERE session_id = ?1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
+	UNION ALL
+	SELECT seq, type, ts, payload FROM entries
+	WHERE session_id = ?1 AND seq >= (SELECT first_kept FROM k)`
 
 func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	for _, h := range s.all() {

@@ -66,6 +66,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"EntriesDuplicateSeq", testEntriesDuplicate},
 		{"EntriesUnknownSession", testEntriesUnknownSession},
 		{"LiveEntries", testLiveEntries},
+		{"LiveEntriesInSeqOrder", testLiveEntriesInSeqOrder},
 		{"Inbound", testInbound},
 		{"InboundTransitions", testInboundTransitions},
 		{"DeliveredWithAppend", testDeliveredWithAppend},
@@ -368,7 +369,7 @@ func everyType() []transcript.Entry {
 		transcript.MessageEntry(3, llm.Message{Role: llm.RoleToolResult, Timestamp: 4, ToolCallID: "c1", ToolName: "read",
 			IsError: true, Details: json.RawMessage(`{"truncated":true}`), Content: []llm.Content{llm.Text("no such file")}}),
 		transcript.MessageEntry(4, llm.Message{Role: llm.RoleCustom, CustomType: "thread_context", Display: true,
-			Content: []llm.Content{llm.Text("earlier: alice said hi")}}),
+			Content: []llm.Content{llm.Text("earlier: alice said « salut » 👋 and \"hi\"\tthere")}}),
 		transcript.MessageEntry(5, llm.Message{Role: llm.RoleBashExecution, Bash: &llm.BashExecution{Command: "ls", Output: "a.go", ExitCode: &exit}}),
 		{Seq: 6, Type: transcript.EntryCompaction, Timestamp: 7, Compaction: &transcript.Compaction{Summary: "## Goal\nfix it",
 			FirstKeptSeq: 3, TokensBefore: 123456, ReadFiles: []string{"a.go"}, ModifiedFiles: []string{"b.go"}, Reason: "overflow"}},
@@ -394,9 +395,31 @@ func testEntriesRoundTrip(t *testing.T, s *suite) {
 	if err := s.db.AppendEntries(s.ctx, ss.ID, nil); err != nil {
 		t.Errorf("an empty append: %v", err)
 	}
-	got := s.load(ss.ID)
+	loaded := s.load(ss.ID)
+	got := transcript.WithoutUnits(loaded)
 	if len(got) != len(entries) {
 		t.Fatalf("loaded %d entries, want %d", len(got), len(entries))
+	}
+	// A loaded text carries its UTF-16 length from decoding, and it is right:
+	// estimating a resumed context reads no text.
+	for i := range loaded {
+		m := loaded[i].Message
+		if m == nil {
+			continue
+		}
+		for j := range m.Content {
+			c := &m.Content[j]
+			if c.Text == "" && c.Thinking == "" {
+				continue
+			}
+			if reflect.DeepEqual(c, &got[i].Message.Content[j]) {
+				t.Errorf("entry %d, block %d: loaded without its text's length", i, j)
+			}
+			if c.TextUnits() != llm.UTF16Len(c.Text) || c.ThinkingUnits() != llm.UTF16Len(c.Thinking) {
+				t.Errorf("entry %d, block %d: carried lengths %d, %d; the texts have %d, %d", i, j,
+					c.TextUnits(), c.ThinkingUnits(), llm.UTF16Len(c.Text), llm.UTF16Len(c.Thinking))
+			}
+		}
 	}
 	for i := range entries {
 		if !reflect.DeepEqual(got[i], entries[i]) {
@@ -525,6 +548,38 @@ func testLiveEntries(t *testing.T, s *suite) {
 	}
 	if want := transcript.BuildContext(s.load(ss.ID)); !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadContext = %+v\nwant BuildContext(LoadEntries) = %+v", c, want)
+	}
+}
+
+// The settings kept from before the latest compaction come back in Seq
+// order whatever their types, ahead of the kept entries.
+func testLiveEntriesInSeqOrder(t *testing.T, s *suite) {
+	ss := s.session(s.thread("slack", "1.0"))
+	s.append(ss.ID,
+		transcript.MessageEntry(0, llm.UserText("a")),
+		transcript.Entry{Seq: 1, Type: transcript.EntryThinkingLevel, ThinkingLevel: "low"},
+		transcript.Entry{Seq: 2, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m2"}},
+		transcript.Entry{Seq: 3, Type: transcript.EntryThinkingLevel, ThinkingLevel: "high"},
+		transcript.MessageEntry(4, llm.UserText("e")),
+		transcript.Entry{Seq: 5, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m5"}},
+		transcript.MessageEntry(6, llm.UserText("g")),
+		transcript.Entry{Seq: 7, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S", FirstKeptSeq: 6}},
+		transcript.MessageEntry(8, llm.UserText("i")),
+	)
+	live, err := s.db.LoadLiveEntries(s.ctx, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range live {
+		seqs = append(seqs, e.Seq)
+	}
+	if want := []int64{1, 2, 3, 5, 6, 7, 8}; !slices.Equal(seqs, want) {
+		t.Errorf("live seqs = %v, want %v", seqs, want)
+	}
+	c := transcript.BuildContext(live)
+	if c.Model != "m5" || c.ThinkingLevel != "high" {
+		t.Errorf("context from the live entries: model %q, thinking %q; want m5, high", c.Model, c.ThinkingLevel)
 	}
 }
 
@@ -1378,7 +1433,7 @@ func testReopen(t *testing.T, s *suite) {
 	if err != nil || got.SessionID != ss.ID {
 		t.Errorf("thread after reopen = %+v, %v", got, err)
 	}
-	if es := s.load(ss.ID); !reflect.DeepEqual(es, everyType()) {
+	if es := transcript.WithoutUnits(s.load(ss.ID)); !reflect.DeepEqual(es, everyType()) {
 		t.Errorf("entries after reopen differ")
 	}
 	if id, dup := s.accept(storage.Inbound{ThreadID: th.ID, EventID: "Ev1"}); !dup || id != in {

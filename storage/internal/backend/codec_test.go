@@ -29,7 +29,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := transcript.BuildContext(entries)
-	if have := transcript.BuildContext(got); len(got) != len(entries) || !reflect.DeepEqual(have, want) {
+	if have := transcript.BuildContext(transcript.WithoutUnits(got)); len(got) != len(entries) || !reflect.DeepEqual(have, want) {
 		t.Fatalf("decoded %d entries of %d; their context differs from the encoded ones'", len(got), len(entries))
 	}
 }
