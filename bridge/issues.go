@@ -161,10 +161,16 @@ func issueRequest(kind, repo string, is forge.Issue, asker, request string) stri
 	if strings.TrimSpace(is.Body) != "" {
 		b.WriteString("Its description:\n" + fenced(is.Body))
 	}
-	for i, c := range is.Comments {
+	comments := make([]forge.Comment, 0, len(is.Comments))
+	for _, c := range is.Comments {
+		if !strings.Contains(c.Body, ForgeCommentMark) {
+			comments = append(comments, c) // the bot's own say nothing new
+		}
+	}
+	for i, c := range comments {
 		entry := fmt.Sprintf("\nComment %d, by %s:\n%s", i+1, forgeName(c.Author), fenced(c.Body))
 		if b.Len()+len(entry) > maxIssueRequest {
-			fmt.Fprintf(&b, "\n… and %d more comment(s) on the forge, left out here.\n", len(is.Comments)-i)
+			fmt.Fprintf(&b, "\n… and %d more comment(s) on the forge, left out here.\n", len(comments)-i)
 			break
 		}
 		b.WriteString(entry)
@@ -292,6 +298,23 @@ func (b *Bridge) issueThread(ctx context.Context, repo, origin string) (storage.
 	return storage.Thread{}, false, nil
 }
 
+// branchThread finds the thread working on repo's branch ("" finds none).
+func (b *Bridge) branchThread(ctx context.Context, repo, branch string) (storage.Thread, bool, error) {
+	if branch == "" {
+		return storage.Thread{}, false, nil
+	}
+	threads, err := b.cfg.Store.ActiveThreads(ctx)
+	if err != nil {
+		return storage.Thread{}, false, err
+	}
+	for _, rec := range threads {
+		if rec.Repo == repo && rec.Branch == branch {
+			return rec, true, nil
+		}
+	}
+	return storage.Thread{}, false, nil
+}
+
 // openIssue reads the issue and opens its thread (once per issue: the
 // opening is named after it), then comments on the issue with the
 // thread's link (once: a redelivery finds the comment recorded).
@@ -306,6 +329,13 @@ func (b *Bridge) openIssue(ctx context.Context, src *Issues, kind string, ref is
 		return err
 	}
 	is.Number, is.PullRequest = ref.Number, ref.Pull
+	if rec, ok, err := b.branchThread(ctx, ev.Repo, is.Head); err != nil || ok {
+		// A command on a thread's own pull request is that thread's.
+		if err != nil {
+			return err
+		}
+		return b.issueFollowUp(ctx, rec, kind, ref, ev)
+	}
 	asker, request := "", ""
 	if ev.Command {
 		asker, request = ev.Author, ev.Request

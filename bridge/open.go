@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/crashpoint"
 )
 
 // OpenRequest is a request that opens (or continues) a thread of the bot's
@@ -115,6 +116,7 @@ func (b *Bridge) Open(ctx context.Context, req OpenRequest) (chat.ThreadRef, err
 		if err != nil {
 			return chat.ThreadRef{}, fmt.Errorf("bridge: open: %w", err)
 		}
+		crashpoint.Hit(crashpoint.Opened)
 		if thread, err = b.cfg.Store.FinishOpening(ctx, p.name, key, storeKey(ref)); err != nil {
 			return chat.ThreadRef{}, err
 		}

@@ -118,6 +118,9 @@ func (c *Config) validateSchedules(v *collector) {
 // validateScheduleChannel holds a schedule's channel to the enabled
 // platforms, their allowed_channels and channel mappings.
 func (c *Config) validateScheduleChannel(v *collector, key string, s Schedule) {
+	if !c.Slack.Enabled && !c.Discord.Enabled {
+		return // no platform runs schedules (-console)
+	}
 	platform, channel := c.PlatformChannel(s)
 	var allowed []string
 	var mapping map[string]ChannelRepos

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Issue is an issue, or a pull (merge) request read as one, with its
@@ -19,6 +20,9 @@ type Issue struct {
 	Author      string
 	URL         string
 	Labels      []string
+	// Head is a pull request's branch when it lives in the project itself
+	// ("" for an issue, or a request from a fork).
+	Head string
 	// Comments are its general comments, oldest first.
 	Comments []Comment
 }
@@ -84,6 +88,15 @@ func ghIssue(ctx context.Context, c *Client, number int) (Issue, error) {
 		return Issue{}, err
 	}
 	is := Issue{Number: raw.Number, PullRequest: raw.PullRequest != nil, Title: raw.Title, Body: raw.Body, Author: raw.User.Login, URL: raw.HTMLURL}
+	if is.PullRequest {
+		var p gtPull // GitHub's and Gitea's pulls show their head alike
+		if err := c.do(ctx, "GET", fmt.Sprintf("%s/pulls/%d", repo, number), nil, nil, &p); err != nil {
+			return Issue{}, err
+		}
+		if strings.EqualFold(p.Head.Repo.FullName, c.cfg.Project) {
+			is.Head = p.Head.Ref
+		}
+	}
 	for _, l := range raw.Labels {
 		is.Labels = append(is.Labels, l.Name)
 	}
@@ -112,7 +125,11 @@ func glIssue(ctx context.Context, c *Client, number int, pull bool) (Issue, erro
 		Description string   `json:"description"`
 		WebURL      string   `json:"web_url"`
 		Labels      []string `json:"labels"`
-		Author      struct {
+		// A merge request's branch, and where it lives.
+		SourceBranch    string `json:"source_branch"`
+		SourceProjectID int64  `json:"source_project_id"`
+		TargetProjectID int64  `json:"target_project_id"`
+		Author          struct {
 			Username string `json:"username"`
 		} `json:"author"`
 	}
@@ -121,6 +138,9 @@ func glIssue(ctx context.Context, c *Client, number int, pull bool) (Issue, erro
 		return Issue{}, err
 	}
 	is := Issue{Number: raw.IID, PullRequest: pull, Title: raw.Title, Body: raw.Description, Author: raw.Author.Username, URL: raw.WebURL, Labels: raw.Labels}
+	if pull && raw.SourceProjectID == raw.TargetProjectID {
+		is.Head = raw.SourceBranch
+	}
 	q := url.Values{"sort": {"asc"}, "order_by": {"created_at"}, "per_page": {"100"}}
 	notes, err := getAll[glNote](ctx, c, path+"/notes", q)
 	if err != nil {

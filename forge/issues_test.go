@@ -53,7 +53,8 @@ func TestIssueReadAndComment(t *testing.T) {
 	}
 }
 
-// A pull (merge) request is read as an issue too.
+// A pull (merge) request is read as an issue too, with its branch; a
+// fork's branch is not the project's.
 func TestIssueOfAPullRequest(t *testing.T) {
 	for _, kind := range []string{forge.GitHub, forge.GitLab, forge.Gitea} {
 		t.Run(kind, func(t *testing.T) {
@@ -63,8 +64,12 @@ func TestIssueOfAPullRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !is.PullRequest || is.Title != "t" || is.Body != "b" || len(is.Comments) != 1 || is.Comments[0].Body != "please also do y" {
+			if !is.PullRequest || is.Title != "t" || is.Body != "b" || is.Head != "bot/x" || len(is.Comments) != 1 || is.Comments[0].Body != "please also do y" {
 				t.Errorf("request read as an issue: %+v", is)
+			}
+			n := fake.AddFork("mallory/app", "bot/x", "main", "from a fork")
+			if is, err := c.Issue(t.Context(), n, true); err != nil || is.Head != "" {
+				t.Errorf("a fork's request: %+v, %v; want no head", is, err)
 			}
 		})
 	}

@@ -167,6 +167,11 @@ func TestIssueOpensAThread(t *testing.T) {
 			if n := requestsWith(e, "please also handle tabs"); n != 1 {
 				t.Errorf("the comment reached the model %d times, want once", n)
 			}
+			// A command on the thread's own pull request is the thread's.
+			if code := fake.CommentOn(prs[0].Number, true, dev, "/threadsmith rename the function"); code != http.StatusAccepted {
+				t.Fatalf("a command on the thread's pull request got %d", code)
+			}
+			e.waitFor("the command reaching the thread", func() bool { return requestsWith(e, "rename the function") > 0 })
 			if n := len(issueThreads(e)); n != 1 {
 				t.Errorf("%d threads opened, want one", n)
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,12 +52,10 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flockOwn(f, path); err != nil {
 		holder := "another process"
-		if b, rerr := os.ReadFile(path); rerr == nil {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
-				holder = fmt.Sprintf("another threadsmith (pid %d)", pid)
-			}
+		if pid := lockHolder(path); pid > 0 {
+			holder = fmt.Sprintf("another threadsmith (pid %d)", pid)
 		}
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -70,6 +69,39 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &dataDirLock{f: f}, nil
+}
+
+// ownLockWait bounds how long lockDataDir waits for a lock this process
+// held last.
+const ownLockWait = 2 * time.Second
+
+// flockOwn takes f's lock. A lock this process released a moment ago (a bot
+// stopped and started again in one process) may still be held by a child
+// of it forked at that instant, which keeps a copy of the descriptor until
+// it execs: when the file names this process as the holder, it tries again
+// for a moment before giving up.
+func flockOwn(f *os.File, path string) error {
+	deadline := time.Now().Add(ownLockWait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || lockHolder(path) != os.Getpid() || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockHolder is the pid the lock file names, 0 if none.
+func lockHolder(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
 }
 
 // release lets the next bot have the data_dir.

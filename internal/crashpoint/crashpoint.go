@@ -27,6 +27,7 @@ const (
 	Committed = "committed" // the run's changes are committed, not pushed
 	Pushed    = "pushed"    // the push reached the remote, not recorded yet
 	Compacted = "compacted" // a compaction entry is stored, the live context not rebuilt yet
+	Opened    = "opened"    // a thread the bot opens itself is posted, its thread not recorded yet
 )
 
 // Hit kills the process if name is the configured point.
