@@ -7,7 +7,9 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -261,7 +263,53 @@ func (t *thread) endRunRecord(ctx context.Context, id int64, outcome storage.Run
 	if id == 0 {
 		return
 	}
-	if err := t.store.FinishRun(ctx, id, outcome); err != nil {
+	// A database that cannot be reached now (a restart) may be in a moment:
+	// the end is recorded again, the owner waiting, rather than left for a
+	// takeover to mark the run interrupted. A repeat of an end that was
+	// committed after all is refused as ended: done.
+	repeated := false
+	err := whileUnavailable(ctx, t.log, "recording run end", func() error {
+		err := t.store.FinishRun(ctx, id, outcome)
+		if repeated && errors.Is(err, storage.ErrRunEnded) {
+			err = nil
+		}
+		repeated = true
+		return err
+	})
+	if err != nil {
 		t.log.Warn("recording run end", "err", err)
 	}
 }
+
+// whileUnavailable calls write, and calls it again, pausing from
+// storeRetryPause doubling, for as long as it fails with
+// storage.ErrUnavailable, up to storeRetryPatience or ctx's end. It is for
+// writes the caller cannot do without and that are safe to repeat; the
+// caller's goroutine waits.
+func whileUnavailable(ctx context.Context, log *slog.Logger, what string, write func() error) error {
+	err := write()
+	for pause, waited := storeRetryPause, time.Duration(0); errors.Is(err, storage.ErrUnavailable) && waited < storeRetryPatience; pause = min(2*pause, storeRetryMaxPause) {
+		log.Warn(what+": storage unavailable; trying again", "err", err, "in", pause)
+		tm := time.NewTimer(pause)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return err
+		}
+		waited += pause
+		err = write()
+	}
+	return err
+}
+
+// How long a write the bot cannot do without is repeated while storage is
+// unavailable: longer than a database's restart.
+const (
+	storeRetryPause    = 250 * time.Millisecond
+	storeRetryMaxPause = 4 * time.Second
+	storeRetryPatience = 20 * time.Second
+)
+
+// storeUnavailable is the sessions' test of an append worth repeating.
+func storeUnavailable(err error) bool { return errors.Is(err, storage.ErrUnavailable) }

@@ -312,6 +312,8 @@ func wrap(err error) error {
 		return backend.Sentinel(storage.ErrFull, err)
 	case isCode(err, "25006"): // read_only_sql_transaction (a standby, default_transaction_read_only)
 		return backend.Sentinel(storage.ErrReadOnly, err)
+	case connectionLost(err):
+		return backend.Sentinel(storage.ErrUnavailable, err)
 	}
 	return err
 }

@@ -2,12 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/threadsmith/threadsmith/agent"
+	"github.com/threadsmith/threadsmith/internal/fakes/netfault"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
@@ -70,5 +74,78 @@ func TestWritesSurviveTheServerEndingEveryConnection(t *testing.T) {
 	}
 	if err := db.Ping(ctx); err != nil {
 		t.Errorf("Ping after: %v", err)
+	}
+}
+
+// A session's append while PostgreSQL cannot be reached (a proxy in front
+// of it refuses connections) is repeated once the database is back, instead
+// of being reported lost: the entry is stored and no persist_failed event
+// is emitted.
+func TestSessionAppendWaitsForTheDatabase(t *testing.T) {
+	dsn := storagetest.PostgresDSN(t)
+	schema := storagetest.FreshSchema(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	proxy := netfault.New(t, netfault.HostPort(schema))
+	db, err := postgres.Open(ctx, proxy.URL(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var pauses []time.Duration
+	s, err := agent.New(agent.Config{ID: rec.ID, Store: db, ModelName: "a",
+		Models:           []agent.ModelSpec{{Name: "a", ContextWindow: 1000}, {Name: "b", ContextWindow: 2000}},
+		StoreUnavailable: func(err error) bool { return errors.Is(err, storage.ErrUnavailable) },
+		// The database comes back during the second pause.
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			pauses = append(pauses, d)
+			n := len(pauses)
+			mu.Unlock()
+			if n == 2 {
+				return proxy.Up()
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var failed []agent.PersistFailed
+	s.Subscribe(func(ev agent.Event) {
+		if pf, ok := ev.(agent.PersistFailed); ok {
+			mu.Lock()
+			failed = append(failed, pf)
+			mu.Unlock()
+		}
+	})
+	proxy.Down()
+	if err := s.SetModel("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := db.LoadEntries(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(entries) != 1 || len(failed) != 0 {
+		t.Fatalf("stored %d entries, persist failures %+v; want the model change stored, no failure", len(entries), failed)
+	}
+	if len(pauses) != 2 || pauses[0] != 250*time.Millisecond || pauses[1] != 500*time.Millisecond {
+		t.Errorf("pauses %v, want 250ms then 500ms", pauses)
 	}
 }
