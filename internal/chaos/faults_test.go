@@ -278,7 +278,11 @@ func TestPostgresRestartAndOutage(t *testing.T) {
 			delayed++
 		}
 	}
-	lost := last.tokens - len(ds)
+	// Lost: accepted by no session (the audit, settled, waits for nothing
+	// else). Asked: a dropped reply may still reach the model, in the
+	// thread's context of a later run.
+	lost := last.repliesDropped
+	neverAsked := last.tokens - len(ds)
 	t.Logf("known gaps: %d threads told part of their conversation was not saved (%d audit problems), %d replies dropped",
 		len(unsaved), unsavedProblems, last.repliesDropped)
 	t.Logf("restart: PostgreSQL down %s, replicas ready %s after it was back",
@@ -290,8 +294,8 @@ func TestPostgresRestartAndOutage(t *testing.T) {
 			last.tokens, delayed, ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), lost,
 			time.Since(trafficDone).Round(time.Millisecond), last)
 	}
-	if lost != last.repliesDropped {
-		t.Errorf("%d messages never reached the model, %d of them dropped replies", lost, last.repliesDropped)
+	if neverAsked > last.repliesDropped {
+		t.Errorf("%d messages never reached the model, %d of them dropped replies", neverAsked, last.repliesDropped)
 	}
 	var gaps []string
 	if len(unsaved) > 0 {
