@@ -70,7 +70,14 @@ func (t *thread) adoptRun() {
 
 func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	ctx := t.b.ctx
-	id, err := t.store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+	// Recorded again while storage is unavailable (a database restart): a
+	// run with no record is one no audit, takeover or restart knows of.
+	var id int64
+	err := whileUnavailable(ctx, t.log, "recording run start", func() error {
+		var err error
+		id, err = t.store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+		return err
+	})
 	if err != nil {
 		t.log.Error("recording run start", "err", err)
 	}

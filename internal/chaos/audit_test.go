@@ -373,7 +373,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 			var in *run
 			for i := range rs {
 				r := &rs[i]
-				if r.session == k.session && (r.lastSeq >= k.seq || r.lastSeq < 0) {
+				if r.session == k.session && (r.lastSeq >= k.seq || (r.lastSeq < 0 && r.outcome == "")) {
 					in = r
 					break
 				}
