@@ -100,6 +100,9 @@ type Config struct {
 	Lease  LeaseConfig
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Sleep is the sessions' wait between a model request's retries
+	// (default: a real timer); tests replace it to pass the waits at once.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // AgentConfig is how sessions are set up.

@@ -64,6 +64,9 @@ type Main struct {
 	Logger *slog.Logger
 	// Now is the bridge's clock (default time.Now; tests move it).
 	Now func() time.Time
+	// Sleep is the sessions' wait between a model request's retries
+	// (default: a real timer; tests pass the waits at once).
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Version prints the version and exits (-version).
 	Version bool
 	// Backup is -backup's file: copy the database there and exit.
@@ -245,6 +248,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Lease:             leaseConfig(cfg),
 		Logger:            log,
 		Now:               m.Now,
+		Sleep:             m.Sleep,
 	})
 	if err != nil {
 		m.closeStores()
