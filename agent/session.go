@@ -121,6 +121,11 @@ type Config struct {
 	// Sleep waits d or until ctx ends, reporting ctx's error then (default: a real
 	// timer). Tests replace it to skip retry delays.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// StoreUnavailable reports whether an error of Store says it could not
+	// be reached (a database restarting): such an append is repeated, with
+	// pauses, for up to persistPatience before it counts as failed. Nil:
+	// never.
+	StoreUnavailable func(error) bool
 }
 
 // ModelSpec names a model and its limits.
@@ -696,6 +701,18 @@ func (s *Session) persist(entries ...transcript.Entry) {
 	if err != nil && s.renumber(ctx, entries) {
 		err = s.cfg.Store.AppendEntries(ctx, s.id, entries)
 	}
+	// A store that cannot be reached now may be in a moment: the append is
+	// repeated (the store takes an identical append it holds as done),
+	// pausing from persistPause doubling, for up to persistPatience.
+	for pause, waited := persistPause, time.Duration(0); err != nil && s.cfg.StoreUnavailable != nil &&
+		s.cfg.StoreUnavailable(err) && waited < persistPatience; pause = min(2*pause, persistMaxPause) {
+		s.log.Warn("storing session entries: the store is unavailable; trying again", "err", err, "in", pause)
+		if s.cfg.Sleep(ctx, pause) != nil {
+			break
+		}
+		waited += pause
+		err = s.cfg.Store.AppendEntries(ctx, s.id, entries)
+	}
 	if err != nil {
 		// Never only a log line: the people in the thread must know that
 		// part of their conversation will be missing after a restart.
@@ -703,6 +720,14 @@ func (s *Session) persist(entries ...transcript.Entry) {
 		s.emit(PersistFailed{Entries: len(entries), ErrorMessage: err.Error()})
 	}
 }
+
+// How long persist keeps repeating an append the store was unavailable for:
+// longer than a database's restart, shorter than its 30 s context.
+const (
+	persistPause    = 250 * time.Millisecond
+	persistMaxPause = 4 * time.Second
+	persistPatience = 20 * time.Second
+)
 
 // renumber handles an append refused because the store already holds those
 // sequence numbers (another writer appended to the session meanwhile): the

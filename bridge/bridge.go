@@ -110,6 +110,9 @@ type Config struct {
 	Lease  LeaseConfig
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Sleep is the sessions' wait between a model request's retries
+	// (default: a real timer); tests replace it to pass the waits at once.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // AgentConfig is how sessions are set up.
@@ -194,6 +197,9 @@ type Bridge struct {
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
 	news  int64         // the news of stored input told to owners so far (nudge)
+	// refusedAt is when input was last refused because it could not be
+	// stored (zero: not since the start); Receive reads and writes it.
+	refusedAt time.Time
 
 	intake *intakeGate // new thread owners wait while input is being accepted
 
@@ -582,8 +588,25 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		// moment: its mention may be on its way into the store.
 		var err error
 		if known, err = b.threadStored(ctx, in.Thread, h.p.SpreadsThreads); err != nil {
+			b.noteRefused(err)
 			return 0, err
 		}
+	}
+	if !known && !in.Mention && in.MessageID != in.Thread.Thread && b.refusedLately() {
+		// Input was refused lately because it could not be stored: the
+		// mention that starts this thread may be among it, on its way back
+		// from the platform. While the store does not know the thread, the
+		// reply is refused too (not acknowledged: delivered again) rather
+		// than dropped.
+		stored, err := b.threadStored(ctx, in.Thread, false)
+		if err != nil {
+			b.noteRefused(err)
+			return 0, err
+		}
+		if !stored {
+			return 0, errReplyBeforeItsThread
+		}
+		known = true
 	}
 	if !known && sessionless(in.Text) {
 		return h.answerUnknownThread(ctx, in)
@@ -591,7 +614,39 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	if !known && !in.Mention {
 		return chat.Ignored, nil
 	}
-	return h.admit(ctx, in, false, "")
+	rc, err := h.admit(ctx, in, false, "")
+	b.noteRefused(err)
+	return rc, err
+}
+
+// errReplyBeforeItsThread refuses a reply in a thread the store does not
+// know while input was refused lately (Receive).
+var errReplyBeforeItsThread = errors.New("bridge: a reply in a thread not stored yet, while input was refused lately; not acknowledged")
+
+// refusedWindow is how long after input was refused a reply in a thread the
+// store does not know is refused too: Slack delivers an event it saw no
+// acknowledgement of again three times, the last about five minutes after
+// the first.
+const refusedWindow = 6 * time.Minute
+
+// noteRefused records that input was refused because it could not be
+// stored (err, from storing it); a cancelled context is no refusal.
+func (b *Bridge) noteRefused(err error) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	now := b.cfg.Now()
+	b.mu.Lock()
+	b.refusedAt = now
+	b.mu.Unlock()
+}
+
+// refusedLately reports whether input was refused within refusedWindow.
+func (b *Bridge) refusedLately() bool {
+	b.mu.Lock()
+	at := b.refusedAt
+	b.mu.Unlock()
+	return !at.IsZero() && b.cfg.Now().Sub(at) < refusedWindow
 }
 
 // admit takes a message for a known thread (or a mention): not while

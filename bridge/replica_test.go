@@ -685,3 +685,53 @@ func TestFollowUpTheOwnerReceivesReachesTheModelOnce(t *testing.T) {
 		t.Errorf("runs: %d, %v; want 2", len(runs), err)
 	}
 }
+
+// unavailableAccepts is the store refusing to accept input while down, as a
+// database out of reach does.
+type unavailableAccepts struct {
+	storage.Store
+	down atomic.Bool
+}
+
+func (s *unavailableAccepts) AcceptInboundInThread(ctx context.Context, key storage.ThreadKey, init storage.ThreadInit, in storage.Inbound) (storage.Accepted, error) {
+	if s.down.Load() {
+		return storage.Accepted{}, fmt.Errorf("storage: accept inbound: %w", storage.ErrUnavailable)
+	}
+	return s.Store.AcceptInboundInThread(ctx, key, init, in)
+}
+
+// A mention refused while the store was out of reach comes back later (the
+// platform delivers it again); a reply in its thread that arrives before it
+// is refused too, not acknowledged and dropped, and is stored once it is
+// delivered again after the mention.
+func TestReplyBeforeItsRefusedMentionIsRefusedToo(t *testing.T) {
+	t.Parallel()
+	var store *unavailableAccepts
+	a := newRig(t, leased("replica-a"), func(c *Config, p *Platform) {
+		p.SpreadsThreads = true
+		store = &unavailableAccepts{Store: c.Store}
+		c.Store = store
+	})
+	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("ok") })
+	th := testThread("517.1")
+	store.down.Store(true)
+	mention, rc, err := a.chat.Say(a.ctx, th, alice, "start here", true)
+	if err == nil {
+		t.Fatalf("the mention while the store is down: %v, want refused with an error", rc)
+	}
+	store.down.Store(false)
+	reply, rc, err := a.chat.Say(a.ctx, th, bob, "REPLY-BEFORE-ITS-MENTION", false)
+	if err == nil {
+		t.Fatalf("the reply before its refused mention came back: receipt %v, want refused (delivered again), not dropped", rc)
+	}
+	if rc, err := a.chat.Redeliver(a.ctx, mention, true); err != nil || rc != chat.Accepted {
+		t.Fatalf("the mention delivered again: %v, %v; want accepted", rc, err)
+	}
+	if rc, err := a.chat.Redeliver(a.ctx, reply, false); err != nil || rc != chat.Accepted {
+		t.Fatalf("the reply delivered again: %v, %v; want accepted", rc, err)
+	}
+	a.waitUntil("the reply reaches the model", func() bool {
+		rec, err := a.thread(th)
+		return err == nil && rec.SessionID != "" && userMessages(a, rec.SessionID, "REPLY-BEFORE-ITS-MENTION") == 1
+	})
+}

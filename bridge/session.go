@@ -166,6 +166,9 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		Compaction:    cfg.Compaction,
 		Logger:        t.log,
 		Now:           b.cfg.Now,
+		Sleep:         b.cfg.Sleep,
+		// An append while the database restarts waits for it.
+		StoreUnavailable: storeUnavailable,
 	})
 	if err != nil {
 		return err

@@ -91,9 +91,14 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 		}
 		// Refused for good (err != nil): marked too, or it would be
 		// tried at every start.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Marked again while storage is unavailable (a database restart):
+		// unmarked, it would be posted a second time by the thread's next
+		// owner.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if merr := store.MarkPosted(ctx, pp.ID, id); merr != nil {
+		if merr := whileUnavailable(ctx, log, "recording that an answer was posted", func() error {
+			return store.MarkPosted(ctx, pp.ID, id)
+		}); merr != nil {
 			log.Warn("recording that an answer was posted; it may be posted again at the next start", "err", merr)
 		}
 	})

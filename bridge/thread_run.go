@@ -7,7 +7,9 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -69,7 +71,14 @@ func (t *thread) adoptRun() {
 
 func (t *thread) trackRun(r *activeRun, status *outbox.Message, text string) {
 	ctx := t.b.ctx
-	id, err := t.store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+	// Recorded again while storage is unavailable (a database restart): a
+	// run with no record is one no audit, takeover or restart knows of.
+	var id int64
+	err := whileUnavailable(ctx, t.log, "recording run start", func() error {
+		var err error
+		id, err = t.store.StartRun(ctx, t.rec.ID, t.sess.ID(), r.inboundID)
+		return err
+	})
 	if err != nil {
 		t.log.Error("recording run start", "err", err)
 	}
@@ -275,7 +284,53 @@ func (t *thread) endRunRecord(ctx context.Context, id int64, outcome storage.Run
 	if id == 0 {
 		return
 	}
-	if err := t.store.FinishRun(ctx, id, outcome); err != nil {
+	// A database that cannot be reached now (a restart) may be in a moment:
+	// the end is recorded again, the owner waiting, rather than left for a
+	// takeover to mark the run interrupted. A repeat of an end that was
+	// committed after all is refused as ended: done.
+	repeated := false
+	err := whileUnavailable(ctx, t.log, "recording run end", func() error {
+		err := t.store.FinishRun(ctx, id, outcome)
+		if repeated && errors.Is(err, storage.ErrRunEnded) {
+			err = nil
+		}
+		repeated = true
+		return err
+	})
+	if err != nil {
 		t.log.Warn("recording run end", "err", err)
 	}
 }
+
+// whileUnavailable calls write, and calls it again, pausing from
+// storeRetryPause doubling, for as long as it fails with
+// storage.ErrUnavailable, up to storeRetryPatience or ctx's end. It is for
+// writes the caller cannot do without and that are safe to repeat; the
+// caller's goroutine waits.
+func whileUnavailable(ctx context.Context, log *slog.Logger, what string, write func() error) error {
+	err := write()
+	for pause, waited := storeRetryPause, time.Duration(0); errors.Is(err, storage.ErrUnavailable) && waited < storeRetryPatience; pause = min(2*pause, storeRetryMaxPause) {
+		log.Warn(what+": storage unavailable; trying again", "err", err, "in", pause)
+		tm := time.NewTimer(pause)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return err
+		}
+		waited += pause
+		err = write()
+	}
+	return err
+}
+
+// How long a write the bot cannot do without is repeated while storage is
+// unavailable: longer than a database's restart.
+const (
+	storeRetryPause    = 250 * time.Millisecond
+	storeRetryMaxPause = 4 * time.Second
+	storeRetryPatience = 20 * time.Second
+)
+
+// storeUnavailable is the sessions' test of an append worth repeating.
+func storeUnavailable(err error) bool { return errors.Is(err, storage.ErrUnavailable) }

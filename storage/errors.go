@@ -34,6 +34,10 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("database is closed")
+	// ErrUnavailable: the database could not be reached, or the connection
+	// was lost during the call (a restart, a network cut). A write may or
+	// may not have happened; the same call may succeed later.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // DuplicateEntryError says which entry was already stored. No entry of the call

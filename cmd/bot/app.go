@@ -68,6 +68,9 @@ type Main struct {
 	// ScheduleClock is the schedules' clock (default the real one; tests
 	// move it).
 	ScheduleClock schedule.Clock
+	// Sleep is the sessions' wait between a model request's retries
+	// (default: a real timer; tests pass the waits at once).
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Version prints the version and exits (-version).
 	Version bool
 	// Backup is -backup's file: copy the database there and exit.
@@ -264,6 +267,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ScheduleClock:     m.ScheduleClock,
 		Logger:            log,
 		Now:               m.Now,
+		Sleep:             m.Sleep,
 	})
 	if err != nil {
 		m.closeStores()

@@ -50,6 +50,9 @@ type discordEnv struct {
 	scripts *discordScripts
 	// now, when set by a configure function, is the bridge's clock.
 	now func() time.Time
+	// sleep, when set by a configure function, is the sessions' wait
+	// between a model request's retries.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // configure, if given, changes the configuration before the program starts.
@@ -93,6 +96,7 @@ func newDiscordEnv(t *testing.T, configure ...func(*config.Config, *discordEnv))
 	m := NewMain()
 	m.Config = &cfg
 	m.Now = e.now
+	m.Sleep = e.sleep
 	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := m.Run(e.ctx); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,7 +20,8 @@ type chatThread struct {
 	channel string
 	root    string // the mention's ts; "" until sent
 	tokens  []string
-	ts      map[string]string // token -> its message's ts
+	ts      map[string]string    // token -> its message's ts
+	sent    map[string]time.Time // token -> when the test raised it
 }
 
 // audit is what the database, the fake Slack and the fake LLM say at one
@@ -371,7 +373,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 			var in *run
 			for i := range rs {
 				r := &rs[i]
-				if r.session == k.session && (r.lastSeq >= k.seq || r.lastSeq < 0) {
+				if r.session == k.session && (r.lastSeq >= k.seq || (r.lastSeq < 0 && r.outcome == "")) {
 					in = r
 					break
 				}

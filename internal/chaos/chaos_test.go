@@ -316,9 +316,10 @@ func (e *env) send(threads []*chatThread, schedule []message, rng *rand.Rand) {
 		}
 		th.tokens = append(th.tokens, tok)
 		if th.ts == nil {
-			th.ts = map[string]string{}
+			th.ts, th.sent = map[string]string{}, map[string]time.Time{}
 		}
 		th.ts[tok] = ts
+		th.sent[tok] = time.Now()
 	}
 }
 

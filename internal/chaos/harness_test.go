@@ -77,6 +77,11 @@ type setup struct {
 	// hang: a request whose new user messages contain HANG never ends (until
 	// the replica dies).
 	hang bool
+	// pgBase, when set, is the PostgreSQL the environment's schema is made
+	// in (a cluster of the test's own), instead of the shared one.
+	pgBase string
+	// slack: options for the fake Slack, after the harness's own.
+	slack []slackfake.Option
 }
 
 // env is a fake Slack (spreading events over connections), a fake LLM, a
@@ -88,10 +93,13 @@ type env struct {
 	slack  *slackfake.Server
 	llm    *llmfake.Server
 	remote *gitremote.Repo
-	dsn    string        // the schema the replicas share (postgres)
-	db     *pgxpool.Pool // the test's own connection to it (postgres)
-	bin    string
-	dir    string
+	dsn    string // the schema the replicas share (postgres)
+	// replicaDSN, when set, is the DSN the replicas connect with instead
+	// of dsn (the same schema through a proxy).
+	replicaDSN string
+	db         *pgxpool.Pool // the test's own connection to it (postgres)
+	bin        string
+	dir        string
 	// gate, when set before the first request, holds the answer to a
 	// request whose new user messages contain GATE until it is closed.
 	gate chan struct{}
@@ -119,7 +127,10 @@ func newEnv(tb testing.TB, s setup) *env {
 	e.ctx, cancel = context.WithTimeout(context.Background(), s.timeout)
 	tb.Cleanup(cancel)
 	if s.driver == "postgres" {
-		base := storagetest.PostgresDSN(tb) // skips, saying why, without PostgreSQL
+		base := s.pgBase
+		if base == "" {
+			base = storagetest.PostgresDSN(tb) // skips, saying why, without PostgreSQL
+		}
 		e.dsn = storagetest.FreshSchema(tb, base)
 		pool, err := pgxpool.New(e.ctx, e.dsn)
 		if err != nil {
@@ -129,7 +140,7 @@ func newEnv(tb testing.TB, s setup) *env {
 		e.db = pool
 	}
 	e.bin = botBinary(tb)
-	e.slack = slackfake.New(tb, slackfake.SpreadEvents(), slackfake.WithoutBotEcho())
+	e.slack = slackfake.New(tb, append([]slackfake.Option{slackfake.SpreadEvents(), slackfake.WithoutBotEcho()}, s.slack...)...)
 	e.slack.AddUser(slackfake.User{ID: aliceID, Name: "alice", RealName: "Alice Liddell", Email: "alice@example.com"})
 	e.slack.AddUser(slackfake.User{ID: bobID, Name: "bob", RealName: "Bob Stone", Email: "bob@example.com"})
 	e.llm = llmfake.New(tb)
@@ -271,7 +282,7 @@ func (r *replica) start() error {
 		// A replica stopped inside a transaction loses its session (and
 		// its row locks) after this, not the bot's default 5 s: within the
 		// test's ttl + margin.
-		"TEST_CHAOS_DSN="+r.e.dsn+sep(r.e.dsn)+"idle_in_transaction_session_timeout=1000")
+		"TEST_CHAOS_DSN="+r.e.replicasDSN()+sep(r.e.dsn)+"idle_in_transaction_session_timeout=1000")
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
@@ -474,6 +485,14 @@ func (e *env) poll(what string, d, interval time.Duration, cond func() (bool, er
 		case <-tick.C:
 		}
 	}
+}
+
+// replicasDSN is the DSN the replicas connect with.
+func (e *env) replicasDSN() string {
+	if e.replicaDSN != "" {
+		return e.replicaDSN
+	}
+	return e.dsn
 }
 
 // sep is what joins one more parameter to a postgres:// URL.

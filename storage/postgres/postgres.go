@@ -27,8 +27,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"path"
 	"slices"
 	"strconv"
@@ -161,7 +163,9 @@ func (db *DB) Ping(ctx context.Context) error {
 		return opError("ping", storage.ErrClosed)
 	}
 	var one int
-	return opError("ping", db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one))
+	err := db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one)
+	db.lostConnection(err)
+	return opError("ping", err)
 }
 
 func (db *DB) nowMS() int64 { return db.now().UnixMilli() }
@@ -170,6 +174,10 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // inTx runs fn in a transaction and commits it; a deadlock or serialization
 // failure runs it again (fn must be repeatable: it is, it only talks to tx).
+// A BEGIN that fails is tried again too, on a new connection: nothing ran, and
+// after a restart of the server (or a network cut) the pool's idle
+// connections are all dead, so the first statement of each would fail
+// (lostConnection drops them).
 func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if db.closed.Load() {
 		return storage.ErrClosed
@@ -178,8 +186,25 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) 
 		return err
 	}
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	for attempt, begins := 0, 0; attempt < 5; attempt++ {
+		var tx pgx.Tx
+		tx, err = db.pool.Begin(ctx)
+		if err != nil {
+			if db.lostConnection(err) && ctx.Err() == nil {
+				if begins++; begins < beginAttempts {
+					attempt--
+					continue
+				}
+			}
+			return err
+		}
+		err = fn(ctx, tx)
+		if err == nil {
+			err = tx.Commit(ctx)
+		} else {
+			_ = tx.Rollback(ctx)
+		}
+		db.lostConnection(err)
 		if !isCode(err, "40001") && !isCode(err, "40P01") {
 			return err
 		}
@@ -187,19 +212,61 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) 
 	return err
 }
 
+// beginAttempts bounds the BEGINs of one transaction: enough for a dead
+// connection and then a fresh one.
+const beginAttempts = 3
+
 // exec runs one statement on its own (atomic by itself, committed when it
-// returns), retried like inTx.
+// returns), retried like inTx; a statement pgx never sent (pgconn.SafeToRetry)
+// is sent again.
 func (db *DB) exec(ctx context.Context, sql string, args ...any) error {
 	if db.closed.Load() {
 		return storage.ErrClosed
 	}
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if _, err = db.pool.Exec(ctx, sql, args...); !isCode(err, "40001") && !isCode(err, "40P01") {
+	for attempt, unsent := 0, 0; attempt < 5; attempt++ {
+		_, err = db.pool.Exec(ctx, sql, args...)
+		if db.lostConnection(err) && pgconn.SafeToRetry(err) && ctx.Err() == nil {
+			if unsent++; unsent < beginAttempts {
+				attempt--
+				continue
+			}
+		}
+		if !isCode(err, "40001") && !isCode(err, "40P01") {
 			return err
 		}
 	}
 	return err
+}
+
+// lostConnection drops every idle connection of the pool when err says the
+// server is gone for this connection (it closed it, restarted, or the network
+// cut it): the other idle ones were very likely cut with it, and each would
+// fail its next statement. New connections are made as needed. It reports
+// whether it did.
+func (db *DB) lostConnection(err error) bool {
+	if !connectionLost(err) {
+		return false
+	}
+	db.pool.Reset()
+	return true
+}
+
+// connectionLost reports whether err is the connection's, not the
+// statement's: the server ended the session (class 08, 57P01–57P03: shut
+// down, crashed, starting), the network failed, or pgx could not send.
+func connectionLost(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err)
 }
 
 // q is what reads run on: the pool, or a transaction.
@@ -245,6 +312,8 @@ func wrap(err error) error {
 		return backend.Sentinel(storage.ErrFull, err)
 	case isCode(err, "25006"): // read_only_sql_transaction (a standby, default_transaction_read_only)
 		return backend.Sentinel(storage.ErrReadOnly, err)
+	case connectionLost(err):
+		return backend.Sentinel(storage.ErrUnavailable, err)
 	}
 	return err
 }

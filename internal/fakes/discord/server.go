@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,14 +21,17 @@ import (
 
 // Server is a running fake Discord. All methods are safe for concurrent use.
 type Server struct {
-	t      testing.TB
-	cfg    config
-	log    *slog.Logger
-	http   *httptest.Server
-	mux    *http.ServeMux
-	wsUp   websocket.Upgrader
-	wg     sync.WaitGroup // gateway connection goroutines
-	closer sync.Once
+	t    testing.TB
+	cfg  config
+	log  *slog.Logger
+	http *httptest.Server
+	// gatewayAddr, when set, is the host:port gateway URLs point at
+	// instead of the fake's own (a proxy in front of it).
+	gatewayAddr atomic.Pointer[string]
+	mux         *http.ServeMux
+	wsUp        websocket.Upgrader
+	wg          sync.WaitGroup // gateway connection goroutines
+	closer      sync.Once
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every state change
@@ -215,8 +219,16 @@ func (s *Server) URL() string { return s.http.URL + "/" }
 
 // GatewayURL is what GET /api/v9/gateway answers: ws://127.0.0.1:port/gateway.
 func (s *Server) GatewayURL() string {
+	if addr := s.gatewayAddr.Load(); addr != nil && *addr != "" {
+		return "ws://" + *addr + "/gateway"
+	}
 	return "ws" + strings.TrimPrefix(s.http.URL, "http") + "/gateway"
 }
+
+// SetGatewayAddr makes the gateway URLs the fake hands out (GET /gateway,
+// READY's resume_gateway_url) point at addr (host:port: a proxy in front of
+// the fake) from now on; "" restores the fake's own address.
+func (s *Server) SetGatewayAddr(addr string) { s.gatewayAddr.Store(&addr) }
 
 // Token is the bot token the fake accepts.
 func (s *Server) Token() string { return s.cfg.token }

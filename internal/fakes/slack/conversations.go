@@ -261,6 +261,10 @@ func (s *Server) appsConnectionsOpen(url.Values) (map[string]any, string) {
 	}
 	ticket := randomID()
 	s.tickets[ticket] = true
-	ws := "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/socket?ticket=" + ticket + "&app_id=" + s.cfg.appID
+	base := "ws" + strings.TrimPrefix(s.srv.URL, "http")
+	if s.socketAddr != "" {
+		base = "ws://" + s.socketAddr
+	}
+	ws := base + "/socket?ticket=" + ticket + "&app_id=" + s.cfg.appID
 	return map[string]any{"url": ws}, ""
 }

@@ -69,12 +69,15 @@ type Server struct {
 	outstanding int
 	timers      map[*time.Timer]struct{}
 
-	outage  bool
-	tickets map[string]bool
-	conns   []*wsConn // every connection ever opened, oldest first
-	hellos  int
-	pending []*delivery // Socket Mode deliveries waiting for a connection
-	rr      int         // SpreadEvents: the count of events routed, for round robin
+	outage bool
+	// socketAddr, when set, is the host:port the Socket Mode URLs point
+	// at instead of the fake's own (a proxy in front of it).
+	socketAddr string
+	tickets    map[string]bool
+	conns      []*wsConn // every connection ever opened, oldest first
+	hellos     int
+	pending    []*delivery // Socket Mode deliveries waiting for a connection
+	rr         int         // SpreadEvents: the count of events routed, for round robin
 
 	http      *HTTPEvents
 	httpQueue []*delivery

@@ -113,6 +113,15 @@ func (s *Server) DropSocket() {
 	}
 }
 
+// SetSocketAddr makes apps.connections.open hand out Socket Mode URLs on
+// addr (host:port: a proxy in front of the fake) from now on; "" restores
+// the fake's own address.
+func (s *Server) SetSocketAddr(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.socketAddr = addr
+}
+
 // Outage plays Slack's side of a network outage: it drops every Socket Mode
 // connection, answers apps.connections.open with service_unavailable, and loses the
 // events raised meanwhile (Deliveries lists them with Lost set), as Slack does once
