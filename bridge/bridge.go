@@ -64,6 +64,9 @@ type Config struct {
 	// IdleEvict drops an idle thread's session from memory after this long.
 	// Default 10m.
 	IdleEvict time.Duration
+	// threadMemory bounds the per-thread facts the Bridge caches (known,
+	// released). Default threadMemory; tests make it small.
+	threadMemory int
 	// MaxDownloadBytes caps each file people share. Default 20 MiB.
 	MaxDownloadBytes int64
 	// CatchUpWindow is how recently a person must have written in a thread
@@ -173,14 +176,17 @@ type Bridge struct {
 	threads map[string]*thread // live thread owners by thread key
 	byID    map[int64]*thread  // the same, by storage id
 	// released is the fence of this replica's last release of a thread's
-	// lease (replicas only): taking it back after that needs no recovery.
-	released map[int64]int64
-	known    map[string]bool // keys of threads that have a session
-	seen     recentSet       // recently accepted deliveries, to answer duplicates without storage
-	closing  bool
-	shut     chan struct{}  // closed as closing is set
-	wg       sync.WaitGroup // thread owners
-	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
+	// lease (replicas only), for the threads released last: taking one back
+	// after that needs no recovery (one it forgot is recovered).
+	released bounded[int64, int64]
+	// known holds the keys of threads recently stored or read; a reply in
+	// a thread it does not hold is looked up in the store (threadStored).
+	known   bounded[string, struct{}]
+	seen    recentSet // recently accepted deliveries, to answer duplicates without storage
+	closing bool
+	shut    chan struct{}  // closed as closing is set
+	wg      sync.WaitGroup // thread owners
+	bg      sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
 	news  int64         // the news of stored input told to owners so far (nudge)
@@ -219,6 +225,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.RunTimeout <= 0 {
 		cfg.RunTimeout = 30 * time.Minute
 	}
+	if cfg.threadMemory <= 0 {
+		cfg.threadMemory = threadMemory
+	}
 	if cfg.IdleEvict <= 0 {
 		cfg.IdleEvict = 10 * time.Minute
 	}
@@ -241,8 +250,8 @@ func New(cfg Config) (*Bridge, error) {
 		slots:     newRunSlots(cfg.MaxConcurrentRuns),
 		threads:   map[string]*thread{},
 		byID:      map[int64]*thread{},
-		released:  map[int64]int64{},
-		known:     map[string]bool{},
+		released:  newBounded[int64, int64](cfg.threadMemory),
+		known:     newBounded[string, struct{}](cfg.threadMemory),
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
 		shut:      make(chan struct{}),
 		redact:    tools.Redactor(cfg.Secrets),
@@ -376,7 +385,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 	b.mu.Lock()
 	for _, t := range threads {
 		if t.SessionID != "" {
-			b.known[refOf(t.Key).Key()] = true
+			b.known.put(refOf(t.Key).Key(), struct{}{})
 		}
 	}
 	b.mu.Unlock()
@@ -554,14 +563,20 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	}
 	key := in.Thread.Key()
 	b.mu.Lock()
-	known := b.known[key]
+	known := b.known.has(key)
 	b.mu.Unlock()
-	if !known && !in.Mention && b.leasing() && in.MessageID != in.Thread.Thread {
-		// A reply in a thread another replica started, maybe this very
-		// moment: its mention may be on its way into the store.
+	if !known && !in.Mention && in.MessageID != in.Thread.Thread {
+		// A reply in a thread this process forgot, or that another replica
+		// started, maybe this very moment: its mention may be on its way
+		// into the store.
 		var err error
-		if known, err = b.threadStored(ctx, in.Thread, h.p.SpreadsThreads); err != nil {
+		if known, err = b.threadStored(ctx, in.Thread, b.leasing() && h.p.SpreadsThreads); err != nil {
 			return 0, err
+		}
+		if known {
+			b.mu.Lock()
+			b.known.put(key, struct{}{})
+			b.mu.Unlock()
 		}
 	}
 	if !known && sessionless(in.Text) {
@@ -651,7 +666,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	// thread or finds it. (Without a repository for it, the look-up says
 	// whether it needs one.)
 	b.mu.Lock()
-	known := b.known[key]
+	known := b.known.has(key)
 	b.mu.Unlock()
 	var repo string
 	var rerr error
@@ -697,7 +712,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	crashpoint.Hit(crashpoint.Accepted)
 	b.mu.Lock()
 	b.seen.add(deliveryKeys)
-	b.known[key] = true
+	b.known.put(key, struct{}{})
 	b.mu.Unlock()
 	if dup {
 		return chat.Duplicate, nil
@@ -751,6 +766,9 @@ func deliveryKeys(platform string, in chat.Inbound) []string {
 	}
 	return keys
 }
+
+// threadMemory is how many threads' facts the Bridge caches by default.
+const threadMemory = 10000
 
 // recentSet remembers the last recentSetSize keys added.
 type recentSet struct {
@@ -882,7 +900,7 @@ func (h *handler) CloseThread(ctx context.Context, thread chat.ThreadRef) error 
 		return err
 	}
 	b.mu.Lock()
-	delete(b.known, thread.Key())
+	b.known.delete(thread.Key())
 	b.mu.Unlock()
 	b.log.Info("closed a thread the platform no longer has", "thread", thread.Key())
 	return nil
