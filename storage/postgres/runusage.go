@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +16,8 @@ import (
 
 // recordRunUsage sums the replies of the run's session written since the
 // previous run of that session ended (and not before the user message of the
-// run's own input) into run_usage, in the transaction that ends the run, as
+// run's own input, nor after the input of a later run of the session) into
+// run_usage, in the transaction that ends the run, as
 // the SQLite store does (storage/runusage.go). A run recorded already keeps
 // its record.
 func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
@@ -38,12 +40,24 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 			after = *first - 1
 		}
 	}
+	// The next run's input starts its entries.
+	upto := int64(math.MaxInt64)
+	var next *int64
+	if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $2 AND type = 'message'
+		AND payload ->> 'role' = 'user' AND payload ->> 'inputId' IN
+			(SELECT inbound_id::text FROM runs WHERE session_id = $1 AND id > $3 AND inbound_id IS NOT NULL)`,
+		sid, after, runID).Scan(&next); err != nil {
+		return err
+	}
+	if next != nil {
+		upto = *next - 1
+	}
 	rows, err := tx.Query(ctx, `SELECT coalesce(payload ->> 'model', ''),
 		coalesce((payload -> 'usage' ->> 'input')::bigint, 0), coalesce((payload -> 'usage' ->> 'output')::bigint, 0),
 		coalesce((payload -> 'usage' ->> 'cacheRead')::bigint, 0), coalesce((payload -> 'usage' ->> 'cacheWrite')::bigint, 0),
 		coalesce((payload -> 'usage' -> 'cost' ->> 'total')::float8, 0)
-		FROM entries e WHERE session_id = $1 AND seq > $2 AND `+isReply+`
-		ORDER BY seq`, sid, after)
+		FROM entries e WHERE session_id = $1 AND seq > $2 AND seq <= $3 AND `+isReply+`
+		ORDER BY seq`, sid, after, upto)
 	if err != nil {
 		return err
 	}
@@ -63,7 +77,7 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 		return err
 	}
 	last := after
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2`, after, sid).Scan(&last); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2 AND seq <= $3`, after, sid, upto).Scan(&last); err != nil {
 		return err
 	}
 	models, _ := json.Marshal(append([]string{}, u.Models...))

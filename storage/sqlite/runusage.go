@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/threadsmith/threadsmith/storage"
@@ -14,7 +15,9 @@ import (
 
 // recordRunUsage sums the replies of the run's session written since the
 // previous run of that session ended (and not before the user message of the
-// run's own input), and stores them in run_usage. Called in the transaction
+// run's own input), and before the input of a later run of the session (a
+// run stays open while its work is pushed, and the next one may start and
+// end meanwhile), and stores them in run_usage. Called in the transaction
 // that ends the run; a run recorded already keeps its record.
 func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 	var sid, inbound int64
@@ -44,13 +47,26 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 			after = first.Int64 - 1
 		}
 	}
+	// The next run's input starts its entries.
+	upto := int64(math.MaxInt64)
+	var next sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+		AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') IN
+			(SELECT CAST(inbound_id AS TEXT) FROM runs WHERE session_id = ? AND id > ? AND inbound_id IS NOT NULL)`,
+		sid, after, sid, runID).Scan(&next)
+	if err != nil {
+		return err
+	}
+	if next.Valid {
+		upto = next.Int64 - 1
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
 		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
 		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
 		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
-		FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+		FROM entries WHERE session_id = ? AND seq > ? AND seq <= ? AND type = 'message'
 			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
-		ORDER BY seq`, sid, after)
+		ORDER BY seq`, sid, after, upto)
 	if err != nil {
 		return err
 	}
@@ -69,7 +85,7 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 		return err
 	}
 	last := after
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ?`, after, sid).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ? AND seq <= ?`, after, sid, upto).Scan(&last); err != nil {
 		return err
 	}
 	models, _ := json.Marshal(append([]string{}, u.Models...))
