@@ -40,6 +40,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/bounded"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -178,10 +179,10 @@ type Bridge struct {
 	// released is the fence of this replica's last release of a thread's
 	// lease (replicas only), for the threads released last: taking one back
 	// after that needs no recovery (one it forgot is recovered).
-	released bounded[int64, int64]
+	released bounded.Map[int64, int64]
 	// known holds the keys of threads recently stored or read; a reply in
 	// a thread it does not hold is looked up in the store (threadStored).
-	known   bounded[string, struct{}]
+	known   bounded.Map[string, struct{}]
 	seen    recentSet // recently accepted deliveries, to answer duplicates without storage
 	closing bool
 	shut    chan struct{}  // closed as closing is set
@@ -250,8 +251,8 @@ func New(cfg Config) (*Bridge, error) {
 		slots:     newRunSlots(cfg.MaxConcurrentRuns),
 		threads:   map[string]*thread{},
 		byID:      map[int64]*thread{},
-		released:  newBounded[int64, int64](cfg.threadMemory),
-		known:     newBounded[string, struct{}](cfg.threadMemory),
+		released:  bounded.New[int64, int64](cfg.threadMemory),
+		known:     bounded.New[string, struct{}](cfg.threadMemory),
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
 		shut:      make(chan struct{}),
 		redact:    tools.Redactor(cfg.Secrets),
@@ -385,7 +386,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 	b.mu.Lock()
 	for _, t := range threads {
 		if t.SessionID != "" {
-			b.known.put(refOf(t.Key).Key(), struct{}{})
+			b.known.Put(refOf(t.Key).Key(), struct{}{})
 		}
 	}
 	b.mu.Unlock()
@@ -563,7 +564,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	}
 	key := in.Thread.Key()
 	b.mu.Lock()
-	known := b.known.has(key)
+	known := b.known.Has(key)
 	b.mu.Unlock()
 	if !known && !in.Mention && in.MessageID != in.Thread.Thread {
 		// A reply in a thread this process forgot, or that another replica
@@ -575,7 +576,7 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 		}
 		if known {
 			b.mu.Lock()
-			b.known.put(key, struct{}{})
+			b.known.Put(key, struct{}{})
 			b.mu.Unlock()
 		}
 	}
@@ -666,7 +667,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	// thread or finds it. (Without a repository for it, the look-up says
 	// whether it needs one.)
 	b.mu.Lock()
-	known := b.known.has(key)
+	known := b.known.Has(key)
 	b.mu.Unlock()
 	var repo string
 	var rerr error
@@ -712,7 +713,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	crashpoint.Hit(crashpoint.Accepted)
 	b.mu.Lock()
 	b.seen.add(deliveryKeys)
-	b.known.put(key, struct{}{})
+	b.known.Put(key, struct{}{})
 	b.mu.Unlock()
 	if dup {
 		return chat.Duplicate, nil
@@ -900,7 +901,7 @@ func (h *handler) CloseThread(ctx context.Context, thread chat.ThreadRef) error 
 		return err
 	}
 	b.mu.Lock()
-	b.known.delete(thread.Key())
+	b.known.Delete(thread.Key())
 	b.mu.Unlock()
 	b.log.Info("closed a thread the platform no longer has", "thread", thread.Key())
 	return nil

@@ -409,14 +409,14 @@ func (t *thread) releaseLease() {
 func (b *Bridge) releasedFence(threadID int64) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	f, _ := b.released.get(threadID)
+	f, _ := b.released.Get(threadID)
 	return f
 }
 
 func (b *Bridge) noteReleased(threadID, fence int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.released.put(threadID, fence)
+	b.released.Put(threadID, fence)
 }
 
 // keepLeases renews this replica's leases every Renew, in place (the
