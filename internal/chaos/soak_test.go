@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -105,7 +106,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("plan: %d threads, %d at once, %d restarts over the first %.0f%%, idle_evict %s; seed %d (THREADSMITH_SOAK_SEED)",
 		p.threads, p.workers, p.restarts, p.span*100, p.idle, p.seed)
 	e := newEnv(t, setup{
-		driver: "sqlite", logLevel: "warn", timeout: 10*time.Minute + time.Duration(p.threads)*300*time.Millisecond,
+		driver: "sqlite", logLevel: "warn", timeout: 10*time.Minute + time.Duration(p.threads)*time.Second,
 		config: fmt.Sprintf("idle_evict: %s\nmax_concurrent_runs: %d\n", p.idle, p.workers),
 		// Compressed time: Slack's budgets per second as if per minute.
 		slackConfig: "  rate: {post_per_second: 60, post_burst: 60, update_per_message_per_second: 20, update_per_minute: 30000, status_per_minute: 30000}\n",
@@ -153,7 +154,9 @@ func TestSoak(t *testing.T) {
 		last = e.audit(s.threads)
 		return last.ok() || len(last.problems) > 0, nil
 	})
-	s.take() // the state at the end, settled
+	if err := s.take(); err != nil { // the state at the end, settled
+		t.Logf("the settled sample: %v", err)
+	}
 	cancel()
 	bg.Wait()
 	if restartErr != nil {
@@ -331,33 +334,45 @@ func (s *soak) restarter(ctx context.Context) error {
 	return nil
 }
 
-// sampler takes a sample every p.every until ctx ends.
+// sampler takes a sample every p.every until ctx ends, and logs one every
+// twentieth of the threads (a long form's progress).
 func (s *soak) sampler(ctx context.Context) {
 	tick := time.NewTicker(s.p.every)
 	defer tick.Stop()
+	step, next := max(s.p.threads/20, 1), 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			s.take()
+			_ = s.take() // none while the bot restarts
+		}
+		if s.done.Load() >= int64(next) {
+			next += step
+			s.mu.Lock()
+			if len(s.samples) > 0 {
+				x := s.samples[len(s.samples)-1]
+				s.e.tb.Logf("%s: %d threads, %d messages; RSS %.1f MiB, heap goal %.1f MiB, %.0f goroutines, %.0f descriptors, %.0f threads in memory; database %.1f MiB, data_dir %.1f MiB",
+					x.at.Round(time.Second), x.threads, x.messages, x.rss/(1<<20), x.heap/(1<<20), x.goroutines, x.fds, x.live, x.db/(1<<20), x.data/(1<<20))
+			}
+			s.mu.Unlock()
 		}
 	}
 }
 
-// take records a sample, unless the process is down or being restarted.
-func (s *soak) take() {
+// take records a sample; it fails while the process is down or restarting.
+func (s *soak) take() error {
 	s.r.mu.Lock()
 	p, start := s.r.proc, s.r.starts
 	s.r.mu.Unlock()
 	if p == nil || p.done() {
-		return
+		return errors.New("the bot is not running")
 	}
 	pid := p.cmd.Process.Pid
 	x := sample{at: time.Since(s.begin), start: start, traffic: s.traffic.Load(), threads: int(s.done.Load()), messages: int(s.messages.Load())}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return
+		return err
 	}
 	for l := range strings.Lines(string(status)) {
 		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
@@ -367,12 +382,12 @@ func (s *soak) take() {
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		return
+		return err
 	}
 	x.fds = float64(len(fds))
 	m, err := scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.r.port))
 	if err != nil {
-		return
+		return err
 	}
 	x.heap, x.goroutines, x.live = m["go_memstats_next_gc_bytes"], m["go_goroutines"], m["threadsmith_threads_live"]
 	_ = filepath.WalkDir(s.data, func(path string, d fs.DirEntry, err error) error {
@@ -393,6 +408,7 @@ func (s *soak) take() {
 	s.mu.Lock()
 	s.samples = append(s.samples, x)
 	s.mu.Unlock()
+	return nil
 }
 
 // scrape reads the unlabelled samples of a Prometheus text exposition.
