@@ -40,6 +40,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/llm"
 	"github.com/threadsmith/threadsmith/agent/tools"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/bounded"
 	"github.com/threadsmith/threadsmith/internal/crashpoint"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/sandbox"
@@ -65,6 +66,9 @@ type Config struct {
 	// IdleEvict drops an idle thread's session from memory after this long.
 	// Default 10m.
 	IdleEvict time.Duration
+	// threadMemory bounds the per-thread facts the Bridge caches (known,
+	// released). Default threadMemory; tests make it small.
+	threadMemory int
 	// MaxDownloadBytes caps each file people share. Default 20 MiB.
 	MaxDownloadBytes int64
 	// CatchUpWindow is how recently a person must have written in a thread
@@ -186,14 +190,17 @@ type Bridge struct {
 	threads map[string]*thread // live thread owners by thread key
 	byID    map[int64]*thread  // the same, by storage id
 	// released is the fence of this replica's last release of a thread's
-	// lease (replicas only): taking it back after that needs no recovery.
-	released map[int64]int64
-	known    map[string]bool // keys of threads that have a session
-	seen     recentSet       // recently accepted deliveries, to answer duplicates without storage
-	closing  bool
-	shut     chan struct{}  // closed as closing is set
-	wg       sync.WaitGroup // thread owners
-	bg       sync.WaitGroup // the lease keeper and the input watcher (replicas)
+	// lease (replicas only), for the threads released last: taking one back
+	// after that needs no recovery (one it forgot is recovered).
+	released bounded.Map[int64, int64]
+	// known holds the keys of threads recently stored or read; a reply in
+	// a thread it does not hold is looked up in the store (threadStored).
+	known   bounded.Map[string, struct{}]
+	seen    recentSet // recently accepted deliveries, to answer duplicates without storage
+	closing bool
+	shut    chan struct{}  // closed as closing is set
+	wg      sync.WaitGroup // thread owners
+	bg      sync.WaitGroup // the lease keeper and the input watcher (replicas)
 
 	heard chan struct{} // closed and replaced when the store tells of accepted input (replicas)
 	news  int64         // the news of stored input told to owners so far (nudge)
@@ -237,6 +244,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.RunTimeout <= 0 {
 		cfg.RunTimeout = 30 * time.Minute
 	}
+	if cfg.threadMemory <= 0 {
+		cfg.threadMemory = threadMemory
+	}
 	if cfg.IdleEvict <= 0 {
 		cfg.IdleEvict = 10 * time.Minute
 	}
@@ -259,8 +269,8 @@ func New(cfg Config) (*Bridge, error) {
 		slots:     newRunSlots(cfg.MaxConcurrentRuns),
 		threads:   map[string]*thread{},
 		byID:      map[int64]*thread{},
-		released:  map[int64]int64{},
-		known:     map[string]bool{},
+		released:  bounded.New[int64, int64](cfg.threadMemory),
+		known:     bounded.New[string, struct{}](cfg.threadMemory),
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
 		opening:   make(chan struct{}, 1),
 		shut:      make(chan struct{}),
@@ -403,7 +413,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		if t.SessionID != "" || t.Repo == "" {
 			// A thread without a repository holds requests until one is
 			// chosen in it (repopick.go).
-			b.known[refOf(t.Key).Key()] = true
+			b.known.Put(refOf(t.Key).Key(), struct{}{})
 		}
 	}
 	b.mu.Unlock()
@@ -581,15 +591,21 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 	}
 	key := in.Thread.Key()
 	b.mu.Lock()
-	known := b.known[key]
+	known := b.known.Has(key)
 	b.mu.Unlock()
-	if !known && !in.Mention && b.leasing() && in.MessageID != in.Thread.Thread {
-		// A reply in a thread another replica started, maybe this very
-		// moment: its mention may be on its way into the store.
+	if !known && !in.Mention && in.MessageID != in.Thread.Thread {
+		// A reply in a thread this process forgot, or that another replica
+		// started, maybe this very moment: its mention may be on its way
+		// into the store.
 		var err error
-		if known, err = b.threadStored(ctx, in.Thread, h.p.SpreadsThreads); err != nil {
+		if known, err = b.threadStored(ctx, in.Thread, b.leasing() && h.p.SpreadsThreads); err != nil {
 			b.noteRefused(err)
 			return 0, err
+		}
+		if known {
+			b.mu.Lock()
+			b.known.Put(key, struct{}{})
+			b.mu.Unlock()
 		}
 	}
 	if !known && !in.Mention && in.MessageID != in.Thread.Thread && b.refusedLately() {
@@ -728,7 +744,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	// thread or finds it. (Without a repository for it, the look-up says
 	// whether it needs one.)
 	b.mu.Lock()
-	known := b.known[key]
+	known := b.known.Has(key)
 	b.mu.Unlock()
 	var repo string
 	var rerr error
@@ -777,7 +793,7 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 	crashpoint.Hit(crashpoint.Accepted)
 	b.mu.Lock()
 	b.seen.add(deliveryKeys)
-	b.known[key] = true
+	b.known.Put(key, struct{}{})
 	b.mu.Unlock()
 	if dup {
 		return chat.Duplicate, nil
@@ -831,6 +847,9 @@ func deliveryKeys(platform string, in chat.Inbound) []string {
 	}
 	return keys
 }
+
+// threadMemory is how many threads' facts the Bridge caches by default.
+const threadMemory = 10000
 
 // recentSet remembers the last recentSetSize keys added.
 type recentSet struct {
@@ -965,7 +984,7 @@ func (h *handler) CloseThread(ctx context.Context, thread chat.ThreadRef) error 
 		return err
 	}
 	b.mu.Lock()
-	delete(b.known, thread.Key())
+	b.known.Delete(thread.Key())
 	b.mu.Unlock()
 	b.log.Info("closed a thread the platform no longer has", "thread", thread.Key())
 	return nil

@@ -409,13 +409,14 @@ func (t *thread) releaseLease() {
 func (b *Bridge) releasedFence(threadID int64) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.released[threadID]
+	f, _ := b.released.Get(threadID)
+	return f
 }
 
 func (b *Bridge) noteReleased(threadID, fence int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.released[threadID] = fence
+	b.released.Put(threadID, fence)
 }
 
 // keepLeases renews this replica's leases every Renew, in place (the
@@ -502,7 +503,8 @@ func (b *Bridge) watchInput(ctx context.Context) {
 // Slack's 3 s to acknowledge.
 const replyWait = 1500 * time.Millisecond
 
-// threadStored reports whether the store has the thread; with wait, it
+// threadStored reports whether the store has the thread, not closed (a
+// closed thread takes a mention, not a reply); with wait, it
 // waits up to replyWait for it to appear: it looks again when the store's
 // notifier tells of accepted input (the mention that starts a thread is
 // accepted just after the thread is stored), and once more at the end, for a
@@ -519,9 +521,9 @@ func (b *Bridge) threadStored(ctx context.Context, ref chat.ThreadRef, wait bool
 		}
 		heard := b.heard
 		b.mu.Unlock()
-		_, err := b.cfg.Store.GetThread(ctx, storeKey(ref))
+		rec, err := b.cfg.Store.GetThread(ctx, storeKey(ref))
 		if err == nil {
-			return true, nil
+			return rec.State != storage.ThreadClosed, nil
 		}
 		if !errors.Is(err, storage.ErrNotFound) || !wait || last {
 			return false, notFoundIsNil(err)

@@ -65,6 +65,9 @@ type Config struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// RunTimeout aborts a runaway run.
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// IdleEvict unloads a thread nobody wrote in for this long from memory;
+	// its session stays in storage and its next message loads it again.
+	IdleEvict time.Duration `yaml:"idle_evict"`
 	// MaxConcurrentRuns caps simultaneous runs across all threads; more wait.
 	MaxConcurrentRuns int       `yaml:"max_concurrent_runs"`
 	Log               Log       `yaml:"log"`
@@ -528,6 +531,7 @@ func Default() Config {
 		Storage:           defaultStorage(),
 		ShutdownGrace:     30 * time.Second,
 		RunTimeout:        30 * time.Minute,
+		IdleEvict:         10 * time.Minute,
 		MaxConcurrentRuns: 8,
 		Log:               Log{Level: LogInfo, Format: LogAuto},
 		HTTP:              HTTP{LinkTTL: DefaultLinkTTL},

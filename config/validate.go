@@ -140,6 +140,7 @@ func (c *Config) validateTop(v *collector) {
 	}
 	positiveDuration(v, "shutdown_grace", c.ShutdownGrace)
 	positiveDuration(v, "run_timeout", c.RunTimeout)
+	positiveDuration(v, "idle_evict", c.IdleEvict)
 	if c.MaxConcurrentRuns < 1 {
 		v.add("max_concurrent_runs", fmt.Sprintf("must be at least 1 (got %d)", c.MaxConcurrentRuns))
 	}

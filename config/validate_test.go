@@ -71,6 +71,7 @@ func TestValidateRules(t *testing.T) {
 		{func(c *Config) { c.DataDir = "" }, "data_dir", "must not be empty"},
 		{func(c *Config) { c.ShutdownGrace = 0 }, "shutdown_grace", "positive duration"},
 		{func(c *Config) { c.RunTimeout = -time.Second }, "run_timeout", "positive duration"},
+		{func(c *Config) { c.IdleEvict = 0 }, "idle_evict", "positive duration"},
 		{func(c *Config) { c.MaxConcurrentRuns = 0 }, "max_concurrent_runs", "must be at least 1"},
 		{func(c *Config) { c.Log.Level = "verbose" }, "log.level", `must be debug, info, warn or error (got "verbose")`},
 		{func(c *Config) { c.Log.Format = "xml" }, "log.format", "must be auto, json or text"},

@@ -218,3 +218,32 @@ func addPacks(t *testing.T, dir string) {
 	}
 	gitremote.GitInput(t, dir, []byte(packs.String()), nil, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet")
 }
+
+// The Manager keeps in memory only the workspaces someone holds: one closed
+// by its last holder is forgotten there, and opens again from disk with its
+// files and branch.
+func TestClosedWorkspacesAreNotKeptInMemory(t *testing.T) {
+	t.Parallel()
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	var branches []string
+	for i := range 5 {
+		w := e.open("app", fmt.Sprintf("served-%d", i))
+		writeFile(t, w.Root(), "note.txt", fmt.Sprintf("thread %d\n", i))
+		branches = append(branches, w.Branch())
+		w.Close()
+	}
+	held := e.open("app", "held")
+	e.m.mu.Lock()
+	n := len(e.m.open)
+	e.m.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the manager holds %d workspaces in memory after 5 closed and 1 open, want 1", n)
+	}
+	w := e.open("app", "served-0")
+	defer w.Close()
+	if got := readFile(t, w.Root(), "note.txt"); got != "thread 0\n" || w.Branch() != branches[0] {
+		t.Fatalf("reopened: note %q, branch %s; want the file kept and branch %s", got, w.Branch(), branches[0])
+	}
+	held.Close()
+}

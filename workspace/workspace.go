@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,7 +126,15 @@ func (w *Workspace) lock() (unlock func(), err error) {
 	}
 	w.m.mu.Lock()
 	removed := w.removed
+	// A handle its holders closed is forgotten by the Manager, which marks
+	// only the workspaces it holds when it removes one: a forgotten handle
+	// whose folder is gone was removed.
+	forgotten := w.refs == 0 && w.m.open[w.wkey()] != w
 	w.m.mu.Unlock()
+	if !removed && forgotten {
+		_, err := os.Lstat(w.root)
+		removed = errors.Is(err, fs.ErrNotExist)
+	}
 	if removed {
 		unlock()
 		return nil, newError(CodeClosed, "This thread's workspace was removed; it is recreated on the next request.", nil)
@@ -365,13 +375,18 @@ func Subject(text string) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Close releases the workspace after a run and records the time, from which
-// the idle TTL counts. The workspace stays on disk.
+// the idle TTL counts. The workspace stays on disk; once no one holds it,
+// the Manager forgets it (the next Open finds it on disk), so that what it
+// keeps in memory does not grow with the threads it has served.
 func (w *Workspace) Close() error {
 	unlock := w.m.lockThread(w.wkey())
 	defer unlock()
 	w.m.mu.Lock()
 	if w.refs > 0 {
 		w.refs--
+	}
+	if w.refs == 0 && w.m.open[w.wkey()] == w {
+		delete(w.m.open, w.wkey())
 	}
 	removed := w.removed
 	w.m.mu.Unlock()

@@ -84,12 +84,12 @@ type Adapter struct {
 
 	held heldInteractions
 
-	kinds sync.Map // channel id -> channelKind, for channels discordgo's state does not know
-	names sync.Map // user id -> display name, for PlainText
+	kinds recent[channelKind] // channel id -> its kind, for channels discordgo's state does not know
+	names sync.Map            // user id -> display name, for PlainText
 	// requesters holds, per conversation channel, the last person whose
 	// input the handler accepted there: the one user the bot's messages in
 	// it may ping.
-	requesters sync.Map
+	requesters recent[string]
 
 	// receiveRetry are the waits between attempts of a Receive that failed.
 	receiveRetry []time.Duration

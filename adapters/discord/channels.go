@@ -39,8 +39,8 @@ func (a *Adapter) knownKind(channelID, guildID string) channelKind {
 	if guildID == "" {
 		return kindDM
 	}
-	if v, ok := a.kinds.Load(channelID); ok {
-		return v.(channelKind)
+	if k, ok := a.kinds.Load(channelID); ok {
+		return k
 	}
 	st := a.s.State
 	if c, err := st.Channel(channelID); err == nil {

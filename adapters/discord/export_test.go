@@ -19,6 +19,14 @@ func AllowedMentionsIn(a *Adapter, channelID string) *discordgo.MessageAllowedMe
 // accepted input does.
 func SetRequester(a *Adapter, channelID, userID string) { a.requesters.Store(channelID, userID) }
 
+// SetConversationMemory sets how many channels' facts the adapter keeps.
+// Call it before the adapter notes any.
+func SetConversationMemory(a *Adapter, n int) { a.kinds.size, a.requesters.size = n, n }
+
+// RememberedChannels is how many channels' requesters and kinds the adapter
+// holds.
+func RememberedChannels(a *Adapter) (requesters, kinds int) { return a.requesters.len(), a.kinds.len() }
+
 // ForgetChannel drops a channel from discordgo's state, as for a thread the
 // gateway never told the adapter about (archived before it started).
 func ForgetChannel(a *Adapter, channelID string) {

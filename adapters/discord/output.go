@@ -22,8 +22,8 @@ import (
 // mention. Parse is empty, not nil, so that it is sent as [].
 func (a *Adapter) mentionsIn(channelID string) *discordgo.MessageAllowedMentions {
 	am := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
-	if v, ok := a.requesters.Load(channelID); ok {
-		am.Users = []string{v.(string)}
+	if user, ok := a.requesters.Load(channelID); ok {
+		am.Users = []string{user}
 	}
 	return am
 }

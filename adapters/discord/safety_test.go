@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -315,5 +316,32 @@ func TestPostOnceNotifiesOnlyAUserID(t *testing.T) {
 	if len(n) != 1 || !slices.Equal(n[0].Users, []string{discordfake.AliceID}) || n[0].Everyone || len(n[0].Roles) > 0 ||
 		!strings.HasPrefix(n[0].Content, "<@"+discordfake.AliceID+"> done") {
 		t.Fatalf("notices = %+v, want one post starting with the mention of alice and pinging only her", n)
+	}
+}
+
+// The adapter's memory of who asked in each channel does not grow with the
+// threads served (every Discord thread is a channel): past its bound the
+// oldest channels are forgotten, and their messages ping nobody until the
+// next input there.
+func TestRequestersAreBoundedByTheChannelsSeenLast(t *testing.T) {
+	fake := discordfake.New(t)
+	a, err := discord.New(discord.Config{Token: fake.Token()}, discord.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = 3
+	discord.SetConversationMemory(a, bound)
+	channel := func(i int) string { return fmt.Sprintf("10000000000000002%02d", i) }
+	for i := range 2 * bound {
+		discord.SetRequester(a, channel(i), discordfake.AliceID)
+	}
+	if n, _ := discord.RememberedChannels(a); n > bound {
+		t.Fatalf("the adapter remembers %d channels' requesters after %d, want at most %d", n, 2*bound, bound)
+	}
+	if am := discord.AllowedMentionsIn(a, channel(0)); len(am.Users) != 0 {
+		t.Errorf("the first channel, forgotten, may ping %v; want nobody", am.Users)
+	}
+	if am := discord.AllowedMentionsIn(a, channel(2*bound-1)); len(am.Users) != 1 || am.Users[0] != discordfake.AliceID {
+		t.Errorf("the last channel may ping %v; want its requester", am.Users)
 	}
 }

@@ -250,6 +250,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DefaultRepo:       cfg.Workspace.DefaultRepo,
 		MaxConcurrentRuns: cfg.MaxConcurrentRuns,
 		RunTimeout:        cfg.RunTimeout,
+		IdleEvict:         cfg.IdleEvict,
 		MaxDownloadBytes:  cfg.Workspace.MaxDownloadBytes,
 		Secrets:           secrets(cfg),
 		Sandbox:           sb,

@@ -1,17 +1,22 @@
 package chaos
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	slackfake "github.com/threadsmith/threadsmith/internal/fakes/slack"
+	"github.com/threadsmith/threadsmith/storage/sqlite"
 )
 
 // chatThread is one Slack thread the traffic started.
@@ -22,6 +27,7 @@ type chatThread struct {
 	tokens  []string
 	ts      map[string]string    // token -> its message's ts
 	sent    map[string]time.Time // token -> when the test raised it
+	stops   int                  // !stop commands sent: runs it may have stopped
 }
 
 // audit is what the database, the fake Slack and the fake LLM say at one
@@ -40,7 +46,7 @@ type audit struct {
 
 	tokens, userEntries, requests     int
 	runs, done, interrupted, answered int
-	notices                           int
+	stopped, notices                  int
 }
 
 func (a *audit) problem(format string, args ...any) {
@@ -79,8 +85,8 @@ func (a *audit) ok() bool { return len(a.problems) == 0 && len(a.waiting) == 0 }
 
 func (a *audit) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d tokens, %d user entries, %d LLM requests; %d runs (%d done, %d interrupted), %d answers, %d interrupted notices",
-		a.tokens, a.userEntries, a.requests, a.runs, a.done, a.interrupted, a.answered, a.notices)
+	fmt.Fprintf(&b, "%d tokens, %d user entries, %d LLM requests; %d runs (%d done, %d interrupted, %d stopped), %d answers, %d interrupted notices",
+		a.tokens, a.userEntries, a.requests, a.runs, a.done, a.interrupted, a.stopped, a.answered, a.notices)
 	list := func(title string, xs []string) {
 		if len(xs) == 0 {
 			return
@@ -142,12 +148,17 @@ func (e *env) audit(threads []*chatThread) *audit {
 	for key, th := range byRoot {
 		shown[key] = e.slack.Messages(th.channel, th.root)
 	}
-	tx, err := e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	db, err := e.auditDB()
+	if err != nil {
+		a.wait("opening the database: %v", err)
+		return a
+	}
+	tx, err := db.BeginTx(ctx, e.snapshot())
 	if err != nil {
 		a.wait("snapshot: %v", err)
 		return a
 	}
-	defer tx.Rollback(ctx)
+	defer tx.Rollback()
 
 	// Accepted: every event has an acknowledged delivery.
 	acked := map[string]bool{}
@@ -172,8 +183,9 @@ func (e *env) audit(threads []*chatThread) *audit {
 		ans          string
 		session, seq int64
 	}
-	keptOf := map[int64][]kept{} // thread id -> the model's answers its sessions kept
-	rows, err := tx.Query(ctx, `SELECT s.thread_id, e.session_id, e.seq, e.payload::text FROM entries e JOIN sessions s ON s.id = e.session_id
+	keptOf := map[int64][]kept{}    // thread id -> the model's answers its sessions kept
+	inputAt := map[[2]int64]int64{} // session id, input id -> the seq of its user message
+	rows, err := tx.QueryContext(ctx, `SELECT s.thread_id, e.session_id, e.seq, `+e.text("e.payload")+` FROM entries e JOIN sessions s ON s.id = e.session_id
 		WHERE e.type = 'message' ORDER BY s.thread_id, e.session_id, e.seq`)
 	if err != nil {
 		a.wait("reading entries: %v", err)
@@ -188,6 +200,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 		}
 		var m struct {
 			Role    string `json:"role"`
+			InputID string `json:"inputId"`
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
@@ -206,6 +219,9 @@ func (e *env) audit(threads []*chatThread) *audit {
 			continue
 		}
 		a.userEntries++
+		if id, err := strconv.ParseInt(m.InputID, 10, 64); err == nil {
+			inputAt[[2]int64{session, id}] = seq
+		}
 		for _, c := range m.Content {
 			for _, tk := range tokenRE.FindAllString(c.Text, -1) {
 				seen[tk]++
@@ -251,7 +267,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	}
 
 	var pending, running, posts int
-	if err := tx.QueryRow(ctx, `SELECT
+	if err := tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM inbound WHERE state IN ('received', 'queued')),
 		(SELECT count(*) FROM runs WHERE ended_at IS NULL),
 		(SELECT count(*) FROM pending_posts WHERE done_at IS NULL)`).Scan(&pending, &running, &posts); err != nil {
@@ -261,7 +277,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	if pending+running+posts > 0 {
 		a.wait("%d inputs pending, %d runs running, %d answers not posted", pending, running, posts)
 	}
-	rows, err = tx.Query(ctx, `SELECT reason, count(*) FROM inbound WHERE state = 'dropped' GROUP BY reason`)
+	rows, err = tx.QueryContext(ctx, `SELECT reason, count(*) FROM inbound WHERE state = 'dropped' GROUP BY reason`)
 	if err == nil {
 		for rows.Next() {
 			var reason string
@@ -277,13 +293,14 @@ func (e *env) audit(threads []*chatThread) *audit {
 	type run struct {
 		id, thread    int64
 		session       int64
+		input         int64 // the input that started it (0: queued input)
 		lastSeq       int64 // the run's last entry (run_usage, written when it ends); -1 while it runs
 		start, end    int64
 		outcome       string
 		channel, root string
 	}
 	runsOf := map[string][]run{}
-	rows, err = tx.Query(ctx, `SELECT r.id, r.thread_id, r.session_id, coalesce(u.last_seq, -1), t.channel, t.thread,
+	rows, err = tx.QueryContext(ctx, `SELECT r.id, r.thread_id, r.session_id, coalesce(r.inbound_id, 0), coalesce(u.last_seq, -1), t.channel, t.thread,
 		r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, '')
 		FROM runs r JOIN threads t ON t.id = r.thread_id LEFT JOIN run_usage u ON u.run_id = r.id ORDER BY r.id`)
 	if err != nil {
@@ -292,11 +309,28 @@ func (e *env) audit(threads []*chatThread) *audit {
 	}
 	for rows.Next() {
 		var r run
-		if err := rows.Scan(&r.id, &r.thread, &r.session, &r.lastSeq, &r.channel, &r.root, &r.start, &r.end, &r.outcome); err != nil {
+		if err := rows.Scan(&r.id, &r.thread, &r.session, &r.input, &r.lastSeq, &r.channel, &r.root, &r.start, &r.end, &r.outcome); err != nil {
 			a.wait("reading runs: %v", err)
 			break
 		}
 		runsOf[r.channel+"/"+r.root] = append(runsOf[r.channel+"/"+r.root], r)
+	}
+	rows.Close()
+	// A run's record stays open until its work is pushed: the next run may
+	// start meanwhile.
+	pushedAt := map[int64][]int64{} // thread id -> its pushes' times
+	rows, err = tx.QueryContext(ctx, `SELECT thread_id, pushed_at FROM pushes`)
+	if err != nil {
+		a.wait("reading pushes: %v", err)
+		return a
+	}
+	for rows.Next() {
+		var thread, at int64
+		if err := rows.Scan(&thread, &at); err != nil {
+			a.wait("reading pushes: %v", err)
+			break
+		}
+		pushedAt[thread] = append(pushedAt[thread], at)
 	}
 	rows.Close()
 
@@ -310,7 +344,7 @@ func (e *env) audit(threads []*chatThread) *audit {
 	for _, key := range keys {
 		th := byRoot[key]
 		rs := runsOf[key]
-		var interrupted int
+		var interrupted, stopped int
 		for _, r := range rs {
 			a.runs++
 			switch r.outcome {
@@ -318,16 +352,28 @@ func (e *env) audit(threads []*chatThread) *audit {
 				a.done++
 			case "interrupted":
 				interrupted++
+			case "stopped":
+				// A person's !stop; never more than they sent.
+				if stopped++; stopped > th.stops {
+					a.badThread(th, "run %d stopped, %d !stop sent", r.id, th.stops)
+				}
 			case "":
 			default:
 				a.badThread(th, "run %d ended %q", r.id, r.outcome)
 			}
 		}
 		a.interrupted += interrupted
-		// Two live owners would run the thread at once.
+		a.stopped += stopped
+		// Two live owners would run the thread at once. A run's record
+		// stays open until its work is pushed (or the push is cut off):
+		// the next run may start once its entries ended, before the next
+		// one's input.
 		for i := 1; i < len(rs); i++ {
 			prev, cur := rs[i-1], rs[i]
-			if prev.end == 0 || cur.start < prev.end {
+			pushed := slices.ContainsFunc(pushedAt[prev.thread], func(at int64) bool { return at >= prev.start && at <= prev.end })
+			next, found := inputAt[[2]int64{cur.session, cur.input}]
+			before := found && prev.session == cur.session && prev.lastSeq >= 0 && prev.lastSeq < next
+			if prev.end == 0 || (cur.start < prev.end && !pushed && !before) {
 				a.badThread(th, "run %d started at %d while run %d ran (%d–%d)", cur.id, cur.start, prev.id, prev.start, prev.end)
 			}
 		}
@@ -417,13 +463,18 @@ func (e *env) audit(threads []*chatThread) *audit {
 func (e *env) explain(th *chatThread) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "thread %d (%s/%s), tokens %v\n", th.n, th.channel, th.root, th.tokens)
+	db, err := e.auditDB()
+	if err != nil {
+		fmt.Fprintf(&b, "  no database: %v\n", err)
+		return b.String()
+	}
 	var id int64
-	if err := e.db.QueryRow(e.ctx, `SELECT id FROM threads WHERE channel = $1 AND thread = $2`, th.channel, th.root).Scan(&id); err != nil {
+	if err := db.QueryRowContext(e.ctx, e.bind(`SELECT id FROM threads WHERE channel = $1 AND thread = $2`), th.channel, th.root).Scan(&id); err != nil {
 		fmt.Fprintf(&b, "  no thread record: %v\n", err)
 		return b.String()
 	}
-	rows, err := e.db.Query(e.ctx, `SELECT r.id, r.session_id, coalesce(r.inbound_id, 0), r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, ''), coalesce(u.last_seq, -1)
-		FROM runs r LEFT JOIN run_usage u ON u.run_id = r.id WHERE r.thread_id = $1 ORDER BY r.id`, id)
+	rows, err := db.QueryContext(e.ctx, e.bind(`SELECT r.id, r.session_id, coalesce(r.inbound_id, 0), r.started_at, coalesce(r.ended_at, 0), coalesce(r.outcome, ''), coalesce(u.last_seq, -1)
+		FROM runs r LEFT JOIN run_usage u ON u.run_id = r.id WHERE r.thread_id = $1 ORDER BY r.id`), id)
 	if err == nil {
 		for rows.Next() {
 			var rid, sess, in, st, en, last int64
@@ -434,8 +485,8 @@ func (e *env) explain(th *chatThread) string {
 		}
 		rows.Close()
 	}
-	rows, err = e.db.Query(e.ctx, `SELECT id, coalesce(message_id, ''), coalesce(event_id, ''), mode, state, coalesce(queue, ''), reason, received_at, updated_at, left(text, 60)
-		FROM inbound WHERE thread_id = $1 ORDER BY id`, id)
+	rows, err = db.QueryContext(e.ctx, e.bind(`SELECT id, coalesce(message_id, ''), coalesce(event_id, ''), mode, state, coalesce(queue, ''), reason, received_at, updated_at, substr(text, 1, 60)
+		FROM inbound WHERE thread_id = $1 ORDER BY id`), id)
 	if err == nil {
 		for rows.Next() {
 			var iid, rec, upd int64
@@ -446,8 +497,8 @@ func (e *env) explain(th *chatThread) string {
 		}
 		rows.Close()
 	}
-	rows, err = e.db.Query(e.ctx, `SELECT e.session_id, e.seq, e.type, left(e.payload::text, 160) FROM entries e JOIN sessions s ON s.id = e.session_id
-		WHERE s.thread_id = $1 ORDER BY e.session_id, e.seq`, id)
+	rows, err = db.QueryContext(e.ctx, e.bind(`SELECT e.session_id, e.seq, e.type, substr(`+e.text("e.payload")+`, 1, 160) FROM entries e JOIN sessions s ON s.id = e.session_id
+		WHERE s.thread_id = $1 ORDER BY e.session_id, e.seq`), id)
 	if err == nil {
 		for rows.Next() {
 			var sess, seq int64
@@ -469,4 +520,56 @@ func (e *env) explain(th *chatThread) string {
 		}
 	}
 	return b.String()
+}
+
+// auditDB is the test's own read connection to the database the bot
+// writes: the replicas' PostgreSQL schema, or the one replica's SQLite file
+// (opened read-only once the bot created it).
+func (e *env) auditDB() (*sql.DB, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sqlDB != nil {
+		return e.sqlDB, nil
+	}
+	if e.s.driver == "postgres" {
+		e.sqlDB = stdlib.OpenDBFromPool(e.db)
+		return e.sqlDB, nil
+	}
+	path := filepath.Join(e.dir, "replica1", "data", sqlite.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	e.sqlDB = db
+	e.tb.Cleanup(func() { db.Close() })
+	return db, nil
+}
+
+// snapshot is a read-only transaction that sees one moment of the
+// database: PostgreSQL's repeatable read, SQLite's deferred transaction
+// (its reads see the commit before the first).
+func (e *env) snapshot() *sql.TxOptions {
+	if e.s.driver == "postgres" {
+		return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	return nil
+}
+
+// text is a JSON column as text: PostgreSQL stores jsonb, SQLite text.
+func (e *env) text(col string) string {
+	if e.s.driver == "postgres" {
+		return col + "::text"
+	}
+	return col
+}
+
+// bind turns a query's $n parameters into SQLite's ?n.
+func (e *env) bind(q string) string {
+	if e.s.driver == "postgres" {
+		return q
+	}
+	return strings.ReplaceAll(q, "$", "?")
 }

@@ -9,6 +9,17 @@
 // benchmarks measure throughput with 1–3 replicas against one on SQLite, and
 // the takeover time after kill -9.
 //
+// TestSoak serves many threads through one process of the real bot on
+// SQLite in compressed time (new threads, follow-ups, steers, !stop,
+// !reset, long answers, pushes, idle evictions, kill -9 and start again),
+// samples the process (RSS, the Go heap, goroutines, descriptors, threads
+// in memory, the database and data_dir) and fails when, after the warm-up
+// that follows the last restart, any of them grows with the threads served
+// beyond what is stored, or when the same audit as TestChaos finds a
+// message lost, run twice or answered twice. The CI form serves 150
+// threads; THREADSMITH_SOAK=<threads> runs a long form (10000 or more),
+// THREADSMITH_SOAK_SEED replays its random choices.
+//
 // Everything is in _test.go files: the package has no code of its own.
 //
 // PostgreSQL comes from storagetest: THREADSMITH_TEST_POSTGRES names a

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -82,6 +83,11 @@ type setup struct {
 	pgBase string
 	// slack: options for the fake Slack, after the harness's own.
 	slack []slackfake.Option
+	// config is YAML added at the top level of every replica's config,
+	// slackConfig inside its slack block (indented by two spaces).
+	config, slackConfig string
+	// env is added to every replica's environment.
+	env []string
 }
 
 // env is a fake Slack (spreading events over connections), a fake LLM, a
@@ -106,6 +112,7 @@ type env struct {
 
 	mu       sync.Mutex
 	replicas []*replica
+	sqlDB    *sql.DB // the audit's connection (auditDB)
 }
 
 func newEnv(tb testing.TB, s setup) *env {
@@ -152,7 +159,7 @@ func newEnv(tb testing.TB, s setup) *env {
 }
 
 // tokenRE finds the unique tokens the tests put in messages.
-var tokenRE = regexp.MustCompile(`TKN\d{4}m\d{2}`)
+var tokenRE = regexp.MustCompile(`TKN\d{4,6}m\d{2}`)
 
 // answer is the fake model: after e.s.think it answers, naming its request
 // and the tokens of the user messages since the last assistant message.
@@ -241,7 +248,7 @@ slack:
   bot_token: ${TEST_SLACK_BOT_TOKEN}
   app_token: ${TEST_SLACK_APP_TOKEN}
   api_url: %q
-`, filepath.Join(dir, "data"), e.s.logLevel, storageYAML, port, e.llm.URL(), e.remote.Path, e.slack.APIURL())
+%s%s`, filepath.Join(dir, "data"), e.s.logLevel, storageYAML, port, e.llm.URL(), e.remote.Path, e.slack.APIURL(), e.s.slackConfig, e.s.config)
 	config := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		e.tb.Fatal(err)
@@ -283,6 +290,7 @@ func (r *replica) start() error {
 		// its row locks) after this, not the bot's default 5 s: within the
 		// test's ttl + margin.
 		"TEST_CHAOS_DSN="+r.e.replicasDSN()+sep(r.e.dsn)+"idle_in_transaction_session_timeout=1000")
+	p.cmd.Env = append(p.cmd.Env, r.e.s.env...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -32,8 +33,10 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 
 // sumRunUsage sums the replies of the run's session written since the
 // previous run of that session ended (and not before the user message of the
-// run's own input), and returns them with the session's last entry (the
-// next run counts the replies after it).
+// run's own input), and before the input of a later run of the session (a
+// run stays open while its work is pushed, and the next one may start and
+// end meanwhile), and returns them with the last entry it counted up to
+// (the next run counts the replies after it).
 func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, last int64, err error) {
 	var sid, inbound int64
 	if err := tx.QueryRow(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = $1`, runID).Scan(&sid, &inbound); err != nil {
@@ -54,12 +57,24 @@ func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, la
 			after = *first - 1
 		}
 	}
+	// The next run's input starts its entries.
+	upto := int64(math.MaxInt64)
+	var next *int64
+	if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $2 AND type = 'message'
+		AND payload ->> 'role' = 'user' AND payload ->> 'inputId' IN
+			(SELECT inbound_id::text FROM runs WHERE session_id = $1 AND id > $3 AND inbound_id IS NOT NULL)`,
+		sid, after, runID).Scan(&next); err != nil {
+		return u, 0, err
+	}
+	if next != nil {
+		upto = *next - 1
+	}
 	rows, err := tx.Query(ctx, `SELECT coalesce(payload ->> 'model', ''),
 		coalesce((payload -> 'usage' ->> 'input')::bigint, 0), coalesce((payload -> 'usage' ->> 'output')::bigint, 0),
 		coalesce((payload -> 'usage' ->> 'cacheRead')::bigint, 0), coalesce((payload -> 'usage' ->> 'cacheWrite')::bigint, 0),
 		coalesce((payload -> 'usage' -> 'cost' ->> 'total')::float8, 0)
-		FROM entries e WHERE session_id = $1 AND seq > $2 AND `+isReply+`
-		ORDER BY seq`, sid, after)
+		FROM entries e WHERE session_id = $1 AND seq > $2 AND seq <= $3 AND `+isReply+`
+		ORDER BY seq`, sid, after, upto)
 	if err != nil {
 		return u, 0, err
 	}
@@ -78,7 +93,7 @@ func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, la
 		return u, 0, err
 	}
 	last = after
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2`, after, sid).Scan(&last); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2 AND seq <= $3`, after, sid, upto).Scan(&last); err != nil {
 		return u, 0, err
 	}
 	return u, last, nil

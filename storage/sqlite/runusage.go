@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -31,8 +32,10 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 
 // sumRunUsage sums the replies of the run's session written since the
 // previous run of that session ended (and not before the user message of the
-// run's own input), and returns them with the session's last entry (the
-// next run counts the replies after it).
+// run's own input), and before the input of a later run of the session (a
+// run stays open while its work is pushed, and the next one may start and
+// end meanwhile), and returns them with the last entry it counted up to
+// (the next run counts the replies after it).
 func sumRunUsage(ctx context.Context, q querier, runID int64) (u storage.RunUsage, last int64, err error) {
 	var sid, inbound int64
 	err = q.QueryRowContext(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = ?`, runID).Scan(&sid, &inbound)
@@ -61,13 +64,26 @@ func sumRunUsage(ctx context.Context, q querier, runID int64) (u storage.RunUsag
 			after = first.Int64 - 1
 		}
 	}
+	// The next run's input starts its entries.
+	upto := int64(math.MaxInt64)
+	var next sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+		AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') IN
+			(SELECT CAST(inbound_id AS TEXT) FROM runs WHERE session_id = ? AND id > ? AND inbound_id IS NOT NULL)`,
+		sid, after, sid, runID).Scan(&next)
+	if err != nil {
+		return u, 0, err
+	}
+	if next.Valid {
+		upto = next.Int64 - 1
+	}
 	rows, err := q.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
 		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
 		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
 		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
-		FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
+		FROM entries WHERE session_id = ? AND seq > ? AND seq <= ? AND type = 'message'
 			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
-		ORDER BY seq`, sid, after)
+		ORDER BY seq`, sid, after, upto)
 	if err != nil {
 		return u, 0, err
 	}
@@ -85,7 +101,7 @@ func sumRunUsage(ctx context.Context, q querier, runID int64) (u storage.RunUsag
 		return u, 0, err
 	}
 	last = after
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ?`, after, sid).Scan(&last); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ? AND seq <= ?`, after, sid, upto).Scan(&last); err != nil {
 		return u, 0, err
 	}
 	return u, last, nil

@@ -1525,11 +1525,27 @@ func testRunUsage(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	want3 := storage.RunUsage{Usage: storage.Usage{Replies: 1, Input: 7, Output: 3}, Models: []string{"model-a"}}
+	// A run whose record stays open while its work is pushed ends after the
+	// next run, which started and ended meanwhile: each counts its own
+	// replies, and the first one's entries end before the next one's input.
+	in4, u4 := input("1.4")
+	run4, _ := s.db.StartRun(s.ctx, th.ID, ss.ID, in4)
+	write(u4, replyBy("model-a", llm.Usage{Input: 11, Output: 1}))
+	in5, u5 := input("1.5")
+	run5, _ := s.db.StartRun(s.ctx, th.ID, ss.ID, in5)
+	write(u5, replyBy("model-b", llm.Usage{Input: 13, Output: 2}))
+	for _, id := range []int64{run5, run4} {
+		if err := s.db.FinishRun(s.ctx, id, storage.RunDone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want4 := storage.RunUsage{Usage: storage.Usage{Replies: 1, Input: 11, Output: 1}, Models: []string{"model-a"}}
+	want5 := storage.RunUsage{Usage: storage.Usage{Replies: 1, Input: 13, Output: 2}, Models: []string{"model-b"}}
 	all, err := s.db.ThreadRunUsage(s.ctx, th.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantAll := map[int64]storage.RunUsage{run1: want1, run2: want2, run3: want3}; !reflect.DeepEqual(all, wantAll) {
+	if wantAll := map[int64]storage.RunUsage{run1: want1, run2: want2, run3: want3, run4: want4, run5: want5}; !reflect.DeepEqual(all, wantAll) {
 		t.Errorf("ThreadRunUsage =\n %+v\nwant\n %+v", all, wantAll)
 	}
 	if other, err := s.db.ThreadRunUsage(s.ctx, s.thread("slack", "8.1").ID); err != nil || len(other) != 0 {
