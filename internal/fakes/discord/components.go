@@ -36,22 +36,27 @@ func (s *Server) Buttons(messageID string) []Button {
 }
 
 func buttonsOf(raw json.RawMessage) []Button {
+	return componentsOf[Button](raw, componentButton)
+}
+
+// componentsOf decodes the components of type typ in the action rows of
+// raw, in order.
+func componentsOf[T any](raw json.RawMessage, typ int) []T {
 	var rows []struct {
-		Type       int               `json:"type"`
 		Components []json.RawMessage `json:"components"`
 	}
 	if emptyJSON(raw) || json.Unmarshal(raw, &rows) != nil {
 		return nil
 	}
-	var out []Button
+	var out []T
 	for _, r := range rows {
 		for _, c := range r.Components {
 			var probe struct {
 				Type int `json:"type"`
 			}
-			var b Button
-			if json.Unmarshal(c, &probe) == nil && probe.Type == componentButton && json.Unmarshal(c, &b) == nil {
-				out = append(out, b)
+			var v T
+			if json.Unmarshal(c, &probe) == nil && probe.Type == typ && json.Unmarshal(c, &v) == nil {
+				out = append(out, v)
 			}
 		}
 	}
@@ -275,25 +280,7 @@ func (s *Server) Selects(messageID string) []SelectMenu {
 }
 
 func selectsOf(raw json.RawMessage) []SelectMenu {
-	var rows []struct {
-		Components []json.RawMessage `json:"components"`
-	}
-	if emptyJSON(raw) || json.Unmarshal(raw, &rows) != nil {
-		return nil
-	}
-	var out []SelectMenu
-	for _, r := range rows {
-		for _, c := range r.Components {
-			var probe struct {
-				Type int `json:"type"`
-			}
-			var sel SelectMenu
-			if json.Unmarshal(c, &probe) == nil && probe.Type == componentStringSelect && json.Unmarshal(c, &sel) == nil {
-				out = append(out, sel)
-			}
-		}
-	}
-	return out
+	return componentsOf[SelectMenu](raw, componentStringSelect)
 }
 
 // Choose has userID pick value in the string select customID of a message

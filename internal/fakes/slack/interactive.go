@@ -25,6 +25,12 @@ type Button struct {
 func (s *Server) Buttons(channel, ts string) []Button {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return buttonsOf(s.blocksLocked(channel, ts))
+}
+
+// blocksLocked are the blocks of message ts in channel; nil for a message
+// not there or deleted. The caller holds s.mu.
+func (s *Server) blocksLocked(channel, ts string) json.RawMessage {
 	ch, ok := s.channels[channel]
 	if !ok {
 		return nil
@@ -33,10 +39,16 @@ func (s *Server) Buttons(channel, ts string) []Button {
 	if !ok || m.deleted {
 		return nil
 	}
-	return buttonsOf(m.Blocks)
+	return m.Blocks
 }
 
 func buttonsOf(raw json.RawMessage) []Button {
+	return actionElements(raw, "button", func(b *Button, block string) { b.BlockID = block })
+}
+
+// actionElements decodes the elements of type typ in the actions blocks of
+// raw, in order, telling each which block it is in.
+func actionElements[T any](raw json.RawMessage, typ string, inBlock func(*T, string)) []T {
 	var blocks []struct {
 		Type     string            `json:"type"`
 		BlockID  string            `json:"block_id"`
@@ -45,7 +57,7 @@ func buttonsOf(raw json.RawMessage) []Button {
 	if len(raw) == 0 || json.Unmarshal(raw, &blocks) != nil {
 		return nil
 	}
-	var out []Button
+	var out []T
 	for _, b := range blocks {
 		if b.Type != "actions" {
 			continue
@@ -54,12 +66,12 @@ func buttonsOf(raw json.RawMessage) []Button {
 			var probe struct {
 				Type string `json:"type"`
 			}
-			var btn Button
-			if json.Unmarshal(el, &probe) != nil || probe.Type != "button" || json.Unmarshal(el, &btn) != nil {
+			var v T
+			if json.Unmarshal(el, &probe) != nil || probe.Type != typ || json.Unmarshal(el, &v) != nil {
 				continue
 			}
-			btn.BlockID = b.BlockID
-			out = append(out, btn)
+			inBlock(&v, b.BlockID)
+			out = append(out, v)
 		}
 	}
 	return out
@@ -187,44 +199,11 @@ type SelectOption struct {
 func (s *Server) Selects(channel, ts string) []Select {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[channel]
-	if !ok {
-		return nil
-	}
-	m, ok := ch.msgs[ts]
-	if !ok || m.deleted {
-		return nil
-	}
-	return selectsOf(m.Blocks)
+	return selectsOf(s.blocksLocked(channel, ts))
 }
 
 func selectsOf(raw json.RawMessage) []Select {
-	var blocks []struct {
-		Type     string            `json:"type"`
-		BlockID  string            `json:"block_id"`
-		Elements []json.RawMessage `json:"elements"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &blocks) != nil {
-		return nil
-	}
-	var out []Select
-	for _, b := range blocks {
-		if b.Type != "actions" {
-			continue
-		}
-		for _, el := range b.Elements {
-			var probe struct {
-				Type string `json:"type"`
-			}
-			var sel Select
-			if json.Unmarshal(el, &probe) != nil || probe.Type != "static_select" || json.Unmarshal(el, &sel) != nil {
-				continue
-			}
-			sel.BlockID = b.BlockID
-			out = append(out, sel)
-		}
-	}
-	return out
+	return actionElements(raw, "static_select", func(sel *Select, block string) { sel.BlockID = block })
 }
 
 // Choose has user pick the option value in the static_select actionID of a
