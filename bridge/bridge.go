@@ -66,6 +66,9 @@ type Config struct {
 	// IdleEvict drops an idle thread's session from memory after this long.
 	// Default 10m.
 	IdleEvict time.Duration
+	// PushRetry is the first wait before kept commits the remote did not
+	// answer for are pushed again (doubling each time). Default 30s.
+	PushRetry time.Duration
 	// threadMemory bounds the per-thread facts the Bridge caches (known,
 	// released). Default threadMemory; tests make it small.
 	threadMemory int
@@ -246,6 +249,9 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.threadMemory <= 0 {
 		cfg.threadMemory = threadMemory
+	}
+	if cfg.PushRetry <= 0 {
+		cfg.PushRetry = pushRetryMin
 	}
 	if cfg.IdleEvict <= 0 {
 		cfg.IdleEvict = 10 * time.Minute

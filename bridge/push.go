@@ -26,6 +26,27 @@ import (
 // comes back to the owner as a message (msgPushDone). One push is in flight per thread; runs
 // that end meanwhile fold into the next one.
 
+// pushRetry is the state of pushes that failed because the remote did not
+// answer: the thread is told of the first failure only, and the kept
+// commits are pushed again by themselves, at growing intervals, until the
+// remote takes them (or a run's own push does).
+type pushRetry struct {
+	told    bool        // the thread heard of this streak of failures
+	tries   int         // failed pushes in a row
+	timer   *time.Timer // posts msgPushRetry
+	request string      // the request of the work waiting (pull request text)
+}
+
+// Push retries wait from Config.PushRetry (default pushRetryMin), doubling,
+// up to pushRetryMax; after pushRetryTries failures in a row the commits
+// wait for the next run (a remote gone for good is not tried forever, and
+// the thread may be evicted).
+const (
+	pushRetryMin   = 30 * time.Second
+	pushRetryMax   = 10 * time.Minute
+	pushRetryTries = 12
+)
+
 // pushJob is one push of the thread's branch and what waits on it.
 type pushJob struct {
 	request    string   // the request of the newest run it carries (pull request text)
@@ -163,7 +184,11 @@ func (t *thread) pushFinished(job *pushJob) {
 	}
 	ctx := t.b.ctx
 	t.pushing = nil
-	if notice := t.pushNoticeFor(ctx, job, job.res, job.err); notice != "" {
+	notice := t.pushNoticeFor(ctx, job, job.res, job.err)
+	if t.retryPush(job) {
+		notice = "" // told at the streak's first failure
+	}
+	if notice != "" {
 		t.say(notice)
 	}
 	for _, r := range job.runs {
@@ -172,6 +197,51 @@ func (t *thread) pushFinished(job *pushJob) {
 	if next := t.nextPush; next != nil {
 		t.nextPush = nil
 		t.startPush(next)
+	}
+}
+
+// retryPush keeps the retry state after a push: a push the remote did not
+// answer is tried again later by itself; any other outcome ends the streak.
+// It reports whether the failure was told already in this streak.
+func (t *thread) retryPush(job *pushJob) (toldBefore bool) {
+	r := &t.retry
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	if job.err == nil || workspace.ErrorCode(job.err) != workspace.CodeUnreachable || t.approval().Push {
+		*r = pushRetry{}
+		return false
+	}
+	toldBefore = r.told
+	r.told = true
+	r.tries++
+	if job.request != "" {
+		r.request = job.request
+	}
+	if r.tries >= pushRetryTries {
+		return toldBefore
+	}
+	wait := min(t.b.cfg.PushRetry<<min(r.tries-1, 16), pushRetryMax)
+	r.timer = time.AfterFunc(wait, func() { t.post(msgPushRetry{}) })
+	return toldBefore
+}
+
+// pushRetryDue pushes the kept commits again, unless a push or a run (which
+// pushes when it ends) is under way.
+func (t *thread) pushRetryDue() {
+	t.retry.timer = nil
+	if t.pushing != nil || t.running() || t.ws == nil {
+		return
+	}
+	t.queuePush(&pushJob{request: t.retry.request})
+}
+
+// stopPushRetry stops the retry timer of a thread that ends.
+func (t *thread) stopPushRetry() {
+	if t.retry.timer != nil {
+		t.retry.timer.Stop()
+		t.retry.timer = nil
 	}
 }
 
@@ -233,8 +303,11 @@ func (t *thread) pushNoticeFor(ctx context.Context, job *pushJob, res workspace.
 		t.log.Warn("push failed", "branch", t.ws.Branch(), "sha", res.SHA, "err", err)
 		t.recordPush(ctx, res.SHA, result, userError(err))
 		retry := "will be pushed after the next run"
-		if t.approval().Push {
+		switch {
+		case t.approval().Push:
 			retry = "is pushed at the next `!push`"
+		case workspace.ErrorCode(err) == workspace.CodeUnreachable:
+			retry = "is pushed again by itself when the remote answers (tried for about an hour, and with every run); you hear when it is on the remote"
 		}
 		return fmt.Sprintf("⚠️ Pushing `%s` failed: %s\nThe commit is kept here and %s.", t.ws.Branch(), userError(err), retry)
 	}

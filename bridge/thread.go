@@ -145,6 +145,8 @@ func (t *thread) handle(m message) {
 		t.slotGranted()
 	case msgPushDone:
 		t.pushFinished(m.job)
+	case msgPushRetry:
+		t.pushRetryDue()
 	case msgReset:
 		t.reset(m.ctx)
 	case msgResume:
@@ -307,7 +309,7 @@ func (t *thread) idleTick() {
 // owner started after an eviction would be a second writer on them, and
 // entries with the same sequence numbers would be lost.
 func (t *thread) idle() bool {
-	return !t.running() && t.pushing == nil && !t.waitingForSlot() && t.working == 0 && len(t.unchosen) == 0
+	return !t.running() && t.pushing == nil && t.retry.timer == nil && !t.waitingForSlot() && t.working == 0 && len(t.unchosen) == 0
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica
@@ -361,6 +363,7 @@ func (t *thread) end(evicted bool) {
 	if t.stopWatch != nil {
 		t.stopWatch()
 	}
+	t.stopPushRetry()
 	t.b.cfg.Metrics.ThreadUnloaded(evicted)
 	t.close()
 	t.b.wg.Done()

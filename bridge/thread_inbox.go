@@ -43,6 +43,8 @@ type (
 	msgSlotGranted struct{}
 	// msgPushDone: a push finished (push.go).
 	msgPushDone struct{ job *pushJob }
+	// msgPushRetry: time to push kept commits the remote did not take (push.go).
+	msgPushRetry struct{}
 	// msgCommandDone: a command's work off the owner finished (thread.go);
 	// say is what the thread is told ("" for nothing), pr the result of
 	// !pr's sync, diff !diff's, if it was one of those.

@@ -25,9 +25,10 @@ const statusRefresh = 8 * time.Second
 // lifecycle is the state of the thread's run and of the pushes after it.
 type lifecycle struct {
 	run      *activeRun
-	unpushed bool     // the last push failed: the next run pushes again
-	pushing  *pushJob // the push in flight, if any (push.go)
-	nextPush *pushJob // the push to start when it is done
+	unpushed bool      // the last push failed: the next run pushes again
+	pushing  *pushJob  // the push in flight, if any (push.go)
+	nextPush *pushJob  // the push to start when it is done
+	retry    pushRetry // a push the remote did not answer, tried again (push.go)
 	// leftOut are the nested repositories the thread was told were left
 	// out of its commits; they stay in the work tree, and are not told again.
 	leftOut map[string]bool

@@ -71,6 +71,9 @@ type Main struct {
 	// Sleep is the sessions' wait between a model request's retries
 	// (default: a real timer; tests pass the waits at once).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// PushRetry is the first wait before a push the remote did not answer
+	// is tried again (default 30s; tests shorten it).
+	PushRetry time.Duration
 	// Version prints the version and exits (-version).
 	Version bool
 	// Backup is -backup's file: copy the database there and exit.
@@ -269,6 +272,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:            log,
 		Now:               m.Now,
 		Sleep:             m.Sleep,
+		PushRetry:         m.PushRetry,
 	})
 	if err != nil {
 		m.closeStores()

@@ -53,6 +53,9 @@ type discordEnv struct {
 	// sleep, when set by a configure function, is the sessions' wait
 	// between a model request's retries.
 	sleep func(ctx context.Context, d time.Duration) error
+	// pushRetry, when set by a configure function, is the first wait
+	// before a push the remote did not answer is tried again.
+	pushRetry time.Duration
 }
 
 // configure, if given, changes the configuration before the program starts.
@@ -97,6 +100,7 @@ func newDiscordEnv(t *testing.T, configure ...func(*config.Config, *discordEnv))
 	m.Config = &cfg
 	m.Now = e.now
 	m.Sleep = e.sleep
+	m.PushRetry = e.pushRetry
 	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := m.Run(e.ctx); err != nil {
 		t.Fatalf("Run: %v", err)
