@@ -16,6 +16,7 @@ import (
 // replaced within five heartbeat intervals (discordgo's rule; the fake
 // announces 1 s) and a margin. It logs the figures.
 func TestDiscordGatewayCutsAndHalfOpen(t *testing.T) {
+	t.Parallel()
 	var proxy *netfault.Proxy
 	e := newDiscordEnv(t, func(_ *config.Config, e *discordEnv) {
 		proxy = netfault.New(t, netfault.HostPort(e.fake.URL()))

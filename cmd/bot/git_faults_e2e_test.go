@@ -21,6 +21,7 @@ import (
 // without a next run, and the thread hears it. It logs the figures: answers'
 // delay, failure notices, time from the remote's return to the push.
 func TestGitRemoteDownThenBack(t *testing.T) {
+	t.Parallel()
 	var proxy *netfault.Proxy
 	e := newDiscordEnv(t, func(cfg *config.Config, e *discordEnv) {
 		srv := gitremote.NewHTTPServer(t, gitremote.HTTPOptions{})

@@ -19,6 +19,7 @@ import (
 // hear of each giving up, and the third message must be answered. It logs
 // the figures: requests and waits per message, notices, what was answered.
 func TestLLMDownThenBack(t *testing.T) {
+	t.Parallel()
 	var (
 		proxy  *netfault.Proxy
 		mu     sync.Mutex
