@@ -188,6 +188,10 @@ func (t *thread) repoCommand(c commandCall) {
 			t.say(why)
 			return
 		}
+		if len(open) == 1 && open[0] == t.rec.Repo {
+			t.say(fmt.Sprintf("📁 This thread works in `%s`, the only repository open here.", t.rec.Repo))
+			return
+		}
 		question := menuPrefix + " should I work in?"
 		if t.rec.Repo != "" {
 			question = fmt.Sprintf("%s should this thread work in? (It works in `%s` now.)", menuPrefix, t.rec.Repo)

@@ -242,3 +242,16 @@ func TestAnApproverChoosesTheirRepository(t *testing.T) {
 	r.waitText(th, "📁 Working in `web`, chosen by `Carol`.")
 	r.waitRuns(th, 1)
 }
+
+// With one repository open, !repo alone says so instead of offering a menu
+// of one.
+func TestRepoCommandWithOneRepositorySaysSo(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	th := testThread("96.9")
+	r.llm.Push(llmfake.TextReply("Hello."))
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+	r.say(th, alice, "!repo", false)
+	r.waitText(th, "📁 This thread works in `app`, the only repository open here.")
+}
