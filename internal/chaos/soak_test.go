@@ -67,7 +67,11 @@ type sample struct {
 	rss, heap         float64 // heap: the collector's goal, twice the live heap (GOGC=100)
 	goroutines, fds   float64
 	live              float64 // threadsmith_threads_live
-	db, data          float64 // bytes: the SQLite files, the rest of data_dir
+	// bytes: the SQLite database file, its write-ahead log (bounded by the
+	// store's journal_size_limit, and as large as checkpoints let it be at
+	// that moment, so not a measure of what is stored), the rest of
+	// data_dir
+	db, wal, data float64
 }
 
 // soak is TestSoak's traffic: workers that each play one person in one
@@ -398,9 +402,12 @@ func (s *soak) take() error {
 		if err != nil {
 			return nil
 		}
-		if strings.HasPrefix(d.Name(), sqlite.FileName) {
+		switch {
+		case d.Name() == sqlite.FileName:
 			x.db += float64(info.Size())
-		} else {
+		case strings.HasPrefix(d.Name(), sqlite.FileName):
+			x.wal += float64(info.Size())
+		default:
 			x.data += float64(info.Size())
 		}
 		return nil
@@ -502,10 +509,13 @@ func (s *soak) check(a *audit) []string {
 	// Disk: the database by what it stores, the rest by the threads.
 	perMsg := fit(win, func(x sample) float64 { return float64(x.messages) }, func(x sample) float64 { return x.db })
 	perThread := fit(win, func(x sample) float64 { return float64(x.threads) }, func(x sample) float64 { return x.data })
-	s.e.tb.Logf("database %.1f MiB → %.1f MiB: %.0f B per message sent (fitted); data_dir without it %.1f MiB → %.1f MiB: %.0f B per thread",
-		w0.db/mib, w1.db/mib, perMsg, w0.data/mib, w1.data/mib, perThread)
+	s.e.tb.Logf("database %.1f MiB → %.1f MiB: %.0f B per message sent (fitted), its write-ahead log %.1f MiB at the end; data_dir without it %.1f MiB → %.1f MiB: %.0f B per thread",
+		w0.db/mib, w1.db/mib, perMsg, w1.wal/mib, w0.data/mib, w1.data/mib, perThread)
 	if perMsg > 64<<10 {
 		fails = append(fails, fmt.Sprintf("the database grows %.0f B per message, more than the 64 KiB a message, its run and its answers store", perMsg))
+	}
+	if w1.wal > 80<<20 {
+		fails = append(fails, fmt.Sprintf("the write-ahead log is %.1f MiB, past the store's journal_size_limit (64 MiB) and a margin", w1.wal/mib))
 	}
 	if perThread > 1<<20 {
 		fails = append(fails, fmt.Sprintf("data_dir grows %.0f B per thread, more than a worktree of the test repository and its scratch (1 MiB)", perThread))
