@@ -31,8 +31,7 @@ import (
 // commits are pushed again by themselves, at growing intervals, until the
 // remote takes them (or a run's own push does).
 type pushRetry struct {
-	told    bool        // the thread heard of this streak of failures
-	tries   int         // failed pushes in a row
+	tries   int         // failed pushes in a row: the thread heard of the first
 	timer   *time.Timer // posts msgPushRetry
 	request string      // the request of the work waiting (pull request text)
 }
@@ -213,8 +212,7 @@ func (t *thread) retryPush(job *pushJob) (toldBefore bool) {
 		*r = pushRetry{}
 		return false
 	}
-	toldBefore = r.told
-	r.told = true
+	toldBefore = r.tries > 0
 	r.tries++
 	if job.request != "" {
 		r.request = job.request
