@@ -22,7 +22,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/threadsmith/threadsmith/agent"
@@ -255,7 +254,7 @@ func (t *thread) answerHere(pi *pendingInput, slot bool, text string) {
 // its requester or an approver of the repository. Anyone else is told
 // privately that they may not.
 func (t *thread) mayDecide(in chat.Inbound, p *planState) bool {
-	if in.Author.ID == p.requester.ID || slices.Contains(t.approval().Approvers, in.Author.ID) {
+	if in.Author.ID == p.requester.ID || t.approves(t.rec.Repo, in.Author.ID) {
 		return true
 	}
 	t.log.Info("refused a plan decision by someone who neither asked for the plan nor approves it", "user", in.Author.ID)

@@ -39,6 +39,12 @@ type Approval struct {
 // approval is the thread's repository's.
 func (t *thread) approval() Approval { return t.b.cfg.Approvals[t.rec.Repo] }
 
+// approves says whether user is one of repo's approvers: besides the
+// requester, the one who may decide on a plan, a push or the repository.
+func (t *thread) approves(repo, user string) bool {
+	return slices.Contains(t.b.cfg.Approvals[repo].Approvers, user)
+}
+
 // pushActions are the buttons of a finished run whose commits wait for
 // approval.
 var pushActions = []chat.Action{{ID: "push", Label: "Push"}, {ID: "diff", Label: "Diff"}}
@@ -111,18 +117,14 @@ func (t *thread) pushCommand(c commandCall) {
 		return
 	}
 	requesters, request := t.waitingWork(ctx)
-	if !requesters[c.author.ID] && !slices.Contains(t.approval().Approvers, c.author.ID) {
+	if !requesters[c.author.ID] && !t.approves(t.rec.Repo, c.author.ID) {
 		t.log.Info("refused a push by someone who neither asked for the work nor approves it", "user", c.author.ID)
 		t.whisper(c.in, "Sorry, only the person who asked for this work or an approver of this repository can push it.")
 		return
 	}
-	name := c.author.Name
-	if name == "" {
-		name = c.author.ID
-	}
 	t.log.Info("push approved", "user", c.author.ID)
 	t.recordDecision(storage.DecisionPush, c.author, t.ws.Branch())
-	t.queuePush(&pushJob{request: request, committed: true, approvedBy: name})
+	t.queuePush(&pushJob{request: request, committed: true, approvedBy: displayName(c.author)})
 }
 
 // waitingWork reads from storage who asked for the work not pushed yet: the

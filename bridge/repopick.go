@@ -217,11 +217,7 @@ func (t *thread) repoCommand(c commandCall) {
 		t.tell(c.in, fmt.Sprintf("Sorry, only someone who asked for work in this thread or an approver of `%s` can choose its repository.", name))
 		return
 	}
-	who := c.author.Name
-	if who == "" {
-		who = c.author.ID
-	}
-	who = "`" + codeSafe(who) + "`"
+	who := "`" + codeSafe(displayName(c.author)) + "`"
 	if t.rec.Repo == "" {
 		t.chooseRepo(ctx, name, who)
 		return
@@ -268,7 +264,7 @@ func (t *thread) chooseRepo(ctx context.Context, name, who string) {
 // mayChoose says whether user may choose the thread's repository: they
 // asked for work in it (a request, held or run), or approve repo.
 func (t *thread) mayChoose(ctx context.Context, user, repo string) bool {
-	if slices.Contains(t.b.cfg.Approvals[repo].Approvers, user) {
+	if t.approves(repo, user) {
 		return true
 	}
 	for _, pi := range t.unchosen {
