@@ -83,7 +83,7 @@ func issueTitle(kind string, ref issueRef, title string) string {
 	return ref.origin(kind) + ": " + flatLine(title, 200)
 }
 
-// oneLine is s on one line: control and line-breaking characters become
+// flatLine is s on one line: control and line-breaking characters become
 // spaces, runs of spaces one, and it is cut to max characters.
 func flatLine(s string, max int) string {
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {

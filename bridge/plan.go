@@ -183,22 +183,23 @@ func (t *thread) planRoute(pi *pendingInput, c inputClass, slot bool) (step plan
 		if p != nil {
 			t.offer(nil) // a new plan takes the place of the one waiting
 		}
-		return planStep{kind: planMake, requester: pi.in.Author, request: oneLineRequest(request)}, true
+		return planStep{kind: planMake, requester: pi.in.Author, request: planRequest(request)}, true
 	case p != nil && p.making == 0:
 		// A message while a plan waits is feedback on it.
 		if !p.revising {
-			t.recordDecision(storage.DecisionRevise, pi.in.Author, oneLineRequest(request))
+			t.recordDecision(storage.DecisionRevise, pi.in.Author, planRequest(request))
 		}
 		t.offer(nil)
 		return planStep{kind: planMake, requester: p.requester, request: p.request, feedback: true}, true
 	case t.approval().Plan:
-		return planStep{kind: planMake, requester: pi.in.Author, request: oneLineRequest(request)}, true
+		return planStep{kind: planMake, requester: pi.in.Author, request: planRequest(request)}, true
 	}
 	return planStep{}, true
 }
 
-// oneLineRequest is a request as a plan's record keeps it.
-func oneLineRequest(s string) string {
+// planRequest is a request as a plan's record keeps it: trimmed and capped
+// at maxPlanRequest runes (its lines kept).
+func planRequest(s string) string {
 	s = strings.TrimSpace(s)
 	if r := []rune(s); len(r) > maxPlanRequest {
 		s = string(r[:maxPlanRequest]) + "…"
