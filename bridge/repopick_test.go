@@ -118,6 +118,12 @@ func TestUnresolvedRepositoryGetsTheMenuAndTheChoiceStartsTheRun(t *testing.T) {
 	if w := r.chat.Whispers()[1]; !strings.HasPrefix(w, alice.ID+": ") || !strings.Contains(w, "`secret` can't be opened") {
 		t.Errorf("note = %q, want the refusal of secret", w)
 	}
+	// A name made to mention everyone is not echoed back.
+	r.say(th, alice, "!repo x`<!channel> @here", false)
+	r.waitUntil("the mention's note", func() bool { return len(r.chat.Whispers()) == 3 })
+	if w := r.chat.Whispers()[2]; !strings.Contains(w, "Sorry, that repository can't be opened") || strings.Contains(w, "channel>") || strings.Contains(w, "@here") {
+		t.Errorf("note = %q, want the refusal without the name", w)
+	}
 	r.say(th, alice, "!status", false)
 	r.waitText(th, "📁 Your request waits for its repository")
 	if n := len(r.requests()); n != 0 {
