@@ -118,9 +118,16 @@ func (sp runSpan) replies(ctx context.Context, q querier) (u storage.RunUsage, e
 // AuthorSpend implements storage.Store: the ended runs' records and the
 // running runs' replies, read in one transaction.
 func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (storage.Usage, error) {
-	return db.spend(ctx, "author spend", `FROM runs r JOIN inbound i ON i.id = r.inbound_id
-		WHERE i.platform = ? AND i.author_id = ? AND `, []any{platform, authorID}, `r.ended_at >= ?`, since.UnixMilli())
+	return db.spend(ctx, "author spend", authorRuns, []any{platform, authorID}, authorEnded, since.UnixMilli())
 }
+
+// authorRuns and authorEnded select a person's runs, and those that ended
+// since a time, for AuthorSpend (args: platform, author id; since in Unix ms).
+const (
+	authorRuns = `FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = ? AND i.author_id = ? AND `
+	authorEnded = `r.ended_at >= ?`
+)
 
 // ThreadSpend implements storage.Store, as AuthorSpend does.
 func (db *DB) ThreadSpend(ctx context.Context, threadID int64) (storage.Usage, error) {
@@ -138,10 +145,7 @@ func (db *DB) spend(ctx context.Context, op, from string, args []any, ended stri
 	}
 	defer tx.Rollback()
 	var u storage.Usage
-	err = tx.QueryRowContext(ctx, `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
-		coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
-		coalesce(sum(u.cost), 0)
-		FROM run_usage u WHERE u.run_id IN (SELECT r.id `+from+ended+`)`, append(slices.Clone(args), endedArgs...)...).
+	err = tx.QueryRowContext(ctx, endedUsageQuery(from, ended), append(slices.Clone(args), endedArgs...)...).
 		Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost)
 	if err != nil {
 		return storage.Usage{}, opError(op, err)
@@ -175,6 +179,15 @@ func (db *DB) spend(ctx context.Context, op, from string, args []any, ended stri
 		u = u.Plus(r.Usage)
 	}
 	return u, nil
+}
+
+// endedUsageQuery sums the run_usage records of the runs from and ended
+// select (as spend takes them).
+func endedUsageQuery(from, ended string) string {
+	return `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
+		coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
+		coalesce(sum(u.cost), 0)
+		FROM run_usage u WHERE u.run_id IN (SELECT r.id ` + from + ended + `)`
 }
 
 // ThreadRunUsage implements storage.Store.
