@@ -2,22 +2,19 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // RecordDecision implements storage.DecisionStore.
 func (db *DB) RecordDecision(ctx context.Context, d storage.Decision) (int64, error) {
 	const op = "record decision"
-	if !storage.ValidDecisionKind(d.Kind) {
-		return 0, opError(op, fmt.Errorf("unknown kind %q", d.Kind))
-	}
-	if d.UserID == "" {
-		return 0, opError(op, errors.New("no user"))
+	if err := backend.CheckDecision(d); err != nil {
+		return 0, opError(op, err)
 	}
 	var id int64
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // ClaimFiring implements storage.FiringStore.
 func (db *DB) ClaimFiring(ctx context.Context, schedule string, at time.Time, owner string, ttl time.Duration) (bool, error) {
 	const op = "claim firing"
-	if schedule == "" || owner == "" || ttl <= 0 {
-		return false, opError(op, errors.New("schedule, owner and a positive ttl are required"))
+	if err := backend.CheckFiring(schedule, owner, ttl); err != nil {
+		return false, opError(op, err)
 	}
 	var claimed bool
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,8 +12,8 @@ import (
 // BeginOpening implements storage.OpeningStore.
 func (db *DB) BeginOpening(ctx context.Context, platform, key string) (storage.Opening, error) {
 	const op = "begin opening"
-	if platform == "" || key == "" {
-		return storage.Opening{}, opError(op, errors.New("platform and key are required"))
+	if err := backend.CheckOpening(platform, key); err != nil {
+		return storage.Opening{}, opError(op, err)
 	}
 	var o storage.Opening
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {

@@ -16,12 +16,21 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// recordRunUsage sums the run's replies (sumRunUsage) into run_usage, in
-// the transaction that ends the run, as the SQLite store does. A run
-// recorded already keeps its record.
+// recordRunUsage sums the run's replies (runSpanOf) into run_usage with the
+// last entry of its span, in the transaction that ends the run, as the
+// SQLite store does. A run recorded already keeps its record.
 func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
-	u, last, err := sumRunUsage(ctx, tx, runID)
+	sp, err := runSpanOf(ctx, tx, runID)
 	if err != nil {
+		return err
+	}
+	u, err := sp.replies(ctx, tx)
+	if err != nil {
+		return err
+	}
+	last := sp.after
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2 AND seq <= $3`,
+		sp.after, sp.sid, sp.upto).Scan(&last); err != nil {
 		return err
 	}
 	models, _ := json.Marshal(append([]string{}, u.Models...))
@@ -31,72 +40,71 @@ func recordRunUsage(ctx context.Context, tx pgx.Tx, runID int64) error {
 	return err
 }
 
-// sumRunUsage sums the replies of the run's session written since the
-// previous run of that session ended (and not before the user message of the
-// run's own input), and before the input of a later run of the session (a
-// run stays open while its work is pushed, and the next one may start and
-// end meanwhile), and returns them with the last entry it counted up to
-// (the next run counts the replies after it).
-func sumRunUsage(ctx context.Context, tx q, runID int64) (u storage.RunUsage, last int64, err error) {
-	var sid, inbound int64
-	if err := tx.QueryRow(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = $1`, runID).Scan(&sid, &inbound); err != nil {
-		return u, 0, fmt.Errorf("run %d: %w", runID, err)
-	}
-	var after int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
-		WHERE r.session_id = $1 AND r.id < $2`, sid, runID).Scan(&after); err != nil {
-		return u, 0, err
+// runSpan is the entries of session sid a run's replies are counted from:
+// seq in (after, upto].
+type runSpan struct{ sid, after, upto int64 }
+
+// runSpanOf finds the run's span: the entries of its session written since
+// the previous run of that session ended (and not before the user message of
+// the run's own input), and before the input of a later run of the session
+// (a run stays open while its work is pushed, and the next one may start and
+// end meanwhile).
+func runSpanOf(ctx context.Context, tx q, runID int64) (runSpan, error) {
+	var sp runSpan
+	var inbound int64
+	if err := tx.QueryRow(ctx, `SELECT r.session_id, coalesce(r.inbound_id, 0),
+		(SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs p ON p.id = u.run_id
+			WHERE p.session_id = r.session_id AND p.id < r.id)
+		FROM runs r WHERE r.id = $1`, runID).Scan(&sp.sid, &inbound, &sp.after); err != nil {
+		return sp, fmt.Errorf("run %d: %w", runID, err)
 	}
 	if inbound != 0 {
 		var first *int64
 		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $3 AND type = 'message'
-			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sid, strconv.FormatInt(inbound, 10), after).Scan(&first); err != nil {
-			return u, 0, err
+			AND payload ->> 'role' = 'user' AND payload ->> 'inputId' = $2`, sp.sid, strconv.FormatInt(inbound, 10), sp.after).Scan(&first); err != nil {
+			return sp, err
 		}
-		if first != nil && *first-1 > after {
-			after = *first - 1
+		if first != nil && *first-1 > sp.after {
+			sp.after = *first - 1
 		}
 	}
 	// The next run's input starts its entries.
-	upto := int64(math.MaxInt64)
+	sp.upto = math.MaxInt64
 	var next *int64
 	if err := tx.QueryRow(ctx, `SELECT min(seq) FROM entries WHERE session_id = $1 AND seq > $2 AND type = 'message'
 		AND payload ->> 'role' = 'user' AND payload ->> 'inputId' IN
 			(SELECT inbound_id::text FROM runs WHERE session_id = $1 AND id > $3 AND inbound_id IS NOT NULL)`,
-		sid, after, runID).Scan(&next); err != nil {
-		return u, 0, err
+		sp.sid, sp.after, runID).Scan(&next); err != nil {
+		return sp, err
 	}
 	if next != nil {
-		upto = *next - 1
+		sp.upto = *next - 1
 	}
+	return sp, nil
+}
+
+// replies sums the replies in the span.
+func (sp runSpan) replies(ctx context.Context, tx q) (u storage.RunUsage, err error) {
 	rows, err := tx.Query(ctx, `SELECT coalesce(payload ->> 'model', ''),
 		coalesce((payload -> 'usage' ->> 'input')::bigint, 0), coalesce((payload -> 'usage' ->> 'output')::bigint, 0),
 		coalesce((payload -> 'usage' ->> 'cacheRead')::bigint, 0), coalesce((payload -> 'usage' ->> 'cacheWrite')::bigint, 0),
 		coalesce((payload -> 'usage' -> 'cost' ->> 'total')::float8, 0)
 		FROM entries e WHERE session_id = $1 AND seq > $2 AND seq <= $3 AND `+isReply+`
-		ORDER BY seq`, sid, after, upto)
+		ORDER BY seq`, sp.sid, sp.after, sp.upto)
 	if err != nil {
-		return u, 0, err
+		return u, err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var in, out, cr, cw int64
 		var model string
 		var cost float64
 		if err := rows.Scan(&model, &in, &out, &cr, &cw, &cost); err != nil {
-			rows.Close()
-			return u, 0, err
+			return u, err
 		}
 		backend.AddReply(&u, model, in, out, cr, cw, cost)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return u, 0, err
-	}
-	last = after
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), $1) FROM entries WHERE session_id = $2 AND seq <= $3`, after, sid, upto).Scan(&last); err != nil {
-		return u, 0, err
-	}
-	return u, last, nil
+	return u, rows.Err()
 }
 
 // AuthorSpend implements storage.SpendStore: the ended runs' records and the
@@ -139,7 +147,11 @@ func (db *DB) spend(ctx context.Context, op, from string, args []any, ended stri
 			return err
 		}
 		for _, id := range running {
-			r, _, err := sumRunUsage(ctx, tx, id)
+			sp, err := runSpanOf(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			r, err := sp.replies(ctx, tx)
 			if err != nil {
 				return err
 			}

@@ -8,3 +8,7 @@ var (
 	WithoutGroupCommit        = withoutGroupCommit
 	WithAutoCheckpoint        = withAutoCheckpoint
 )
+
+// AuthorSpendEndedQuery is the query AuthorSpend sums a person's ended runs
+// with (args: platform, author id, since in Unix ms).
+var AuthorSpendEndedQuery = endedUsageQuery(authorRuns, authorEnded)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
@@ -12,8 +11,8 @@ import (
 // BeginOpening implements storage.Store.
 func (db *DB) BeginOpening(ctx context.Context, platform, key string) (storage.Opening, error) {
 	const op = "begin opening"
-	if platform == "" || key == "" {
-		return storage.Opening{}, opError(op, errors.New("platform and key are required"))
+	if err := backend.CheckOpening(platform, key); err != nil {
+		return storage.Opening{}, opError(op, err)
 	}
 	var o storage.Opening
 	err := db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -15,12 +15,21 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// recordRunUsage sums the run's replies (sumRunUsage) and stores them in
-// run_usage. Called in the transaction that ends the run; a run recorded
-// already keeps its record.
+// recordRunUsage sums the run's replies (runSpanOf) and stores them in
+// run_usage with the last entry of its span. Called in the transaction that
+// ends the run; a run recorded already keeps its record.
 func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
-	u, last, err := sumRunUsage(ctx, tx, runID)
+	sp, err := runSpanOf(ctx, tx, runID)
 	if err != nil {
+		return err
+	}
+	u, err := sp.replies(ctx, tx)
+	if err != nil {
+		return err
+	}
+	last := sp.after
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ? AND seq <= ?`,
+		sp.after, sp.sid, sp.upto).Scan(&last); err != nil {
 		return err
 	}
 	models, _ := json.Marshal(append([]string{}, u.Models...))
@@ -30,89 +39,95 @@ func recordRunUsage(ctx context.Context, tx *sql.Tx, runID int64) error {
 	return err
 }
 
-// sumRunUsage sums the replies of the run's session written since the
-// previous run of that session ended (and not before the user message of the
-// run's own input), and before the input of a later run of the session (a
-// run stays open while its work is pushed, and the next one may start and
-// end meanwhile), and returns them with the last entry it counted up to
-// (the next run counts the replies after it).
-func sumRunUsage(ctx context.Context, q querier, runID int64) (u storage.RunUsage, last int64, err error) {
-	var sid, inbound int64
-	err = q.QueryRowContext(ctx, `SELECT session_id, coalesce(inbound_id, 0) FROM runs WHERE id = ?`, runID).Scan(&sid, &inbound)
+// runSpan is the entries of session sid a run's replies are counted from:
+// seq in (after, upto].
+type runSpan struct{ sid, after, upto int64 }
+
+// runSpanOf finds the run's span: the entries of its session written since
+// the previous run of that session ended (and not before the user message of
+// the run's own input), and before the input of a later run of the session
+// (a run stays open while its work is pushed, and the next one may start and
+// end meanwhile).
+func runSpanOf(ctx context.Context, q querier, runID int64) (runSpan, error) {
+	var sp runSpan
+	var inbound int64
+	err := q.QueryRowContext(ctx, `SELECT r.session_id, coalesce(r.inbound_id, 0),
+		(SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs p ON p.id = u.run_id
+			WHERE p.session_id = r.session_id AND p.id < r.id)
+		FROM runs r WHERE r.id = ?`, runID).Scan(&sp.sid, &inbound, &sp.after)
 	if err != nil {
-		return u, 0, fmt.Errorf("run %d: %w", runID, err)
-	}
-	var after int64
-	err = q.QueryRowContext(ctx, `SELECT coalesce(max(u.last_seq), -1) FROM run_usage u JOIN runs r ON r.id = u.run_id
-		WHERE r.session_id = ? AND r.id < ?`, sid, runID).Scan(&after)
-	if err != nil {
-		return u, 0, err
+		return sp, fmt.Errorf("run %d: %w", runID, err)
 	}
 	if inbound != 0 {
-		// Runs ended before run_usage existed left no last_seq: the run's
-		// own input bounds it.
+		// A previous run without a run_usage record leaves no bound: the
+		// run's own input is one.
 		// Only a message after the bound can move it: the entries before it
 		// (a long session's whole history) are not read.
 		var first sql.NullInt64
 		err = q.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
 			AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') = ?`,
-			sid, after, strconv.FormatInt(inbound, 10)).Scan(&first)
+			sp.sid, sp.after, strconv.FormatInt(inbound, 10)).Scan(&first)
 		if err != nil {
-			return u, 0, err
+			return sp, err
 		}
-		if first.Valid && first.Int64-1 > after {
-			after = first.Int64 - 1
+		if first.Valid && first.Int64-1 > sp.after {
+			sp.after = first.Int64 - 1
 		}
 	}
 	// The next run's input starts its entries.
-	upto := int64(math.MaxInt64)
+	sp.upto = math.MaxInt64
 	var next sql.NullInt64
 	err = q.QueryRowContext(ctx, `SELECT min(seq) FROM entries WHERE session_id = ? AND seq > ? AND type = 'message'
 		AND json_extract(payload, '$.role') = 'user' AND json_extract(payload, '$.inputId') IN
 			(SELECT CAST(inbound_id AS TEXT) FROM runs WHERE session_id = ? AND id > ? AND inbound_id IS NOT NULL)`,
-		sid, after, sid, runID).Scan(&next)
+		sp.sid, sp.after, sp.sid, runID).Scan(&next)
 	if err != nil {
-		return u, 0, err
+		return sp, err
 	}
 	if next.Valid {
-		upto = next.Int64 - 1
+		sp.upto = next.Int64 - 1
 	}
-	rows, err := q.QueryContext(ctx, `SELECT seq, coalesce(json_extract(payload, '$.model'), ''),
+	return sp, nil
+}
+
+// replies sums the replies in the span.
+func (sp runSpan) replies(ctx context.Context, q querier) (u storage.RunUsage, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT coalesce(json_extract(payload, '$.model'), ''),
 		coalesce(json_extract(payload, '$.usage.input'), 0), coalesce(json_extract(payload, '$.usage.output'), 0),
 		coalesce(json_extract(payload, '$.usage.cacheRead'), 0), coalesce(json_extract(payload, '$.usage.cacheWrite'), 0),
 		coalesce(json_extract(payload, '$.usage.cost.total'), 0)
 		FROM entries WHERE session_id = ? AND seq > ? AND seq <= ? AND type = 'message'
 			AND json_extract(payload, '$.role') = 'assistant' AND json_extract(payload, '$.usage') IS NOT NULL
-		ORDER BY seq`, sid, after, upto)
+		ORDER BY seq`, sp.sid, sp.after, sp.upto)
 	if err != nil {
-		return u, 0, err
+		return u, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var seq, in, out, cr, cw int64
+		var in, out, cr, cw int64
 		var model string
 		var cost float64
-		if err := rows.Scan(&seq, &model, &in, &out, &cr, &cw, &cost); err != nil {
-			return u, 0, err
+		if err := rows.Scan(&model, &in, &out, &cr, &cw, &cost); err != nil {
+			return u, err
 		}
 		backend.AddReply(&u, model, in, out, cr, cw, cost)
 	}
-	if err := rows.Err(); err != nil {
-		return u, 0, err
-	}
-	last = after
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq), ?) FROM entries WHERE session_id = ? AND seq <= ?`, after, sid, upto).Scan(&last); err != nil {
-		return u, 0, err
-	}
-	return u, last, nil
+	return u, rows.Err()
 }
 
 // AuthorSpend implements storage.Store: the ended runs' records and the
 // running runs' replies, read in one transaction.
 func (db *DB) AuthorSpend(ctx context.Context, platform, authorID string, since time.Time) (storage.Usage, error) {
-	return db.spend(ctx, "author spend", `FROM runs r JOIN inbound i ON i.id = r.inbound_id
-		WHERE i.platform = ? AND i.author_id = ? AND `, []any{platform, authorID}, `r.ended_at >= ?`, since.UnixMilli())
+	return db.spend(ctx, "author spend", authorRuns, []any{platform, authorID}, authorEnded, since.UnixMilli())
 }
+
+// authorRuns and authorEnded select a person's runs, and those that ended
+// since a time, for AuthorSpend (args: platform, author id; since in Unix ms).
+const (
+	authorRuns = `FROM runs r JOIN inbound i ON i.id = r.inbound_id
+		WHERE i.platform = ? AND i.author_id = ? AND `
+	authorEnded = `r.ended_at >= ?`
+)
 
 // ThreadSpend implements storage.Store, as AuthorSpend does.
 func (db *DB) ThreadSpend(ctx context.Context, threadID int64) (storage.Usage, error) {
@@ -130,10 +145,7 @@ func (db *DB) spend(ctx context.Context, op, from string, args []any, ended stri
 	}
 	defer tx.Rollback()
 	var u storage.Usage
-	err = tx.QueryRowContext(ctx, `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
-		coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
-		coalesce(sum(u.cost), 0)
-		FROM run_usage u WHERE u.run_id IN (SELECT r.id `+from+ended+`)`, append(slices.Clone(args), endedArgs...)...).
+	err = tx.QueryRowContext(ctx, endedUsageQuery(from, ended), append(slices.Clone(args), endedArgs...)...).
 		Scan(&u.Replies, &u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.Cost)
 	if err != nil {
 		return storage.Usage{}, opError(op, err)
@@ -156,13 +168,26 @@ func (db *DB) spend(ctx context.Context, op, from string, args []any, ended stri
 		return storage.Usage{}, opError(op, err)
 	}
 	for _, id := range running {
-		r, _, err := sumRunUsage(ctx, tx, id)
+		sp, err := runSpanOf(ctx, tx, id)
+		if err != nil {
+			return storage.Usage{}, opError(op, err)
+		}
+		r, err := sp.replies(ctx, tx)
 		if err != nil {
 			return storage.Usage{}, opError(op, err)
 		}
 		u = u.Plus(r.Usage)
 	}
 	return u, nil
+}
+
+// endedUsageQuery sums the run_usage records of the runs from and ended
+// select (as spend takes them).
+func endedUsageQuery(from, ended string) string {
+	return `SELECT coalesce(sum(u.replies), 0), coalesce(sum(u.input_tokens), 0),
+		coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cache_read_tokens), 0), coalesce(sum(u.cache_write_tokens), 0),
+		coalesce(sum(u.cost), 0)
+		FROM run_usage u WHERE u.run_id IN (SELECT r.id ` + from + ended + `)`
 }
 
 // ThreadRunUsage implements storage.Store.

@@ -15,9 +15,7 @@ func TestAuthorSpendReadsRunsByIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
 	openAt(t, path) // migrated
 	raw := rawDB(t, path)
-	rows, err := raw.Query(`EXPLAIN QUERY PLAN SELECT coalesce(sum(u.cost), 0)
-		FROM run_usage u WHERE u.run_id IN (SELECT r.id FROM runs r JOIN inbound i ON i.id = r.inbound_id
-		WHERE i.platform = 'slack' AND i.author_id = 'U1' AND r.ended_at >= 1)`)
+	rows, err := raw.Query(`EXPLAIN QUERY PLAN `+sqlite.AuthorSpendEndedQuery, "slack", "U1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

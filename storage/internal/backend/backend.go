@@ -50,6 +50,35 @@ func CheckLease(owner string, ttl time.Duration) error {
 	return nil
 }
 
+// CheckDecision refuses a decision of an unknown kind or without a user
+// (RecordDecision).
+func CheckDecision(d storage.Decision) error {
+	if !storage.ValidDecisionKind(d.Kind) {
+		return fmt.Errorf("unknown kind %q", d.Kind)
+	}
+	if d.UserID == "" {
+		return errors.New("no user")
+	}
+	return nil
+}
+
+// CheckOpening refuses an opening without platform or key (BeginOpening).
+func CheckOpening(platform, key string) error {
+	if platform == "" || key == "" {
+		return errors.New("platform and key are required")
+	}
+	return nil
+}
+
+// CheckFiring refuses ClaimFiring's arguments without schedule or owner or
+// with a ttl not positive.
+func CheckFiring(schedule, owner string, ttl time.Duration) error {
+	if schedule == "" || owner == "" || ttl <= 0 {
+		return errors.New("schedule, owner and a positive ttl are required")
+	}
+	return nil
+}
+
 // allowedFrom lists, per target state, the states an inbound message may leave
 // for it. A queued message may be re-queued (moved to the other queue).
 var allowedFrom = map[storage.InboundState][2]storage.InboundState{

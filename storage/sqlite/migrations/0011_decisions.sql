@@ -1,4 +1,4 @@
--- 0009: the decisions people made in a thread (plans offered, approved,
+-- 0011: the decisions people made in a thread (plans offered, approved,
 -- revised, cancelled; pushes approved), for the session page and for the
 -- plan that waits for approval across a restart.
 CREATE TABLE decisions (
