@@ -91,8 +91,6 @@ func TestJSNumber(t *testing.T) {
 	}
 }
 
-// TestJSLenLongRuns puts each kind of special byte at every position of a long
-// string, around the eight-byte steps of the scanner.
 // TestJSLenLongRuns puts each kind of special text at every position of a
 // string spanning two of jsonscan's 64-byte blocks.
 func TestJSLenLongRuns(t *testing.T) {
