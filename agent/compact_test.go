@@ -420,3 +420,30 @@ func TestThresholdCompactionBeforeThePrompt(t *testing.T) {
 		}
 	}
 }
+
+// A run a before-model-call hook stopped (a budget) is not compacted after,
+// even past the threshold: compacting is a model call the hook refused.
+func TestNoCompactionAfterAHaltedRun(t *testing.T) {
+	h := newHarness(t, withCompaction, withTools(&testTool{name: "work"}),
+		withBeforeModelCall(func(context.Context) error { return errors.New("over budget") }))
+	var turn atomic.Int32
+	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if isSummaryRequest(req) {
+			return llmfake.TextReply("## Goal\nthe summary text")
+		}
+		if turn.Add(1) == 1 {
+			return bigReply(500) // a first run: history to summarize
+		}
+		// Over 4000 − 1000: a run that ended here would compact.
+		return llmfake.Stream(llmfake.ToolCalls(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
+			llmfake.Finish("tool_calls"), llmfake.Usage(3500, 10, 0), llmfake.Done())
+	})
+	h.prompt("first request " + strings.Repeat("x", 400)) // one call: the hook is not asked
+	h.prompt("go")
+	if n := count[agent.Halted](h.recorded()); n != 1 {
+		t.Fatalf("halted events = %d, want 1: %v", n, eventNames(h.recorded()))
+	}
+	if n := count[agent.AutoCompactionStart](h.recorded()); n != 0 || summaryCount(h) != 0 {
+		t.Fatalf("a halted run was compacted: %d compaction starts, %d summary requests", n, summaryCount(h))
+	}
+}

@@ -109,7 +109,7 @@ func BenchmarkArgumentsLength(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			_ = utf16Len(s)
+			_ = llm.UTF16Len(s)
 		}
 	})
 }

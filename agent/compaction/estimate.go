@@ -66,7 +66,7 @@ func EstimateTokens(m llm.Message) int {
 			case llm.ContentThinking:
 				chars += c.ThinkingUnits()
 			case llm.ContentToolCall:
-				chars += utf16Len(c.Name) + argumentsLen(c.Arguments)
+				chars += llm.UTF16Len(c.Name) + argumentsLen(c.Arguments)
 			}
 		}
 	case llm.RoleToolResult, llm.RoleCustom:
@@ -80,10 +80,10 @@ func EstimateTokens(m llm.Message) int {
 		}
 	case llm.RoleBashExecution:
 		if m.Bash != nil {
-			chars = utf16Len(m.Bash.Command) + utf16Len(m.Bash.Output)
+			chars = llm.UTF16Len(m.Bash.Command) + llm.UTF16Len(m.Bash.Output)
 		}
 	case llm.RoleCompactionSummary:
-		chars = utf16Len(m.Summary)
+		chars = llm.UTF16Len(m.Summary)
 	}
 	return (chars + 3) / 4
 }
@@ -99,9 +99,6 @@ func argumentsLen(raw []byte) int {
 	}
 	return n
 }
-
-// utf16Len is the length of s in UTF-16 code units, JavaScript's String#length.
-func utf16Len(s string) int { return llm.UTF16Len(s) }
 
 // ShouldCompact reports whether a context of contextTokens has passed the threshold
 // window − reserve. It is false when automatic compaction is disabled.

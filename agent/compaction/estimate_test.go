@@ -56,8 +56,8 @@ func TestEstimateCountsUTF16Units(t *testing.T) {
 		{"x\U0010FFFFy", 4}, // the last code point, a pair
 	}
 	for _, tt := range tests {
-		if got := utf16Len(tt.text); got != tt.units {
-			t.Errorf("utf16Len(%q) = %d, want %d", tt.text, got, tt.units)
+		if got := llm.UTF16Len(tt.text); got != tt.units {
+			t.Errorf("llm.UTF16Len(%q) = %d, want %d", tt.text, got, tt.units)
 		}
 	}
 	// CJK: 40 characters are about 40 tokens for a real tokenizer, but pi's rule
@@ -123,8 +123,8 @@ func FuzzUTF16Len(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := utf16Len(s), len(utf16.Encode([]rune(s))); got != want {
-			t.Fatalf("utf16Len(%q) = %d, want %d", s, got, want)
+		if got, want := llm.UTF16Len(s), len(utf16.Encode([]rune(s))); got != want {
+			t.Fatalf("llm.UTF16Len(%q) = %d, want %d", s, got, want)
 		}
 	})
 }

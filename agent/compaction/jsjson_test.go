@@ -3,6 +3,8 @@ package compaction
 import (
 	"strings"
 	"testing"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
 )
 
 // jsStringify, the tests' oracle for jsLen, returns JSON.stringify(JSON.parse(raw))
@@ -58,7 +60,7 @@ func TestJSStringify(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("jsStringify(%s)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
-			if n := utf16Len(got); n != tt.units {
+			if n := llm.UTF16Len(got); n != tt.units {
 				t.Errorf("JavaScript length of %q: got %d, want %d", got, n, tt.units)
 			}
 			if n, err := jsLen([]byte(tt.in)); err != nil || n != tt.units {
@@ -91,8 +93,6 @@ func TestJSNumber(t *testing.T) {
 	}
 }
 
-// TestJSLenLongRuns puts each kind of special byte at every position of a long
-// string, around the eight-byte steps of the scanner.
 // TestJSLenLongRuns puts each kind of special text at every position of a
 // string spanning two of jsonscan's 64-byte blocks.
 func TestJSLenLongRuns(t *testing.T) {
@@ -103,8 +103,8 @@ func TestJSLenLongRuns(t *testing.T) {
 			if err != nil {
 				t.Fatalf("jsStringify(%q): %v", raw, err)
 			}
-			if n, err := jsLen([]byte(raw)); err != nil || n != utf16Len(out) {
-				t.Errorf("jsLen(%q) = %d, %v; want %d", raw, n, err, utf16Len(out))
+			if n, err := jsLen([]byte(raw)); err != nil || n != llm.UTF16Len(out) {
+				t.Errorf("jsLen(%q) = %d, %v; want %d", raw, n, err, llm.UTF16Len(out))
 			}
 		}
 	}
@@ -126,8 +126,8 @@ func FuzzJSLen(f *testing.F) {
 		if (err == nil) != (lerr == nil) {
 			t.Fatalf("%q: jsStringify error %v, jsLen error %v", raw, err, lerr)
 		}
-		if err == nil && n != utf16Len(out) {
-			t.Fatalf("%q: jsLen %d, length of %q is %d", raw, n, out, utf16Len(out))
+		if err == nil && n != llm.UTF16Len(out) {
+			t.Fatalf("%q: jsLen %d, length of %q is %d", raw, n, out, llm.UTF16Len(out))
 		}
 	})
 }

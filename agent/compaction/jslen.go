@@ -221,13 +221,13 @@ func (s *jsLenScanner) stringLen() (int, error) {
 	if !st.NonASCII {
 		return 2 + len(raw) - st.Slashes, nil
 	}
-	// Escapes are ASCII: the units of the rest are utf16Len's (which
+	// Escapes are ASCII: the units of the rest are llm.UTF16Len's (which
 	// counts an invalid byte as one, as a JavaScript decoder's U+FFFD).
 	return 2 + llm.UTF16LenBytes(raw) - st.Slashes, nil
 }
 
 // stringLenEscapes is stringLen for a string with \u escapes, s.pos after
-// its opening quote. Bytes are counted as utf16Len counts them (UTF-16
+// its opening quote. Bytes are counted as llm.UTF16Len counts them (UTF-16
 // units of valid UTF-8, eight bytes at a time between escapes); a string
 // that turns out not to be valid UTF-8 is measured again rune by rune.
 func (s *jsLenScanner) stringLenEscapes() (int, error) {

@@ -142,7 +142,7 @@ func formatArgs(raw []byte) string {
 // truncateUTF16 keeps the first max UTF-16 code units of s (never half a surrogate
 // pair) and says how many were left out.
 func truncateUTF16(s string, max int) string {
-	total := utf16Len(s)
+	total := llm.UTF16Len(s)
 	if total <= max {
 		return s
 	}

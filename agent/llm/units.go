@@ -3,6 +3,7 @@ package llm
 import (
 	"math/bits"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // UTF16Len is the length of s in UTF-16 code units, JavaScript's
@@ -126,22 +127,26 @@ func UTF8Adjust(w uint64) int {
 }
 
 // units is a text's UTF-16 length carried with the text: n+1 (0 when not
-// known) and the byte length it was counted for, so that a text replaced
-// by one of another length is counted again.
-type units struct{ n, bytes uint32 }
+// known), and the text it was counted for, by its first byte's address and
+// its length. Strings are immutable, so a text with both is that text; any
+// other (another of the same length, a prefix of it) is counted again.
+type units struct {
+	p        *byte
+	n, bytes uint32
+}
 
 func (u units) get(s string) (int, bool) {
-	if u.n == 0 || int(u.bytes) != len(s) {
+	if u.n == 0 || int(u.bytes) != len(s) || u.p != unsafe.StringData(s) {
 		return 0, false
 	}
 	return int(u.n - 1), true
 }
 
 func newUnits(s string, n int) units {
-	if n < 0 || n >= 1<<32-1 || len(s) >= 1<<32 {
+	if n < 0 || n >= 1<<32-1 || len(s) == 0 || len(s) >= 1<<32 {
 		return units{}
 	}
-	return units{n: uint32(n + 1), bytes: uint32(len(s))}
+	return units{p: unsafe.StringData(s), n: uint32(n + 1), bytes: uint32(len(s))}
 }
 
 // TextUnits is UTF16Len(c.Text): the length its decoder carried with it
@@ -162,7 +167,7 @@ func (c *Content) ThinkingUnits() int {
 }
 
 // SetTextUnits records n as UTF16Len(c.Text), for a decoder that learned it
-// while reading the text; it holds until Text is given another length.
+// while reading the text; it holds while Text is that same string.
 func (c *Content) SetTextUnits(n int) { c.textUnits = newUnits(c.Text, n) }
 
 // SetThinkingUnits records n as UTF16Len(c.Thinking), as SetTextUnits.

@@ -67,3 +67,27 @@ func TestCarriedUnits(t *testing.T) {
 		t.Error("WithoutUnits changed the message it was called on")
 	}
 }
+
+// A text replaced by another of the same byte length ("é" is 2 bytes and 1
+// unit, "ab" 2 bytes and 2 units) is counted again, and so is a prefix of the
+// carried text, which shares its start.
+func TestCarriedUnitsSameByteLength(t *testing.T) {
+	c := Text("é")
+	c.SetTextUnits(1)
+	c.Text = "ab"
+	if got := c.TextUnits(); got != 2 {
+		t.Errorf("TextUnits after Text became another of the same byte length: got %d, want 2", got)
+	}
+	th := Content{Type: ContentThinking, Thinking: "ab"}
+	th.SetThinkingUnits(2)
+	th.Thinking = "é"
+	if got := th.ThinkingUnits(); got != 1 {
+		t.Errorf("ThinkingUnits after Thinking became another of the same byte length: got %d, want 1", got)
+	}
+	long := Text("😀😀 and more")
+	long.SetTextUnits(UTF16Len(long.Text))
+	long.Text = long.Text[:8]
+	if got := long.TextUnits(); got != 4 {
+		t.Errorf("TextUnits of a prefix of the carried text: got %d, want 4", got)
+	}
+}

@@ -361,3 +361,31 @@ func BenchmarkDecodeSession(b *testing.B) {
 		})
 	}
 }
+
+// The decoder carries the UTF-16 length of each text and thinking block it
+// reads, escaped or not, ASCII or not: a block that carried nothing differs
+// in nothing from its WithoutUnits copy (TextUnits would count it again).
+func TestDecoderCarriesUnits(t *testing.T) {
+	data := []byte(`{"role":"assistant","content":[{"type":"text","text":"plain ASCII"},` +
+		`{"type":"text","text":"h\u00e9llo 😀"},{"type":"thinking","thinking":"é\n中"},` +
+		`{"type":"thinking","thinking":"ascii only"}],"timestamp":1}`)
+	for _, shared := range []bool{false, true} {
+		var m llm.Message
+		var err error
+		if shared {
+			m, err = UnmarshalMessageShared(bytes.Clone(data), new(Arena))
+		} else {
+			m, err = UnmarshalMessage(data)
+		}
+		if err != nil || len(m.Content) != 4 {
+			t.Fatalf("shared %v: %d blocks, %v", shared, len(m.Content), err)
+		}
+		checkUnits(t, m)
+		for i, c := range m.Content {
+			one := llm.Message{Content: []llm.Content{c}}
+			if reflect.DeepEqual(one, one.WithoutUnits()) {
+				t.Errorf("shared %v: block %d (%s) carries no length", shared, i, c.Type)
+			}
+		}
+	}
+}
