@@ -93,7 +93,7 @@ func (r *runner) run(ctx context.Context) {
 			r.log.Warn("reading a schedule's last firing; firings missed before now are not run", "schedule", s.Name, "err", err)
 			r.from[s.Name] = start
 		}
-		r.log.Info("schedule", "schedule", s.Name, "cron", s.Cron, "next", s.Next(start).In(s.loc).Format(time.RFC3339))
+		r.log.Info("schedule", "schedule", s.Name, "cron", s.Cron, "next", s.Next(start).In(s.Location()).Format(time.RFC3339))
 	}
 	for {
 		now := r.cfg.Clock.Now()
