@@ -49,12 +49,6 @@ type Schedule struct {
 // parser takes the standard five fields and the descriptors (@daily …).
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseCron checks a cron expression and a time zone as Parse does.
-func ParseCron(expr, timezone string) error {
-	_, err := parseCron(expr, timezone)
-	return err
-}
-
 func parseCron(expr, timezone string) (*cron.SpecSchedule, error) {
 	expr = strings.TrimSpace(expr)
 	switch {
