@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -225,6 +226,34 @@ func ValidChoice(v string) bool {
 		}
 	}
 	return true
+}
+
+// MenuOptions are the options a select menu of act shows: its first n
+// whose value is ValidChoice, each Label "" or blank given its Value.
+func MenuOptions(act Action, n int) []Option {
+	var opts []Option
+	for _, o := range act.Options {
+		if len(opts) == n {
+			break
+		}
+		if !ValidChoice(o.Value) {
+			continue
+		}
+		if strings.TrimSpace(o.Label) == "" {
+			o.Label = o.Value
+		}
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// MenuPlaceholder is what a select menu of act shows before a choice: its
+// Label, or "Choose…" when that is blank.
+func MenuPlaceholder(act Action) string {
+	if strings.TrimSpace(act.Label) == "" {
+		return "Choose…"
+	}
+	return act.Label
 }
 
 // ChoiceText is the Inbound text of choosing value in the select menu id.

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,25 @@ func TestValidChoice(t *testing.T) {
 	}
 	if got := ChoiceText("repo", "web"); got != "!repo web" {
 		t.Errorf("ChoiceText = %q", got)
+	}
+}
+
+// A menu shows the first n options with a valid value, a blank label
+// showing the value, and its label or "Choose…" before a choice.
+func TestMenuOptions(t *testing.T) {
+	act := Action{ID: "repo", Options: []Option{
+		{Value: "app", Label: "App"}, {Value: "web\n!reset", Label: "forged"}, {Value: "web", Label: " "}, {Value: "docs"},
+	}}
+	got := MenuOptions(act, 2)
+	want := []Option{{Value: "app", Label: "App"}, {Value: "web", Label: "web"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("MenuOptions = %+v, want %+v", got, want)
+	}
+	if p := MenuPlaceholder(act); p != "Choose…" {
+		t.Errorf("placeholder without a label = %q", p)
+	}
+	act.Label = "Repository"
+	if p := MenuPlaceholder(act); p != "Repository" {
+		t.Errorf("placeholder = %q, want the label", p)
 	}
 }

@@ -93,11 +93,11 @@ func (r *runner) run(ctx context.Context) {
 			r.log.Warn("reading a schedule's last firing; firings missed before now are not run", "schedule", s.Name, "err", err)
 			r.from[s.Name] = start
 		}
-		r.log.Info("schedule", "schedule", s.Name, "cron", s.Cron, "next", s.Next(start).In(s.loc).Format(time.RFC3339))
+		r.log.Info("schedule", "schedule", s.Name, "cron", s.Cron, "next", s.Next(start).In(s.Location()).Format(time.RFC3339))
 	}
 	for {
 		now := r.cfg.Clock.Now()
-		wake := now.Add(r.cfg.Retry)
+		var wake time.Time // the earliest next firing; zero for none
 		retry := false
 		for _, s := range r.cfg.Schedules {
 			if at, ok := s.Prev(now); ok && !at.Before(r.from[s.Name]) && at.After(r.done[s.Name]) {
@@ -108,22 +108,17 @@ func (r *runner) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if n := s.Next(now); !n.IsZero() && n.Before(wake) {
+			if n := s.Next(now); !n.IsZero() && (wake.IsZero() || n.Before(wake)) {
 				wake = n
 			}
 		}
-		if !retry {
-			// Nothing waits to be tried again: sleep until the next
-			// firing, however far.
-			wake = time.Time{}
-			for _, s := range r.cfg.Schedules {
-				if n := s.Next(now); !n.IsZero() && (wake.IsZero() || n.Before(wake)) {
-					wake = n
-				}
-			}
-			if wake.IsZero() {
-				return
-			}
+		// A firing to be tried again wakes the runner within Retry;
+		// otherwise it sleeps until the next firing, however far.
+		if retry && (wake.IsZero() || now.Add(r.cfg.Retry).Before(wake)) {
+			wake = now.Add(r.cfg.Retry)
+		}
+		if wake.IsZero() {
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -133,9 +128,9 @@ func (r *runner) run(ctx context.Context) {
 	}
 }
 
-// fire claims s's firing at `at` and fires it. It reports whether the
-// firing needs nothing more from this runner for now: done, or done by
-// another runner; false leaves it to be tried again.
+// fire claims s's firing at `at` and fires it. It reports whether this
+// runner fired it and recorded it done; false (failed, or not claimed: done
+// or leased by another runner) leaves it to be tried again.
 func (r *runner) fire(ctx context.Context, s *Schedule, at time.Time) bool {
 	ok, err := r.cfg.Store.ClaimFiring(ctx, s.Name, at, r.cfg.Owner, r.cfg.LeaseTTL)
 	if err != nil {

@@ -17,9 +17,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones on machines without a zoneinfo database
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/threadsmith/threadsmith/config"
 )
 
 // Spec is a schedule as configured.
@@ -43,49 +44,7 @@ type Spec struct {
 // Schedule is a parsed Spec.
 type Schedule struct {
 	Spec
-	loc   *time.Location
-	sched *cron.SpecSchedule
-}
-
-// parser takes the standard five fields and the descriptors (@daily …).
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ParseCron checks a cron expression and a time zone as Parse does.
-func ParseCron(expr, timezone string) error {
-	_, _, err := parseCron(expr, timezone)
-	return err
-}
-
-func parseCron(expr, timezone string) (*cron.SpecSchedule, *time.Location, error) {
-	expr = strings.TrimSpace(expr)
-	switch {
-	case expr == "":
-		return nil, nil, errors.New("the cron expression is empty")
-	case strings.HasPrefix(expr, "@every"):
-		return nil, nil, fmt.Errorf("%q: @every is not a calendar schedule; use five fields (minute hour day month weekday)", expr)
-	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
-		return nil, nil, fmt.Errorf("%q: give the time zone as timezone, not in the expression", expr)
-	}
-	loc := time.UTC
-	if timezone != "" {
-		var err error
-		if loc, err = time.LoadLocation(timezone); err != nil {
-			return nil, nil, fmt.Errorf("unknown time zone %q", timezone)
-		}
-	}
-	s, err := parser.Parse(expr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%q: %v", expr, err)
-	}
-	spec, ok := s.(*cron.SpecSchedule)
-	if !ok {
-		return nil, nil, fmt.Errorf("%q is not a calendar schedule", expr)
-	}
-	spec.Location = loc
-	if spec.Next(time.Now()).IsZero() {
-		return nil, nil, fmt.Errorf("%q never fires", expr)
-	}
-	return spec, loc, nil
+	sched *cron.SpecSchedule // its Location is the schedule's time zone
 }
 
 // Parse checks s and returns its Schedule.
@@ -99,11 +58,11 @@ func Parse(s Spec) (*Schedule, error) {
 	if s.Platform == "" || s.Channel == "" {
 		return nil, fmt.Errorf("schedule %s: a platform and a channel are required", s.Name)
 	}
-	spec, loc, err := parseCron(s.Cron, s.Timezone)
+	spec, _, err := config.ParseCron(s.Cron, s.Timezone)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", s.Name, err)
 	}
-	return &Schedule{Spec: s, loc: loc, sched: spec}, nil
+	return &Schedule{Spec: s, sched: spec}, nil
 }
 
 // Next returns the schedule's first firing after t.
@@ -112,7 +71,7 @@ func (s *Schedule) Next(t time.Time) time.Time {
 }
 
 // Location is the schedule's time zone.
-func (s *Schedule) Location() *time.Location { return s.loc }
+func (s *Schedule) Location() *time.Location { return s.sched.Location }
 
 // maxLookBack bounds how far Prev looks for a firing: the cron library
 // looks five years ahead.

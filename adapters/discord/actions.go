@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -80,23 +79,12 @@ func actionComponents(actions []chat.Action) []discordgo.MessageComponent {
 // none is valid.
 func selectMenu(act chat.Action) (discordgo.SelectMenu, bool) {
 	var opts []discordgo.SelectMenuOption
-	for _, o := range act.Options {
-		if !chat.ValidChoice(o.Value) || len(opts) == maxSelectOptions {
-			continue
-		}
-		label := o.Label
-		if strings.TrimSpace(label) == "" {
-			label = o.Value
-		}
-		opts = append(opts, discordgo.SelectMenuOption{Label: truncateRunes(label, maxOptionLabelChars), Value: o.Value})
-	}
-	placeholder := act.Label
-	if strings.TrimSpace(placeholder) == "" {
-		placeholder = "Choose…"
+	for _, o := range chat.MenuOptions(act, maxSelectOptions) {
+		opts = append(opts, discordgo.SelectMenuOption{Label: truncateRunes(o.Label, maxOptionLabelChars), Value: o.Value})
 	}
 	one := 1
 	return discordgo.SelectMenu{
-		MenuType: discordgo.StringSelectMenu, CustomID: act.ID, Placeholder: truncateRunes(placeholder, maxPlaceholderChars),
+		MenuType: discordgo.StringSelectMenu, CustomID: act.ID, Placeholder: truncateRunes(chat.MenuPlaceholder(act), maxPlaceholderChars),
 		MinValues: &one, MaxValues: 1, Options: opts,
 	}, len(opts) > 0
 }

@@ -14,9 +14,9 @@ var (
 	_ chat.OnceOpener = (*Adapter)(nil)
 )
 
-// Open implements chat.Opener: text is posted in the channel and a thread is
-// started from it, named after its first line; the thread takes the
-// message's id.
+// Open implements chat.Opener: text is posted in the channel, pinging
+// nobody, and a thread is started from it, named after its first line; the
+// thread takes the message's id.
 func (a *Adapter) Open(ctx context.Context, channel, text string) (chat.ThreadRef, error) {
 	return a.OpenOnce(ctx, channel, text, chat.PostKey{})
 }
@@ -26,8 +26,12 @@ func (a *Adapter) Open(ctx context.Context, channel, text string) (chat.ThreadRe
 // minutes) gets the message posted before; a thread started on it already
 // is taken as the thread.
 func (a *Adapter) OpenOnce(ctx context.Context, channel, text string, key chat.PostKey) (chat.ThreadRef, error) {
+	// The message answers nobody, so it pings nobody: not the last person
+	// the bot answered in the channel, whom its text (an issue's, a
+	// schedule's) may name.
 	key.Notify, key.Stream = "", false
-	id, err := a.PostOnce(ctx, chat.ThreadRef{Platform: Platform, Channel: channel, Thread: channel}, text, key)
+	none := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	id, err := a.postOnce(ctx, chat.ThreadRef{Platform: Platform, Channel: channel, Thread: channel}, text, key, none)
 	if err != nil {
 		return chat.ThreadRef{}, err
 	}

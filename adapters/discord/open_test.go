@@ -3,6 +3,7 @@ package discord_test
 import (
 	"testing"
 
+	"github.com/threadsmith/threadsmith/adapters/discord"
 	"github.com/threadsmith/threadsmith/chat"
 	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
@@ -47,5 +48,22 @@ func TestOpenOnceOpensOneThread(t *testing.T) {
 				t.Errorf("the thread is named %q, want its title", threads[0].Name)
 			}
 		})
+	}
+}
+
+// The text of an opened thread comes from an issue or a schedule, which an
+// attacker may write: it pings nobody, not even the person the bot last
+// answered in that channel.
+func TestOpenPingsNobody(t *testing.T) {
+	t.Parallel()
+	fake := discordfake.New(t)
+	e := start(t, fake, baseConfig(fake))
+	discord.SetRequester(e.a, general, discordfake.AliceID)
+	text := "issue: <@" + discordfake.AliceID + "> @everyone <@&1>"
+	if _, err := e.a.Open(ctxT(t), general, text); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fake.Notices() {
+		t.Errorf("the opened thread's message pings %+v", n.Mentioned)
 	}
 }

@@ -57,7 +57,13 @@ type messageCreate struct {
 // few minutes is not created, and the first one is returned instead. So a
 // post retried after a timeout shows once.
 func (a *Adapter) PostOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey) (string, error) {
-	body := messageCreate{Content: Text(text), AllowedMentions: a.mentionsIn(thread.Channel), Flags: noEmbeds}
+	return a.postOnce(ctx, thread, text, key, a.mentionsIn(thread.Channel))
+}
+
+// postOnce is PostOnce with what the message may ping (am) when key.Notify
+// names nobody.
+func (a *Adapter) postOnce(ctx context.Context, thread chat.ThreadRef, text string, key chat.PostKey, am *discordgo.MessageAllowedMentions) (string, error) {
+	body := messageCreate{Content: Text(text), AllowedMentions: am, Flags: noEmbeds}
 	if isSnowflake(key.Notify) {
 		// The bot's own mention of the person to tell, the only one the
 		// message may ping.

@@ -81,10 +81,9 @@ func sectionBlocks(mrkdwn string) []slackapi.Block {
 // Block Kit's limits on a static_select: options per menu, and characters
 // of an option's text and of a placeholder.
 const (
-	maxSelectOptions     = 100
-	maxOptionTextChars   = 75
-	maxPlaceholderChars  = 150
-	selectPlaceholderDef = "Choose…"
+	maxSelectOptions    = 100
+	maxOptionTextChars  = 75
+	maxPlaceholderChars = 150
 )
 
 // selectElement is the static_select of a menu action: its first
@@ -92,25 +91,14 @@ const (
 // when none is valid.
 func selectElement(act chat.Action) slackapi.BlockElement {
 	var opts []*slackapi.OptionBlockObject
-	for _, o := range act.Options {
-		if !chat.ValidChoice(o.Value) || len(opts) == maxSelectOptions {
-			continue
-		}
-		label := o.Label
-		if strings.TrimSpace(label) == "" {
-			label = o.Value
-		}
-		opts = append(opts, slackapi.NewOptionBlockObject(o.Value, slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(label, maxOptionTextChars), false, false), nil))
+	for _, o := range chat.MenuOptions(act, maxSelectOptions) {
+		opts = append(opts, slackapi.NewOptionBlockObject(o.Value, slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(o.Label, maxOptionTextChars), false, false), nil))
 	}
 	if len(opts) == 0 {
 		return nil
 	}
-	placeholder := act.Label
-	if strings.TrimSpace(placeholder) == "" {
-		placeholder = selectPlaceholderDef
-	}
 	return slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic,
-		slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(placeholder, maxPlaceholderChars), false, false), act.ID, opts...)
+		slackapi.NewTextBlockObject(slackapi.PlainTextType, cutRunes(chat.MenuPlaceholder(act), maxPlaceholderChars), false, false), act.ID, opts...)
 }
 
 // cutRunes cuts s to at most n characters, the last an ellipsis when cut.

@@ -42,3 +42,22 @@ func TestOpenOnceOpensOneThread(t *testing.T) {
 		t.Errorf("a second Open = %+v, want a thread of its own", other)
 	}
 }
+
+// The text of an opened thread comes from an issue or a schedule, which an
+// attacker may write: its mentions, in any spelling, ping nobody.
+func TestOpenPingsNobody(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	srv.AddChannel(slackfake.Channel{ID: "C0DEV", Name: "dev"})
+	srv.AddUserGroup("S0ALL", "devs")
+	a := newAdapter(t, srv)
+	text := "issue: <!channel> <!here|here> @everyone <@U0ALICE> <!subteam^S0ALL> @devs"
+	if _, err := a.Open(testContext(t), "C0DEV", text); err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.Messages("C0DEV", "")) != 1 {
+		t.Fatal("Open posted no top-level message")
+	}
+	for _, n := range srv.Notices() {
+		t.Errorf("the opened thread's message pings %+v", n.Mentioned)
+	}
+}

@@ -2,6 +2,7 @@ package discordfake
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -163,13 +164,8 @@ func (s *Server) Click(channelID, messageID, userID, customID string) string {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.userChannelLocked(channelID, userID)
-	if !ok {
-		return ""
-	}
-	m := s.messageInLocked(ch, messageID)
-	if m == nil || m.AuthorID != s.cfg.botID {
-		s.t.Errorf("discordfake: Click: no message %s of the bot in %s", messageID, channelID)
+	ch, m := s.botMessageLocked("Click", channelID, messageID, userID)
+	if m == nil {
 		return ""
 	}
 	var btn *Button
@@ -183,22 +179,41 @@ func (s *Server) Click(channelID, messageID, userID, customID string) string {
 		s.t.Errorf("discordfake: Click: message %s has no enabled button %q (it has %+v)", messageID, customID, buttonsOf(m.Components))
 		return ""
 	}
-	now := s.cfg.clock.Now()
+	return s.dispatchComponentLocked(ch, m, userID, obj{"custom_id": customID, "component_type": componentButton})
+}
+
+// botMessageLocked is the bot's message messageID in channelID as userID
+// sees it, or nil (the test failed) when there is none; op names the caller.
+func (s *Server) botMessageLocked(op, channelID, messageID, userID string) (*channelState, *messageState) {
+	s.t.Helper()
+	ch, ok := s.userChannelLocked(channelID, userID)
+	if !ok {
+		return nil, nil
+	}
+	m := s.messageInLocked(ch, messageID)
+	if m == nil || m.AuthorID != s.cfg.botID {
+		s.t.Errorf("discordfake: %s: no message %s of the bot in %s", op, messageID, channelID)
+		return nil, nil
+	}
+	return ch, m
+}
+
+// dispatchComponentLocked dispatches INTERACTION_CREATE of type 3
+// (MESSAGE_COMPONENT) by userID on the bot's message m in ch, with data and
+// the message; it returns the interaction id.
+func (s *Server) dispatchComponentLocked(ch *channelState, m *messageState, userID string, data obj) string {
 	in := &interactionState{Interaction: Interaction{
 		ID:           s.nextIDLocked(),
 		Token:        newInteractionToken(),
-		CustomID:     customID,
+		CustomID:     data["custom_id"].(string),
 		MessageID:    m.ID,
 		GuildID:      ch.GuildID,
 		ChannelID:    ch.ID,
 		UserID:       userID,
-		DispatchedAt: now,
+		DispatchedAt: s.cfg.clock.Now(),
 	}}
 	in.originalID = m.ID // for a component, @original is the message clicked
-	return s.dispatchInteractionLocked(in, ch, 3, obj{
-		"data":    obj{"custom_id": customID, "component_type": componentButton},
-		"message": s.messageObjLocked(m, true, false),
-	})
+	return s.dispatchInteractionLocked(in, ch, 3, obj{"data": data, "message": s.messageObjLocked(m, true, false)})
 }
 
 // linkScheme says whether Discord takes url for a link button: only http,
@@ -293,13 +308,8 @@ func (s *Server) Choose(channelID, messageID, userID, customID, value string) st
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.userChannelLocked(channelID, userID)
-	if !ok {
-		return ""
-	}
-	m := s.messageInLocked(ch, messageID)
-	if m == nil || m.AuthorID != s.cfg.botID {
-		s.t.Errorf("discordfake: Choose: no message %s of the bot in %s", messageID, channelID)
+	ch, m := s.botMessageLocked("Choose", channelID, messageID, userID)
+	if m == nil {
 		return ""
 	}
 	var found *SelectMenu
@@ -313,28 +323,9 @@ func (s *Server) Choose(channelID, messageID, userID, customID, value string) st
 		s.t.Errorf("discordfake: Choose: message %s has no enabled menu %q", messageID, customID)
 		return ""
 	}
-	offered := false
-	for _, o := range found.Options {
-		offered = offered || o.Value == value
-	}
-	if !offered {
+	if !slices.ContainsFunc(found.Options, func(o SelectOption) bool { return o.Value == value }) {
 		s.t.Errorf("discordfake: Choose: menu %q of message %s offers no %q (it has %+v)", customID, messageID, value, found.Options)
 		return ""
 	}
-	now := s.cfg.clock.Now()
-	in := &interactionState{Interaction: Interaction{
-		ID:           s.nextIDLocked(),
-		Token:        newInteractionToken(),
-		CustomID:     customID,
-		MessageID:    m.ID,
-		GuildID:      ch.GuildID,
-		ChannelID:    ch.ID,
-		UserID:       userID,
-		DispatchedAt: now,
-	}}
-	in.originalID = m.ID
-	return s.dispatchInteractionLocked(in, ch, 3, obj{
-		"data":    obj{"custom_id": customID, "component_type": componentStringSelect, "values": []string{value}},
-		"message": s.messageObjLocked(m, true, false),
-	})
+	return s.dispatchComponentLocked(ch, m, userID, obj{"custom_id": customID, "component_type": componentStringSelect, "values": []string{value}})
 }
