@@ -1,13 +1,11 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones on machines without a zoneinfo database
 
 	"github.com/robfig/cron/v3"
 )
@@ -55,41 +53,33 @@ func (c *Config) PlatformChannel(s Schedule) (platform, channel string) {
 
 var scheduleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// cronParser reads the standard five fields and the descriptors (@daily …).
+// cronParser reads the expressions the schedule package runs.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseCron reads a schedule's cron expression in its time zone ("" is
-// UTC) as the bot runs it: a calendar schedule that fires. On error, key
-// names the setting at fault, "cron" or "timezone".
-func ParseCron(expr, timezone string) (sched *cron.SpecSchedule, key string, err error) {
-	loc := time.UTC
+// cronProblem says what is wrong with a schedule's expression and zone.
+func cronProblem(expr, timezone string) (key, problem string) {
 	if timezone != "" {
-		if loc, err = time.LoadLocation(timezone); err != nil {
-			return nil, "timezone", fmt.Errorf("unknown time zone %q (use an IANA name such as Europe/Paris)", timezone)
+		if _, err := time.LoadLocation(timezone); err != nil {
+			return "timezone", fmt.Sprintf("unknown time zone %q (use an IANA name such as Europe/Paris)", timezone)
 		}
 	}
 	expr = strings.TrimSpace(expr)
 	switch {
 	case expr == "":
-		return nil, "cron", errors.New("must not be empty: five fields, minute hour day-of-month month day-of-week (such as 0 9 * * 1-5)")
+		return "cron", "must not be empty: five fields, minute hour day-of-month month day-of-week (such as 0 9 * * 1-5)"
 	case strings.HasPrefix(expr, "@every"):
-		return nil, "cron", fmt.Errorf("%q: @every is not a calendar schedule; use five fields", expr)
+		return "cron", fmt.Sprintf("%q: @every is not a calendar schedule; use five fields", expr)
 	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
-		return nil, "cron", fmt.Errorf("%q: give the time zone as timezone", expr)
+		return "cron", fmt.Sprintf("%q: give the time zone as timezone", expr)
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
-		return nil, "cron", fmt.Errorf("%q: %v", expr, err)
+		return "cron", fmt.Sprintf("%q: %v", expr, err)
 	}
-	spec, ok := s.(*cron.SpecSchedule)
-	if !ok {
-		return nil, "cron", fmt.Errorf("%q is not a calendar schedule", expr)
+	if s.Next(time.Now()).IsZero() {
+		return "cron", fmt.Sprintf("%q never fires", expr)
 	}
-	spec.Location = loc
-	if spec.Next(time.Now()).IsZero() {
-		return nil, "cron", fmt.Errorf("%q never fires", expr)
-	}
-	return spec, "", nil
+	return "", ""
 }
 
 func (c *Config) validateSchedules(v *collector) {
@@ -105,8 +95,8 @@ func (c *Config) validateSchedules(v *collector) {
 			v.add(key+"name", fmt.Sprintf("%q is used by two schedules", s.Name))
 		}
 		seen[s.Name] = true
-		if _, k, err := ParseCron(s.Cron, s.Timezone); err != nil {
-			v.add(key+k, err.Error())
+		if k, p := cronProblem(s.Cron, s.Timezone); p != "" {
+			v.add(key+k, p)
 		}
 		if strings.TrimSpace(s.Prompt) == "" {
 			v.add(key+"prompt", "must not be empty: it is each firing's request")

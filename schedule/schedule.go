@@ -17,10 +17,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	_ "time/tzdata" // time zones on machines without a zoneinfo database
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/threadsmith/threadsmith/config"
 )
 
 // Spec is a schedule as configured.
@@ -47,6 +46,41 @@ type Schedule struct {
 	sched *cron.SpecSchedule // its Location is the schedule's time zone
 }
 
+// parser takes the standard five fields and the descriptors (@daily …).
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func parseCron(expr, timezone string) (*cron.SpecSchedule, error) {
+	expr = strings.TrimSpace(expr)
+	switch {
+	case expr == "":
+		return nil, errors.New("the cron expression is empty")
+	case strings.HasPrefix(expr, "@every"):
+		return nil, fmt.Errorf("%q: @every is not a calendar schedule; use five fields (minute hour day month weekday)", expr)
+	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
+		return nil, fmt.Errorf("%q: give the time zone as timezone, not in the expression", expr)
+	}
+	loc := time.UTC
+	if timezone != "" {
+		var err error
+		if loc, err = time.LoadLocation(timezone); err != nil {
+			return nil, fmt.Errorf("unknown time zone %q", timezone)
+		}
+	}
+	s, err := parser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", expr, err)
+	}
+	spec, ok := s.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a calendar schedule", expr)
+	}
+	spec.Location = loc
+	if spec.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("%q never fires", expr)
+	}
+	return spec, nil
+}
+
 // Parse checks s and returns its Schedule.
 func Parse(s Spec) (*Schedule, error) {
 	if strings.TrimSpace(s.Name) == "" {
@@ -58,7 +92,7 @@ func Parse(s Spec) (*Schedule, error) {
 	if s.Platform == "" || s.Channel == "" {
 		return nil, fmt.Errorf("schedule %s: a platform and a channel are required", s.Name)
 	}
-	spec, _, err := config.ParseCron(s.Cron, s.Timezone)
+	spec, err := parseCron(s.Cron, s.Timezone)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", s.Name, err)
 	}
