@@ -165,11 +165,12 @@ func (t *thread) waitingWork(ctx context.Context) (requesters map[string]bool, r
 }
 
 // whisper sends a note only to the author of in, off the owner (it is a
-// call to the platform); a platform that cannot whisper gets nothing, as a
-// refused message does.
+// call to the platform); on a platform that cannot whisper the note goes to
+// the thread.
 func (t *thread) whisper(in chat.Inbound, note string) {
 	w, ok := t.p.Adapter.(chat.Whisperer)
 	if !ok {
+		t.say(note) // no private notes here: a refusal is still answered
 		return
 	}
 	ctx := t.b.ctx

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/internal/fakes/chatfake"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 	"github.com/threadsmith/threadsmith/storage"
@@ -128,4 +129,20 @@ func TestPushApprovalNoteKeepsFileNamesInCodeSpans(t *testing.T) {
 	if tr := r.chat.Transcript(th); !strings.Contains(tr, want) {
 		t.Errorf("the approval note does not hold %q:\n%s", want, tr)
 	}
+}
+
+// noWhispers is the in-process platform without private notes.
+type noWhispers struct{ chat.Adapter }
+
+// On a platform that cannot send a private note, a refusal is still
+// answered, in the thread: the person is not left without a reply.
+func TestARefusalIsAnsweredWhereNoPrivateNoteExists(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, approvePushes(), func(_ *Config, p *Platform) { p.Adapter = noWhispers{p.Adapter} })
+	r.llm.Push(writeThenAnswer("a.txt", "a", "I wrote a.txt.")...)
+	th := testThread("95.9")
+	r.say(th, alice, "write a.txt", true)
+	r.waitText(th, "⏸️ Not pushed yet: 1 commit")
+	r.say(th, bob, "!push", false)
+	r.waitText(th, "only the person who asked for this work or an approver")
 }

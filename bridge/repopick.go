@@ -205,7 +205,7 @@ func (t *thread) repoCommand(c commandCall) {
 		if chat.ValidChoice(name) {
 			shown = "`" + name + "`"
 		}
-		t.tell(c.in, fmt.Sprintf("Sorry, %s can't be opened in this thread. Here you may use: %s.", shown, strings.Join(open, ", ")))
+		t.whisper(c.in, fmt.Sprintf("Sorry, %s can't be opened in this thread. Here you may use: %s.", shown, strings.Join(open, ", ")))
 		return
 	}
 	if name == t.rec.Repo {
@@ -214,7 +214,7 @@ func (t *thread) repoCommand(c commandCall) {
 	}
 	if !t.mayChoose(ctx, c.author.ID, name) {
 		t.log.Info("refused a repository choice by someone who neither asked here nor approves", "user", c.author.ID)
-		t.tell(c.in, fmt.Sprintf("Sorry, only someone who asked for work in this thread or an approver of `%s` can choose its repository.", name))
+		t.whisper(c.in, fmt.Sprintf("Sorry, only someone who asked for work in this thread or an approver of `%s` can choose its repository.", name))
 		return
 	}
 	who := "`" + codeSafe(displayName(c.author)) + "`"
@@ -317,14 +317,4 @@ func (t *thread) repoFixed(ctx context.Context) string {
 		return fmt.Sprintf("⛔ `%s` has work not pushed yet%s", t.rec.Branch, stays)
 	}
 	return ""
-}
-
-// tell sends a note to the author of in alone where the platform can, else
-// to the thread.
-func (t *thread) tell(in chat.Inbound, note string) {
-	if _, ok := t.p.Adapter.(chat.Whisperer); ok {
-		t.whisper(in, note)
-		return
-	}
-	t.say(note)
 }
