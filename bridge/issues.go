@@ -286,16 +286,7 @@ func (b *Bridge) issueFollowUp(ctx context.Context, rec storage.Thread, kind str
 // issueThread finds the thread working on the issue of repo whose origin
 // is origin.
 func (b *Bridge) issueThread(ctx context.Context, repo, origin string) (storage.Thread, bool, error) {
-	threads, err := b.cfg.Store.ActiveThreads(ctx)
-	if err != nil {
-		return storage.Thread{}, false, err
-	}
-	for _, rec := range threads {
-		if rec.Repo == repo && rec.Origin == origin {
-			return rec, true, nil
-		}
-	}
-	return storage.Thread{}, false, nil
+	return b.activeThread(ctx, func(t storage.Thread) bool { return t.Repo == repo && t.Origin == origin })
 }
 
 // branchThread finds the thread working on repo's branch ("" finds none).
@@ -303,12 +294,17 @@ func (b *Bridge) branchThread(ctx context.Context, repo, branch string) (storage
 	if branch == "" {
 		return storage.Thread{}, false, nil
 	}
+	return b.activeThread(ctx, func(t storage.Thread) bool { return t.Repo == repo && t.Branch == branch })
+}
+
+// activeThread finds the first active thread that match takes.
+func (b *Bridge) activeThread(ctx context.Context, match func(storage.Thread) bool) (storage.Thread, bool, error) {
 	threads, err := b.cfg.Store.ActiveThreads(ctx)
 	if err != nil {
 		return storage.Thread{}, false, err
 	}
 	for _, rec := range threads {
-		if rec.Repo == repo && rec.Branch == branch {
+		if match(rec) {
 			return rec, true, nil
 		}
 	}

@@ -117,7 +117,9 @@ func parseIssueEvent(kind string, h http.Header, body []byte, label string) (ev 
 			ev.number, ev.labeled = p.ObjectAttributes.IID, added
 			return ev, added && ev.number > 0
 		case "Note Hook":
-			if p.ObjectKind != "note" {
+			// A note edited ("update") is not a new comment: only new ones
+			// start or reach a thread, as on the other forges ("created").
+			if p.ObjectKind != "note" || p.ObjectAttributes.Action == "update" {
 				return issueEvent{}, false
 			}
 			switch p.ObjectAttributes.NoteableType {

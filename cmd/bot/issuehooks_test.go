@@ -64,3 +64,29 @@ func TestIssueEventLabels(t *testing.T) {
 		t.Error("github: a removed label was taken")
 	}
 }
+
+// Only a new comment counts: an edited one (GitLab's note "update", the
+// other forges' "edited") starts nothing, so editing a comment into a
+// command later does not open a thread.
+func TestIssueEventEditedComments(t *testing.T) {
+	gl := http.Header{"X-Gitlab-Event": {"Note Hook"}}
+	note := func(action string) string {
+		return `{"object_kind":"note","user":{"id":7,"username":"dev"},"issue":{"iid":12},` +
+			`"object_attributes":{"id":99,"note":"/threadsmith fix it","noteable_type":"Issue"` + action + `}}`
+	}
+	if ev, ok := parseIssueEvent("gitlab", gl, []byte(note(`,"action":"create"`)), "threadsmith"); !ok || ev.number != 12 || ev.commentID != 99 {
+		t.Errorf("gitlab: a new note was not taken: %+v %v", ev, ok)
+	}
+	if _, ok := parseIssueEvent("gitlab", gl, []byte(note("")), "threadsmith"); !ok {
+		t.Error("gitlab: a note without an action (older GitLab) was not taken")
+	}
+	if ev, ok := parseIssueEvent("gitlab", gl, []byte(note(`,"action":"update"`)), "threadsmith"); ok {
+		t.Errorf("gitlab: an edited note was taken: %+v", ev)
+	}
+	for kind, h := range map[string]http.Header{"github": {"X-Github-Event": {"issue_comment"}}, "gitea": {"X-Gitea-Event": {"issue_comment"}}} {
+		body := `{"action":"edited","issue":{"number":12},"comment":{"id":99,"body":"/threadsmith fix it","user":{"login":"dev"},"author_association":"OWNER"},"sender":{"login":"dev"}}`
+		if ev, ok := parseIssueEvent(kind, h, []byte(body), "threadsmith"); ok {
+			t.Errorf("%s: an edited comment was taken: %+v", kind, ev)
+		}
+	}
+}
