@@ -817,29 +817,23 @@ const forgeAuthorID = "forge"
 // chat's allowlists do not apply; delivery is durable and de-duplicated by
 // delivery like any message. It reports whether a thread was found.
 func (b *Bridge) ForgeReview(ctx context.Context, repo, branch, delivery string) (bool, error) {
-	threads, err := b.cfg.Store.ActiveThreads(ctx)
-	if err != nil {
+	rec, found, err := b.branchThread(ctx, repo, branch)
+	if err != nil || !found {
 		return false, err
 	}
-	for _, rec := range threads {
-		if rec.Repo != repo || rec.Branch != branch {
-			continue
-		}
-		p := b.platforms[rec.Key.Platform]
-		if p == nil {
-			return false, nil
-		}
-		in := chat.Inbound{
-			Thread:  refOf(rec.Key),
-			EventID: "forge-review/" + delivery,
-			Author:  chat.Author{ID: forgeAuthorID, Name: "code review"},
-			Text:    "!review",
-			Time:    b.cfg.Now(),
-		}
-		_, err := (&handler{b: b, p: p}).admit(ctx, in, true, "")
-		return true, err
+	p := b.platforms[rec.Key.Platform]
+	if p == nil {
+		return false, nil
 	}
-	return false, nil
+	in := chat.Inbound{
+		Thread:  refOf(rec.Key),
+		EventID: "forge-review/" + delivery,
+		Author:  chat.Author{ID: forgeAuthorID, Name: "code review"},
+		Text:    "!review",
+		Time:    b.cfg.Now(),
+	}
+	_, err = (&handler{b: b, p: p}).admit(ctx, in, true, "")
+	return true, err
 }
 
 // deliveryKeys are the ids that identify a message's deliveries.
