@@ -535,3 +535,47 @@ func TestJoinOnlyJoinsARun(t *testing.T) {
 		t.Errorf("the input hooks saw %q, want %q: refused input is not hooked", hooked, want)
 	}
 }
+
+// Input given with Join whose run ends while its input hooks run is
+// refused with an *IdleError that holds what the hooks made of it: given
+// again with SkipExpansion it starts the next run, and the hooks saw it once.
+func TestJoinRefusedAfterTheHooksKeepsTheirWork(t *testing.T) {
+	g := newGate()
+	var hooked []string
+	var h *harness
+	h = newHarness(t, withTools(g.tool("work", false)), func(c *agent.Config) {
+		c.Extensions = []agent.Extension{{Name: "review", Input: func(_ context.Context, in agent.Input) agent.InputResult {
+			hooked = append(hooked, in.Text)
+			if in.Text != "!review" {
+				return agent.InputResult{}
+			}
+			// The run settles while the hook reads the forge.
+			close(g.open)
+			h.wait()
+			return agent.InputResult{Action: agent.InputTransform, Text: "the review comments"}
+		}}}
+	})
+	h.llm.Push(
+		llmfake.ToolCallReply(llmfake.Call{ID: "c1", Name: "work", Args: `{}`}),
+		llmfake.TextReply("done"),
+		llmfake.TextReply("addressed"),
+	)
+	h.start("task", agent.PromptOptions{})
+	g.waitStarted(t)
+	_, err := h.sess.Start(context.Background(), "!review", agent.PromptOptions{Behavior: agent.BehaviorFollowUp, Join: true})
+	var idle *agent.IdleError
+	if !errors.Is(err, agent.ErrIdle) || !errors.As(err, &idle) || idle.Text != "the review comments" {
+		t.Fatalf("Join as the run ended during the hooks: err %v, want an *IdleError with the hooks' text", err)
+	}
+	if out := h.start(idle.Text, agent.PromptOptions{SkipExpansion: true, Images: idle.Images}); out != agent.Started {
+		t.Fatalf("the refused input given again: %v, want started", out)
+	}
+	h.wait()
+	reqs := h.llm.Requests()
+	if last := reqs[len(reqs)-1].Messages; last[len(last)-1].Content != "the review comments" {
+		t.Errorf("the next run's request ends with %+v, want the hooks' text", last[len(last)-1])
+	}
+	if want := []string{"task", "!review"}; !slices.Equal(hooked, want) {
+		t.Errorf("the input hooks saw %q, want %q: each input once", hooked, want)
+	}
+}

@@ -57,7 +57,8 @@ type PromptOptions struct {
 	// Join makes input that would start a run fail with ErrIdle instead:
 	// it may only join the active one (as Behavior says). The check and the
 	// queueing are one step, so a caller that believes a run goes on cannot
-	// start a second one as the first settles.
+	// start a second one as the first settles. Input refused before the
+	// input hooks ran gets ErrIdle itself; after, an *IdleError.
 	Join bool
 }
 
@@ -88,8 +89,24 @@ var (
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("session closed")
 	// ErrIdle is returned for input given with Join while no run is active.
+	// When the run ended while the input hooks ran, the error is an
+	// *IdleError that holds what the hooks made of the input.
 	ErrIdle = errors.New("no active run to join")
 )
+
+// IdleError is ErrIdle for input whose run ended while its input hooks
+// ran: the hooks have seen it, and must not see it again (a hook may act,
+// as one that reads new review comments marks them read). Give Text and
+// Images again with SkipExpansion once the session is idle.
+type IdleError struct {
+	Text   string
+	Images []llm.Content
+}
+
+func (e *IdleError) Error() string { return ErrIdle.Error() }
+
+// Is makes errors.Is(err, ErrIdle) hold for an *IdleError.
+func (e *IdleError) Is(target error) bool { return target == ErrIdle }
 
 // Config configures a Session.
 type Config struct {
@@ -372,7 +389,7 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	}
 	if opts.Join {
 		s.mu.Unlock()
-		return 0, ErrIdle
+		return 0, &IdleError{Text: text, Images: images}
 	}
 	// 4. Validate before claiming the session.
 	if err := s.validate(); err != nil {

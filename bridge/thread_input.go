@@ -44,6 +44,11 @@ type pendingInput struct {
 	queue   storage.Queue // the queue it waited in before a restart, if any
 	parked  bool          // waited for a run slot (it passed the guard already)
 	granted bool          // a run slot is held for it
+	// expanded is what the session's input hooks made of it when it was
+	// refused as its run ended (agent.IdleError): it is given again as
+	// that, so the hooks, which may act (!review marks comments read), see
+	// it once.
+	expanded *agent.IdleError
 }
 
 // queuedAck is the reaction shown on a queued message until it is delivered.
@@ -323,7 +328,15 @@ func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, tex
 			return none, text, opts.Behavior, plainError{"say what: `!steer <text>` or `!followup <text>`"}
 		}
 	}
-	out, err := t.sess.Start(ctx, text, opts)
+	given := text
+	if pi.expanded != nil {
+		given, opts.Images, opts.SkipExpansion = pi.expanded.Text, pi.expanded.Images, true
+	}
+	out, err := t.sess.Start(ctx, given, opts)
+	var idle *agent.IdleError
+	if errors.As(err, &idle) {
+		pi.expanded = idle
+	}
 	return out, text, opts.Behavior, err
 }
 

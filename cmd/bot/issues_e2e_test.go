@@ -177,7 +177,8 @@ func TestIssueOpensAThread(t *testing.T) {
 			if code := fake.CommentOn(prs[0].Number, true, dev, "/threadsmith rename the function"); code != http.StatusAccepted {
 				t.Fatalf("a command on the thread's pull request got %d", code)
 			}
-			e.waitFor("the command reaching the thread", func() bool { return requestsWith(e, "rename the function") > 0 })
+			e.waitFor("the command reaching the thread", func() bool { return requestsWith(e, "rename the function") > 0 },
+				func() string { return "thread:\n" + e.transcript(issueChan, root.TS) })
 			if n := len(issueThreads(e)); n != 1 {
 				t.Errorf("%d threads opened, want one", n)
 			}
