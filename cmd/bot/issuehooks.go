@@ -30,12 +30,10 @@ type issueEvent struct {
 	// author is who did it, as the forge is asked about them (GitLab's
 	// numeric id, GitHub's and Gitea's login); name is how they are shown.
 	author, name string
-	// pusher is GitHub's own word that the comment's author may push
-	// (author_association); GitHub's label events and the other forges'
-	// events leave it false, and the forge is asked.
-	pusher bool
-	// askGitHub says the author's permission is to be asked of GitHub (a
-	// label event, which carries no author_association).
+	// askGitHub says the author's permission is to be asked of GitHub: a
+	// label event (which carries no author_association), or a comment
+	// whose author_association says its author may have write access.
+	// Other GitHub authors may not push; the other forges are always asked.
 	askGitHub bool
 }
 
@@ -172,7 +170,7 @@ func parseIssueEvent(kind string, h http.Header, body []byte, label string) (ev 
 			}
 			ev.comment, ev.commentID = p.Comment.Body, p.Comment.ID
 			ev.author, ev.name = p.Comment.User.Login, p.Comment.User.Login
-			ev.pusher = repoPeople[p.Comment.AuthorAssociation]
+			ev.askGitHub = repoPeople[p.Comment.AuthorAssociation]
 			return ev, ev.number > 0 && ev.commentID > 0
 		}
 	}
@@ -219,12 +217,12 @@ func issueHook(ctx context.Context, b issueOpener, repo config.Repo, kind string
 	out, err := b.ForgeIssue(ctx, bridge.IssueEvent{
 		Repo: repo.Name, Number: ev.number, Pull: ev.pull, Labeled: ev.labeled,
 		Comment: ev.comment, CommentID: ev.commentID, Command: command, Request: request, Author: ev.name,
-		// Only people who may push start or steer a thread: GitHub says so
-		// of a comment's author; its label events and the other forges
-		// are asked, only when the event would do something.
+		// Only people who may push start or steer a thread: the forge is
+		// asked, only when the event would do something (and on GitHub only
+		// about people associated with the repository).
 		MayPush: func(ctx context.Context) (bool, error) {
 			if kind == forge.GitHub && !ev.askGitHub {
-				return ev.pusher, nil
+				return false, nil
 			}
 			return client.MayWrite(ctx, ev.author)
 		},

@@ -288,10 +288,12 @@ func reviewHook(kind, branch, secret string) (string, http.Header) {
 		return body, h
 	case "gitea":
 		body = `{"action":"reviewed","sender":{"login":"dev"},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
-		h.Set("X-Gitea-Event", "pull_request_review_comment")
+		// Gitea's coarse event and its fine type, as it sends them.
+		h.Set("X-Gitea-Event", "pull_request_comment")
+		h.Set("X-Gitea-Event-Type", "pull_request_review_comment")
 		h.Set("X-Gitea-Delivery", "delivery-77")
 	default:
-		body = `{"action":"created","comment":{"author_association":"MEMBER"},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
+		body = `{"action":"created","comment":{"author_association":"MEMBER","user":{"login":"dev"}},"pull_request":{"head":{"ref":"` + branch + `","repo":{"full_name":"acme/app"}},"base":{"repo":{"full_name":"acme/app"}}}}`
 		h.Set("X-GitHub-Event", "pull_request_review_comment")
 		h.Set("X-GitHub-Delivery", "delivery-77")
 	}
@@ -332,11 +334,12 @@ func sign(kind, body, secret string, h http.Header) {
 }
 
 // fromStranger is a review webhook's body as written by someone who may
-// not push to the repository (GitHub says so; GitLab's user 9 and Gitea's
-// mallory have no access on the fake forge).
+// not push to the repository: GitHub's mallory is a member of the
+// organisation (MEMBER) without write access here; GitLab's user 9 and
+// Gitea's mallory have no access on the fake forge.
 func fromStranger(kind, body string) string {
 	who := map[string][2]string{
-		"github": {`"author_association":"MEMBER"`, `"author_association":"NONE"`},
+		"github": {`"login":"dev"`, `"login":"mallory"`},
 		"gitlab": {`"id":7,"username":"dev"`, `"id":9,"username":"mallory"`},
 		"gitea":  {`"login":"dev"`, `"login":"mallory"`},
 	}[kind]
@@ -349,8 +352,8 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 	body, h := reviewHook("github", "bot/x", "s")
 	// GitHub's delivery header is not signed: the handler identifies the
 	// event by its body.
-	if branch, id, author := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "" || author != "" {
-		t.Errorf("github: %q %q", branch, id)
+	if branch, id, author := reviewEvent("github", h, []byte(body)); branch != "bot/x" || id != "" || author != "dev" {
+		t.Errorf("github: %q %q %q", branch, id, author)
 	}
 	h.Set("X-GitHub-Event", "push")
 	if branch, _, _ := reviewEvent("github", h, []byte(body)); branch != "" {
@@ -394,6 +397,26 @@ func TestReviewEventDeliveryIDs(t *testing.T) {
 			t.Errorf("%s: the project's own request: %q", kind, branch)
 		}
 	}
+	// Gitea names a review in its event's fine type: a review comment,
+	// an approval and a rejection are reviews; a plain comment on the pull
+	// request, and the coarse event alone, are not.
+	gb, gh := reviewHook("gitea", "bot/z", "s")
+	for typ, want := range map[string]string{"pull_request_review_comment": "bot/z", "pull_request_review_approved": "bot/z",
+		"pull_request_review_rejected": "bot/z", "pull_request_comment": "", "issue_comment": "", "": ""} {
+		h := gh.Clone()
+		h.Set("X-Gitea-Event-Type", typ)
+		if typ == "" {
+			h.Del("X-Gitea-Event-Type")
+			h.Set("X-Gitea-Event", "pull_request_review_comment")
+		}
+		if branch, _, _ := reviewEvent("gitea", h, []byte(gb)); branch != want {
+			t.Errorf("gitea %q: branch %q, want %q", typ, branch, want)
+		}
+		fj := http.Header{"X-Forgejo-Event-Type": {typ}}
+		if branch, _, _ := reviewEvent("gitea", fj, []byte(gb)); branch != want {
+			t.Errorf("forgejo %q: branch %q, want %q", typ, branch, want)
+		}
+	}
 	gt, gth := reviewHook("gitea", "bot/z", "s")
 	if !verifyWebhook("gitea", "s", gth, []byte(gt)) || verifyWebhook("gitea", "s", gth, []byte(gt+" ")) {
 		t.Error("gitea signature check: a changed body must not pass")
@@ -428,6 +451,7 @@ func TestReviewWebhookDuringARunIsAFollowUp(t *testing.T) {
 		}
 		return llmfake.TextReply("ok: " + lastUserText(r))
 	})
+	fake.SetAccess("dev", 30)
 	root := e.slack.Mention(slackChan, aliceID, "add the first file", "")
 	e.waitText(slackChan, root, "|pull request #1>")
 	fake.AddComment(1, forgefake.Comment{ID: 5, Author: "reviewer", Body: "rename file1", Path: "file1.txt", Line: 1, Review: true})
@@ -465,7 +489,7 @@ func (r *reviewCalls) ForgeReview(context.Context, string, string, string) (bool
 // nothing (anyone may comment on a public project).
 func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"gitlab", "gitea"} {
+	for _, kind := range []string{"github", "gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			const secret = "hook-secret-0123456789"
 			cfg := &config.Config{}
@@ -487,7 +511,7 @@ func TestReviewWebhookWithoutATokenStartsNothing(t *testing.T) {
 // nothing reaches the thread until the answer is known.
 func TestReviewWebhookWaitsForTheForgesAnswerAboutTheAuthor(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"gitlab", "gitea"} {
+	for _, kind := range []string{"github", "gitlab", "gitea"} {
 		t.Run(kind, func(t *testing.T) {
 			const secret, token = "hook-secret-0123456789", "forge-token-0001"
 			fake := forgefake.New(t, kind, "acme/app", token)

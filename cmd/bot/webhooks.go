@@ -75,26 +75,26 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			w.WriteHeader(status)
 			return
 		}
-		if kind == forge.GitLab || kind == forge.Gitea {
-			// Anyone who may comment is not anyone who may start a run:
-			// only people who may push to the repository do (as GitHub's
-			// author_association says of its own).
-			if repo.client == nil {
-				log.Warn("webhook ignored: without the repository's token the bot cannot tell whether the author may push", "repo", repo.Name)
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-			ok, err := repo.client.MayWrite(ctx, author)
-			if err != nil {
-				log.Warn("webhook: asking the forge about the comment's author failed", "repo", repo.Name, "err", err)
-				http.Error(w, "try again", http.StatusServiceUnavailable)
-				return
-			}
-			if !ok {
-				log.Info("webhook: the comment's author may not push; it waits for !review", "repo", repo.Name, "branch", branch, "author", author)
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
+		// Anyone who may comment is not anyone who may start a run:
+		// only people who may push to the repository do, as the forge
+		// says when asked (GitHub's author_association only narrows
+		// who is asked: a read-only collaborator is a COLLABORATOR, an
+		// organisation's member a MEMBER, whatever they may do here).
+		if repo.client == nil {
+			log.Warn("webhook ignored: without the repository's token the bot cannot tell whether the author may push", "repo", repo.Name)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		mayPush, err := repo.client.MayWrite(ctx, author)
+		if err != nil {
+			log.Warn("webhook: asking the forge about the comment's author failed", "repo", repo.Name, "err", err)
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		if !mayPush {
+			log.Info("webhook: the comment's author may not push; it waits for !review", "repo", repo.Name, "branch", branch, "author", author)
+			w.WriteHeader(http.StatusNoContent)
+			return
 		}
 		if delivery == "" || strings.HasPrefix(delivery, "/") {
 			// No id of GitLab's (reviewEvent gives none of GitHub's and
@@ -147,8 +147,10 @@ func verifyWebhook(kind, secret string, h http.Header, body []byte) bool {
 	}
 }
 
-// repoPeople are GitHub's author associations of people with write access
-// to the repository (or its organisation's members).
+// repoPeople are GitHub's author associations of people who may have write
+// access to the repository: its owner, its collaborators (of any role,
+// read-only included) and its organisation's members. GitHub is asked
+// whether they do.
 var repoPeople = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
 
 // reviewEvent returns the head branch of a review-comment event, GitLab's
@@ -173,13 +175,19 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, aut
 				Repo repo `json:"repo"`
 			} `json:"base"`
 		} `json:"pull_request"`
-		// GitHub says how the comment's (review's) author relates to the
-		// repository.
+		// GitHub says who wrote the comment (review) and how they relate
+		// to the repository.
 		Comment struct {
 			AuthorAssociation string `json:"author_association"`
+			User              struct {
+				Login string `json:"login"`
+			} `json:"user"`
 		} `json:"comment"`
 		Review struct {
 			AuthorAssociation string `json:"author_association"`
+			User              struct {
+				Login string `json:"login"`
+			} `json:"user"`
 		} `json:"review"`
 		ObjectKind       string `json:"object_kind"`
 		ObjectAttributes struct {
@@ -216,25 +224,47 @@ func reviewEvent(kind string, h http.Header, body []byte) (branch, delivery, aut
 		}
 		return p.MergeRequest.SourceBranch, h.Get("X-Gitlab-Event-UUID") + "/" + strconv.FormatInt(p.ObjectAttributes.ID, 10), strconv.FormatInt(p.User.ID, 10)
 	case forge.Gitea:
-		switch h.Get("X-Gitea-Event") {
-		case "pull_request_review_comment", "pull_request_review_rejected", "pull_request_review_approved", "pull_request_comment":
-			if p.Sender.Login == "" {
-				return "", "", ""
-			}
+		if giteaReviews[giteaEventType(h)] && p.Sender.Login != "" {
 			return p.PullRequest.Head.Ref, "", p.Sender.Login
 		}
 	default:
 		switch h.Get("X-GitHub-Event") {
 		case "pull_request_review_comment", "pull_request_review":
 			// Anyone may comment on a public repository's pull request; only
-			// the repository's own people start a run by doing so (a
-			// stranger's comment still reaches the model when someone in the
-			// thread asks for it with !review).
-			if (p.Action == "created" || p.Action == "submitted") &&
-				(repoPeople[p.Comment.AuthorAssociation] || repoPeople[p.Review.AuthorAssociation]) {
-				return p.PullRequest.Head.Ref, "", ""
+			// people who may push start a run by doing so (a stranger's
+			// comment still reaches the model when someone in the thread
+			// asks for it with !review). Those GitHub does not associate
+			// with the repository are not even asked about.
+			author, assoc := p.Comment.User.Login, p.Comment.AuthorAssociation
+			if p.Review.User.Login != "" {
+				author, assoc = p.Review.User.Login, p.Review.AuthorAssociation
+			}
+			if (p.Action == "created" || p.Action == "submitted") && repoPeople[assoc] && author != "" {
+				return p.PullRequest.Head.Ref, "", author
 			}
 		}
 	}
 	return "", "", ""
+}
+
+// giteaReviews are the event types of Gitea's (and Forgejo's) webhooks
+// about a pull request's review: its X-Gitea-Event-Type. A plain comment on
+// a pull request is an issue comment ("pull_request_comment" there,
+// "issue_comment" as the event).
+var giteaReviews = map[string]bool{
+	"pull_request_review_comment":  true,
+	"pull_request_review_approved": true,
+	"pull_request_review_rejected": true,
+}
+
+// giteaEventType is a Gitea or Forgejo webhook's fine event type. Gitea
+// sends the coarse event in X-Gitea-Event ("pull_request_comment" for a
+// review comment, "pull_request_approved", "issue_comment" for any
+// comment) and the fine one in X-Gitea-Event-Type; Forgejo sends both under
+// its own name too.
+func giteaEventType(h http.Header) string {
+	if t := h.Get("X-Gitea-Event-Type"); t != "" {
+		return t
+	}
+	return h.Get("X-Forgejo-Event-Type")
 }

@@ -244,7 +244,9 @@ func (s *Server) association(user string) string {
 	switch {
 	case user == owner:
 		return "OWNER"
-	case s.access[user] >= 30:
+	case s.access[user] > 0:
+		// Every collaborator, whatever their role: GitHub says
+		// COLLABORATOR of read-only ones too.
 		return "COLLABORATOR"
 	}
 	return "NONE"
