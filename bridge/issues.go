@@ -286,7 +286,7 @@ func (b *Bridge) issueFollowUp(ctx context.Context, rec storage.Thread, kind str
 // issueThread finds the thread working on the issue of repo whose origin
 // is origin.
 func (b *Bridge) issueThread(ctx context.Context, repo, origin string) (storage.Thread, bool, error) {
-	return b.activeThread(ctx, func(t storage.Thread) bool { return t.Repo == repo && t.Origin == origin })
+	return b.activeThread(ctx, storage.ThreadQuery{Repo: repo, Origin: origin})
 }
 
 // branchThread finds the thread working on repo's branch ("" finds none).
@@ -294,21 +294,18 @@ func (b *Bridge) branchThread(ctx context.Context, repo, branch string) (storage
 	if branch == "" {
 		return storage.Thread{}, false, nil
 	}
-	return b.activeThread(ctx, func(t storage.Thread) bool { return t.Repo == repo && t.Branch == branch })
+	return b.activeThread(ctx, storage.ThreadQuery{Repo: repo, Branch: branch})
 }
 
-// activeThread finds the first active thread that match takes.
-func (b *Bridge) activeThread(ctx context.Context, match func(storage.Thread) bool) (storage.Thread, bool, error) {
-	threads, err := b.cfg.Store.ActiveThreads(ctx)
-	if err != nil {
-		return storage.Thread{}, false, err
+// activeThread finds the oldest active thread q names: one indexed read,
+// whatever the number of threads (every comment on a public project's
+// issues asks).
+func (b *Bridge) activeThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, bool, error) {
+	rec, err := b.cfg.Store.FindActiveThread(ctx, q)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Thread{}, false, nil
 	}
-	for _, rec := range threads {
-		if match(rec) {
-			return rec, true, nil
-		}
-	}
-	return storage.Thread{}, false, nil
+	return rec, err == nil, err
 }
 
 // openIssue reads the issue and opens its thread (once per issue: the

@@ -21,6 +21,10 @@ type ThreadStore interface {
 	// ActiveThreads returns every active thread, oldest first, for resuming
 	// at start.
 	ActiveThreads(ctx context.Context) ([]Thread, error)
+	// FindActiveThread returns the oldest active thread of q.Repo working
+	// on q.Branch, or whose origin is q.Origin when q.Branch is "", or
+	// ErrNotFound; a query naming neither finds nothing.
+	FindActiveThread(ctx context.Context, q ThreadQuery) (Thread, error)
 	// RecentThreads returns the platform's active threads a person wrote in
 	// at or after since, oldest first: the threads worth catching up on after
 	// a reconnect. Idle and closed threads are left out, however many there

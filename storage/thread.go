@@ -40,6 +40,12 @@ type ThreadInit struct {
 	Origin string
 }
 
+// ThreadQuery names a repository's thread by the branch it works on, or by
+// where it came from (its Origin, such as "issue #12").
+type ThreadQuery struct {
+	Repo, Branch, Origin string
+}
+
 // Thread is a chat thread hosting a session.
 type Thread struct {
 	ID  int64

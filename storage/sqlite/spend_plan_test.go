@@ -33,3 +33,30 @@ func TestAuthorSpendReadsRunsByIndex(t *testing.T) {
 		t.Errorf("plan %q scans a table of runs", p)
 	}
 }
+
+// FindActiveThread reads a repository's active thread through an index,
+// never by scanning every thread (each forge webhook asks).
+func TestFindActiveThreadReadsByIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	openAt(t, path) // migrated
+	raw := rawDB(t, path)
+	for _, q := range sqlite.FindThreadQueries {
+		rows, err := raw.Query(`EXPLAIN QUERY PLAN `+q, "app", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); strings.Contains(p, "SCAN t") {
+			t.Errorf("plan %q scans the threads", p)
+		}
+	}
+}

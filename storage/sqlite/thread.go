@@ -101,6 +101,25 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]storage.Thread, error) {
 	return out, opError("active threads", rows.Err())
 }
 
+// FindActiveThread implements storage.Store.
+func (db *DB) FindActiveThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, error) {
+	col, val := "t.branch", q.Branch
+	if q.Branch == "" {
+		col, val = "t.origin", q.Origin
+	}
+	if val == "" {
+		return storage.Thread{}, fmt.Errorf("storage: find thread: %w", storage.ErrNotFound)
+	}
+	t, err := scanThread(db.r.QueryRowContext(ctx, findThreadQuery(col), q.Repo, val))
+	return t, lookupError("find thread", err)
+}
+
+// findThreadQuery reads the oldest active thread of a repository whose col
+// is a value, through the index on (repo, col) of active threads.
+func findThreadQuery(col string) string {
+	return `SELECT ` + threadColumns + threadFrom + `WHERE t.state = 'active' AND t.repo = ? AND ` + col + ` = ? ORDER BY t.id LIMIT 1`
+}
+
 // RecentThreads implements storage.Store.
 func (db *DB) RecentThreads(ctx context.Context, platform string, since time.Time) ([]storage.Thread, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+threadColumns+threadFrom+

@@ -76,3 +76,41 @@ func testOpenings(t *testing.T, s *suite) {
 		t.Errorf("a thread a person started has origin %q", th.Origin)
 	}
 }
+
+// testFindActiveThread: a repository's active thread is found by its
+// branch or by its origin, the oldest first; closed threads, other
+// repositories and empty queries find nothing.
+func testFindActiveThread(t *testing.T, s *suite) {
+	open := func(ts string, init storage.ThreadInit) storage.Thread {
+		th, _, err := s.db.EnsureThread(s.ctx, storage.ThreadKey{Platform: "slack", Team: "T1", Channel: "C1", Thread: ts}, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return th
+	}
+	first := open("1.1", storage.ThreadInit{Repo: "app", Branch: "bot/a", Origin: "issue #12"})
+	open("1.2", storage.ThreadInit{Repo: "app", Branch: "bot/a", Origin: "issue #12"})
+	other := open("1.3", storage.ThreadInit{Repo: "lib", Branch: "bot/b", Origin: "issue #13"})
+	open("1.4", storage.ThreadInit{Repo: "app", Branch: "bot/c"})
+	for _, q := range []storage.ThreadQuery{{Repo: "app", Branch: "bot/a"}, {Repo: "app", Origin: "issue #12"}} {
+		if th, err := s.db.FindActiveThread(s.ctx, q); err != nil || th.ID != first.ID || th.Origin != "issue #12" {
+			t.Errorf("FindActiveThread(%+v) = %+v, %v; want the oldest, %d", q, th, err, first.ID)
+		}
+	}
+	if th, err := s.db.FindActiveThread(s.ctx, storage.ThreadQuery{Repo: "lib", Origin: "issue #13"}); err != nil || th.ID != other.ID {
+		t.Errorf("FindActiveThread in lib = %+v, %v; want %d", th, err, other.ID)
+	}
+	if err := s.db.SetThreadState(s.ctx, other.ID, storage.ThreadClosed); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []storage.ThreadQuery{
+		{Repo: "lib", Origin: "issue #13"}, // closed
+		{Repo: "lib", Branch: "bot/a"},     // another repository's branch
+		{Repo: "app", Origin: "issue #99"},
+		{Repo: "app"}, // names nothing: threads without an origin are not found by ""
+	} {
+		if th, err := s.db.FindActiveThread(s.ctx, q); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("FindActiveThread(%+v) = %+v, %v; want ErrNotFound", q, th, err)
+		}
+	}
+}

@@ -81,6 +81,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"ThreadVersion", testThreadVersion},
 		{"Events", testEvents},
 		{"Openings", testOpenings},
+		{"FindActiveThread", testFindActiveThread},
 		{"Firings", testFirings},
 		{"Ops", testOps},
 		{"PendingPosts", testPendingPosts},
