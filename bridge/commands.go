@@ -40,9 +40,12 @@ type command struct {
 	// whileWaiting answers it at once while the thread's request waits for a
 	// run slot, and reports whether it did; nil: it waits its turn.
 	whileWaiting func(t *thread) bool
-	// sessionless says run answers it in a thread whose session is not open,
-	// or that has none (commandCall.s is nil then), without opening it.
-	sessionless bool
+	// sessionless says the command needs no session: run answers it in a
+	// thread whose session is not open, or that has none (commandCall.s is
+	// nil then), without opening it; and sessionless itself answers it in
+	// a thread the bridge has no record of, with the message to post ("":
+	// none), off any thread.
+	sessionless func(b *Bridge, ctx context.Context, p *platform, in chat.Inbound) string
 	// unopened is sessionless for a thread of the bridge only: in a thread
 	// it has no record of, the command is not answered.
 	unopened bool
@@ -202,15 +205,17 @@ func init() {
 				Description: fmt.Sprintf("List your last %d sessions with their state, repo, branch, activity, cost and links", sessionsShown)},
 			mode:        storage.ModeCommand,
 			run:         (*thread).sessionsCommand,
-			sessionless: true,
+			sessionless: (*Bridge).answerSessions,
 		},
 		{
 			CommandSpec: chat.CommandSpec{Name: "schedules",
 				Help:        "`!schedules` — the configured schedules and when each fires next",
 				Description: "List the configured schedules and when each fires next"},
-			mode:        storage.ModeCommand,
-			run:         (*thread).schedulesCommand,
-			sessionless: true,
+			mode: storage.ModeCommand,
+			run:  (*thread).schedulesCommand,
+			sessionless: func(b *Bridge, _ context.Context, _ *platform, _ chat.Inbound) string {
+				return b.schedulesText()
+			},
 		},
 		{
 			// A request to the model, expanded by an input hook (reviewInput).

@@ -375,7 +375,7 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("!%s: argument %+v, want its name, description and placeholder", c.Name, *a)
 		}
 		answered := c.mode == storage.ModeCommand
-		if (c.run != nil) != answered || (!answered && (c.noSession != nil || c.whileWaiting != nil)) {
+		if (c.run != nil) != answered || (!answered && (c.noSession != nil || c.whileWaiting != nil || c.sessionless != nil)) {
 			t.Errorf("!%s (mode %q): a handler exactly when the bot answers it", c.Name, c.mode)
 		}
 		if (c.mode == storage.ModeSteer || c.mode == storage.ModeFollowUp) && (c.Arg == nil || !c.Arg.Required) {

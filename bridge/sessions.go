@@ -100,7 +100,7 @@ func (b *Bridge) answerSessions(ctx context.Context, p *platform, in chat.Inboun
 // (command.sessionless).
 func sessionless(text string) bool {
 	c := classify(text)
-	return c.command && lookupCommand(c.name).sessionless
+	return c.command && lookupCommand(c.name).sessionless != nil
 }
 
 // answerUnknownThread answers a sessionless command in a thread the bridge
@@ -122,13 +122,7 @@ func (h *handler) answerUnknownThread(ctx context.Context, in chat.Inbound) (cha
 	if !first {
 		return chat.Duplicate, nil
 	}
-	text := ""
-	if classify(in.Text).name == "schedules" {
-		text = b.schedulesText()
-	} else {
-		text = b.answerSessions(ctx, p, in)
-	}
-	if text != "" {
+	if text := lookupCommand(classify(in.Text).name).sessionless(b, ctx, p, in); text != "" {
 		p.Outbox.Post(in.Thread, text, outbox.High, nil)
 	}
 	return chat.Accepted, nil

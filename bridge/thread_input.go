@@ -169,7 +169,7 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if t.sess != nil {
 		return false, true
 	}
-	if c.command && (lookupCommand(c.name).sessionless || lookupCommand(c.name).unopened) {
+	if c.command && (lookupCommand(c.name).sessionless != nil || lookupCommand(c.name).unopened) {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		_, args := commandWord(pi.in.Text)
 		if err := t.runCommand(t.b.ctx, lookupCommand(c.name), pi, args); err != nil {
