@@ -48,6 +48,13 @@ func testRetention(t *testing.T, s *suite) {
 	if _, err := s.db.RecordDecision(s.ctx, storage.Decision{ThreadID: old.ID, Kind: storage.DecisionApprove, UserID: "U1"}); err != nil {
 		t.Fatal(err)
 	}
+	// The bot opened it (a schedule's firing): the opening goes with it.
+	if _, err := s.db.BeginOpening(s.ctx, "slack", "schedule/nightly/1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.FinishOpening(s.ctx, "slack", "schedule/nightly/1", old.Key); err != nil {
+		t.Fatal(err)
+	}
 	l, ok := s.acquire(old.ID, "me", time.Minute)
 	if !ok {
 		t.Fatal("lease not acquired")
@@ -107,6 +114,9 @@ func testRetention(t *testing.T, s *suite) {
 	}
 	_, err = s.db.GetThread(s.ctx, old.Key)
 	wantErr(t, "GetThread after deletion", err, storage.ErrNotFound)
+	if o, err := s.db.BeginOpening(s.ctx, "slack", "schedule/nightly/1"); err != nil || !o.Created {
+		t.Errorf("BeginOpening of the deleted thread's opening = %+v, %v; want it new (the record went with its thread)", o, err)
+	}
 	_, err = s.db.ThreadByID(s.ctx, old.ID)
 	wantErr(t, "ThreadByID after deletion", err, storage.ErrNotFound)
 	_, err = s.db.GetSession(s.ctx, ss.ID)

@@ -137,6 +137,8 @@ var DeleteThreadStatements = []string{
 	`DELETE FROM sessions WHERE thread_id = $1`,
 	`DELETE FROM inbound WHERE thread_id = $1`,
 	`DELETE FROM thread_leases WHERE thread_id = $1`,
+	// The opening that opened it: asked for again, it opens a new thread.
+	`DELETE FROM openings WHERE (platform, team, channel, thread) IN (SELECT platform, team, channel, thread FROM threads WHERE id = $1)`,
 	`DELETE FROM threads WHERE id = $1`,
 }
 
