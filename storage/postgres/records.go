@@ -99,19 +99,15 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]storage.Thread, error) {
 
 // FindActiveThread implements storage.ThreadStore.
 func (db *DB) FindActiveThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, error) {
-	col, val := "t.branch", q.Branch
-	if q.Branch == "" {
-		col, val = "t.origin", q.Origin
-	}
-	if val == "" {
+	where, args, ok := backend.FindThreadWhere(q)
+	if !ok {
 		return storage.Thread{}, fmt.Errorf("storage: find thread: %w", storage.ErrNotFound)
 	}
 	r, err := db.reader()
 	if err != nil {
 		return storage.Thread{}, opError("find thread", err)
 	}
-	t, err := scanThread(r.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+
-		`WHERE t.state = 'active' AND t.repo = $1 AND `+col+` = $2 ORDER BY t.id LIMIT 1`, q.Repo, val))
+	t, err := scanThread(r.QueryRow(ctx, `SELECT `+threadColumns+threadFrom+`WHERE`+where+`ORDER BY t.id LIMIT 1`, args...))
 	return t, lookupError("find thread", err)
 }
 

@@ -1,5 +1,7 @@
 package sqlite
 
+import "github.com/threadsmith/threadsmith/storage"
+
 // Hooks for the external tests and benchmarks of this package.
 var (
 	WithWriteConns            = withWriteConns
@@ -13,5 +15,8 @@ var (
 // with (args: platform, author id, since in Unix ms).
 var AuthorSpendEndedQuery = endedUsageQuery(authorRuns, authorEnded)
 
-// FindThreadQueries are FindActiveThread's queries, by branch and by origin.
-var FindThreadQueries = []string{findThreadQuery("t.branch"), findThreadQuery("t.origin")}
+// FindThreadQuery is FindActiveThread's query for q, and its arguments.
+func FindThreadQuery(q storage.ThreadQuery) (string, []any) {
+	query, args, _ := findThreadQuery(q)
+	return query, args
+}

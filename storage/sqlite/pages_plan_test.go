@@ -19,21 +19,7 @@ func TestThreadInputIsReadByIndex(t *testing.T) {
 		`SELECT count(*) FROM inbound WHERE thread_id = 1`,
 		`SELECT id, text FROM inbound WHERE thread_id = 1 ORDER BY id`,
 	} {
-		rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING") || !strings.Contains(p, "INDEX inbound_thread") {
+		if p := queryPlan(t, raw, q); !strings.Contains(p, "USING") || !strings.Contains(p, "INDEX inbound_thread") {
 			t.Errorf("%s: plan %q, want the inbound_thread index", q, p)
 		}
 	}

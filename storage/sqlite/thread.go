@@ -103,21 +103,17 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]storage.Thread, error) {
 
 // FindActiveThread implements storage.Store.
 func (db *DB) FindActiveThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, error) {
-	col, val := "t.branch", q.Branch
-	if q.Branch == "" {
-		col, val = "t.origin", q.Origin
-	}
-	if val == "" {
+	query, args, ok := findThreadQuery(q)
+	if !ok {
 		return storage.Thread{}, fmt.Errorf("storage: find thread: %w", storage.ErrNotFound)
 	}
-	t, err := scanThread(db.r.QueryRowContext(ctx, findThreadQuery(col), q.Repo, val))
+	t, err := scanThread(db.r.QueryRowContext(ctx, query, args...))
 	return t, lookupError("find thread", err)
 }
 
-// findThreadQuery reads the oldest active thread of a repository whose col
-// is a value, through the index on (repo, col) of active threads.
-func findThreadQuery(col string) string {
-	return `SELECT ` + threadColumns + threadFrom + `WHERE t.state = 'active' AND t.repo = ? AND ` + col + ` = ? ORDER BY t.id LIMIT 1`
+func findThreadQuery(q storage.ThreadQuery) (string, []any, bool) {
+	where, args, ok := backend.FindThreadWhere(q)
+	return `SELECT ` + threadColumns + threadFrom + `WHERE` + where + `ORDER BY t.id LIMIT 1`, args, ok
 }
 
 // RecentThreads implements storage.Store.

@@ -122,6 +122,18 @@ const ExpiredWhere = ` t.active_at < $1 AND t.updated_at < $1
 	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
 	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > $2) `
 
+// FindThreadWhere is the condition FindActiveThread reads q's thread with,
+// on the partial indexes of active threads by (repo, branch) and (repo,
+// origin), and its two arguments; ok is false when q names neither a branch
+// nor an origin.
+func FindThreadWhere(q storage.ThreadQuery) (where string, args []any, ok bool) {
+	col, val := "t.branch", q.Branch
+	if q.Branch == "" {
+		col, val = "t.origin", q.Origin
+	}
+	return ` t.state = 'active' AND t.repo = $1 AND ` + col + ` = $2 `, []any{q.Repo, val}, val != ""
+}
+
 // DeleteThreadStatements delete a thread's records (DeleteThread), children
 // first so that foreign keys hold; $1 is the thread id, the same on both
 // backends.
