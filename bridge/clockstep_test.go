@@ -53,7 +53,9 @@ func TestReplicaClockBehindDoesNotKeepALapsedLease(t *testing.T) {
 	store.cut.Store(true)
 	cut := time.Now()
 	a.waitUntil("the replica lets the thread go", func() bool { return !a.live(th) })
-	if took := time.Since(cut); took > testTTL+2*time.Second {
+	took := time.Since(cut)
+	t.Logf("let the thread go %s after renewals failed (TTL %s)", took.Round(time.Millisecond), testTTL)
+	if took > testTTL+5*time.Second {
 		t.Errorf("the replica held the thread %s after it last could renew, want within its TTL (%s)", took.Round(time.Millisecond), testTTL)
 	}
 	g.release()
@@ -186,7 +188,7 @@ func TestReplicasWithClocksFiveMinutesApartServeEachThreadOnce(t *testing.T) {
 	ahead.waitUntil("a live replica answers the dead one's queued input", func() bool { return strings.Contains(both(), "ANSWERED once") })
 	took := time.Since(start)
 	t.Logf("the dead replica's thread answered %s after its input was queued (TTL %s)", took.Round(time.Millisecond), testTTL)
-	if took > testTTL+2*time.Second {
+	if took > testTTL+5*time.Second {
 		t.Errorf("takeover took %s, want within the lease (%s) and a poll", took.Round(time.Millisecond), testTTL)
 	}
 	ahead.flush()
