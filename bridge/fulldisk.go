@@ -34,6 +34,16 @@ func (b *Bridge) withReserve(write func() error) error {
 	return err
 }
 
+// appendRepeatable is the sessions' test of an append worth repeating
+// (storeUnavailable); one refused for want of room first hands the disk's
+// reserve to the database.
+func (b *Bridge) appendRepeatable(err error) bool {
+	if errors.Is(err, storage.ErrFull) && b.handOverReserve() {
+		b.log.Warn("the disk is full: its reserve was handed to the database")
+	}
+	return storeUnavailable(err)
+}
+
 // handOverReserve hands the disk's reserve to the database if it still
 // holds it and the disk is full (diskuse.Floor.Check), and reports whether
 // it did.

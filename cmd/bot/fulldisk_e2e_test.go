@@ -169,3 +169,46 @@ func poll(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// The database's own growth fills the disk during a run (a small tmpfs, as
+// root; skipped otherwise): the run's entries, refused for want of room, get
+// the disk's reserve and are stored; the answer is posted and recorded once,
+// and the thread is not told that part of its conversation was lost.
+func TestRunOnAFillingDiskKeepsItsConversation(t *testing.T) {
+	t.Parallel()
+	e := newSlackFakes(t, withConfig(func(c *config.Config) { c.Sandbox.DiskReserve = 4 << 20 }))
+	e.cfg.DataDir = disktest.Small(t, 48<<20)
+	e.start()
+	release := make(chan struct{})
+	long := strings.Repeat("a long answer that the database must find room for. ", 400)
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		<-release
+		return llmfake.TextReply("ANSWER C1 " + long)
+	})
+	root := e.slack.Mention(slackChan, aliceID, "msg C1", "")
+	if _, err := e.llm.WaitRequests(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The disk fills while the model thinks.
+	truncateWAL(t, filepath.Join(e.cfg.DataDir, sqlite.FileName))
+	disktest.Fill(t, filepath.Join(e.cfg.DataDir, "filler"))
+	close(release)
+	e.waitText(slackChan, root, "ANSWER C1")
+	e.waitFor("the run recorded", func() bool { return countFooters(e.threadText(slackChan, root)) == 1 })
+	text := e.threadText(slackChan, root)
+	if strings.Contains(text, "couldn't save part of this conversation") {
+		t.Errorf("the thread was told part of its conversation was lost:\n%s", e.transcript(slackChan, root))
+	}
+	if n := strings.Count(text, "ANSWER C1"); n != 1 {
+		t.Errorf("the answer shows %d times, want once:\n%s", n, e.transcript(slackChan, root))
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.cfg.DataDir, sqlite.FileName)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var stored int
+	if err := db.QueryRow(`SELECT count(*) FROM entries WHERE payload LIKE '%ANSWER C1%'`).Scan(&stored); err != nil || stored != 1 {
+		t.Errorf("the answer's entry stored %d times (%v), want once", stored, err)
+	}
+}
