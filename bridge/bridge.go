@@ -434,7 +434,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		return nil
 	}
 
-	since := b.cfg.Now().Truncate(time.Millisecond)
+	since := b.storedBefore(ctx)
 	runs, err := b.cfg.Store.InterruptRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("bridge: marking interrupted runs: %w", err)

@@ -179,7 +179,7 @@ func (b *Bridge) ownDeadline(l storage.Lease, asked time.Time) storage.Lease {
 // never saw accepted.
 func (t *thread) recoverOwned(ctx context.Context) {
 	b := t.b
-	since := b.cfg.Now().Truncate(time.Millisecond)
+	since := b.storedBefore(ctx)
 	// The notices are stored before the runs are marked: a replica that
 	// dies in between leaves both to the next owner.
 	if all, err := b.cfg.Store.ThreadRuns(ctx, t.rec.ID); err == nil {
