@@ -19,8 +19,10 @@ import (
 // its is stored again.
 
 // fullNotice is what a thread is told, once, when its input cannot be
-// stored because the bot's disk is full.
-const fullNotice = "⚠️ I can't take messages right now: the bot's disk is full. What you send is left with the platform, which delivers it again; I'll answer it once space is freed (if it goes unanswered, send it again then)."
+// stored because the bot's disk is full. It promises no redelivery: Slack
+// delivers what was not acknowledged again (for about five minutes),
+// Discord does not.
+const fullNotice = "⚠️ I can't take messages right now: the bot's disk is full. Once space is freed I'll answer again; if your message goes unanswered then, send it again."
 
 // withReserve runs write, a store's write; refused for want of room, it
 // hands the disk's reserve to the database, if it still holds it, and runs
