@@ -12,11 +12,11 @@ import (
 )
 
 // Input the store refuses for want of room (storage.ErrFull) is not
-// acknowledged: the platform delivers it again, and it is stored then if
-// room returned. Before that the disk's reserve (the agents' quota floor,
+// acknowledged: Slack delivers it again, and it is stored then if room
+// returned. Before that the disk's reserve (the agents' quota floor,
 // diskuse.Floor) is handed to the database and the write tried once more,
 // and a thread whose input is still refused is told once, until input of
-// its is stored again.
+// it is stored again.
 
 // fullNotice is what a thread is told, once, when its input cannot be
 // stored because the bot's disk is full. It promises no redelivery: Slack
