@@ -139,7 +139,8 @@ type Config struct {
 	// timer). Tests replace it to skip retry delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// StoreUnavailable reports whether an error of Store says it could not
-	// be reached (a database restarting): such an append is repeated, with
+	// be reached (a database restarting) or had no room for now: such an
+	// append is repeated, with
 	// pauses, for up to persistPatience before it counts as failed. Nil:
 	// never.
 	StoreUnavailable func(error) bool

@@ -210,6 +210,9 @@ type Bridge struct {
 	// refusedAt is when input was last refused because it could not be
 	// stored (zero: not since the start); Receive reads and writes it.
 	refusedAt time.Time
+	// toldFull holds the threads told that their input cannot be stored for
+	// want of room, until input of theirs is stored again (fulldisk.go).
+	toldFull bounded.Map[string, struct{}]
 
 	intake *intakeGate // new thread owners wait while input is being accepted
 
@@ -277,6 +280,7 @@ func New(cfg Config) (*Bridge, error) {
 		byID:      map[int64]*thread{},
 		released:  bounded.New[int64, int64](cfg.threadMemory),
 		known:     bounded.New[string, struct{}](cfg.threadMemory),
+		toldFull:  bounded.New[string, struct{}](cfg.threadMemory),
 		intake:    newIntakeGate(intakeMaxHold, intakeLinger),
 		opening:   make(chan struct{}, 1),
 		shut:      make(chan struct{}),
@@ -310,6 +314,7 @@ func (b *Bridge) Handler(platformName string) chat.Handler {
 // it shuts down gracefully: no new input, active runs get until shutdownCtx to
 // finish and are then stopped and reported, state is flushed.
 func (b *Bridge) Run(ctx context.Context) error {
+	b.checkReserve()
 	if err := b.recover(ctx); err != nil {
 		return err
 	}
@@ -429,7 +434,7 @@ func (b *Bridge) recover(ctx context.Context) error {
 		return nil
 	}
 
-	since := b.cfg.Now().Truncate(time.Millisecond)
+	since := b.storedBefore(ctx)
 	runs, err := b.cfg.Store.InterruptRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("bridge: marking interrupted runs: %w", err)
@@ -783,19 +788,29 @@ func (h *handler) accept(ctx context.Context, in chat.Inbound, deliveryKeys []st
 		}
 		keep(repo)
 		var a storage.Accepted
-		a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread)), Origin: origin}, sin)
+		err = b.withReserve(func() (err error) {
+			a, err = b.cfg.Store.AcceptInboundInThread(ctx, skey, storage.ThreadInit{Repo: repo, Branch: b.cfg.Workspaces.BranchFor(wsKey(in.Thread)), Origin: origin}, sin)
+			return err
+		})
 		rec, id, dup = a.Thread, a.ID, a.Duplicate
 	case err == nil:
 		sin.ThreadID = rec.ID
 		keep(rec.Repo)
-		id, dup, err = b.cfg.Store.AcceptInbound(ctx, sin)
+		err = b.withReserve(func() (err error) {
+			id, dup, err = b.cfg.Store.AcceptInbound(ctx, sin)
+			return err
+		})
 	}
 	if err != nil || dup {
 		h.dropKept(in, keptIn)
 	}
+	if errors.Is(err, storage.ErrFull) {
+		h.tellFull(in.Thread)
+	}
 	if err != nil {
 		return 0, err
 	}
+	b.storedAgain(key)
 	crashpoint.Hit(crashpoint.Accepted)
 	b.mu.Lock()
 	b.seen.add(deliveryKeys)

@@ -130,6 +130,7 @@ func (t *thread) claim() bool {
 	b := t.b
 	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.Lease.TTL)
 	defer cancel()
+	asked := b.cfg.Now()
 	l, ok, err := b.cfg.Store.AcquireLease(ctx, t.rec.ID, b.cfg.Lease.Owner, b.cfg.Lease.TTL)
 	if err != nil {
 		t.log.Warn("taking the thread's lease", "err", err)
@@ -139,6 +140,7 @@ func (t *thread) claim() bool {
 		t.log.Debug("thread is owned by another replica", "owner", l.Owner)
 		return false
 	}
+	l = b.ownDeadline(l, asked)
 	t.lease.Store(&l)
 	// What this owner queued is not sent once another replica holds the
 	// thread (it was paused past its lease, say): the new owner shows it.
@@ -160,12 +162,24 @@ func (t *thread) claim() bool {
 	return true
 }
 
+// ownDeadline returns l as this replica keeps it: Expires is when the lease
+// runs out by this replica's clock, asked (b.cfg.Now before asking the store;
+// time.Now carries the monotonic clock, which a step of the system clock
+// does not move) plus the TTL. The store's Expires is the store's clock (the
+// database server's, with replicas), which this one's may be minutes off;
+// the deadline comes no later than the store's expiry, so the replica stops
+// posting for the thread before another replica may take it.
+func (b *Bridge) ownDeadline(l storage.Lease, asked time.Time) storage.Lease {
+	l.Expires = asked.Add(b.cfg.Lease.TTL)
+	return l
+}
+
 // recoverOwned reports the run the previous owner left cut off (and pushes
 // its work from the pushed branch), and posts the answers it stored and
 // never saw accepted.
 func (t *thread) recoverOwned(ctx context.Context) {
 	b := t.b
-	since := b.cfg.Now().Truncate(time.Millisecond)
+	since := b.storedBefore(ctx)
 	// The notices are stored before the runs are marked: a replica that
 	// dies in between leaves both to the next owner.
 	if all, err := b.cfg.Store.ThreadRuns(ctx, t.rec.ID); err == nil {
@@ -357,9 +371,11 @@ func (g *leaseGuard) look(ctx context.Context, t *thread, l *storage.Lease, c *l
 	defer close(c.done)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	asked := t.b.cfg.Now()
 	nl, err := t.b.cfg.Store.RenewLease(rctx, *l, t.b.cfg.Lease.TTL)
 	switch {
 	case err == nil:
+		nl = t.b.ownDeadline(nl, asked)
 		c.lease = &nl
 	case errors.Is(err, storage.ErrFenced):
 		g.lose(l)
@@ -439,10 +455,12 @@ func (b *Bridge) keepLeases(ctx context.Context) {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, b.cfg.Lease.Renew)
+			asked := b.cfg.Now()
 			nl, err := b.cfg.Store.RenewLease(rctx, *l, b.cfg.Lease.TTL)
 			cancel()
 			switch {
 			case err == nil:
+				nl = b.ownDeadline(nl, asked)
 				t.lease.CompareAndSwap(l, &nl) // unless the owner released it meanwhile
 			case errors.Is(err, storage.ErrFenced) || b.cfg.Now().After(l.Expires):
 				t.postGuard.lose(l)

@@ -167,8 +167,9 @@ func (t *thread) startSession(ctx context.Context, id string, resume bool) error
 		Logger:        t.log,
 		Now:           b.cfg.Now,
 		Sleep:         b.cfg.Sleep,
-		// An append while the database restarts waits for it.
-		StoreUnavailable: storeUnavailable,
+		// An append while the database restarts waits for it; one the
+		// disk has no room for gets the disk's reserve, or waits for room.
+		StoreUnavailable: b.appendRepeatable,
 	})
 	if err != nil {
 		return err

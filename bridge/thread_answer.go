@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/threadsmith/threadsmith/chat"
@@ -109,7 +110,8 @@ func sendStored(out *outbox.Outbox, store storage.PendingPostStore, ref chat.Thr
 // Those stored since then (this start's notices) are posted for the first
 // time: no look for an earlier copy.
 // threadID limits it to one thread (a replica's takeover); 0 is every thread.
-func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time, threadID int64) {
+// since is storedBefore's answer, taken before those notices were stored.
+func (b *Bridge) recoverAnswers(ctx context.Context, since int64, threadID int64) {
 	posts, err := b.cfg.Store.UnpostedPosts(ctx)
 	if err != nil {
 		b.log.Error("loading answers not yet posted", "err", err)
@@ -121,12 +123,30 @@ func (b *Bridge) recoverAnswers(ctx context.Context, since time.Time, threadID i
 		if p == nil || (threadID != 0 && pp.ThreadID != threadID) {
 			continue
 		}
-		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.CreatedAt.Before(since), "", b.log)
+		sendStored(p.Outbox, b.cfg.Store, refOf(pp.Thread), pp, pp.ID <= since, "", b.log)
 		n++
 	}
 	if n > 0 {
 		b.log.Info("posting answers a previous process did not see accepted", "count", n)
 	}
+}
+
+// storedBefore returns the largest id of the posts stored and not yet
+// posted, so that recoverAnswers tells those (which an earlier process may
+// have posted) from the notices stored after it (ids grow): by id, not by
+// the time each was stored, which was read on a clock that may have stepped
+// since, or on another replica's. When the store cannot say, every post
+// counts as stored before (looked for on the platform before it is posted).
+func (b *Bridge) storedBefore(ctx context.Context) int64 {
+	posts, err := b.cfg.Store.UnpostedPosts(ctx)
+	if err != nil {
+		return math.MaxInt64
+	}
+	var last int64
+	for _, pp := range posts {
+		last = max(last, pp.ID)
+	}
+	return last
 }
 
 // newPostKey is a post's idempotency key: 24 hex characters (Discord's

@@ -305,13 +305,14 @@ func (t *thread) endRunRecord(ctx context.Context, id int64, outcome storage.Run
 
 // whileUnavailable calls write, and calls it again, pausing from
 // storeRetryPause doubling, for as long as it fails with
-// storage.ErrUnavailable, up to storeRetryPatience or ctx's end. It is for
-// writes the caller cannot do without and that are safe to repeat; the
-// caller's goroutine waits.
+// storage.ErrUnavailable or storage.ErrFull (room may return: the disk's
+// reserve handed over, space freed), up to storeRetryPatience or ctx's end.
+// It is for writes the caller cannot do without and that are safe to repeat;
+// the caller's goroutine waits.
 func whileUnavailable(ctx context.Context, log *slog.Logger, what string, write func() error) error {
 	err := write()
-	for pause, waited := storeRetryPause, time.Duration(0); errors.Is(err, storage.ErrUnavailable) && waited < storeRetryPatience; pause = min(2*pause, storeRetryMaxPause) {
-		log.Warn(what+": storage unavailable; trying again", "err", err, "in", pause)
+	for pause, waited := storeRetryPause, time.Duration(0); storeUnavailable(err) && waited < storeRetryPatience; pause = min(2*pause, storeRetryMaxPause) {
+		log.Warn(what+": storage unavailable or full; trying again", "err", err, "in", pause)
 		tm := time.NewTimer(pause)
 		select {
 		case <-tm.C:
@@ -333,5 +334,8 @@ const (
 	storeRetryPatience = 20 * time.Second
 )
 
-// storeUnavailable is the sessions' test of an append worth repeating.
-func storeUnavailable(err error) bool { return errors.Is(err, storage.ErrUnavailable) }
+// storeUnavailable reports whether a write the bot cannot do without is
+// worth repeating: the store could not be reached, or had no room.
+func storeUnavailable(err error) bool {
+	return errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFull)
+}

@@ -16,9 +16,12 @@ import (
 // the thread was acquired anew: a replica that paused past its lease cannot
 // overwrite the new owner's work, whatever the clocks say.
 //
-// Times are the store's clock (each backend's WithClock option): replicas'
-// clocks should agree to well within the TTL. Fencing keeps the writes safe
-// even when they do not.
+// Times are the store's clock: SQLite's (WithClock; one process holds the
+// file), PostgreSQL's server's, so that replicas whose clocks disagree or
+// step judge every lease alike. Expires is that clock's and says nothing to
+// a replica's own clock: a replica keeps its own deadline (the time it asked,
+// by its monotonic clock, plus the TTL). Fencing keeps the writes safe
+// whatever the clocks say.
 
 // Lease is a replica's hold on a thread.
 type Lease struct {

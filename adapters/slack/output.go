@@ -109,8 +109,10 @@ func (a *Adapter) post(ctx context.Context, thread chat.ThreadRef, text string, 
 }
 
 // lookBack is how much earlier than the first attempt findPosted looks, for
-// the difference between this machine's clock and Slack's.
-const lookBack = 5 * time.Minute
+// the difference between the clock that timed the first attempt (this
+// machine's, or the replica's that stored the post) and Slack's: well past
+// the five minutes a clock may be off or step by.
+const lookBack = 15 * time.Minute
 
 // findPosted returns the ts of the bot's message carrying key in the thread
 // (or the channel's top level), or "".

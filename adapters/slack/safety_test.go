@@ -154,6 +154,28 @@ func TestPostOnceFindsAPostThatWentThrough(t *testing.T) {
 	}
 }
 
+// A retry finds a post that went through although the first attempt's time
+// was read on a clock five minutes and more ahead of Slack's (a replica
+// whose clock is off, or stepped, stored it): the look-up reaches back far
+// enough, and the answer is not posted twice.
+func TestPostOnceFindsAPostAcrossAClockFiveMinutesAhead(t *testing.T) {
+	srv := slackfake.New(t, slackfake.WithoutBotEcho())
+	a := newAdapter(t, srv)
+	ctx := testContext(t)
+	th := thread(srv, "C0DEV")
+	key := chat.PostKey{ID: "k-ahead", First: time.Now().Add(5*time.Minute + 30*time.Second)}
+	srv.LoseResponseNext("chat.postMessage")
+	if _, err := a.PostOnce(ctx, th, "the answer", key); err == nil {
+		t.Fatal("PostOnce with a lost response succeeded, want the transport error")
+	}
+	key.Retry = true
+	ts, err := a.PostOnce(ctx, th, "the answer", key)
+	must(t, err)
+	if got := srv.CallsTo("chat.postMessage"); len(got) != 1 {
+		t.Errorf("chat.postMessage called %d times, want 1: the retry did not find the post (ts %s)", len(got), ts)
+	}
+}
+
 // The key that keeps a retried post from showing twice lives in the
 // message's metadata, which only the adapter sets: model text that spells the
 // marker, in an earlier answer of the bot's or in a person's message, finds

@@ -18,7 +18,6 @@ func (db *DB) ClaimFiring(ctx context.Context, schedule string, at time.Time, ow
 	}
 	var claimed bool
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		now := db.nowMS()
 		var later bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schedule_firings WHERE schedule = $1 AND at >= $2 AND done)`,
 			schedule, at.UnixMilli()).Scan(&later); err != nil {
@@ -28,10 +27,13 @@ func (db *DB) ClaimFiring(ctx context.Context, schedule string, at time.Time, ow
 			claimed = false
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO schedule_firings (schedule, at, owner, expires_at) VALUES ($1, $2, $3, $4)
+		// The firing's lease is judged by the server's clock, as threads'
+		// leases are (lease.go).
+		now := serverMS("$5")
+		tag, err := tx.Exec(ctx, `INSERT INTO schedule_firings (schedule, at, owner, expires_at) VALUES ($1, $2, $3, `+now+` + $4::bigint)
 			ON CONFLICT (schedule, at) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-			WHERE NOT schedule_firings.done AND (schedule_firings.expires_at <= $5 OR schedule_firings.owner = excluded.owner)`,
-			schedule, at.UnixMilli(), owner, now+ttl.Milliseconds(), now)
+			WHERE NOT schedule_firings.done AND (schedule_firings.expires_at <= `+now+` OR schedule_firings.owner = excluded.owner)`,
+			schedule, at.UnixMilli(), owner, ttl.Milliseconds(), db.shiftMS())
 		claimed = err == nil && tag.RowsAffected() == 1
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,8 +13,10 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
-// Thread leases (storage.LeaseStore). Lease times are the store's clock
-// (WithClock, default time.Now), as with SQLite. A write under a lease
+// Thread leases (storage.LeaseStore). Lease times are the server's clock
+// (serverMS), never a replica's: every replica judges every lease by the
+// same clock, so a replica whose clock is minutes off, or steps, neither
+// takes a live lease nor holds its own past its TTL. A write under a lease
 // (storage.WithLease) checks the fence in its own transaction with the lease
 // row locked FOR SHARE, so a new acquisition waits for it: the write lands
 // before the takeover, or is refused after it.
@@ -31,14 +34,14 @@ func (db *DB) AcquireLease(ctx context.Context, threadID int64, owner string, tt
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
 			return err
 		}
-		now := db.nowMS()
 		var expires int64
-		err := tx.QueryRow(ctx, `INSERT INTO thread_leases AS l (thread_id, owner, fence, expires_at) VALUES ($1, $2, 1, $3)
+		now := serverMS("$4")
+		err := tx.QueryRow(ctx, `INSERT INTO thread_leases AS l (thread_id, owner, fence, expires_at) VALUES ($1, $2, 1, `+now+` + $3::bigint)
 			ON CONFLICT (thread_id) DO UPDATE SET
-				fence = CASE WHEN l.owner = excluded.owner AND l.expires_at > $4 THEN l.fence ELSE l.fence + 1 END,
+				fence = CASE WHEN l.owner = excluded.owner AND l.expires_at > `+now+` THEN l.fence ELSE l.fence + 1 END,
 				owner = excluded.owner, expires_at = excluded.expires_at
-			WHERE l.expires_at <= $4 OR l.owner = excluded.owner
-			RETURNING owner, fence, expires_at`, threadID, owner, now+ttl.Milliseconds(), now).Scan(&l.Owner, &l.Fence, &expires)
+			WHERE l.expires_at <= `+now+` OR l.owner = excluded.owner
+			RETURNING owner, fence, expires_at`, threadID, owner, ttl.Milliseconds(), db.shiftMS()).Scan(&l.Owner, &l.Fence, &expires)
 		ok = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = tx.QueryRow(ctx, `SELECT owner, fence, expires_at FROM thread_leases WHERE thread_id = $1`, threadID).
@@ -62,9 +65,9 @@ func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration
 		return storage.Lease{}, opError("renew lease", err)
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		expires := db.nowMS() + ttl.Milliseconds()
+		expires, err := setLeaseExpiry(ctx, tx, l, serverMS("$4")+" + $5::bigint", db.shiftMS(), ttl.Milliseconds())
 		l.Expires = fromMS(expires)
-		return setLeaseExpiry(ctx, tx, l, expires)
+		return err
 	})
 	if err != nil {
 		return storage.Lease{}, opError("renew lease", err)
@@ -75,24 +78,27 @@ func (db *DB) RenewLease(ctx context.Context, l storage.Lease, ttl time.Duration
 // ReleaseLease implements storage.LeaseStore.
 func (db *DB) ReleaseLease(ctx context.Context, l storage.Lease) error {
 	return opError("release lease", db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return setLeaseExpiry(ctx, tx, l, 0)
+		_, err := setLeaseExpiry(ctx, tx, l, "0")
+		return err
 	}))
 }
 
-// setLeaseExpiry moves the expiry of l, if it is still the thread's lease;
-// otherwise it is a *storage.FencedError.
-func setLeaseExpiry(ctx context.Context, tx pgx.Tx, l storage.Lease, expires int64) error {
-	tag, err := tx.Exec(ctx, `UPDATE thread_leases SET expires_at = $1 WHERE thread_id = $2 AND owner = $3 AND fence = $4`,
-		expires, l.ThreadID, l.Owner, l.Fence)
-	if err != nil || tag.RowsAffected() > 0 {
-		return err
+// setLeaseExpiry sets the expiry of l to the SQL expression expires (its
+// parameters from $4 on: args), if l is still the thread's lease, and
+// returns it; otherwise it is a *storage.FencedError.
+func setLeaseExpiry(ctx context.Context, tx pgx.Tx, l storage.Lease, expires string, args ...any) (int64, error) {
+	var at int64
+	err := tx.QueryRow(ctx, `UPDATE thread_leases SET expires_at = `+expires+` WHERE thread_id = $1 AND owner = $2 AND fence = $3
+		RETURNING expires_at`, append([]any{l.ThreadID, l.Owner, l.Fence}, args...)...).Scan(&at)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return at, err
 	}
 	var cur int64
 	err = tx.QueryRow(ctx, `SELECT fence FROM thread_leases WHERE thread_id = $1`, l.ThreadID).Scan(&cur)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
+		return 0, err
 	}
-	return &storage.FencedError{ThreadID: l.ThreadID, Fence: l.Fence, Current: cur}
+	return 0, &storage.FencedError{ThreadID: l.ThreadID, Fence: l.Fence, Current: cur}
 }
 
 // checkFence refuses, in the write's transaction, a write to threadID made
@@ -155,5 +161,5 @@ func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
 	return queryAll(ctx, db, "unowned threads", func(r pgx.Row) (int64, error) {
 		var id int64
 		return id, r.Scan(&id)
-	}, backend.UnownedThreadsQuery, db.nowMS())
+	}, strings.Replace(backend.UnownedThreadsQuery, "$1", serverMS("$1"), 1), db.shiftMS())
 }

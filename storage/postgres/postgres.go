@@ -53,6 +53,7 @@ type Option func(*options)
 type options struct {
 	log            *slog.Logger
 	now            func() time.Time
+	shift          func() time.Duration
 	hooks          storage.Hooks
 	eventRetention time.Duration
 	maxConns       int32
@@ -61,8 +62,17 @@ type options struct {
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithClock sets the clock used for timestamps and event pruning (default: time.Now).
+// WithClock sets the clock used for timestamps and event pruning (default:
+// time.Now): the replica's own clock. Leases and schedule firings are judged
+// by the server's clock instead (serverMS).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithServerClockShift moves the server's clock, as leases and firings read
+// it, by what shift returns: tests let leases lapse with it without waiting.
+// Unset, the server's clock is taken as it is.
+func WithServerClockShift(shift func() time.Duration) Option {
+	return func(o *options) { o.shift = shift }
+}
 
 // WithHooks sets the hooks told of finished runs and recorded pushes.
 func WithHooks(h storage.Hooks) Option { return func(o *options) { o.hooks = h } }
@@ -80,6 +90,7 @@ type DB struct {
 	where string // host:port/database, for errors (never the password)
 	log   *slog.Logger
 	now   func() time.Time
+	shift func() time.Duration // WithServerClockShift
 	hooks storage.Hooks
 
 	eventRetention time.Duration
@@ -131,7 +142,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, err)
 	}
 	db := &DB{pool: pool, where: where, log: o.log.With("component", "storage", "backend", "postgres"), now: o.now,
-		hooks: o.hooks, eventRetention: o.eventRetention, quit: make(chan struct{})}
+		shift: o.shift, hooks: o.hooks, eventRetention: o.eventRetention, quit: make(chan struct{})}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("storage/postgres: open %s: %w", where, wrap(err))
@@ -169,6 +180,22 @@ func (db *DB) Ping(ctx context.Context) error {
 }
 
 func (db *DB) nowMS() int64 { return db.now().UnixMilli() }
+
+// serverMS is SQL for the server's clock in Unix milliseconds at the
+// statement's start, plus the parameter p (shiftMS). Leases and firings are
+// judged by this one clock: a replica whose clock is off or steps cannot take
+// a live lease early, nor keep its own past its time.
+func serverMS(p string) string {
+	return "(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint + " + p + "::bigint)"
+}
+
+// shiftMS is the argument of serverMS: WithServerClockShift's, or 0.
+func (db *DB) shiftMS() int64 {
+	if db.shift == nil {
+		return 0
+	}
+	return db.shift().Round(time.Millisecond).Milliseconds()
+}
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,13 +13,17 @@ import (
 	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
+// expiredWhere is backend.ExpiredWhere with its leases judged by the
+// server's clock ($2: shiftMS), as every lease is (lease.go).
+var expiredWhere = strings.Replace(backend.ExpiredWhere, "$2", serverMS("$2"), 1)
+
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+backend.ExpiredWhere+
-		`ORDER BY t.active_at, t.id LIMIT $3`, cutoff.UnixMilli(), db.nowMS(), limit)
+	return queryAll(ctx, db, "expired threads", scanThread, `SELECT `+threadColumns+threadFrom+`WHERE`+expiredWhere+
+		`ORDER BY t.active_at, t.id LIMIT $3`, cutoff.UnixMilli(), db.shiftMS(), limit)
 }
 
 // DeleteThread implements storage.RetentionStore. The thread's row is locked
@@ -39,8 +44,8 @@ func (db *DB) DeleteThread(ctx context.Context, threadID int64, cutoff time.Time
 			return err
 		}
 		var one int
-		err = tx.QueryRow(ctx, `SELECT 1 FROM threads t WHERE t.id = $3 AND`+backend.ExpiredWhere,
-			cutoff.UnixMilli(), db.nowMS(), threadID).Scan(&one)
+		err = tx.QueryRow(ctx, `SELECT 1 FROM threads t WHERE t.id = $3 AND`+expiredWhere,
+			cutoff.UnixMilli(), db.shiftMS(), threadID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -77,7 +77,10 @@ func NewPostgres(dsn string, opts ...postgres.Option) NewFunc {
 		schemaDSN := FreshSchema(t, dsn)
 		opts := append([]postgres.Option{postgres.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 		if now != nil {
-			opts = append(opts, postgres.WithClock(now))
+			// Leases are judged by the server's clock: the suite's clock
+			// moves it by as much as it moved forward.
+			opts = append(opts, postgres.WithClock(now),
+				postgres.WithServerClockShift(func() time.Duration { return now().Sub(time.Now()) }))
 		}
 		return func(ctx context.Context) (storage.Store, error) {
 			return postgres.Open(ctx, schemaDSN, opts...)
