@@ -16,8 +16,11 @@ import (
 
 // BenchmarkResumeSmall is a resume of a small session that never compacted
 // (sessiongen's 100 KB shapes): LoadLiveEntries and the context rebuilt, and
-// LoadEntries (every entry, here the same ones) as the floor. cpu-µs/op is
-// this process's CPU time per resume (the server's is not in it).
+// LoadEntries (every entry, here the same ones) as the floor; "roundtrip" is
+// SELECT 1, "rows" reads the live entries' rows without decoding them and
+// "decoded" is LoadLiveEntries without the context: the steps of a resume.
+// cpu-µs/op is this process's CPU time per resume (the server's is not in
+// it).
 //
 //	THREADSMITH_REQUIRE_POSTGRES=1 go test -run '^$' -bench ResumeSmall -count 3 ./storage/postgres
 func BenchmarkResumeSmall(b *testing.B) {
@@ -46,6 +49,33 @@ func BenchmarkResumeSmall(b *testing.B) {
 		if err := db.AppendEntries(ctx, s.ID, entries); err != nil {
 			b.Fatal(err)
 		}
+		// Where a resume's time goes: one round trip, the statement's rows
+		// read without decoding, then decoded, then the context rebuilt.
+		b.Run(sh.name+"/roundtrip", func(b *testing.B) {
+			for b.Loop() {
+				if err := postgres.RoundTrip(ctx, db); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(sh.name+"/rows", func(b *testing.B) {
+			c0 := processCPU(b)
+			for b.Loop() {
+				if n, err := postgres.ReadLiveRows(ctx, db, s.ID); err != nil || n == 0 {
+					b.Fatalf("ReadLiveRows: %d bytes, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+		})
+		b.Run(sh.name+"/decoded", func(b *testing.B) {
+			c0 := processCPU(b)
+			for b.Loop() {
+				if es, err := db.LoadLiveEntries(ctx, s.ID); err != nil || len(es) != len(entries) {
+					b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+		})
 		for _, load := range []struct {
 			name string
 			f    func(context.Context, string) ([]transcript.Entry, error)

@@ -143,7 +143,16 @@ func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcri
 	if err != nil {
 		return nil, opError("load context", err)
 	}
-	entries, err := db.queryEntries(ctx, `
+	entries, err := db.queryEntries(ctx, loadLiveQuery, sid)
+	if err != nil {
+		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	sortBySeq(entries)
+	return entries, nil
+}
+
+// loadLiveQuery reads a session's live entries (LoadLiveEntries).
+const loadLiveQuery = `
 		WITH k AS (
 			SELECT coalesce((SELECT (payload ->> 'firstKeptSeq')::bigint FROM entries
 			                 WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
@@ -151,13 +160,7 @@ func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcri
 		WHERE session_id = $1 AND seq >= (SELECT first_kept FROM k)
 		UNION ALL
 		SELECT seq, type, ts, payload::text FROM entries
-		WHERE session_id = $1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)`, sid)
-	if err != nil {
-		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
-	}
-	sortBySeq(entries)
-	return entries, nil
-}
+		WHERE session_id = $1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)`
 
 // sortBySeq puts entries read in index ranges in Seq order; they mostly are.
 func sortBySeq(entries []transcript.Entry) {
