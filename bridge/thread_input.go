@@ -182,8 +182,10 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		return false, false
 	}
-	if c.startsRun && t.rec.SessionID == "" {
-		// The first answer a person sees comes before the workspace exists.
+	if c.startsRun {
+		// The first answer a person sees comes before the workspace and
+		// the session are set up: a new thread's clone, a resumed one's
+		// load from the store, its sandbox and MCP servers.
 		t.postFirstStatus()
 	}
 	if c.startsRun {

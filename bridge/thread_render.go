@@ -79,8 +79,9 @@ func (t *thread) repoLine() string { return fmt.Sprintf("`%s` · `%s`", t.rec.Re
 // workingHeaderPrefix starts a run's status message while it works.
 const workingHeaderPrefix = "⏳ working…"
 
-// postFirstStatus posts the status message of a new thread's first run
-// before its workspace exists, unless one waits already.
+// postFirstStatus posts the status message of the run a thread without a
+// session is about to start, before its workspace and session are set up,
+// unless one waits already.
 func (t *thread) postFirstStatus() {
 	if t.pendingStatus != nil {
 		return

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -132,13 +133,26 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	return transcript.BuildContext(entries), nil
 }
 
-// LoadLiveEntries implements storage.SessionStore.
+// LoadLiveEntries implements storage.SessionStore: two index ranges, the
+// settings from before the latest compaction and the entries from its first
+// kept one, in one statement. The server does not sort them (a sort holds
+// every payload before the first row goes out); they come mostly in Seq
+// order and are put in it here.
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
 		return nil, opError("load context", err)
 	}
-	entries, err := db.queryEntries(ctx, `
+	entries, err := db.queryEntries(ctx, loadLiveQuery, sid)
+	if err != nil {
+		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+	}
+	sortBySeq(entries)
+	return entries, nil
+}
+
+// loadLiveQuery reads a session's live entries (LoadLiveEntries).
+const loadLiveQuery = `
 		WITH k AS (
 			SELECT coalesce((SELECT (payload ->> 'firstKeptSeq')::bigint FROM entries
 			                 WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept)
@@ -146,12 +160,14 @@ func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcri
 		WHERE session_id = $1 AND seq >= (SELECT first_kept FROM k)
 		UNION ALL
 		SELECT seq, type, ts, payload::text FROM entries
-		WHERE session_id = $1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)
-		ORDER BY seq`, sid)
-	if err != nil {
-		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
+		WHERE session_id = $1 AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)`
+
+// sortBySeq puts entries read in index ranges in Seq order; they mostly are.
+func sortBySeq(entries []transcript.Entry) {
+	bySeq := func(a, b transcript.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(entries, bySeq) {
+		slices.SortStableFunc(entries, bySeq)
 	}
-	return entries, nil
 }
 
 func (db *DB) queryEntries(ctx context.Context, query string, args ...any) ([]transcript.Entry, error) {

@@ -20,3 +20,29 @@ func IdleBackendPIDs(ctx context.Context, db *DB) []uint32 {
 	}
 	return pids
 }
+
+// ReadLiveRows runs LoadLiveEntries' statement and reads its rows without
+// decoding them: the server's and the connection's share of a resume. It
+// returns the payload bytes read.
+func ReadLiveRows(ctx context.Context, db *DB, sessionID string) (int, error) {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := db.pool.Query(ctx, loadLiveQuery, sid)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n += len(rows.RawValues()[3])
+	}
+	return n, rows.Err()
+}
+
+// RoundTrip runs the smallest statement: one round trip to the server.
+func RoundTrip(ctx context.Context, db *DB) error {
+	var one int
+	return db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one)
+}

@@ -296,7 +296,9 @@ func BenchmarkGetThread(b *testing.B) {
 // BenchmarkResumeSmall is a resume of a small session that never compacted
 // (sessiongen's 100 KB shapes): LoadLiveEntries and the context rebuilt, with
 // the queries prepared on the read pool or parsed on every call, and
-// LoadEntries (every entry, here the same ones) as the floor.
+// LoadEntries (every entry, here the same ones) as the floor. "rows" reads
+// the live entries' rows without decoding them and "decoded" is
+// LoadLiveEntries without the context: the steps of a resume.
 // cpu-µs/op is the process's CPU time per resume, steadier than wall time on
 // a shared machine.
 func BenchmarkResumeSmall(b *testing.B) {
@@ -318,6 +320,26 @@ func BenchmarkResumeSmall(b *testing.B) {
 			if err := db.AppendEntries(ctx, s.ID, entries); err != nil {
 				b.Fatal(err)
 			}
+			// Where a resume's time goes: the statement's rows read
+			// without decoding, then decoded, then the context rebuilt.
+			b.Run(bc.name+"/"+sh.name+"/rows", func(b *testing.B) {
+				c0 := processCPU(b)
+				for b.Loop() {
+					if n, err := sqlite.ReadLiveRows(ctx, db, s.ID); err != nil || n == 0 {
+						b.Fatalf("ReadLiveRows: %d bytes, %v", n, err)
+					}
+				}
+				b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+			})
+			b.Run(bc.name+"/"+sh.name+"/decoded", func(b *testing.B) {
+				c0 := processCPU(b)
+				for b.Loop() {
+					if es, err := db.LoadLiveEntries(ctx, s.ID); err != nil || len(es) != len(entries) {
+						b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
+					}
+				}
+				b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+			})
 			for _, load := range []struct {
 				name string
 				f    func(context.Context, string) ([]transcript.Entry, error)
