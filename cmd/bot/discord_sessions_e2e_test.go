@@ -13,6 +13,7 @@ import (
 // DM with the bot, shows her ten newest, newest first, with the thread
 // links, to her alone; bob's shows his one.
 func TestDiscordSessionsListsTheAskersOwn(t *testing.T) {
+	t.Parallel()
 	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) { c.Discord.AllowedRoles = nil })
 	open := func(user, tag string) string {
 		e.scripts.add(tag, answerPrompt)

@@ -17,6 +17,7 @@ import (
 // ten newest threads, newest first, each with its state, repository,
 // branch, cost, thread link and page link, and nothing of bob's.
 func TestSlackSessionsListsTheAskersTenNewest(t *testing.T) {
+	t.Parallel()
 	const bobID = "U0BOB0001"
 	e := newSlackEnv(t, withFake(installedFrom(t, "slack-app-manifest.yaml")...), withConfig(func(c *config.Config) {
 		c.HTTP.Listen = "127.0.0.1:0"
