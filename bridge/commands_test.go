@@ -339,6 +339,7 @@ func TestUnknownCommand(t *testing.T) {
 // and with its argument on the next line, it is answered by its handler and
 // never reaches the model.
 func TestCommandsAreAnsweredAsClassified(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("hi") })
 	th := testThread("60.1")

@@ -15,6 +15,7 @@ import (
 // its inbox; the thread's posts are refused at once, while the owner is busy
 // and has not heard yet, and the owner ends the thread when it does.
 func TestLeaseLostWhileTheOwnerIsBusyRefusesPostsAtOnce(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"))
 	a.llm.Handle(func(llmfake.Request) llmfake.Response { return llmfake.TextReply("first answer") })
 	th := testThread("520.1")
@@ -48,6 +49,7 @@ func TestLeaseLostWhileTheOwnerIsBusyRefusesPostsAtOnce(t *testing.T) {
 // owners: an idle thread is evicted (and its lease given up) after
 // IdleEvict, however often its lease is renewed meanwhile.
 func TestIdleThreadIsEvictedWhileItsLeaseIsRenewed(t *testing.T) {
+	t.Parallel()
 	a := newRig(t, leased("replica-a"), func(c *Config, _ *Platform) {
 		c.Lease.Renew = testTTL / 10
 		c.IdleEvict = 5 * c.Lease.Renew
@@ -72,6 +74,7 @@ func TestIdleThreadIsEvictedWhileItsLeaseIsRenewed(t *testing.T) {
 // News of input that comes after the owner looked at the store has it look
 // again: the input it tells of may have been stored after that look.
 func TestNewsOfInputAfterTheOwnersLookQueuesAnother(t *testing.T) {
+	t.Parallel()
 	var store *pendingCounter
 	a := newRig(t, func(c *Config, p *Platform) {
 		leased("replica-a")(c, p)

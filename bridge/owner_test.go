@@ -24,6 +24,7 @@ func (r *rig) onOwner(t *thread, f func()) {
 // before) does not finish the run going on, which ends when its session is
 // idle.
 func TestLateRunEndDoesNotFinishTheNextRun(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	g1, g := newGate(t), newGate(t)
 	var n atomic.Int32

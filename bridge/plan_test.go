@@ -128,6 +128,7 @@ func decisions(t *testing.T, r *rig, th chat.ThreadRef) []string {
 // who neither asked nor approves, is refused privately; Alice's Approve
 // starts the work with the plan in the conversation, and it is pushed.
 func TestPlanIsReadOnlyAndApproveCarriesItOut(t *testing.T) {
+	t.Parallel()
 	r, bc := planRig(t, false)
 	r.llm.Push(attackReply(), llmfake.TextReply("PLAN: 1. write a.txt"))
 	th := testThread("130.1")
@@ -208,6 +209,7 @@ func TestPlanIsReadOnlyAndApproveCarriesItOut(t *testing.T) {
 // approver may approve; Cancel by the requester drops a plan and removes its
 // buttons; then a new request plans first again.
 func TestPlanFirstReviseAndCancel(t *testing.T) {
+	t.Parallel()
 	r, bc := planRig(t, true)
 	r.llm.Push(llmfake.TextReply("PLAN A"))
 	th := testThread("130.2")
@@ -263,6 +265,7 @@ func TestPlanFirstReviseAndCancel(t *testing.T) {
 // What waits is read back from storage by a new owner (after an eviction, as
 // after a restart): the requester's Approve then carries the plan out.
 func TestPlanApproveAfterTheOwnerWasEvicted(t *testing.T) {
+	t.Parallel()
 	r, _ := planRig(t, false, func(c *Config, _ *Platform) { c.IdleEvict = 200 * time.Millisecond })
 	r.llm.Push(llmfake.TextReply("PLAN: write c.txt"))
 	th := testThread("130.3")
@@ -287,6 +290,7 @@ func TestPlanApproveAfterTheOwnerWasEvicted(t *testing.T) {
 // and the session has its own tools again. !plan sent while a run goes on
 // waits for that run's end and then plans.
 func TestPlanCancelWhileMakingAndPlanWhileRunning(t *testing.T) {
+	t.Parallel()
 	r, _ := planRig(t, false)
 	g := newGate(t)
 	var n atomic.Int32

@@ -24,6 +24,7 @@ func approvePushes(approvers ...string) rigOption {
 // neither asked nor approves is told privately, and the branch stays off
 // the remote until the approver's !push.
 func TestPushApprovalByAnApprover(t *testing.T) {
+	t.Parallel()
 	carol := chatfake.Person{ID: "U3", Name: "Carol"}
 	r := newRig(t, approvePushes(carol.ID))
 	r.llm.Push(writeThenAnswer("a.txt", "a", "I wrote a.txt.")...)
@@ -62,6 +63,7 @@ func TestPushApprovalByAnApprover(t *testing.T) {
 
 // In a repository that pushes by itself, !push says so and does nothing.
 func TestPushCommandWithoutApproval(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.llm.Push(writeThenAnswer("a.txt", "a", "I wrote a.txt.")...)
 	th := testThread("95.2")
@@ -78,6 +80,7 @@ func TestPushCommandWithoutApproval(t *testing.T) {
 // waits: the requester of work already pushed may not push the next
 // person's work.
 func TestPushApprovalRequestersAreSinceTheLastPush(t *testing.T) {
+	t.Parallel()
 	carol := chatfake.Person{ID: "U3", Name: "Carol"}
 	r := newRig(t, approvePushes(carol.ID))
 	th := testThread("95.3")
@@ -116,6 +119,7 @@ func TestPushApprovalRequestersAreSinceTheLastPush(t *testing.T) {
 // The approval note names the files the model wrote: a name made to break
 // out of its code span and mention everyone stays one span on one line.
 func TestPushApprovalNoteKeepsFileNamesInCodeSpans(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, approvePushes())
 	th := testThread("95.4")
 	args, _ := json.Marshal(map[string]string{"command": "printf 'a\\n' > 'x`<!channel> @here\ny.txt'"})

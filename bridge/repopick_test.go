@@ -96,6 +96,7 @@ func pickRig(t *testing.T, room int, more int, opts ...rigOption) (*rig, *menuCh
 // not configured, is refused privately; the requester's choice starts the
 // held request in the repository chosen, whose branch gets the work.
 func TestUnresolvedRepositoryGetsTheMenuAndTheChoiceStartsTheRun(t *testing.T) {
+	t.Parallel()
 	r, mc, remotes := pickRig(t, 25, 0)
 	th := testThread("96.1")
 	r.say(th, alice, "write a.txt", true)
@@ -162,6 +163,7 @@ func TestUnresolvedRepositoryGetsTheMenuAndTheChoiceStartsTheRun(t *testing.T) {
 // Before the first push, !repo moves the thread to another repository: the
 // next run works in a fresh worktree of it, and the conversation goes on.
 func TestRepoCommandSwitchesBeforeTheFirstPush(t *testing.T) {
+	t.Parallel()
 	r, _, remotes := pickRig(t, 25, 0)
 	th := testThread("96.2")
 	r.llm.Push(llmfake.TextReply("Which file?"))
@@ -191,6 +193,7 @@ func TestRepoCommandSwitchesBeforeTheFirstPush(t *testing.T) {
 // More repositories than a menu holds: the menu shows what fits and the
 // text names the others, which !repo takes.
 func TestRepoMenuSaysWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
 	r, mc, _ := pickRig(t, 2, 2)
 	th := testThread("96.3")
 	r.say(th, alice, "hello", true)
@@ -211,6 +214,7 @@ func TestRepoMenuSaysWhatDoesNotFit(t *testing.T) {
 // Commits waiting for Push are work of the thread's own: the repository
 // stays, and the commits with it.
 func TestRepoCommandKeepsWorkWaitingForPush(t *testing.T) {
+	t.Parallel()
 	r, _, remotes := pickRig(t, 25, 0, func(c *Config, _ *Platform) {
 		c.Approvals = map[string]Approval{"web": {Push: true}}
 	})
@@ -231,6 +235,7 @@ func TestRepoCommandKeepsWorkWaitingForPush(t *testing.T) {
 // An approver of a repository may choose it for someone else's request,
 // and only that one.
 func TestAnApproverChoosesTheirRepository(t *testing.T) {
+	t.Parallel()
 	carol := chatfake.Person{ID: "U3", Name: "Carol"}
 	r, _, _ := pickRig(t, 25, 0, func(c *Config, _ *Platform) {
 		c.Approvals = map[string]Approval{"web": {Approvers: []string{carol.ID}}}

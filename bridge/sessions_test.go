@@ -17,6 +17,7 @@ import (
 // and without opening one in a thread that has none; another person's
 // sessions never show.
 func TestSessionsListsTheAskersOwn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, _ *Platform) {
 		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
 	})
@@ -106,6 +107,7 @@ func (mute) Whisper(context.Context, chat.Inbound, string) error {
 // thread to see instead: the asker hears it failed, in a thread with a
 // session and in one without.
 func TestSessionsNeverPostedWhenAPrivateNoteFails(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, p *Platform) {
 		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
 		p.Adapter = mute{p.Adapter.(*chatfake.Adapter)}
@@ -141,6 +143,7 @@ type noWhisper struct {
 // On a platform without private notes (one person's, as the console) the
 // list is the thread's answer.
 func TestSessionsAnsweredInTheThreadWithoutPrivateNotes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *Config, p *Platform) {
 		c.PageLink = func(id int64) string { return "https://bot.example.com/s/" + strconv.FormatInt(id, 10) }
 		p.Adapter = noWhisper{Adapter: p.Adapter.(*chatfake.Adapter)}

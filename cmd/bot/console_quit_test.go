@@ -39,6 +39,7 @@ func committedRepo(t *testing.T) string {
 
 // The binary with a request piped in: it answers, and exits 0 by itself.
 func TestConsolePipedToTheBinaryExitsZero(t *testing.T) {
+	t.Parallel()
 	bin := buildBot(t)
 	llm := llmfake.New(t)
 	llm.Handle(func(r llmfake.Request) llmfake.Response {
@@ -68,6 +69,7 @@ func TestConsolePipedToTheBinaryExitsZero(t *testing.T) {
 // because the person quit (not that it restarts), once, with the partial
 // answer shown once.
 func TestConsoleQuitMidAnswerSaysYouQuit(t *testing.T) {
+	t.Parallel()
 	bin := buildBot(t)
 	llm := llmfake.New(t)
 	llm.Push(llmfake.Stream(llmfake.Content("Partial ", "answer so far"), llmfake.Hang()))

@@ -76,6 +76,12 @@ func TestBotIsNoConfusedDeputy(t *testing.T) {
 	}
 
 	e := newSlackFakes(t, withConfig(func(c *config.Config) {
+		// The ~30 runs' status messages are not what is tested: under
+		// Slack's workspace budget for edits (50 a minute) and statuses
+		// their last edits queue, and the restart's shutdown would wait its
+		// whole grace on them. The fake Slack here enforces no limits.
+		c.Slack.Rate.UpdatePerMinute = 600
+		c.Slack.Rate.StatusPerMinute = 600
 		c.MCP.RepoServers = true
 		c.HTTP.Listen = "127.0.0.1:0"
 		c.HTTP.PublicURL = "http://pages.test"

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/threadsmith/threadsmith/config"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
 )
 
 // /sessions on Discord, through Main on the fakes: alice opened eleven
@@ -13,19 +14,26 @@ import (
 // DM with the bot, shows her ten newest, newest first, with the thread
 // links, to her alone; bob's shows his one.
 func TestDiscordSessionsListsTheAskersOwn(t *testing.T) {
+	t.Parallel()
 	e := newDiscordEnv(t, func(c *config.Config, _ *discordEnv) { c.Discord.AllowedRoles = nil })
-	open := func(user, tag string) string {
+	open := func(user, channel, tag string) string {
 		e.scripts.add(tag, answerPrompt)
-		id := e.fake.SlashCommand(dGeneral, user, "code", map[string]any{"prompt": tag + ": look around", "repo": "app"})
+		id := e.fake.SlashCommand(channel, user, "code", map[string]any{"prompt": tag + ": look around", "repo": "app"})
 		th, _ := e.threadOf(id)
 		e.waitBot(th, "⏱")
 		return th
 	}
+	// The threads open in two channels: Discord's budget for creating
+	// threads is a channel's, and one channel would set the pace.
 	var alice []string // newest first
 	for i := range 11 {
-		alice = append([]string{open(dAlice, fmt.Sprintf("sess%d", i))}, alice...)
+		channel := dGeneral
+		if i%2 == 1 {
+			channel = discordfake.DefaultOtherChannelID
+		}
+		alice = append([]string{open(dAlice, channel, fmt.Sprintf("sess%d", i))}, alice...)
 	}
-	bob := open(dBob, "bobsess")
+	bob := open(dBob, dGeneral, "bobsess")
 	link := func(th string) string { return "/" + th + ")" }
 
 	// list runs /sessions as user in channel and returns what they were

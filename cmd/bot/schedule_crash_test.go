@@ -24,6 +24,7 @@ import (
 // instead of posting another, and the thread gets its request and answer
 // once.
 func TestScheduleOpeningCutAfterItsPostOpensOneThread(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the bot binary")
 	}

@@ -14,6 +14,7 @@ import (
 // renamed or described anew in agent/tools fails here until the prompt
 // says the same.
 func TestModelIsToldTheRegistrysTools(t *testing.T) {
+	t.Parallel()
 	e := newSlackEnv(t)
 	e.llm.Push(llmfake.TextReply("hello"))
 	root := e.slack.Mention(slackChan, aliceID, "say hello", "")
