@@ -10,8 +10,11 @@ package netfault
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +52,8 @@ type Proxy struct {
 	down bool
 }
 
-// New starts a proxy to upstream (host:port) on a free port of 127.0.0.1;
-// it is stopped when the test ends.
+// New starts a proxy to upstream (host:port) on a free port of 127.0.0.1
+// (see Start); it is stopped when the test ends.
 func New(tb testing.TB, upstream string) *Proxy {
 	tb.Helper()
 	p, err := Start(upstream)
@@ -62,15 +65,43 @@ func New(tb testing.TB, upstream string) *Proxy {
 }
 
 // Start is New without a test: the caller calls Close.
+//
+// The proxy listens on a port below the kernel's ephemeral range: Down,
+// Up and Cut close its listener and open it again on the same port, and a
+// port of the ephemeral range may meanwhile become the local end of any
+// outgoing connection on the machine (the program's own reconnects), which
+// makes listening there fail. Below the range only a listener that asks
+// for the port by number can take it.
 func Start(upstream string) (*Proxy, error) {
 	name := fmt.Sprintf("netfault-%s", upstream)
-	p := toxiproxy.NewProxy(apiServer(), name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("netfault: starting a proxy to %s: %w", upstream, err)
+	low := ephemeralLow()
+	var err error
+	for range 50 {
+		port := fixedPortMin + rand.IntN(low-fixedPortMin)
+		p := toxiproxy.NewProxy(apiServer(), name, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), upstream)
+		if err = p.Start(); err == nil {
+			return &Proxy{p: p, addr: p.Listen}, nil
+		}
 	}
-	// Listen now holds the port the kernel chose: a restart listens there
-	// again.
-	return &Proxy{p: p, addr: p.Listen}, nil
+	return nil, fmt.Errorf("netfault: starting a proxy to %s: %w", upstream, err)
+}
+
+// fixedPortMin is the lowest port a proxy listens on: above the ports
+// services are usually configured on.
+const fixedPortMin = 20000
+
+// ephemeralLow is the first port of the kernel's range for the local end of
+// outgoing connections (Linux's ip_local_port_range; 32768 by default).
+func ephemeralLow() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > fixedPortMin+1000 {
+				low = n
+			}
+		}
+	}
+	return low
 }
 
 // Addr is where the program under test connects instead of the upstream.
@@ -106,8 +137,9 @@ func (p *Proxy) Up() error {
 	if !p.down {
 		return nil
 	}
-	// The port was free a moment ago; a listener of someone else's that
-	// took it meanwhile is an error the test reports.
+	// The port was free a moment ago and is outside the ephemeral range; a
+	// listener of someone else's that took it meanwhile is an error the
+	// test reports.
 	if err := p.p.Start(); err != nil {
 		return fmt.Errorf("netfault: reopening %s: %w", p.addr, err)
 	}

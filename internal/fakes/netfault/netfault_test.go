@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,25 @@ func TestURLAndHostPort(t *testing.T) {
 
 func isTimeout(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// A proxy's port is below the kernel's ephemeral range, where no outgoing
+// connection's local end can take it while Down or Cut has it closed.
+func TestProxyPortIsBelowTheEphemeralRange(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	p := New(t, up.Addr().String())
+	_, port, _ := net.SplitHostPort(p.Addr())
+	if n, _ := strconv.Atoi(port); n < fixedPortMin || n >= ephemeralLow() {
+		t.Errorf("the proxy listens on %s, want a port in [%d, %d)", p.Addr(), fixedPortMin, ephemeralLow())
+	}
+	if err := p.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr() != net.JoinHostPort("127.0.0.1", port) {
+		t.Errorf("the port moved after a cut: %s", p.Addr())
+	}
 }
