@@ -89,6 +89,9 @@ var (
 	ErrClosed = errors.New("session closed")
 	// ErrIdle is returned for input given with Join while no run is active.
 	ErrIdle = errors.New("no active run to join")
+	// ErrNothingToAnswer is returned by Continue when the context does not
+	// end with input waiting for the model.
+	ErrNothingToAnswer = errors.New("nothing to answer: the conversation ends with a reply")
 )
 
 // Config configures a Session.
@@ -385,6 +388,44 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	go s.drive(runCtx, func(ctx context.Context) []llm.Message {
 		return s.preparePrompt(ctx, msg, images)
 	})
+	return Started, nil
+}
+
+// Continue starts a run that answers the input the context ends with, with
+// no new prompt: after a run that ended on a failed model call, the model is
+// asked again from the stored conversation. The failed reply at the end of the
+// context is left out of it (it stays in the record), as a retry leaves it
+// out. It returns Started, ErrBusy while a run is active, and
+// ErrNothingToAnswer when the context ends with a reply (the input was
+// answered) or is empty: a second Continue after the first answered is a no-op.
+func (s *Session) Continue(ctx context.Context) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return 0, ErrClosed
+	case s.running:
+		return 0, ErrBusy
+	}
+	msgs := s.agent.Messages()
+	end := len(msgs)
+	if end > 0 && msgs[end-1].Role == llm.RoleAssistant && msgs[end-1].StopReason == llm.StopReasonError {
+		end--
+	}
+	if end == 0 || msgs[end-1].Role == llm.RoleAssistant {
+		return 0, ErrNothingToAnswer
+	}
+	if err := s.validate(); err != nil {
+		return 0, err
+	}
+	if end < len(msgs) {
+		s.agent.DropLastAssistant()
+	}
+	runCtx := s.claimLocked()
+	go s.drive(runCtx, nil)
 	return Started, nil
 }
 
