@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/threadsmith/threadsmith/config"
+	"github.com/threadsmith/threadsmith/internal/fakes/clock"
+	discordfake "github.com/threadsmith/threadsmith/internal/fakes/discord"
+	"github.com/threadsmith/threadsmith/internal/fakes/gitremote"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
+	"github.com/threadsmith/threadsmith/internal/fakes/netfault"
+)
+
+// llmWaitEnv is the program on the fake Discord with the model behind a
+// proxy, restartable over the same data: the sessions' retry waits pass at
+// once (counted), and the prober's waits pass when the test moves its clock.
+type llmWaitEnv struct {
+	*discordEnv
+	cfg    config.Config
+	proxy  *netfault.Proxy
+	probes *clock.Manual
+	up     atomic.Bool // the fake model answers (else 503)
+
+	mu         sync.Mutex
+	retryWaits int
+	probeWaits []time.Duration // every wait the prober asked for
+	passed     int             // how many of them passProbeTime let pass
+}
+
+func newLLMWaitEnv(t *testing.T) *llmWaitEnv {
+	e := &llmWaitEnv{probes: clock.NewManual(time.Now()), discordEnv: &discordEnv{
+		t:    t,
+		fake: discordfake.New(t),
+		llm:  llmfake.New(t),
+	}}
+	e.up.Store(true)
+	e.llm.Handle(func(r llmfake.Request) llmfake.Response {
+		if !e.up.Load() {
+			return llmfake.HTTPError(503, "", "Service Unavailable")
+		}
+		if r.MaxTokens == 1 { // the prober's ask
+			return llmfake.TextReply("pong")
+		}
+		return answerPrompt(r)
+	})
+	e.proxy = netfault.New(t, netfault.HostPort(e.llm.URL()))
+	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n"}})
+	cfg := e2eConfig(t, e.llm, e.remote)
+	cfg.LLM.BaseURL = e.proxy.URL(e.llm.URL())
+	cfg.Discord.Enabled = true
+	cfg.Discord.Token = e.fake.Token()
+	cfg.Discord.APIURL = e.fake.URL()
+	cfg.Discord.GuildIDs = []string{dGuild}
+	cfg.ShutdownGrace = 2 * time.Second
+	e.cfg = cfg
+	var cancel context.CancelFunc
+	e.ctx, cancel = context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	e.start()
+	return e
+}
+
+// start runs a Main on the env's config and waits until it is ready.
+func (e *llmWaitEnv) start() {
+	t := e.t
+	ready := e.fake.Readies() + 1
+	m := NewMain()
+	cfg := e.cfg
+	m.Config = &cfg
+	m.Sleep = func(ctx context.Context, d time.Duration) error {
+		e.mu.Lock()
+		e.retryWaits++
+		e.mu.Unlock()
+		return ctx.Err()
+	}
+	m.ProbeSleep = func(ctx context.Context, d time.Duration) error {
+		ch := e.probes.After(d)
+		e.mu.Lock()
+		e.probeWaits = append(e.probeWaits, d)
+		e.mu.Unlock()
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := m.Run(e.ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	e.m = m
+	t.Cleanup(func() { e.stop() })
+	if err := e.fake.WaitForReady(e.ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fake.WaitForCommandOverwrite(e.ctx, dGuild, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *llmWaitEnv) stop() {
+	if e.m == nil {
+		return
+	}
+	if err := e.m.Close(); err != nil {
+		e.t.Errorf("Close: %v", err)
+	}
+	e.m = nil
+}
+
+// passProbeTime moves the prober's clock by at least total, one wait at a
+// time as the prober asks for them, and returns how many waits passed; with
+// settle, it returns once the prober asked the model after the last one and
+// waits again (the model still down).
+func (e *llmWaitEnv) passProbeTime(total time.Duration, settle bool) int {
+	e.t.Helper()
+	next := func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.probeWaits) > e.passed
+	}
+	waiting := func() {
+		e.t.Helper()
+		if err := waitFor(e.discordEnv, "the prober to wait", func() bool { return next() && e.probes.Waiting() > 0 }); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	n := 0
+	defer func() {
+		if settle {
+			waiting()
+		}
+	}()
+	for passed := time.Duration(0); passed < total; n++ {
+		waiting()
+		e.mu.Lock()
+		d := e.probeWaits[e.passed]
+		e.passed++
+		e.mu.Unlock()
+		e.probes.Advance(d)
+		passed += d
+	}
+	return n
+}
+
+func (e *llmWaitEnv) counts() (retries, probes int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.retryWaits, len(e.probeWaits)
+}
+
+const unreachable = "The model is unreachable"
+
+// llmDownTest takes the model down for ten minutes of the prober's clock
+// (down: how), while three messages arrive in one thread and one in another;
+// between, if set, runs while it is down (a restart). Then the model is
+// back: every message must be answered exactly once, in order, each thread
+// told once, and the model asked a bounded number of times meanwhile.
+func llmDownTest(t *testing.T, down func(e *llmWaitEnv), back func(e *llmWaitEnv), between func(e *llmWaitEnv)) {
+	e := newLLMWaitEnv(t)
+	a, _ := e.open("first in a")
+	e.waitBot(a, "⏱")
+	b, _ := e.open("first in b")
+	e.waitBot(b, "⏱")
+	before := len(e.llm.Requests())
+
+	down(e)
+	inA := []string{"a one while down", "a two while down", "a three while down"}
+	inB := "b one while down"
+	e.fake.UserMessage(a, dAlice, inA[0])
+	e.waitBot(a, unreachable)
+	var queued []discordfake.Message
+	for _, text := range inA[1:] {
+		queued = append(queued, e.fake.UserMessage(a, dAlice, text))
+	}
+	queued = append(queued, e.fake.UserMessage(b, dAlice, inB))
+	e.waitBot(b, unreachable)
+	for _, m := range queued {
+		e.waitReaction(m.ChannelID, m.ID, "⏳")
+	}
+	retries, _ := e.counts()
+	if between != nil {
+		between(e)
+	}
+	outagePasses := e.passProbeTime(10*time.Minute, true)
+	_, probesDown := e.counts()
+	duringOutage := len(e.llm.Requests()) - before
+
+	back(e)
+	upAt := time.Now()
+	e.passProbeTime(1, false) // the next probe finds it back
+	for _, text := range inA {
+		e.waitBot(a, "answer to: "+text)
+	}
+	e.waitBot(b, "answer to: "+inB)
+	recovered := time.Since(upAt)
+	retriesAfter, _ := e.counts()
+	t.Logf("thread a:\n%s\nthread b:\n%s", e.transcript(a), e.transcript(b))
+
+	// Each message answered once, in order; each thread told once.
+	for th, texts := range map[string][]string{a: inA, b: {inB}} {
+		if n := e.countBot(th, unreachable); n != 1 {
+			t.Errorf("thread told %d times that the model is unreachable, want once:\n%s", n, e.transcript(th))
+		}
+		last := -1
+		for _, text := range texts {
+			if n := e.countBot(th, "answer to: "+text); n != 1 {
+				t.Errorf("%q answered %d times, want once:\n%s", text, n, e.transcript(th))
+			}
+			at := strings.Index(e.transcript(th), "answer to: "+text)
+			if at < last {
+				t.Errorf("%q answered out of order:\n%s", text, e.transcript(th))
+			}
+			last = at
+		}
+	}
+	// While down: the first message's run and its retries, and the probes;
+	// nothing per queued message.
+	if retries > 3 {
+		t.Errorf("%d retry waits while down, want the first run's 3 at most", retries)
+	}
+	if probesDown > outagePasses+2 {
+		t.Errorf("%d probe waits for %d clock steps", probesDown, outagePasses)
+	}
+	t.Logf("FIGURE llm down 10 min (%s): 4 messages in 2 threads delayed, 0 lost, each answered once in order; "+
+		"the thread told once each; %d retry waits (the first run's), %d probes over 10 min of the probe clock "+
+		"(waits %v); %d requests reached the model while down; answered %s after the model was back (%d retry waits then)",
+		t.Name(), retries, probesDown, e.probeWaits, duringOutage, recovered.Round(time.Millisecond), retriesAfter-retries)
+}
+
+// The model's endpoint refuses connections (the proxy down) for ten
+// minutes.
+func TestLLMDownThenBack(t *testing.T) {
+	t.Parallel()
+	llmDownTest(t, func(e *llmWaitEnv) { e.proxy.Down() }, func(e *llmWaitEnv) {
+		if err := e.proxy.Up(); err != nil {
+			t.Fatal(err)
+		}
+	}, nil)
+}
+
+// The model answers 503 for ten minutes, and the bot restarts meanwhile:
+// the waiting survives the restart, and no message is answered twice or
+// lost. The fake counts every request of the outage.
+func TestLLMDownAcrossARestart(t *testing.T) {
+	t.Parallel()
+	llmDownTest(t, func(e *llmWaitEnv) { e.up.Store(false) }, func(e *llmWaitEnv) { e.up.Store(true) }, func(e *llmWaitEnv) {
+		e.stop()
+		e.start()
+	})
+}
