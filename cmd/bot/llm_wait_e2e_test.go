@@ -256,3 +256,42 @@ func TestLLMDownAcrossARestart(t *testing.T) {
 		e.start()
 	})
 }
+
+// While a thread waits for the model, !status says so and !stop drops the
+// wait: the message queued behind is dropped (its ⏳ taken back), neither is
+// answered when the model is back, a restart would not take the wait up
+// again, and the next message is answered.
+func TestLLMDownStopDropsTheWait(t *testing.T) {
+	t.Parallel()
+	e := newLLMWaitEnv(t)
+	a, _ := e.open("first in a")
+	e.waitBot(a, "⏱")
+
+	e.proxy.Down()
+	e.fake.UserMessage(a, dAlice, "a one while down")
+	e.waitBot(a, unreachable)
+	queued := e.fake.UserMessage(a, dAlice, "a two while down")
+	e.waitReaction(a, queued.ID, "⏳")
+	e.fake.UserMessage(a, dAlice, "!status")
+	e.waitBot(a, "waiting for the model to answer again")
+	e.fake.UserMessage(a, dAlice, "!stop")
+	e.waitBot(a, "no longer wait for the model")
+	if err := waitFor(e.discordEnv, "the ⏳ taken back", func() bool { return !e.botReacted(a, queued.ID, "⏳") }); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := e.m.DB.WaitingRuns(e.ctx); err != nil || len(runs) != 0 {
+		t.Errorf("WaitingRuns after !stop = %+v, %v; want none", runs, err)
+	}
+
+	if err := e.proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	e.passProbeTime(1, false)
+	e.fake.UserMessage(a, dAlice, "a three once back")
+	e.waitBot(a, "answer to: a three once back")
+	for _, text := range []string{"a one while down", "a two while down"} {
+		if n := e.countBot(a, "answer to: "+text); n != 0 {
+			t.Errorf("%q answered %d times after !stop:\n%s", text, n, e.transcript(a))
+		}
+	}
+}
