@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +48,9 @@ func newLLMWaitEnv(t *testing.T) *llmWaitEnv {
 		}
 		if r.MaxTokens == 1 { // the prober's ask
 			return llmfake.TextReply("pong")
+		}
+		if strings.Contains(lastUserText(r), "answer slowly") {
+			return llmfake.TextReply(slowTokens...).WithChunkDelay(slowPace())
 		}
 		return answerPrompt(r)
 	})
@@ -294,4 +299,64 @@ func TestLLMDownStopDropsTheWait(t *testing.T) {
 			t.Errorf("%q answered %d times after !stop:\n%s", text, n, e.transcript(a))
 		}
 	}
+}
+
+// slowTokens is a reply of 60 tokens.
+var slowTokens = func() []string {
+	var ts []string
+	for i := range 60 {
+		ts = append(ts, fmt.Sprintf("tok%02d ", i))
+	}
+	return ts
+}()
+
+// slowPace is the pause before each token of a slow reply: 250 ms, or
+// THREADSMITH_SLOW_TOKEN (1s for the model at 1 token/s, a minute long).
+func slowPace() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("THREADSMITH_SLOW_TOKEN")); err == nil && d > 0 {
+		return d
+	}
+	return 250 * time.Millisecond
+}
+
+// A model that answers slowly but steadily (60 tokens, one per slowPace) is
+// never cut by the bot's own timeouts: the run ends with the whole answer,
+// no retry fires, the thread shows the answer growing while it streams, and
+// a steer sent meanwhile reaches the model at its next step.
+func TestLLMSlowStreamIsNotCut(t *testing.T) {
+	t.Parallel()
+	e := newLLMWaitEnv(t)
+	a, _ := e.open("first in a")
+	e.waitBot(a, "⏱")
+	before := len(e.llm.Requests())
+	retriesBefore, _ := e.counts()
+
+	start := time.Now()
+	e.fake.UserMessage(a, dAlice, "answer slowly please")
+	// Progress: the thread shows the answer growing before it is done.
+	partial := e.waitBot(a, "tok10")
+	shownAt := time.Since(start)
+	if strings.Contains(partial.Content, "tok59") {
+		t.Errorf("the first sight of the answer is the whole of it:\n%s", partial.Content)
+	}
+	e.fake.UserMessage(a, dAlice, "!steer and mention the steer")
+	e.waitBot(a, "tok59")
+	e.waitBot(a, "answer to: and mention the steer")
+	e.waitBot(a, "⏱")
+	took := time.Since(start)
+
+	reqs := e.llm.Requests()[before:]
+	retries, _ := e.counts()
+	if retries != retriesBefore || e.countBot(a, "retrying") != 0 {
+		t.Errorf("%d retries of the slow answer, want none:\n%s", retries-retriesBefore, e.transcript(a))
+	}
+	if len(reqs) != 2 {
+		t.Errorf("%d model requests, want the slow answer's and the steer's", len(reqs))
+	}
+	if e.countBot(a, "tok00 tok01") == 0 || e.countBot(a, unreachable) != 0 || e.countBot(a, "stopped") != 0 {
+		t.Errorf("the slow answer is not in the thread whole:\n%s", e.transcript(a))
+	}
+	t.Logf("FIGURE slow model: %d tokens at one per %s: the answer seen growing after %s, whole and answered after %s; "+
+		"a steer sent mid-stream answered in the next request; %d retries; %d requests",
+		len(slowTokens), slowPace(), shownAt.Round(time.Millisecond), took.Round(time.Millisecond), retries-retriesBefore, len(reqs))
 }
