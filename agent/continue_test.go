@@ -3,9 +3,12 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -84,5 +87,57 @@ func TestContinueWhileRunningIsBusy(t *testing.T) {
 	h.wait()
 	if n := len(h.llm.Requests()); n != 1 {
 		t.Errorf("%d requests, want the run's one", n)
+	}
+}
+
+// A follow-up given while a failing run waits between retries is not sent
+// to a model that does not answer once the retries are spent: it stays
+// queued, and the run Continue starts answers the prompt first, then it.
+func TestFollowUpWaitsWhenRetriesAreSpent(t *testing.T) {
+	forEachProvider(t, followUpWaitsWhenRetriesAreSpent)
+}
+
+func followUpWaitsWhenRetriesAreSpent(t *testing.T, p provider) {
+	h := p.new(t)
+	var up atomic.Bool
+	h.fake.Handle(func(seq int) reply {
+		if !up.Load() {
+			return unavailable()
+		}
+		return say("answer " + fmt.Sprint(seq))
+	})
+	var once sync.Once
+	h.mu.Lock()
+	h.sleep = func(ctx context.Context, _ time.Duration) error {
+		once.Do(func() {
+			if out, err := h.sess.Start(ctx, "and this too", agent.PromptOptions{Behavior: agent.BehaviorFollowUp}); out != agent.Queued || err != nil {
+				t.Errorf("follow-up during the retry wait = %v, %v; want Queued", out, err)
+			}
+		})
+		return ctx.Err()
+	}
+	h.mu.Unlock()
+	h.prompt("what is up")
+	if n := len(h.fake.Requests()); n != 4 {
+		t.Fatalf("%d requests, want 1 + 3 retries and none for the follow-up", n)
+	}
+	if _, follow := h.sess.Queued(); len(follow) != 1 {
+		t.Fatalf("%d queued follow-ups after the give-up, want the one", len(follow))
+	}
+
+	up.Store(true)
+	if out, err := h.sess.Continue(context.Background()); err != nil || out != agent.Started {
+		t.Fatalf("Continue = %v, %v", out, err)
+	}
+	h.wait()
+	reqs := h.fake.Requests()[4:]
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests after Continue, want the prompt's and the follow-up's", len(reqs))
+	}
+	if got := reqs[0].users; !slices.Equal(got, []string{"what is up"}) {
+		t.Errorf("first request's user texts %q, want the prompt alone", got)
+	}
+	if got := reqs[1].users; !slices.Equal(got, []string{"what is up", "and this too"}) {
+		t.Errorf("second request's user texts %q, want the prompt then the follow-up", got)
 	}
 }

@@ -163,6 +163,7 @@ type Session struct {
 	idle            chan struct{}
 	cancelRun       context.CancelFunc
 	aborted         bool
+	gaveUp          bool // the run's retries were spent: queued input waits for the next run
 	closed          bool
 	compacting      bool
 	pendingNextTurn []llm.Message
@@ -470,7 +471,7 @@ func (s *Session) validate() error {
 // claimLocked marks the session running and returns the run's context.
 func (s *Session) claimLocked() context.Context {
 	s.running = true
-	s.aborted = false
+	s.aborted, s.gaveUp = false, false
 	s.idle = make(chan struct{})
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	s.cancelRun = cancel
@@ -614,6 +615,9 @@ func (s *Session) afterRun(ctx context.Context) bool {
 		if s.retryAttempt > s.cfg.Retry.MaxRetries {
 			s.emit(AutoRetryEnd{Success: false, Attempt: s.retryAttempt - 1, FinalError: last.ErrorMessage})
 			s.retryAttempt = 0
+			s.mu.Lock()
+			s.gaveUp = true
+			s.mu.Unlock()
 		} else {
 			d := s.cfg.Retry.delay(s.retryAttempt, last.ErrorInfo)
 			s.emit(AutoRetryStart{Attempt: s.retryAttempt, MaxAttempts: s.cfg.Retry.MaxRetries, Delay: d, ErrorMessage: last.ErrorMessage})
@@ -634,11 +638,12 @@ func (s *Session) afterRun(ctx context.Context) bool {
 
 // settle makes the session idle unless input arrived after the run's last look at
 // its queues (then it reports false and the run continues to deliver it). An
-// aborted run leaves queued input for the next run.
+// aborted run, and one that spent its retries (the model cannot be reached:
+// the input would only fail the same way), leave queued input for the next run.
 func (s *Session) settle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.aborted && !s.closed && s.agent.HasQueued() {
+	if !s.aborted && !s.gaveUp && !s.closed && s.agent.HasQueued() {
 		return false
 	}
 	s.running = false
