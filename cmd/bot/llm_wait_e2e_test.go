@@ -52,7 +52,7 @@ func newLLMWaitEnv(t *testing.T) *llmWaitEnv {
 		if strings.Contains(lastUserText(r), "answer slowly") {
 			return llmfake.TextReply(slowTokens...).WithChunkDelay(slowPace())
 		}
-		return answerPrompt(r)
+		return answerPending(r)
 	})
 	e.proxy = netfault.New(t, netfault.HostPort(e.llm.URL()))
 	e.remote = gitremote.NewBare(t, gitremote.Options{Files: map[string]string{"README.md": "# app\n"}})
@@ -163,6 +163,21 @@ func (e *llmWaitEnv) counts() (retries, probes int) {
 
 const unreachable = "The model is unreachable"
 
+// answerPending answers every user message since the model's last reply,
+// one line each: queued messages a run takes together are each answered.
+func answerPending(r llmfake.Request) llmfake.Response {
+	var lines []string
+	for _, m := range r.Messages {
+		switch m.Role {
+		case "assistant":
+			lines = nil
+		case "user":
+			lines = append(lines, "answer to: "+m.Content)
+		}
+	}
+	return llmfake.TextReply(strings.Join(lines, "\n"))
+}
+
 // llmDownTest takes the model down for ten minutes of the prober's clock
 // (down: how), while three messages arrive in one thread and one in another;
 // between, if set, runs while it is down (a restart). Then the model is
@@ -200,7 +215,13 @@ func llmDownTest(t *testing.T, down func(e *llmWaitEnv), back func(e *llmWaitEnv
 
 	back(e)
 	upAt := time.Now()
+	atBack := len(e.llm.Requests())
 	e.passProbeTime(1, false) // the next probe finds it back
+	// The probe, then the first thread's failed message asked again.
+	if _, err := e.llm.WaitRequests(e.ctx, atBack+2); err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Since(upAt)
 	for _, text := range inA {
 		e.waitBot(a, "answer to: "+text)
 	}
@@ -236,8 +257,9 @@ func llmDownTest(t *testing.T, down func(e *llmWaitEnv), back func(e *llmWaitEnv
 	}
 	t.Logf("FIGURE llm down 10 min (%s): 4 messages in 2 threads delayed, 0 lost, each answered once in order; "+
 		"the thread told once each; %d retry waits (the first run's), %d probes over 10 min of the probe clock "+
-		"(waits %v); %d requests reached the model while down; answered %s after the model was back (%d retry waits then)",
-		t.Name(), retries, probesDown, e.probeWaits, duringOutage, recovered.Round(time.Millisecond), retriesAfter-retries)
+		"(waits %v); %d requests reached the model while down; after the probe found it back, a waiting message asked again in %s, "+
+		"all answered in the threads after %s (%d retry waits then)",
+		t.Name(), retries, probesDown, e.probeWaits, duringOutage, asked.Round(time.Millisecond), recovered.Round(time.Millisecond), retriesAfter-retries)
 }
 
 // The model's endpoint refuses connections (the proxy down) for ten
