@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
 )
 
 // Only a model that could not be reached makes a thread wait: a refusal is
@@ -47,5 +50,55 @@ func TestProbePauses(t *testing.T) {
 	want := "[30s 1m0s 2m0s 4m0s 5m0s 5m0s]"
 	if fmt.Sprint(got) != want {
 		t.Errorf("pauses = %v, want %s", got, want)
+	}
+}
+
+// A thread waiting for the model that another replica takes (its lease
+// lapsed) is taken up there: with the next message, the new owner asks the
+// model at once, answers the waiting message first, then the new one, each
+// once.
+func TestReplicaTakesUpAThreadWaitingForTheModel(t *testing.T) {
+	t.Parallel()
+	a := newRig(t, leased("replica-a"))
+	var up atomic.Bool
+	a.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if !up.Load() {
+			return llmfake.HTTPError(503, "", "Service Unavailable")
+		}
+		users := userTexts(req)
+		lines := strings.Split(users[len(users)-1], "\n") // after the author line
+		return llmfake.TextReply("ANSWER to " + lines[len(lines)-1])
+	})
+	th := testThread("509.1")
+	a.say(th, alice, "WAITING-REQUEST", true)
+	a.waitText(th, "The model is unreachable")
+	rec, err := a.thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := a.db.WaitingRuns(a.ctx); err != nil || len(runs) != 1 || runs[0].ThreadID != rec.ID {
+		t.Fatalf("WaitingRuns = %+v, %v; want the thread's run", runs, err)
+	}
+	l := a.owner(th).lease.Load()
+	if l == nil {
+		t.Fatal("the owner has no lease")
+	}
+	b := newRig(t, replicaOf(a, "replica-b"))
+	up.Store(true)
+	a.lapse(*l, "replica-b")
+	a.waitUntil("the old owner lets the thread go", func() bool { return !a.live(th) })
+
+	b.say(th, bob, "NEXT-REQUEST", false)
+	b.waitText(th, "ANSWER to NEXT-REQUEST")
+	tr := b.chat.Transcript(th)
+	waiting, next := strings.Index(tr, "ANSWER to WAITING-REQUEST"), strings.Index(tr, "ANSWER to NEXT-REQUEST")
+	if waiting < 0 || waiting > next || strings.Count(tr, "ANSWER to WAITING-REQUEST") != 1 {
+		t.Errorf("the waiting message is not answered once, before the next one:\n%s", tr)
+	}
+	if got := userMessages(a, rec.SessionID, "WAITING-REQUEST"); got != 1 {
+		t.Errorf("the waiting message is %d times in the session, want once", got)
+	}
+	if strings.Contains(tr, "The model is unreachable") || strings.Contains(tr, "interrupted") {
+		t.Errorf("the new owner told the thread again:\n%s", tr)
 	}
 }
