@@ -121,10 +121,11 @@ type Config struct {
 	// (default: a real timer); tests replace it to pass the waits at once.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// ProbeSleep is the wait between two asks of a model that could not be
-	// reached (modelhealth.go; default: a real timer); ModelProbe asks it
-	// once (default: the smallest request to Model). Tests replace them.
+	// reached (modelhealth.go; default: a real timer); ModelProbe asks the
+	// model named once (default: the smallest request to Model). Tests
+	// replace them.
 	ProbeSleep func(ctx context.Context, d time.Duration) error
-	ModelProbe func(ctx context.Context) error
+	ModelProbe func(ctx context.Context, model string) error
 }
 
 // AgentConfig is how sessions are set up.
@@ -292,10 +293,10 @@ func New(cfg Config) (*Bridge, error) {
 		b.cfg.Lease.setDefaults()
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.health = &modelHealth{probe: cfg.ModelProbe, sleep: cfg.ProbeSleep, min: probeMin, max: probeMax,
+	b.health = &modelHealth{probe: cfg.ModelProbe, sleep: cfg.ProbeSleep, min: probeMin, max: probeMax, model: cfg.Agent.Model.Name,
 		log: b.log.With("part", "model health"), ctx: b.ctx, wg: &b.bg}
 	if b.health.probe == nil {
-		b.health.probe = probeModel(cfg.Model, cfg.Agent.Model.Name)
+		b.health.probe = probeModel(cfg.Model)
 	}
 	if b.health.sleep == nil {
 		b.health.sleep = sleepCtx

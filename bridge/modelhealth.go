@@ -28,9 +28,9 @@ const (
 )
 
 type modelHealth struct {
-	// probe asks the model once; its error says whether it answered
+	// probe asks the model named once; its error says whether it answered
 	// (modelUnreachableErr).
-	probe    func(ctx context.Context) error
+	probe    func(ctx context.Context, model string) error
 	sleep    func(ctx context.Context, d time.Duration) error
 	min, max time.Duration
 	log      *slog.Logger
@@ -38,6 +38,7 @@ type modelHealth struct {
 	wg       *sync.WaitGroup // the bridge's background goroutines
 
 	mu      sync.Mutex
+	model   string    // the model to ask: the one a run last found down (the default one at first)
 	down    bool      // a run found the model unreachable, and no probe has reached it since
 	reason  string    // why, in a few words for the threads
 	waiters []*thread // the threads to tell when the model is back, in the order they came
@@ -53,14 +54,18 @@ func (h *modelHealth) knownDown() (bool, string) {
 }
 
 // wait adds t to the threads told when the model is back, and starts the
-// prober unless it runs. reason, when set, is news that the model is down;
-// now asks the model at once (a start that found threads waiting does not
-// know whether it is still down) rather than after probeMin.
-func (h *modelHealth) wait(t *thread, reason string, now bool) {
+// prober unless it runs. reason, when set, is news that model (the one t's
+// session uses; "" for the one probed so far) is down; now asks the model
+// at once (a start that found threads waiting does not know whether it is
+// still down) rather than after probeMin.
+func (h *modelHealth) wait(t *thread, model, reason string, now bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if reason != "" {
 		h.down, h.reason = true, reason
+		if model != "" {
+			h.model = model
+		}
 	}
 	if !slices.Contains(h.waiters, t) {
 		h.waiters = append(h.waiters, t)
@@ -110,8 +115,11 @@ func (h *modelHealth) run(d time.Duration) {
 				return
 			}
 		}
+		h.mu.Lock()
+		model := h.model
+		h.mu.Unlock()
 		ctx, cancel := context.WithTimeout(h.ctx, probeTimeout)
-		err := h.probe(ctx)
+		err := h.probe(ctx, model)
 		cancel()
 		if h.ctx.Err() != nil {
 			h.stopProbing()
@@ -172,8 +180,8 @@ func modelUnreachableErr(err error) (bool, string) {
 }
 
 // probeModel is the default probe: the smallest request the model answers.
-func probeModel(m llm.Model, name string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
+func probeModel(m llm.Model) func(ctx context.Context, name string) error {
+	return func(ctx context.Context, name string) error {
 		if m == nil {
 			return nil
 		}

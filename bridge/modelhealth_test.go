@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 	llmfake "github.com/threadsmith/threadsmith/internal/fakes/llm"
@@ -100,5 +101,57 @@ func TestReplicaTakesUpAThreadWaitingForTheModel(t *testing.T) {
 	}
 	if strings.Contains(tr, "The model is unreachable") || strings.Contains(tr, "interrupted") {
 		t.Errorf("the new owner told the thread again:\n%s", tr)
+	}
+}
+
+// The prober asks the model the failed run used: a thread on another model
+// than the default is not resumed, failed and told again on every probe
+// because the default model answers.
+func TestProbeAsksTheModelTheThreadUses(t *testing.T) {
+	t.Parallel()
+	step := make(chan struct{})
+	r := newRig(t, func(c *Config, _ *Platform) {
+		c.ProbeSleep = func(ctx context.Context, _ time.Duration) error {
+			select {
+			case <-step:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+	var probes, calls atomic.Int32
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if req.MaxTokens == 1 {
+			probes.Add(1)
+		} else {
+			calls.Add(1)
+		}
+		if req.Model == otherModel {
+			return llmfake.HTTPError(503, "", "Service Unavailable")
+		}
+		return llmfake.TextReply("fine")
+	})
+	th := testThread("510.1")
+	r.say(th, alice, "hello", true)
+	r.waitRuns(th, 1)
+	r.say(th, alice, "!model "+otherModel, false)
+	r.waitText(th, "This thread now uses `"+otherModel+"`")
+	r.say(th, alice, "on the other model", false)
+	r.waitText(th, "The model is unreachable")
+	failed := calls.Load()
+	for i := range 3 {
+		select {
+		case step <- struct{}{}:
+		case <-r.ctx.Done():
+			t.Fatal("the prober never waited")
+		}
+		r.waitUntil("the probe", func() bool { return probes.Load() == int32(i+1) })
+	}
+	if n := calls.Load(); n != failed {
+		t.Errorf("%d model calls after 3 probes of a model still down, want none", n-failed)
+	}
+	if n := strings.Count(r.chat.Transcript(th), "The model is unreachable"); n != 1 {
+		t.Errorf("told %d times, want once:\n%s", n, r.chat.Transcript(th))
 	}
 }

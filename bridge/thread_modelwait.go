@@ -102,7 +102,11 @@ func (t *thread) awaitModel(reason string, resume *pendingInput, now bool) {
 		t.told = true
 		t.say(t.b.redact(modelDownNotice(reason)))
 	}
-	t.b.health.wait(t, reason, now)
+	model := ""
+	if t.sess != nil {
+		model = t.sess.ModelName()
+	}
+	t.b.health.wait(t, model, reason, now)
 }
 
 // holdForModel keeps input for the model back while the thread waits for it,
@@ -147,9 +151,15 @@ func (t *thread) modelBack() {
 	if t.resume != nil {
 		ins = append([]*pendingInput{t.resume}, ins...)
 	}
-	t.awaiting, t.told, t.resume, t.behind = false, false, nil, nil
+	// told stays until a run reaches the model (modelAnswered): a model
+	// that fails again at once is not told twice.
+	t.awaiting, t.resume, t.behind = false, nil, nil
 	t.requeueFront(ins)
 }
+
+// modelAnswered runs when a run of the thread ended without finding the
+// model unreachable: a later outage is told again.
+func (t *thread) modelAnswered() { t.told = false }
 
 // answerWaiting starts the run that answers the input a failed run left in
 // the session (pi.continues), with no new prompt.

@@ -232,6 +232,8 @@ func (t *thread) finishRun(ctx context.Context) {
 	t.finishRunWith(ctx, outcome, true)
 	if down {
 		t.awaitRun(r, reason)
+	} else {
+		t.modelAnswered()
 	}
 }
 
