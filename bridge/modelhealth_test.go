@@ -155,3 +155,74 @@ func TestProbeAsksTheModelTheThreadUses(t *testing.T) {
 		t.Errorf("told %d times, want once:\n%s", n, r.chat.Transcript(th))
 	}
 }
+
+// A message that joins a run while it waits between retries of a model that
+// is down waits with it: no model call of its own, one notice in all; once
+// the model is back, the run's message is answered, then it.
+func TestMessageDuringFailingRetriesWaitsWithTheRun(t *testing.T) {
+	t.Parallel()
+	step := make(chan struct{})
+	inRetry, release := make(chan struct{}, 8), make(chan struct{})
+	r := newRig(t, func(c *Config, _ *Platform) {
+		c.Sleep = func(ctx context.Context, _ time.Duration) error {
+			inRetry <- struct{}{}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		c.ProbeSleep = func(ctx context.Context, _ time.Duration) error {
+			select {
+			case <-step:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+	var up atomic.Bool
+	var calls atomic.Int32
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if req.MaxTokens != 1 {
+			calls.Add(1)
+		}
+		if !up.Load() {
+			return llmfake.HTTPError(503, "", "Service Unavailable")
+		}
+		users := userTexts(req)
+		lines := strings.Split(users[len(users)-1], "\n")
+		return llmfake.TextReply("ANSWER to " + lines[len(lines)-1])
+	})
+	th := testThread("511.1")
+	r.say(th, alice, "FIRST-REQUEST", true)
+	recv(r, "the first retry wait", inRetry)
+	r.say(th, alice, "SECOND-REQUEST", false)
+	r.waitUntil("the second message queued in the session", func() bool {
+		var n int
+		o := r.owner(th)
+		r.onOwner(o, func() {
+			_, follow := o.sess.Queued()
+			n = len(follow)
+		})
+		return n == 1
+	})
+	close(release)
+	r.waitText(th, "The model is unreachable")
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d model calls while down, want the first run's 1 + 2 retries", n)
+	}
+
+	up.Store(true)
+	step <- struct{}{}
+	r.waitText(th, "ANSWER to SECOND-REQUEST")
+	tr := r.chat.Transcript(th)
+	first, second := strings.Index(tr, "ANSWER to FIRST-REQUEST"), strings.Index(tr, "ANSWER to SECOND-REQUEST")
+	if first < 0 || first > second || strings.Count(tr, "ANSWER to") != 2 {
+		t.Errorf("want the first message answered, then the second, once each:\n%s", tr)
+	}
+	if n := strings.Count(tr, "gave up"); n != 1 || strings.Count(tr, "The model is unreachable") != 1 {
+		t.Errorf("%d gave-up notices, want one and one wait notice:\n%s", n, tr)
+	}
+}
