@@ -5,7 +5,8 @@ package bridge
 // — it is in the session, unanswered — and input for the model that comes
 // meanwhile waits behind it, acknowledged as queued, with no model call; so
 // does input for the model while the bridge knows the model is down. The
-// thread is told once a wait. When the model answers again (msgModelBack),
+// thread is told once, and not again before one of its runs reaches the
+// model. When the model answers again (msgModelBack),
 // the session answers the waiting input first (agent.Session.Continue), and
 // the input queued behind follows in order, as the busy mode says. The wait
 // is the run's recorded outcome (storage.RunWaiting), so that a restart
@@ -25,14 +26,14 @@ import (
 // modelWait is the state of the thread's wait for the model.
 type modelWait struct {
 	awaiting bool // the thread's input for the model waits for the model
-	told     bool // the thread was told of this wait
+	told     bool // the thread was told the model is unreachable, and no run reached it since
 	// resume is the input of the run the model failed (continues), answered
 	// first once the model is back; nil when no run failed.
 	resume *pendingInput
 	behind []*pendingInput // input for the model that came meanwhile, in order
 }
 
-// modelDownNotice is what a thread is told, once a wait.
+// modelDownNotice is what a thread is told, once (told).
 func modelDownNotice(reason string) string {
 	return fmt.Sprintf("⚠️ The model is unreachable (%s); your message waits and will be answered when it is back.", reason)
 }
