@@ -92,6 +92,9 @@ var (
 	// When the run ended while the input hooks ran, the error is an
 	// *IdleError that holds what the hooks made of the input.
 	ErrIdle = errors.New("no active run to join")
+	// ErrNothingToAnswer is returned by Continue when the context does not
+	// end with input waiting for the model.
+	ErrNothingToAnswer = errors.New("nothing to answer: the conversation ends with a reply")
 )
 
 // IdleError is ErrIdle for input whose run ended while its input hooks
@@ -178,6 +181,7 @@ type Session struct {
 	idle            chan struct{}
 	cancelRun       context.CancelFunc
 	aborted         bool
+	gaveUp          bool // the run's retries were spent: queued input waits for the next run
 	closed          bool
 	compacting      bool
 	pendingNextTurn []llm.Message
@@ -406,6 +410,44 @@ func (s *Session) Start(ctx context.Context, text string, opts PromptOptions) (O
 	return Started, nil
 }
 
+// Continue starts a run that answers the input the context ends with, with
+// no new prompt: after a run that ended on a failed model call, the model is
+// asked again from the stored conversation. The failed reply at the end of the
+// context is left out of it (it stays in the record), as a retry leaves it
+// out. It returns Started, ErrBusy while a run is active, and
+// ErrNothingToAnswer when the context ends with a reply (the input was
+// answered) or is empty: a second Continue after the first answered is a no-op.
+func (s *Session) Continue(ctx context.Context) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return 0, ErrClosed
+	case s.running:
+		return 0, ErrBusy
+	}
+	msgs := s.agent.Messages()
+	end := len(msgs)
+	if end > 0 && msgs[end-1].Role == llm.RoleAssistant && msgs[end-1].StopReason == llm.StopReasonError {
+		end--
+	}
+	if end == 0 || msgs[end-1].Role == llm.RoleAssistant {
+		return 0, ErrNothingToAnswer
+	}
+	if err := s.validate(); err != nil {
+		return 0, err
+	}
+	if end < len(msgs) {
+		s.agent.DropLastAssistant()
+	}
+	runCtx := s.claimLocked()
+	go s.drive(runCtx, nil)
+	return Started, nil
+}
+
 func userMessage(text string, images []llm.Content, inputID string, now time.Time) llm.Message {
 	content := make([]llm.Content, 0, 1+len(images))
 	content = append(content, llm.Text(text))
@@ -447,7 +489,7 @@ func (s *Session) validate() error {
 // claimLocked marks the session running and returns the run's context.
 func (s *Session) claimLocked() context.Context {
 	s.running = true
-	s.aborted = false
+	s.aborted, s.gaveUp = false, false
 	s.idle = make(chan struct{})
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	s.cancelRun = cancel
@@ -591,6 +633,9 @@ func (s *Session) afterRun(ctx context.Context) bool {
 		if s.retryAttempt > s.cfg.Retry.MaxRetries {
 			s.emit(AutoRetryEnd{Success: false, Attempt: s.retryAttempt - 1, FinalError: last.ErrorMessage})
 			s.retryAttempt = 0
+			s.mu.Lock()
+			s.gaveUp = true
+			s.mu.Unlock()
 		} else {
 			d := s.cfg.Retry.delay(s.retryAttempt, last.ErrorInfo)
 			s.emit(AutoRetryStart{Attempt: s.retryAttempt, MaxAttempts: s.cfg.Retry.MaxRetries, Delay: d, ErrorMessage: last.ErrorMessage})
@@ -611,11 +656,12 @@ func (s *Session) afterRun(ctx context.Context) bool {
 
 // settle makes the session idle unless input arrived after the run's last look at
 // its queues (then it reports false and the run continues to deliver it). An
-// aborted run leaves queued input for the next run.
+// aborted run, and one that spent its retries (the model cannot be reached:
+// the input would only fail the same way), leave queued input for the next run.
 func (s *Session) settle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.aborted && !s.closed && s.agent.HasQueued() {
+	if !s.aborted && !s.gaveUp && !s.closed && s.agent.HasQueued() {
 		return false
 	}
 	s.running = false

@@ -45,10 +45,12 @@ func forEachProvider(t *testing.T, scenario func(t *testing.T, p provider)) {
 type reply struct {
 	text  []string
 	calls []llmfake.Call
+	down  bool // the endpoint answers 503: the model is unavailable
 }
 
 func say(chunks ...string) reply         { return reply{text: chunks} }
 func callTools(cs ...llmfake.Call) reply { return reply{calls: cs} }
+func unavailable() reply                 { return reply{down: true} }
 
 // sent is a provider-neutral view of one request.
 type sent struct {
@@ -68,6 +70,9 @@ type script interface {
 type openaiScript struct{ s *llmfake.Server }
 
 func (o openaiScript) wire(r reply) llmfake.Response {
+	if r.down {
+		return llmfake.HTTPError(503, "", "Service Unavailable")
+	}
 	if len(r.calls) > 0 {
 		return llmfake.ToolCallReply(r.calls...)
 	}
@@ -99,6 +104,9 @@ func (o openaiScript) Requests() []sent {
 type anthropicScript struct{ s *anthropicfake.Server }
 
 func (a anthropicScript) wire(r reply) anthropicfake.Response {
+	if r.down {
+		return anthropicfake.HTTPError(503, "api_error", "Service Unavailable")
+	}
 	if len(r.calls) > 0 {
 		var blocks []anthropicfake.ReplyBlock
 		for _, c := range r.calls {

@@ -120,6 +120,12 @@ type Config struct {
 	// Sleep is the sessions' wait between a model request's retries
 	// (default: a real timer); tests replace it to pass the waits at once.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ProbeSleep is the wait between two asks of a model that could not be
+	// reached (modelhealth.go; default: a real timer); ModelProbe asks the
+	// model named once (default: the smallest request to Model). Tests
+	// replace them.
+	ProbeSleep func(ctx context.Context, d time.Duration) error
+	ModelProbe func(ctx context.Context, model string) error
 }
 
 // AgentConfig is how sessions are set up.
@@ -214,7 +220,8 @@ type Bridge struct {
 	// want of room, until input of theirs is stored again (fulldisk.go).
 	toldFull bounded.Map[string, struct{}]
 
-	intake *intakeGate // new thread owners wait while input is being accepted
+	intake *intakeGate  // new thread owners wait while input is being accepted
+	health *modelHealth // whether the model answers, and the threads waiting for it
 
 	opening chan struct{} // held by the Open in progress: openings run one at a time
 
@@ -290,6 +297,14 @@ func New(cfg Config) (*Bridge, error) {
 		b.cfg.Lease.setDefaults()
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.health = &modelHealth{probe: cfg.ModelProbe, sleep: cfg.ProbeSleep, min: probeMin, max: probeMax, model: cfg.Agent.Model.Name,
+		log: b.log.With("part", "model health"), ctx: b.ctx, wg: &b.bg}
+	if b.health.probe == nil {
+		b.health.probe = probeModel(cfg.Model)
+	}
+	if b.health.sleep == nil {
+		b.health.sleep = sleepCtx
+	}
 	for _, p := range cfg.Platforms {
 		name := p.Adapter.Platform()
 		if _, dup := b.platforms[name]; dup {
@@ -453,6 +468,27 @@ func (b *Bridge) recover(ctx context.Context) error {
 		// the remote now, ahead of any input replayed below.
 		if rec, err := b.cfg.Store.ThreadByID(ctx, r.ThreadID); err == nil && rec.Repo != "" {
 			b.dispatchItem(p, rec, func(*thread) message { return msgResume{r} })
+		}
+	}
+
+	// Input that waited for the model is answered first once it is back;
+	// what was queued behind it follows.
+	waiting, err := b.cfg.Store.WaitingRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("bridge: loading input that waits for the model: %w", err)
+	}
+	if len(waiting) > 0 {
+		// Until the first probe, the model is taken for down: input
+		// replayed below waits with the input that waited before.
+		b.health.suspect(reasonBeforeRestart)
+	}
+	for _, r := range waiting {
+		p := b.platforms[r.Thread.Platform]
+		if p == nil {
+			continue
+		}
+		if rec, err := b.cfg.Store.ThreadByID(ctx, r.ThreadID); err == nil && rec.SessionID == r.SessionID {
+			b.dispatchItem(p, rec, func(*thread) message { return msgAwaitStored{r} })
 		}
 	}
 

@@ -47,6 +47,15 @@ func (t *thread) stopCommand(c commandCall) {
 // stopWhileWaiting cancels the request waiting for a run slot before it
 // starts (docs/behaviour.md §3), with what was parked behind it.
 func (t *thread) stopWhileWaiting() bool {
+	if t.awaiting {
+		texts := t.dropModelWait(t.b.ctx)
+		text := "⏹ stopped: I no longer wait for the model to answer this thread; send a message to ask again once it is back."
+		if len(texts) > 0 {
+			text += fmt.Sprintf("\nDropped (%d message%s):%s", len(texts), plural(len(texts)), quoteTexts(texts))
+		}
+		t.say(text)
+		return true
+	}
 	cancelled := t.cancelWaiting()
 	var texts []string
 	for _, w := range cancelled {
@@ -63,6 +72,10 @@ func (t *thread) stopWhileWaiting() bool {
 func (t *thread) statusWhileWaiting() bool {
 	if t.sess != nil {
 		return false
+	}
+	if t.awaiting {
+		t.say("📊 *Status*: " + t.modelWaitState())
+		return true
 	}
 	t.say(fmt.Sprintf("📊 *Status*: waiting for a run slot (%d of %d busy; %d thread%s ahead)", t.b.slots.size, t.b.slots.size, t.b.slots.ahead(t), plural(t.b.slots.ahead(t))))
 	return true
@@ -169,6 +182,8 @@ func (t *thread) statusText(ctx context.Context, s *agent.Session, author chat.A
 	var b strings.Builder
 	state := "idle"
 	switch {
+	case t.awaiting:
+		state = t.modelWaitState()
 	case t.waitingForSlot():
 		state = fmt.Sprintf("waiting for a run slot (all %d busy)", t.b.slots.size)
 	case st.Compacting:

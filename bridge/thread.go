@@ -33,6 +33,8 @@ import (
 //   - planning (plan.go): a plan being made or waiting for a decision.
 //   - repoPick (repopick.go): requests held while the thread's repository
 //     is being chosen.
+//   - modelWait (thread_modelwait.go): input waiting for the model to
+//     answer again.
 //
 // The rest is the session and its workspace, set up by open (session.go),
 // and the thread's lease when the bridge is a replica (lease.go).
@@ -50,6 +52,7 @@ type thread struct {
 	rendering
 	planning
 	repoPick
+	modelWait
 
 	// Replicas (lease.go). lease is the thread's lease while this replica
 	// holds it: the one replica state read off the owner (the outbox's
@@ -165,6 +168,10 @@ func (t *thread) handle(m message) {
 		t.say(m.text)
 	case msgMenuPosted:
 		t.menuPosted(m)
+	case msgModelBack:
+		t.modelBack()
+	case msgAwaitStored:
+		t.awaitStored(m.r)
 	case msgIdleTick:
 		t.idleTick()
 		return
@@ -302,14 +309,14 @@ func (t *thread) idleTick() {
 }
 
 // idle reports whether the thread may be evicted: nothing of it works on. A
-// thread holding requests until its repository is chosen keeps them in
-// memory. A !compact or !diff in the background, or a push in flight, still use the
+// thread holding requests until its repository is chosen, or waiting for
+// the model, keeps them in memory. A !compact or !diff in the background, or a push in flight, still use the
 // session and workspace (a run the session starts by itself after a
 // compaction is news in the inbox, which keeps the thread from eviction); an
 // owner started after an eviction would be a second writer on them, and
 // entries with the same sequence numbers would be lost.
 func (t *thread) idle() bool {
-	return !t.running() && t.pushing == nil && t.retry.timer == nil && !t.waitingForSlot() && t.working == 0 && len(t.unchosen) == 0
+	return !t.running() && !t.awaiting && t.pushing == nil && t.retry.timer == nil && !t.waitingForSlot() && t.working == 0 && len(t.unchosen) == 0
 }
 
 // tryEvict evicts an idle thread, and reports whether it did. A replica

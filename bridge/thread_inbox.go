@@ -77,6 +77,11 @@ type (
 	// msgMenuPosted: the platform took the repository menu as message id
 	// (repopick.go).
 	msgMenuPosted struct{ id, text string }
+	// msgModelBack: the model answers again (thread_modelwait.go).
+	msgModelBack struct{}
+	// msgAwaitStored: run r recorded that its input waits for the model,
+	// before a restart or on another replica (thread_modelwait.go).
+	msgAwaitStored struct{ r storage.Run }
 	// msgSay: a notice for the thread from off the owner (thread_render.go).
 	msgSay struct{ text string }
 	// msgRerender: the render view asked to come back for (thread_render.go).

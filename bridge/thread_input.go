@@ -49,6 +49,9 @@ type pendingInput struct {
 	// that, so the hooks, which may act (!review marks comments read), see
 	// it once.
 	expanded *agent.IdleError
+	// continues: it is the input a run that found the model unreachable
+	// left in the session, answered with no new prompt (thread_modelwait.go)
+	continues bool
 }
 
 // queuedAck is the reaction shown on a queued message until it is delivered.
@@ -90,6 +93,10 @@ func (c inputClass) mode() storage.InboundMode {
 
 // handleInput takes one accepted message to the session.
 func (t *thread) handleInput(pi *pendingInput) {
+	if pi.continues {
+		t.answerWaiting(pi)
+		return
+	}
 	if !t.take(pi) {
 		return // another copy of it came first
 	}
@@ -132,13 +139,16 @@ func (t *thread) admit(pi *pendingInput, c inputClass) bool {
 
 // park keeps input from the session for now, and reports whether it did:
 // input for the model behind input that waits for a run slot (keeping the
-// order), !stop and !status answered while the thread waits for one, and
+// order), input for the model while the thread waits for the model
+// (thread_modelwait.go), !stop and !status answered while the thread waits
+// for either, and
 // input for the model while a stopped run winds down (it must not join that
 // run, where it would sit in the stopped run's queue; it starts the next).
 func (t *thread) park(pi *pendingInput, c inputClass) bool {
 	switch {
 	case c.startsRun && t.waitingForSlot() && !pi.granted:
 		t.waitBehind(pi)
+	case c.startsRun && t.holdForModel(pi):
 	case !c.startsRun && t.answerWhileWaiting(c.name, pi):
 	case c.startsRun && t.runStopping():
 		// The run winds down: the input starts the next run (starting it

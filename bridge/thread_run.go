@@ -219,11 +219,22 @@ func (t *thread) runTimedOut(r *activeRun) {
 // finishRun runs when the session went idle: it closes the transcript with
 // the footer, then commits the run's work and starts pushing it.
 func (t *thread) finishRun(ctx context.Context) {
+	r := t.run
 	outcome := storage.RunDone
-	if t.run.stopped {
+	if r.stopped {
 		outcome = storage.RunStopped
 	}
+	// A run that could not reach the model leaves its input waiting.
+	reason, down := t.modelDown(r)
+	if down {
+		outcome = storage.RunWaiting
+	}
 	t.finishRunWith(ctx, outcome, true)
+	if down {
+		t.awaitRun(r, reason)
+	} else {
+		t.modelAnswered()
+	}
 }
 
 func (t *thread) finishRunWith(ctx context.Context, outcome storage.RunOutcome, push bool) {

@@ -64,11 +64,12 @@ func (t *thread) slotGranted() {
 }
 
 // answerWhileWaiting answers a command that has an answer while the thread's
-// request waits for a run slot (the table's whileWaiting: !stop, !status)
+// request waits for a run slot or for the model (the table's whileWaiting:
+// !stop, !status)
 // at once. It reports whether it answered.
 func (t *thread) answerWhileWaiting(name string, pi *pendingInput) bool {
 	c := lookupCommand(name)
-	if len(t.waiting) == 0 || c == nil || c.whileWaiting == nil || !c.whileWaiting(t) {
+	if (len(t.waiting) == 0 && !t.awaiting) || c == nil || c.whileWaiting == nil || !c.whileWaiting(t) {
 		return false
 	}
 	t.markInbound(pi.id, storage.InboundDelivered, "")

@@ -11,6 +11,9 @@ const (
 	RunFailed      RunOutcome = "error"       // the agent gave up on an error
 	RunStopped     RunOutcome = "stopped"     // !stop
 	RunInterrupted RunOutcome = "interrupted" // found running at start: the process died
+	// RunWaiting: the model could not be reached; the run's input waits for
+	// it and is answered by the thread's next run.
+	RunWaiting RunOutcome = "waiting"
 )
 
 // Run is one run of the agent on a thread's session.

@@ -161,6 +161,10 @@ type RunStore interface {
 	// new owner's of a thread taken over: only that thread's runs, and
 	// ErrFenced once the lease is stale.
 	InterruptRuns(ctx context.Context) ([]Run, error)
+	// WaitingRuns returns the runs that ended RunWaiting and are the last
+	// run of their thread (oldest first, with their threads): input that
+	// waits for the model, for answering it after a restart.
+	WaitingRuns(ctx context.Context) ([]Run, error)
 }
 
 // OutboundStore keeps the messages the bot posted.

@@ -71,6 +71,9 @@ type Main struct {
 	// Sleep is the sessions' wait between a model request's retries
 	// (default: a real timer; tests pass the waits at once).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ProbeSleep is the wait between two asks of a model that could not be
+	// reached (default: a real timer; tests move a clock).
+	ProbeSleep func(ctx context.Context, d time.Duration) error
 	// PushRetry is the first wait before a push the remote did not answer
 	// is tried again (default 30s; tests shorten it).
 	PushRetry time.Duration
@@ -272,6 +275,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:            log,
 		Now:               m.Now,
 		Sleep:             m.Sleep,
+		ProbeSleep:        m.ProbeSleep,
 		PushRetry:         m.PushRetry,
 	})
 	if err != nil {

@@ -160,6 +160,12 @@ func (db *DB) ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, er
 	return queryAll(ctx, db, "thread runs", scanRun, `SELECT `+runColumns+runFrom+`WHERE r.thread_id = $1 ORDER BY r.id`, threadID)
 }
 
+// WaitingRuns implements storage.Store.
+func (db *DB) WaitingRuns(ctx context.Context) ([]storage.Run, error) {
+	return queryAll(ctx, db, "waiting runs", scanRun, `SELECT `+runColumns+runFrom+`WHERE r.outcome = $1
+		AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.thread_id = r.thread_id AND n.id > r.id) ORDER BY r.id`, string(storage.RunWaiting))
+}
+
 // Outbound.
 
 // RecordOutbound implements storage.OutboundStore.

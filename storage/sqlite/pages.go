@@ -109,6 +109,26 @@ func (db *DB) ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, er
 	return out, opError(op, rows.Err())
 }
 
+// WaitingRuns implements storage.Store.
+func (db *DB) WaitingRuns(ctx context.Context) ([]storage.Run, error) {
+	const op = "waiting runs"
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.outcome = ?
+		AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.thread_id = r.thread_id AND n.id > r.id) ORDER BY r.id`, string(storage.RunWaiting))
+	if err != nil {
+		return nil, opError(op, err)
+	}
+	defer rows.Close()
+	var out []storage.Run
+	for rows.Next() {
+		run, err := scanRun(rows)
+		if err != nil {
+			return nil, opError(op, err)
+		}
+		out = append(out, run)
+	}
+	return out, opError(op, rows.Err())
+}
+
 // ThreadPushes implements storage.Store.
 func (db *DB) ThreadPushes(ctx context.Context, threadID int64) ([]storage.Push, error) {
 	const op = "thread pushes"

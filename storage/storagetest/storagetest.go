@@ -72,6 +72,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"DeliveredWithAppend", testDeliveredWithAppend},
 		{"Runs", testRuns},
 		{"InterruptRuns", testInterruptRuns},
+		{"WaitingRuns", testWaitingRuns},
 		{"Outbound", testOutbound},
 		{"Pushes", testPushes},
 		{"Decisions", testDecisions},
@@ -830,6 +831,40 @@ func testInterruptRuns(t *testing.T, s *suite) {
 		t.Errorf("InterruptRuns again = %+v, %v; want none", runs, err)
 	}
 	wantErr(t, "FinishRun of an interrupted run", s.db.FinishRun(s.ctx, r1, storage.RunDone), storage.ErrRunEnded)
+}
+
+// WaitingRuns are the runs that ended waiting for the model and have no run
+// after them in their thread: a later run of the thread answered the input.
+func testWaitingRuns(t *testing.T, s *suite) {
+	a := s.thread("slack", "1.0")
+	b := s.thread("discord", "2.0")
+	c := s.thread("slack", "3.0")
+	sa, sb, sc := s.session(a), s.session(b), s.session(c)
+	run := func(th storage.Thread, ss storage.Session, outcome storage.RunOutcome) int64 {
+		id, err := s.db.StartRun(s.ctx, th.ID, ss.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if outcome != "" {
+			if err := s.db.FinishRun(s.ctx, id, outcome); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return id
+	}
+	run(a, sa, storage.RunDone)
+	wa := run(a, sa, storage.RunWaiting) // a waits
+	run(b, sb, storage.RunWaiting)
+	run(b, sb, storage.RunDone) // b's input was answered after
+	wc := run(c, sc, storage.RunWaiting)
+	if runs, err := s.db.WaitingRuns(s.ctx); err != nil || len(runs) != 2 || runs[0].ID != wa || runs[1].ID != wc ||
+		runs[0].Thread != a.Key || runs[1].Thread != c.Key || runs[0].Outcome != storage.RunWaiting {
+		t.Fatalf("WaitingRuns = %+v, %v; want %d and %d", runs, err, wa, wc)
+	}
+	run(c, sc, "") // c's next run began
+	if runs, err := s.db.WaitingRuns(s.ctx); err != nil || len(runs) != 1 || runs[0].ID != wa {
+		t.Errorf("WaitingRuns after c's next run = %+v, %v; want %d", runs, err, wa)
+	}
 }
 
 // Under a lease, InterruptRuns is the new owner's: it ends the runs of the
