@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/internal/backoff"
 )
 
 // The prober's pause between two asks of the model, and how long one ask may
@@ -194,14 +195,10 @@ func probeModel(m llm.Model) func(ctx context.Context, name string) error {
 	}
 }
 
-// sleepCtx waits d or until ctx ends.
+// sleepCtx waits d or until ctx ends (then its error).
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
+	if !backoff.Sleep(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }

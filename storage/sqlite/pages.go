@@ -92,28 +92,18 @@ func (db *DB) ThreadSessions(ctx context.Context, threadID int64) ([]storage.Ses
 
 // ThreadRuns implements storage.Store.
 func (db *DB) ThreadRuns(ctx context.Context, threadID int64) ([]storage.Run, error) {
-	const op = "thread runs"
-	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.thread_id = ? ORDER BY r.id`, threadID)
-	if err != nil {
-		return nil, opError(op, err)
-	}
-	defer rows.Close()
-	var out []storage.Run
-	for rows.Next() {
-		run, err := scanRun(rows)
-		if err != nil {
-			return nil, opError(op, err)
-		}
-		out = append(out, run)
-	}
-	return out, opError(op, rows.Err())
+	return db.queryRuns(ctx, "thread runs", `SELECT `+runColumns+runFrom+`WHERE r.thread_id = ? ORDER BY r.id`, threadID)
 }
 
 // WaitingRuns implements storage.Store.
 func (db *DB) WaitingRuns(ctx context.Context) ([]storage.Run, error) {
-	const op = "waiting runs"
-	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+runFrom+`WHERE r.outcome = ?
+	return db.queryRuns(ctx, "waiting runs", `SELECT `+runColumns+runFrom+`WHERE r.outcome = ?
 		AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.thread_id = r.thread_id AND n.id > r.id) ORDER BY r.id`, string(storage.RunWaiting))
+}
+
+// queryRuns reads the runs query selects (runColumns, runFrom).
+func (db *DB) queryRuns(ctx context.Context, op, query string, args ...any) ([]storage.Run, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, opError(op, err)
 	}
