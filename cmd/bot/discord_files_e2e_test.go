@@ -51,18 +51,25 @@ func newFilesEnv(t *testing.T, configure ...func(*config.Config)) *filesEnv {
 }
 
 // start runs a Main on the env's config and waits until it is ready.
-func (e *filesEnv) start() {
+func (e *filesEnv) start() { e.startMain(e.cfg, nil) }
+
+// startMain runs a Main on cfg (set, if given, changes it first) and waits
+// until it is ready on the fake Discord, its slash commands registered;
+// stop closes it. The test's end stops it too.
+func (e *discordEnv) startMain(cfg config.Config, set func(*Main)) {
 	t := e.t
 	ready := e.fake.Readies() + 1
 	m := NewMain()
-	cfg := e.cfg
 	m.Config = &cfg
+	if set != nil {
+		set(m)
+	}
 	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := m.Run(e.ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	e.m = m
-	t.Cleanup(func() { e.stop() })
+	t.Cleanup(e.stop)
 	if err := e.fake.WaitForReady(e.ctx, ready); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +78,8 @@ func (e *filesEnv) start() {
 	}
 }
 
-func (e *filesEnv) stop() {
+// stop closes the Main startMain ran, if it still runs.
+func (e *discordEnv) stop() {
 	if e.m == nil {
 		return
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -71,53 +70,29 @@ func newLLMWaitEnv(t *testing.T) *llmWaitEnv {
 	return e
 }
 
-// start runs a Main on the env's config and waits until it is ready.
+// start runs a Main on the env's config, with the retry and probe clocks
+// the test holds, and waits until it is ready.
 func (e *llmWaitEnv) start() {
-	t := e.t
-	ready := e.fake.Readies() + 1
-	m := NewMain()
-	cfg := e.cfg
-	m.Config = &cfg
-	m.Sleep = func(ctx context.Context, d time.Duration) error {
-		e.mu.Lock()
-		e.retryWaits++
-		e.mu.Unlock()
-		return ctx.Err()
-	}
-	m.ProbeSleep = func(ctx context.Context, d time.Duration) error {
-		ch := e.probes.After(d)
-		e.mu.Lock()
-		e.probeWaits = append(e.probeWaits, d)
-		e.mu.Unlock()
-		select {
-		case <-ch:
-			return nil
-		case <-ctx.Done():
+	e.startMain(e.cfg, func(m *Main) {
+		m.Sleep = func(ctx context.Context, d time.Duration) error {
+			e.mu.Lock()
+			e.retryWaits++
+			e.mu.Unlock()
 			return ctx.Err()
 		}
-	}
-	m.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := m.Run(e.ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	e.m = m
-	t.Cleanup(func() { e.stop() })
-	if err := e.fake.WaitForReady(e.ctx, ready); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.fake.WaitForCommandOverwrite(e.ctx, dGuild, 1); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *llmWaitEnv) stop() {
-	if e.m == nil {
-		return
-	}
-	if err := e.m.Close(); err != nil {
-		e.t.Errorf("Close: %v", err)
-	}
-	e.m = nil
+		m.ProbeSleep = func(ctx context.Context, d time.Duration) error {
+			ch := e.probes.After(d)
+			e.mu.Lock()
+			e.probeWaits = append(e.probeWaits, d)
+			e.mu.Unlock()
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
 }
 
 // passProbeTime moves the prober's clock by at least total, one wait at a
