@@ -151,6 +151,17 @@ func (a *Agent) Messages() []llm.Message {
 	return append([]llm.Message(nil), a.messages...)
 }
 
+// LastMessage returns the context's newest message, without copying the
+// context; ok is false when it is empty.
+func (a *Agent) LastMessage() (m llm.Message, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.messages) == 0 {
+		return llm.Message{}, false
+	}
+	return a.messages[len(a.messages)-1], true
+}
+
 // ReplaceMessages replaces the context. Call it only while no run is active.
 func (a *Agent) ReplaceMessages(msgs []llm.Message) {
 	a.mu.Lock()

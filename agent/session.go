@@ -966,6 +966,10 @@ func (s *Session) contextWindow() int {
 // Messages returns a copy of the live context.
 func (s *Session) Messages() []llm.Message { return s.agent.Messages() }
 
+// LastMessage returns the context's newest message without copying the
+// context; ok is false when it is empty.
+func (s *Session) LastMessage() (llm.Message, bool) { return s.agent.LastMessage() }
+
 // Entries returns a copy of the session's record as persisted so far.
 func (s *Session) Entries() []transcript.Entry {
 	s.mu.Lock()

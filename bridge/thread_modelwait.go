@@ -45,11 +45,10 @@ func (t *thread) modelDown(r *activeRun) (string, bool) {
 	if r.stopped || r.timedOut || r.interrupted || r.halted != "" || r.sess == nil {
 		return "", false
 	}
-	msgs := r.sess.Messages()
-	if len(msgs) == 0 {
+	last, ok := r.sess.LastMessage()
+	if !ok {
 		return "", false
 	}
-	last := msgs[len(msgs)-1]
 	if last.Role != llm.RoleAssistant || last.StopReason != llm.StopReasonError || last.ErrorInfo == nil {
 		return "", false
 	}
