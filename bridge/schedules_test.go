@@ -95,3 +95,22 @@ func TestScheduleKeepContinuesItsThread(t *testing.T) {
 		t.Errorf("!schedules answered %d times:\n%s", strings.Count(tr, "*standup*"), tr)
 	}
 }
+
+// !schedules in a thread the bridge has no record of (a DM, a channel
+// thread that is no session) lists the schedules, not the asker's sessions.
+func TestSchedulesAnsweredWhereNoThreadIs(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC))
+	r := newRig(t, withSchedules(clk,
+		schedule.Spec{Name: "standup", Cron: "0 9 * * 1-5", Timezone: "Europe/Paris", Platform: "test", Channel: "C-ops", Prompt: "what changed?"}),
+		func(c *Config, _ *Platform) { c.Now = clk.Now })
+	th := testThread("83.1")
+	r.say(th, alice, "!schedules", false)
+	r.waitText(th, "*standup* `0 9 * * 1-5`")
+	if tr := r.chat.Transcript(th); strings.Contains(tr, "sessions") {
+		t.Errorf("!schedules outside a thread answered with the sessions list:\n%s", tr)
+	}
+	if _, err := r.thread(th); err == nil {
+		t.Errorf("!schedules outside a thread made one")
+	}
+}
