@@ -108,7 +108,7 @@ func (c *Config) validateSchedules(v *collector) {
 		}
 		if s.Repo != "" {
 			if _, ok := c.Workspace.Repo(s.Repo); !ok {
-				v.add(key+"repo", fmt.Sprintf("unknown repository %q; known: %s", s.Repo, strings.Join(c.Workspace.RepoNames(), ", ")))
+				v.add(key+"repo", fmt.Sprintf("unknown repository %q %s", s.Repo, c.knownRepos()))
 			}
 		}
 		c.validateScheduleChannel(v, key, s)
