@@ -70,8 +70,8 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 		defer cancel()
 		if branch == "" {
 			status := http.StatusNoContent
-			if io, ok := b.(issueOpener); ok && repo.Issues != nil {
-				status = issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log)
+			if opener, ok := b.(issueOpener); ok && repo.Issues != nil {
+				status = issueHook(ctx, opener, repo.Repo, kind, repo.client, r.Header, body, log)
 			}
 			w.WriteHeader(status)
 			return
@@ -112,10 +112,10 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			return
 		}
 		log.Info("webhook: review comments", "repo", repo.Name, "branch", branch, "thread_found", found)
-		if io, ok := b.(issueOpener); ok && !found && repo.Issues != nil {
+		if opener, ok := b.(issueOpener); ok && !found && repo.Issues != nil {
 			// A comment on a request no thread works on (a GitLab merge
 			// request's note) may be a `/threadsmith` command.
-			if status := issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log); status == http.StatusServiceUnavailable {
+			if status := issueHook(ctx, opener, repo.Repo, kind, repo.client, r.Header, body, log); status == http.StatusServiceUnavailable {
 				w.WriteHeader(status)
 				return
 			}
