@@ -39,14 +39,11 @@ type Schedule struct {
 // channel without a prefix is on the only enabled platform ("" when both
 // are).
 func (c *Config) PlatformChannel(s Schedule) (platform, channel string) {
-	if p, ch, ok := strings.Cut(s.Channel, ":"); ok && (p == "slack" || p == "discord") {
+	if p, ch, ok := strings.Cut(s.Channel, ":"); ok && (p == PlatformSlack || p == PlatformDiscord) {
 		return p, ch
 	}
-	switch {
-	case c.Slack.Enabled && !c.Discord.Enabled:
-		return "slack", s.Channel
-	case c.Discord.Enabled && !c.Slack.Enabled:
-		return "discord", s.Channel
+	if ps := c.Platforms(); len(ps) == 1 {
+		return ps[0], s.Channel
 	}
 	return "", s.Channel
 }
@@ -108,7 +105,7 @@ func (c *Config) validateSchedules(v *collector) {
 		}
 		if s.Repo != "" {
 			if _, ok := c.Workspace.Repo(s.Repo); !ok {
-				v.add(key+"repo", fmt.Sprintf("unknown repository %q; known: %s", s.Repo, strings.Join(c.Workspace.RepoNames(), ", ")))
+				v.add(key+"repo", fmt.Sprintf("unknown repository %q %s", s.Repo, c.knownRepos()))
 			}
 		}
 		c.validateScheduleChannel(v, key, s)
@@ -131,9 +128,9 @@ func (c *Config) validateScheduleChannel(v *collector, key string, s Schedule) {
 	case platform == "":
 		v.add(key+"channel", fmt.Sprintf("%q: name its platform, slack:<id> or discord:<id>, when both are enabled", s.Channel))
 		return
-	case platform == "slack" && c.Slack.Enabled:
+	case platform == PlatformSlack && c.Slack.Enabled:
 		allowed, mapping = c.Slack.AllowedChannels, c.Slack.Channels
-	case platform == "discord" && c.Discord.Enabled:
+	case platform == PlatformDiscord && c.Discord.Enabled:
 		mapping = c.Discord.Channels
 	default:
 		v.add(key+"channel", fmt.Sprintf("%q: %s is not enabled", s.Channel, platform))

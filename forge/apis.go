@@ -359,9 +359,9 @@ func sortByID(cs []Comment) {
 // MayWrite reports whether the forge's user may push to the project: one
 // who may is a reviewer whose comment starts a run by itself (a webhook);
 // anyone else's waits for someone in the thread to say `!review`. user is
-// GitLab's numeric user id, GitHub's and Gitea's login. GitHub's comment
-// webhooks say this themselves (author_association); its label events do
-// not, so their sender is asked about.
+// GitLab's numeric user id, GitHub's and Gitea's login. Every forge is
+// asked, GitHub too: its webhooks' author_association only narrows whom the
+// bot asks about (a read-only collaborator is a COLLABORATOR).
 func (c *Client) MayWrite(ctx context.Context, user string) (bool, error) {
 	if user == "" {
 		return false, nil

@@ -25,15 +25,16 @@ type reviewer interface {
 
 // webhookHandler serves POST /hooks/<repo>: a forge's webhook, verified by
 // the repository's webhook_secret, that says a pull request got review
-// comments; the thread working on its branch gets a `!review`. Anything not
-// verified is 401 and does nothing; events that are not review comments are
+// comments; the thread working on its branch gets a `!review`. With the
+// repository's issues configured, issue, label and comment events go to
+// issueHook. Anything not verified is 401 and does nothing; other events are
 // acknowledged and ignored (forges retry failures).
 func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handler {
 	type hooked struct {
 		config.Repo
 		kind string // the forge, whose way of signing the hook is checked
-		// client asks the forge whether a comment's author may push
-		// (GitLab and Gitea webhooks do not say); nil without a token.
+		// client asks the forge whether a comment's author may push (and
+		// reads and comments on issues); nil without a token.
 		client *forge.Client
 	}
 	repos := map[string]hooked{}
@@ -69,8 +70,8 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 		defer cancel()
 		if branch == "" {
 			status := http.StatusNoContent
-			if io, ok := b.(issueOpener); ok && repo.Issues != nil {
-				status = issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log)
+			if opener, ok := b.(issueOpener); ok && repo.Issues != nil {
+				status = issueHook(ctx, opener, repo.Repo, kind, repo.client, r.Header, body, log)
 			}
 			w.WriteHeader(status)
 			return
@@ -111,10 +112,10 @@ func webhookHandler(cfg *config.Config, b reviewer, log *slog.Logger) http.Handl
 			return
 		}
 		log.Info("webhook: review comments", "repo", repo.Name, "branch", branch, "thread_found", found)
-		if io, ok := b.(issueOpener); ok && !found && repo.Issues != nil {
+		if opener, ok := b.(issueOpener); ok && !found && repo.Issues != nil {
 			// A comment on a request no thread works on (a GitLab merge
 			// request's note) may be a `/threadsmith` command.
-			if status := issueHook(ctx, io, repo.Repo, kind, repo.client, r.Header, body, log); status == http.StatusServiceUnavailable {
+			if status := issueHook(ctx, opener, repo.Repo, kind, repo.client, r.Header, body, log); status == http.StatusServiceUnavailable {
 				w.WriteHeader(status)
 				return
 			}

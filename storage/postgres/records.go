@@ -101,7 +101,7 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]storage.Thread, error) {
 func (db *DB) FindActiveThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, error) {
 	where, args, ok := backend.FindThreadWhere(q)
 	if !ok {
-		return storage.Thread{}, fmt.Errorf("storage: find thread: %w", storage.ErrNotFound)
+		return storage.Thread{}, lookupError("find thread", pgx.ErrNoRows) // names no thread
 	}
 	r, err := db.reader()
 	if err != nil {

@@ -105,7 +105,7 @@ func (db *DB) ActiveThreads(ctx context.Context) ([]storage.Thread, error) {
 func (db *DB) FindActiveThread(ctx context.Context, q storage.ThreadQuery) (storage.Thread, error) {
 	query, args, ok := findThreadQuery(q)
 	if !ok {
-		return storage.Thread{}, fmt.Errorf("storage: find thread: %w", storage.ErrNotFound)
+		return storage.Thread{}, lookupError("find thread", sql.ErrNoRows) // names no thread
 	}
 	t, err := scanThread(db.r.QueryRowContext(ctx, query, args...))
 	return t, lookupError("find thread", err)
