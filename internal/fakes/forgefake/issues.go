@@ -406,18 +406,6 @@ func (s *Server) serveIssues(w http.ResponseWriter, r *http.Request, parts []str
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"permission": perm, "role_name": perm, "user": map[string]any{"login": parts[1]}})
 		return true
-	case s.Kind != "gitlab" && len(parts) == 2 && parts[0] == "pulls" && r.Method == "GET":
-		n, _ := strconv.Atoi(parts[1])
-		p := s.pull(n)
-		if p == nil {
-			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
-			return true
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"number": p.Number, "title": p.Title, "body": p.Body,
-			"html_url": fmt.Sprintf("https://forge.test/%s/pull/%d", s.Project, p.Number), "state": map[bool]string{true: "open", false: "closed"}[p.Open],
-			"head": map[string]any{"ref": p.Head, "repo": map[string]any{"full_name": s.headRepo(p)}},
-			"base": map[string]any{"ref": p.Base, "repo": map[string]any{"full_name": s.Project}}})
-		return true
 	case !isIssue:
 		return false
 	case len(parts) == 2 && pull && r.Method != "GET":
