@@ -297,15 +297,15 @@ func (s *Server) repoJSON() map[string]any {
 func (s *Server) labelHookLocked(is *Issue, label string, previous []string, user string) *Delivery {
 	switch s.Kind {
 	case "gitlab":
-		titles := labelObjects
+		labels := labelObjects(is.Labels)
 		attrs := s.issueJSON(is.Number, false)
 		attrs["action"] = "update"
-		attrs["labels"] = titles(is.Labels)
+		attrs["labels"] = labels
 		return s.newDeliveryLocked("Issue Hook", "", map[string]any{
 			"object_kind": "issue", "event_type": "issue", "user": s.userJSON(user),
 			"project":           map[string]any{"id": 1, "path_with_namespace": s.Project},
-			"object_attributes": attrs, "labels": titles(is.Labels),
-			"changes": map[string]any{"labels": map[string]any{"previous": titles(previous), "current": titles(is.Labels)}},
+			"object_attributes": attrs, "labels": labels,
+			"changes": map[string]any{"labels": map[string]any{"previous": labelObjects(previous), "current": labels}},
 		})
 	case "gitea":
 		// Gitea says the labels changed, not which one was added.
