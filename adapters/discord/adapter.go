@@ -84,12 +84,12 @@ type Adapter struct {
 
 	held heldInteractions
 
-	kinds recent[channelKind] // channel id -> its kind, for channels discordgo's state does not know
-	names sync.Map            // user id -> display name, for PlainText
+	kinds *recent[channelKind] // channel id -> its kind, for channels discordgo's state does not know
+	names sync.Map             // user id -> display name, for PlainText
 	// requesters holds, per conversation channel, the last person whose
 	// input the handler accepted there: the one user the bot's messages in
 	// it may ping.
-	requesters recent[string]
+	requesters *recent[string]
 
 	// receiveRetry are the waits between attempts of a Receive that failed.
 	receiveRetry []time.Duration
@@ -131,6 +131,8 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 		commands:     slashCommands(opts.Commands),
 		receiveRetry: []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second},
 		openTimeout:  time.Minute,
+		kinds:        newRecent[channelKind](conversationMemory),
+		requesters:   newRecent[string](conversationMemory),
 	}
 	tr := &transport{next: next, gatewayCtx: a.gatewayCtx}
 	if cfg.baseURL() != DefaultAPIURL {

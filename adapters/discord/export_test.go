@@ -21,7 +21,9 @@ func SetRequester(a *Adapter, channelID, userID string) { a.requesters.Store(cha
 
 // SetConversationMemory sets how many channels' facts the adapter keeps.
 // Call it before the adapter notes any.
-func SetConversationMemory(a *Adapter, n int) { a.kinds.size, a.requesters.size = n, n }
+func SetConversationMemory(a *Adapter, n int) {
+	a.kinds, a.requesters = newRecent[channelKind](n), newRecent[string](n)
+}
 
 // RememberedChannels is how many channels' requesters and kinds the adapter
 // holds.

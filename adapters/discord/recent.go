@@ -1,7 +1,6 @@
 package discord
 
 import (
-	"cmp"
 	"sync"
 
 	"github.com/threadsmith/threadsmith/internal/bounded"
@@ -17,10 +16,12 @@ const conversationMemory = 10000
 // forgotten requester is noted again with the channel's next input (until
 // then the bot's messages there ping nobody).
 type recent[V any] struct {
-	mu   sync.Mutex
-	size int // conversationMemory when zero
-	m    bounded.Map[string, V]
-	made bool
+	mu sync.Mutex
+	m  bounded.Map[string, V]
+}
+
+func newRecent[V any](size int) *recent[V] {
+	return &recent[V]{m: bounded.New[string, V](size)}
 }
 
 func (r *recent[V]) Load(channelID string) (V, bool) {
@@ -32,9 +33,6 @@ func (r *recent[V]) Load(channelID string) (V, bool) {
 func (r *recent[V]) Store(channelID string, v V) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.made {
-		r.m, r.made = bounded.New[string, V](cmp.Or(r.size, conversationMemory)), true
-	}
 	r.m.Put(channelID, v)
 }
 

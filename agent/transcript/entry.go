@@ -10,6 +10,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
@@ -71,26 +72,16 @@ func MessageEntry(seq int64, m llm.Message) Entry {
 	return Entry{Seq: seq, Type: EntryMessage, Timestamp: m.Timestamp, Message: &m}
 }
 
-// WithoutUnits returns entries with their messages' carried text lengths
-// dropped (llm.Message.WithoutUnits), copying only what it changes: entries
-// loaded from storage then compare equal, field by field, to the entries
-// that were stored.
+// WithoutUnits returns a copy of entries with their messages' carried text
+// lengths dropped (llm.Message.WithoutUnits): entries loaded from storage
+// then compare equal, field by field, to the entries that were stored.
 func WithoutUnits(entries []Entry) []Entry {
-	var out []Entry
-	for i := range entries {
-		m := entries[i].Message
-		if m == nil {
-			continue
-		}
-		if stripped := m.WithoutUnits(); len(stripped.Content) > 0 && &stripped.Content[0] != &m.Content[0] {
-			if out == nil {
-				out = append([]Entry(nil), entries...)
-			}
+	out := slices.Clone(entries)
+	for i := range out {
+		if m := out[i].Message; m != nil {
+			stripped := m.WithoutUnits()
 			out[i].Message = &stripped
 		}
-	}
-	if out == nil {
-		return entries
 	}
 	return out
 }

@@ -442,6 +442,13 @@ func (s *Server) serveGitHubLike(w http.ResponseWriter, r *http.Request, body ma
 		}
 		s.prs = append(s.prs, p)
 		writeJSON(w, http.StatusCreated, view(p))
+	case len(parts) == 2 && parts[0] == "pulls" && r.Method == "GET":
+		n, _ := strconv.Atoi(parts[1])
+		if p := s.pull(n); p != nil {
+			writeJSON(w, http.StatusOK, view(p))
+		} else {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+		}
 	case len(parts) == 2 && parts[0] == "pulls" && r.Method == "PATCH":
 		n, _ := strconv.Atoi(parts[1])
 		p := s.pull(n)

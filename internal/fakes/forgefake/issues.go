@@ -297,15 +297,15 @@ func (s *Server) repoJSON() map[string]any {
 func (s *Server) labelHookLocked(is *Issue, label string, previous []string, user string) *Delivery {
 	switch s.Kind {
 	case "gitlab":
-		titles := labelObjects
+		labels := labelObjects(is.Labels)
 		attrs := s.issueJSON(is.Number, false)
 		attrs["action"] = "update"
-		attrs["labels"] = titles(is.Labels)
+		attrs["labels"] = labels
 		return s.newDeliveryLocked("Issue Hook", "", map[string]any{
 			"object_kind": "issue", "event_type": "issue", "user": s.userJSON(user),
 			"project":           map[string]any{"id": 1, "path_with_namespace": s.Project},
-			"object_attributes": attrs, "labels": titles(is.Labels),
-			"changes": map[string]any{"labels": map[string]any{"previous": titles(previous), "current": titles(is.Labels)}},
+			"object_attributes": attrs, "labels": labels,
+			"changes": map[string]any{"labels": map[string]any{"previous": labelObjects(previous), "current": labels}},
 		})
 	case "gitea":
 		// Gitea says the labels changed, not which one was added.
@@ -405,18 +405,6 @@ func (s *Server) serveIssues(w http.ResponseWriter, r *http.Request, parts []str
 			perm = "write"
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"permission": perm, "role_name": perm, "user": map[string]any{"login": parts[1]}})
-		return true
-	case s.Kind != "gitlab" && len(parts) == 2 && parts[0] == "pulls" && r.Method == "GET":
-		n, _ := strconv.Atoi(parts[1])
-		p := s.pull(n)
-		if p == nil {
-			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
-			return true
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"number": p.Number, "title": p.Title, "body": p.Body,
-			"html_url": fmt.Sprintf("https://forge.test/%s/pull/%d", s.Project, p.Number), "state": map[bool]string{true: "open", false: "closed"}[p.Open],
-			"head": map[string]any{"ref": p.Head, "repo": map[string]any{"full_name": s.headRepo(p)}},
-			"base": map[string]any{"ref": p.Base, "repo": map[string]any{"full_name": s.Project}}})
 		return true
 	case !isIssue:
 		return false

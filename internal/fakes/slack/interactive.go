@@ -28,18 +28,27 @@ func (s *Server) Buttons(channel, ts string) []Button {
 	return buttonsOf(s.blocksLocked(channel, ts))
 }
 
-// blocksLocked are the blocks of message ts in channel; nil for a message
-// not there or deleted. The caller holds s.mu.
-func (s *Server) blocksLocked(channel, ts string) json.RawMessage {
-	ch, ok := s.channels[channel]
+// messageLocked finds message ts in channel: m is nil for a message not
+// there or deleted. The caller holds s.mu.
+func (s *Server) messageLocked(chID, ts string) (*channel, *message) {
+	ch, ok := s.channels[chID]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	m, ok := ch.msgs[ts]
 	if !ok || m.deleted {
-		return nil
+		return ch, nil
 	}
-	return m.Blocks
+	return ch, m
+}
+
+// blocksLocked are the blocks of message ts in channel; nil for a message
+// not there or deleted. The caller holds s.mu.
+func (s *Server) blocksLocked(channel, ts string) json.RawMessage {
+	if _, m := s.messageLocked(channel, ts); m != nil {
+		return m.Blocks
+	}
+	return nil
 }
 
 func buttonsOf(raw json.RawMessage) []Button {
@@ -88,13 +97,8 @@ func actionElements[T any](raw json.RawMessage, typ string, inBlock func(*T, str
 func (s *Server) Click(channel, ts, user, actionID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[channel]
-	if !ok {
-		s.t.Errorf("slackfake: Click: no channel %s", channel)
-		return ""
-	}
-	m, ok := ch.msgs[ts]
-	if !ok || m.deleted {
+	ch, m := s.messageLocked(channel, ts)
+	if m == nil {
 		s.t.Errorf("slackfake: Click: no message %s in %s", ts, channel)
 		return ""
 	}
@@ -215,13 +219,8 @@ func selectsOf(raw json.RawMessage) []Select {
 func (s *Server) Choose(channel, ts, user, actionID, value string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[channel]
-	if !ok {
-		s.t.Errorf("slackfake: Choose: no channel %s", channel)
-		return ""
-	}
-	m, ok := ch.msgs[ts]
-	if !ok || m.deleted {
+	ch, m := s.messageLocked(channel, ts)
+	if m == nil {
 		s.t.Errorf("slackfake: Choose: no message %s in %s", ts, channel)
 		return ""
 	}
