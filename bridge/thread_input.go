@@ -352,8 +352,9 @@ func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, tex
 	return out, text, opts.Behavior, err
 }
 
-// queuedInSession records that pi waits in the session's queue (before its
-// reaction says so) and shows it; delivered swaps the reaction.
+// queuedInSession records that pi waits queued, in the session's queue or
+// behind the thread's wait for the model (before its reaction says so), and
+// shows it; delivered swaps the reaction.
 func (t *thread) queuedInSession(pi *pendingInput, behavior agent.Behavior) {
 	emoji, queue := reactFollowUp, storage.QueueFollowUp
 	if behavior == agent.BehaviorSteer {
