@@ -197,8 +197,6 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 		// the session are set up: a new thread's clone, a resumed one's
 		// load from the store, its sandbox and MCP servers.
 		t.postFirstStatus()
-	}
-	if c.startsRun {
 		if !t.takeSlot(pi) {
 			return false, false // parked until a slot frees
 		}
