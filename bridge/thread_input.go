@@ -179,10 +179,10 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if t.sess != nil {
 		return false, true
 	}
-	if c.command && (lookupCommand(c.name).sessionless != nil || lookupCommand(c.name).unopened) {
+	if cmd := lookupCommand(c.name); c.command && cmd.answeredUnopened() {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		_, args := commandWord(pi.in.Text)
-		if err := t.runCommand(t.b.ctx, lookupCommand(c.name), pi, args); err != nil {
+		if err := t.runCommand(t.b.ctx, cmd, pi, args); err != nil {
 			t.say("❌ " + err.Error())
 		}
 		return false, false
