@@ -653,23 +653,14 @@ func (h *handler) Receive(ctx context.Context, in chat.Inbound) (chat.Receipt, e
 			b.mu.Lock()
 			b.known.Put(key, struct{}{})
 			b.mu.Unlock()
-		}
-	}
-	if !known && !in.Mention && in.MessageID != in.Thread.Thread && b.refusedLately() {
-		// Input was refused lately because it could not be stored: the
-		// mention that starts this thread may be among it, on its way back
-		// from the platform. While the store does not know the thread, the
-		// reply is refused too (not acknowledged: delivered again) rather
-		// than dropped.
-		stored, err := b.threadStored(ctx, in.Thread, false)
-		if err != nil {
-			b.noteRefused(err)
-			return 0, err
-		}
-		if !stored {
+		} else if b.refusedLately() {
+			// Input was refused lately because it could not be stored: the
+			// mention that starts this thread may be among it, on its way
+			// back from the platform. While the store does not know the
+			// thread, the reply is refused too (not acknowledged: delivered
+			// again) rather than dropped.
 			return 0, errReplyBeforeItsThread
 		}
-		known = true
 	}
 	if !known && sessionless(in.Text) {
 		return h.answerUnknownThread(ctx, in)

@@ -238,6 +238,12 @@ func Commands() []chat.CommandSpec {
 	return out
 }
 
+// answeredUnopened says c (nil: none) is answered in a thread whose session
+// is not open, without opening it (sessionless, unopened).
+func (c *command) answeredUnopened() bool {
+	return c != nil && (c.sessionless != nil || c.unopened)
+}
+
 // lookupCommand is the table's entry named name, or nil.
 func lookupCommand(name string) *command {
 	for i := range commands {

@@ -29,8 +29,7 @@ const fullNotice = "⚠️ I can't take messages right now: the bot's disk is fu
 // write once more.
 func (b *Bridge) withReserve(write func() error) error {
 	err := write()
-	if errors.Is(err, storage.ErrFull) && b.handOverReserve() {
-		b.log.Warn("the disk is full: its reserve was handed to the database")
+	if b.reserveForFull(err) {
 		err = write()
 	}
 	return err
@@ -40,10 +39,19 @@ func (b *Bridge) withReserve(write func() error) error {
 // (storeUnavailable); one refused for want of room first hands the disk's
 // reserve to the database.
 func (b *Bridge) appendRepeatable(err error) bool {
-	if errors.Is(err, storage.ErrFull) && b.handOverReserve() {
-		b.log.Warn("the disk is full: its reserve was handed to the database")
-	}
+	b.reserveForFull(err)
 	return storeUnavailable(err)
+}
+
+// reserveForFull hands the disk's reserve to the database when err is a
+// write refused for want of room and the reserve is still held, and
+// reports whether it did.
+func (b *Bridge) reserveForFull(err error) bool {
+	if !errors.Is(err, storage.ErrFull) || !b.handOverReserve() {
+		return false
+	}
+	b.log.Warn("the disk is full: its reserve was handed to the database")
+	return true
 }
 
 // handOverReserve hands the disk's reserve to the database if it still

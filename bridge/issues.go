@@ -95,6 +95,11 @@ func flatLine(s string, max int) string {
 	return s
 }
 
+// forgeAuthor is whom a forge user's words are attributed to in the thread.
+func forgeAuthor(login string) chat.Author {
+	return chat.Author{ID: forgeAuthorID, Name: forgeName(login) + " on the forge"}
+}
+
 // forgeName is a forge user's name as the request shows it: the
 // characters logins are made of, nothing that could end a line or open
 // markup.
@@ -275,7 +280,7 @@ func (b *Bridge) issueFollowUp(ctx context.Context, rec storage.Thread, kind str
 	in := chat.Inbound{
 		Thread:  refOf(rec.Key),
 		EventID: fmt.Sprintf("forge-issue/%s/%s/%d", ev.Repo, ref.origin(kind), ev.CommentID),
-		Author:  chat.Author{ID: forgeAuthorID, Name: forgeName(ev.Author) + " on the forge"},
+		Author:  forgeAuthor(ev.Author),
 		Text:    issueFollowUp(kind, ref, ev.Author, ev.Comment),
 		Time:    b.cfg.Now(),
 	}
@@ -341,7 +346,7 @@ func (b *Bridge) openIssue(ctx context.Context, src *Issues, kind string, ref is
 		Platform: src.Platform, Channel: src.Channel, Repo: ev.Repo,
 		Title:    issueTitle(kind, ref, is.Title),
 		Text:     issueRequest(kind, ev.Repo, is, asker, request),
-		Author:   chat.Author{ID: forgeAuthorID, Name: forgeName(ev.Author) + " on the forge"},
+		Author:   forgeAuthor(ev.Author),
 		Origin:   ref.origin(kind),
 		Thread:   name,
 		Delivery: name,

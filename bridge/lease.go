@@ -182,7 +182,6 @@ func (t *thread) recoverOwned(ctx context.Context) {
 	since := b.storedBefore(ctx)
 	// The notices are stored before the runs are marked: a replica that
 	// dies in between leaves both to the next owner.
-	var waiting *storage.Run
 	if all, err := b.cfg.Store.ThreadRuns(ctx, t.rec.ID); err == nil {
 		for _, r := range all {
 			if r.Outcome == "" {
@@ -190,13 +189,10 @@ func (t *thread) recoverOwned(ctx context.Context) {
 			}
 		}
 		if n := len(all); n > 0 && all[n-1].Outcome == storage.RunWaiting && all[n-1].SessionID == t.rec.SessionID {
-			waiting = &all[n-1]
+			// Its input is answered once the model is back, before what
+			// the thread queued behind it (takePending, after this).
+			defer t.awaitStored(all[n-1])
 		}
-	}
-	if waiting != nil {
-		// Its input is answered once the model is back, before what the
-		// thread queued behind it (takePending, after this).
-		defer t.awaitStored(*waiting)
 	}
 	runs, err := t.store.InterruptRuns(ctx)
 	if err != nil {

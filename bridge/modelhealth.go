@@ -133,8 +133,8 @@ func (h *modelHealth) run(d time.Duration) {
 				h.reason = reason
 			}
 			h.mu.Unlock()
-			h.log.Info("the model is still unreachable", "err", err, "next_probe_in", h.next(d))
 			d = h.next(d)
+			h.log.Info("the model is still unreachable", "err", err, "next_probe_in", d)
 			continue
 		}
 		waiters := h.waiters

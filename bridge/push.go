@@ -203,11 +203,8 @@ func (t *thread) pushFinished(job *pushJob) {
 // answer is tried again later by itself; any other outcome ends the streak.
 // It reports whether the failure was told already in this streak.
 func (t *thread) retryPush(job *pushJob) (toldBefore bool) {
+	t.stopPushRetry()
 	r := &t.retry
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
 	if job.err == nil || workspace.ErrorCode(job.err) != workspace.CodeUnreachable || t.approval().Push {
 		*r = pushRetry{}
 		return false
@@ -235,7 +232,7 @@ func (t *thread) pushRetryDue() {
 	t.queuePush(&pushJob{request: t.retry.request})
 }
 
-// stopPushRetry stops the retry timer of a thread that ends.
+// stopPushRetry stops the retry timer (a thread that ends, a push done).
 func (t *thread) stopPushRetry() {
 	if t.retry.timer != nil {
 		t.retry.timer.Stop()

@@ -59,7 +59,7 @@ func (t *thread) holdForRepo(pi *pendingInput, c inputClass) bool {
 	}
 	if !c.startsRun {
 		cmd := lookupCommand(c.name)
-		if cmd == nil || cmd.sessionless != nil || cmd.unopened || cmd.noSession != nil || len(t.unchosen) == 0 {
+		if cmd == nil || cmd.answeredUnopened() || cmd.noSession != nil || len(t.unchosen) == 0 {
 			return false
 		}
 		// A command about the session a request waits for.

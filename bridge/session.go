@@ -210,27 +210,7 @@ func (t *thread) moveTo(ctx context.Context, repo string) error {
 		return err
 	}
 	old := t.rec.Repo
-	if t.sess != nil {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := t.sess.Close(cctx); err != nil {
-			t.log.Warn("closing session", "err", err)
-		}
-		cancel()
-		t.unsubscribe()
-		t.sess, t.unsubscribe = nil, nil
-	}
-	if t.mcp != nil {
-		_ = t.mcp.Close()
-		t.mcp = nil
-	}
-	if t.tws != nil {
-		_ = t.tws.Close()
-		t.tws = nil
-	}
-	if t.ws != nil {
-		_ = t.ws.Close()
-		t.ws = nil
-	}
+	t.closeWork(ctx)
 	if old != "" {
 		if err := t.b.cfg.Workspaces.Forget(ctx, old, wsKey(t.ref)); err != nil {
 			t.log.Warn("removing the workspace of the thread's former repository", "repo", old, "err", err)

@@ -378,25 +378,35 @@ func (t *thread) end(evicted bool) {
 
 // close releases the thread's session and workspace.
 func (t *thread) close() {
+	t.closeWork(context.Background())
+	t.saver.close()
+	// Last: the session wrote what it had under the lease.
+	t.releaseLease()
+	t.endGuard()
+}
+
+// closeWork closes the thread's session, its tools and its workspace, and
+// forgets them.
+func (t *thread) closeWork(ctx context.Context) {
 	if t.sess != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := t.sess.Close(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := t.sess.Close(cctx); err != nil {
 			t.log.Warn("closing session", "err", err)
 		}
 		cancel()
 		t.unsubscribe()
+		t.sess, t.unsubscribe = nil, nil
 	}
-	t.saver.close()
 	if t.mcp != nil {
 		_ = t.mcp.Close()
+		t.mcp = nil
 	}
 	if t.tws != nil {
 		_ = t.tws.Close()
+		t.tws = nil
 	}
 	if t.ws != nil {
 		_ = t.ws.Close()
+		t.ws = nil
 	}
-	// Last: the session wrote what it had under the lease.
-	t.releaseLease()
-	t.endGuard()
 }

@@ -179,10 +179,10 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 	if t.sess != nil {
 		return false, true
 	}
-	if c.command && (lookupCommand(c.name).sessionless != nil || lookupCommand(c.name).unopened) {
+	if cmd := lookupCommand(c.name); c.command && cmd.answeredUnopened() {
 		t.markInbound(pi.id, storage.InboundDelivered, "")
 		_, args := commandWord(pi.in.Text)
-		if err := t.runCommand(t.b.ctx, lookupCommand(c.name), pi, args); err != nil {
+		if err := t.runCommand(t.b.ctx, cmd, pi, args); err != nil {
 			t.say("❌ " + err.Error())
 		}
 		return false, false
@@ -197,8 +197,6 @@ func (t *thread) ensureSession(pi *pendingInput, c inputClass) (slot, ok bool) {
 		// the session are set up: a new thread's clone, a resumed one's
 		// load from the store, its sandbox and MCP servers.
 		t.postFirstStatus()
-	}
-	if c.startsRun {
 		if !t.takeSlot(pi) {
 			return false, false // parked until a slot frees
 		}
@@ -352,8 +350,9 @@ func (t *thread) prompt(ctx context.Context, pi *pendingInput, c inputClass, tex
 	return out, text, opts.Behavior, err
 }
 
-// queuedInSession records that pi waits in the session's queue (before its
-// reaction says so) and shows it; delivered swaps the reaction.
+// queuedInSession records that pi waits queued, in the session's queue or
+// behind the thread's wait for the model (before its reaction says so), and
+// shows it; delivered swaps the reaction.
 func (t *thread) queuedInSession(pi *pendingInput, behavior agent.Behavior) {
 	emoji, queue := reactFollowUp, storage.QueueFollowUp
 	if behavior == agent.BehaviorSteer {

@@ -133,11 +133,7 @@ func (t *thread) holdForModel(pi *pendingInput) bool {
 		t.restoreAck(pi) // queued before a restart: its reaction shows it
 		return true
 	}
-	t.setAck(pi, reactFollowUp)
-	t.markInbound(pi.id, storage.InboundQueued, string(storage.QueueFollowUp))
-	if pi.in.MessageID != "" {
-		t.p.Outbox.React(t.ref, pi.in.MessageID, reactFollowUp, true)
-	}
+	t.queuedInSession(pi, agent.BehaviorFollowUp)
 	return true
 }
 

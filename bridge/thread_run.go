@@ -14,6 +14,7 @@ import (
 
 	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/chat"
+	"github.com/threadsmith/threadsmith/internal/backoff"
 	"github.com/threadsmith/threadsmith/outbox"
 	"github.com/threadsmith/threadsmith/storage"
 )
@@ -324,11 +325,7 @@ func whileUnavailable(ctx context.Context, log *slog.Logger, what string, write 
 	err := write()
 	for pause, waited := storeRetryPause, time.Duration(0); storeUnavailable(err) && waited < storeRetryPatience; pause = min(2*pause, storeRetryMaxPause) {
 		log.Warn(what+": storage unavailable or full; trying again", "err", err, "in", pause)
-		tm := time.NewTimer(pause)
-		select {
-		case <-tm.C:
-		case <-ctx.Done():
-			tm.Stop()
+		if !backoff.Sleep(ctx, pause) {
 			return err
 		}
 		waited += pause
