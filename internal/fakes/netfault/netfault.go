@@ -9,6 +9,7 @@ package netfault
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -17,7 +18,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
@@ -140,11 +143,25 @@ func (p *Proxy) Up() error {
 	// The port was free a moment ago and is outside the ephemeral range; a
 	// listener of someone else's that took it meanwhile is an error the
 	// test reports.
-	if err := p.p.Start(); err != nil {
+	if err := p.reopen(); err != nil {
 		return fmt.Errorf("netfault: reopening %s: %w", p.addr, err)
 	}
 	p.down = false
 	return nil
+}
+
+// reopen listens on the proxy's port again. The port the listener just
+// closed can stay taken for a moment (the kernel answers "address already
+// in use"): it tries again for up to two seconds.
+func (p *Proxy) reopen() error {
+	var err error
+	for range 100 {
+		if err = p.p.Start(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
 }
 
 // Cut closes every open connection at once (as a network that drops them
@@ -157,7 +174,7 @@ func (p *Proxy) Cut() error {
 		return nil
 	}
 	p.p.Stop()
-	if err := p.p.Start(); err != nil {
+	if err := p.reopen(); err != nil {
 		p.down = true
 		return fmt.Errorf("netfault: reopening %s after a cut: %w", p.addr, err)
 	}
