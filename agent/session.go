@@ -575,6 +575,7 @@ func (s *Session) drive(ctx context.Context, prepare func(context.Context) []llm
 			continue
 		}
 		if s.settle() {
+			s.snapshotLater()
 			return
 		}
 		if s.compactions != compactions {
@@ -818,6 +819,24 @@ func (s *Session) renumber(ctx context.Context, entries []transcript.Entry) bool
 	s.nextSeq = next + int64(len(entries))
 	s.log.Warn("session entries renumbered after a sequence conflict", "first_seq", next, "count", len(entries))
 	return true
+}
+
+// snapshotLater asks a Snapshotter store, behind the run's appends on the
+// event queue, to keep the session's live entries in one value: the next
+// resume reads that instead of every entry. A failure costs only that
+// resume's speed, so it is logged and nothing more.
+func (s *Session) snapshotLater() {
+	sn, ok := s.cfg.Store.(Snapshotter)
+	if !ok {
+		return
+	}
+	s.events.Add(queuedEvent{nil, func(Event) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := sn.SnapshotSession(ctx, s.id); err != nil {
+			s.log.Warn("taking the session's snapshot", "err", err)
+		}
+	}})
 }
 
 // persistLater queues entries for persistence behind the events already queued.

@@ -62,6 +62,14 @@ type Store interface {
 	AppendEntries(ctx context.Context, sessionID string, entries []transcript.Entry) error
 }
 
+// Snapshotter is a Store that keeps a session's live entries in one value,
+// for a resume that reads that value instead of every entry
+// (storage.Store.SnapshotSession). The session asks for a snapshot each time
+// a run ends, behind the run's appends.
+type Snapshotter interface {
+	SnapshotSession(ctx context.Context, sessionID string) error
+}
+
 // SeqSource is a Store that knows a session's next free sequence number. The
 // store is the authority on sequence numbers: when an append is refused
 // because its numbers are taken (a second writer on the session), the session

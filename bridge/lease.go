@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/threadsmith/threadsmith/agent"
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/chat"
 	"github.com/threadsmith/threadsmith/storage"
@@ -79,6 +80,10 @@ type leasedStore struct {
 	lease storage.Lease
 	lost  func() // called when a write was fenced
 }
+
+// A session's store takes snapshots when its runs end (not fenced: a
+// snapshot repeats only what the entries hold).
+var _ agent.Snapshotter = leasedStore{}
 
 func (s leasedStore) with(ctx context.Context) context.Context {
 	return storage.WithLease(ctx, s.lease)

@@ -90,6 +90,14 @@ type SessionStore interface {
 	// changes before them. Their BuildContext equals that of all entries, and
 	// the next compaction can be prepared from them.
 	LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error)
+	// SnapshotSession stores the session's live entries as one value, its
+	// snapshot, so that LoadLiveEntries reads that value and the few
+	// entries stored after it instead of a row per live entry. The entries
+	// stay the record: a snapshot holds only what they hold, and a missing,
+	// damaged or unusable one makes LoadLiveEntries read the entries as
+	// before. A snapshot never goes back to fewer entries; taking one when
+	// the last is current writes nothing. An unknown session is ErrNotFound.
+	SnapshotSession(ctx context.Context, sessionID string) error
 }
 
 // InboundStore is the durable queue of chat input, and the memory of

@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"slices"
+
 	"github.com/threadsmith/threadsmith/agent/llm"
 )
 
@@ -48,6 +50,13 @@ func BuildContext(entries []Entry) Context {
 		}
 	}
 	var firstKept int64 = -1 << 62
+	n := 1 // the summary
+	for _, e := range entries {
+		if e.Type == EntryMessage {
+			n++
+		}
+	}
+	ctx.Messages = make([]llm.Message, 0, n)
 	if last >= 0 {
 		c := entries[last].Compaction
 		ctx.Compaction = c
@@ -116,28 +125,54 @@ func RepairToolResults(msgs []llm.Message) []llm.Message {
 	return out
 }
 
+// toolResultsValid reports whether RepairToolResults has nothing to do. It
+// runs on every context rebuilt, so it copies no blocks: it marks which of
+// the latest assistant message's calls have their result.
 func toolResultsValid(msgs []llm.Message) bool {
-	var pending []llm.Content
+	var (
+		blocks  []llm.Content // the latest assistant message's
+		matched []bool        // per block: its call has its result
+		pending int           // calls still without a result
+	)
 	for _, m := range msgs {
 		switch m.Role {
 		case llm.RoleToolResult:
-			i := indexOfCall(pending, m.ToolCallID)
+			i := unmatchedCall(blocks, matched, m.ToolCallID)
 			if i < 0 {
 				return false
 			}
-			pending = append(pending[:i:i], pending[i+1:]...)
+			matched[i] = true
+			pending--
 		case llm.RoleAssistant:
-			if len(pending) > 0 {
+			if pending > 0 {
 				return false
 			}
-			pending = m.ToolCalls()
+			blocks = m.Content
+			matched = slices.Grow(matched[:0], len(blocks))[:len(blocks)]
+			clear(matched)
+			for _, c := range blocks {
+				if c.Type == llm.ContentToolCall {
+					pending++
+				}
+			}
 		default:
-			if len(pending) > 0 {
+			if pending > 0 {
 				return false
 			}
 		}
 	}
-	return len(pending) == 0
+	return pending == 0
+}
+
+// unmatchedCall is the index of the first tool call in blocks with the id
+// whose result has not been seen, -1 when there is none.
+func unmatchedCall(blocks []llm.Content, matched []bool, id string) int {
+	for i, c := range blocks {
+		if c.Type == llm.ContentToolCall && c.ID == id && !matched[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 func indexOfCall(calls []llm.Content, id string) int {

@@ -113,3 +113,56 @@ func TestRepairToolResults(t *testing.T) {
 		})
 	}
 }
+
+// toolResultsValid, which copies nothing, agrees with the rule it checks
+// (every call answered once, in its own turn, by a result naming it) on
+// every sequence of up to five messages drawn from calls (one, two, and two
+// with the same id), results, replies and user messages.
+func TestToolResultsValidAgreesWithTheRule(t *testing.T) {
+	pool := []llm.Message{calls("a"), calls("a", "b"), calls("a", "a"), result("a"), result("b"), reply("r"), user("u")}
+	valid := func(msgs []llm.Message) bool {
+		var pending []string
+		for _, m := range msgs {
+			switch m.Role {
+			case llm.RoleToolResult:
+				i := -1
+				for j, id := range pending {
+					if id == m.ToolCallID {
+						i = j
+						break
+					}
+				}
+				if i < 0 {
+					return false
+				}
+				pending = append(pending[:i:i], pending[i+1:]...)
+			default:
+				if len(pending) > 0 {
+					return false
+				}
+				for _, c := range m.ToolCalls() {
+					pending = append(pending, c.ID)
+				}
+			}
+		}
+		return len(pending) == 0
+	}
+	var walk func(msgs []llm.Message)
+	checked := 0
+	walk = func(msgs []llm.Message) {
+		checked++
+		if got, want := toolResultsValid(msgs), valid(msgs); got != want {
+			t.Fatalf("toolResultsValid(%s) = %v, want %v", describe(msgs), got, want)
+		}
+		if len(msgs) == 5 {
+			return
+		}
+		for _, m := range pool {
+			walk(append(msgs[:len(msgs):len(msgs)], m))
+		}
+	}
+	walk(nil)
+	if checked < 19_000 {
+		t.Fatalf("checked %d sequences", checked)
+	}
+}

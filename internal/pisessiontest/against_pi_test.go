@@ -108,22 +108,34 @@ func TestAgainstPi(t *testing.T) {
 		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// Each store holds the session twice: with the snapshot a session
+		// has once a run ended (what a resume reads), and without one (a
+		// session whose last run was cut by a crash: its rows are read).
 		sessions := map[string]string{}
 		for _, st := range stores {
 			th, _, err := st.db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: s.name}, storage.ThreadInit{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sess, err := st.db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := 0; j < len(entries); j += 200 {
-				if err := st.db.AppendEntries(ctx, sess.ID, entries[j:min(j+200, len(entries))]); err != nil {
+			for _, snapshot := range []bool{true, false} {
+				sess, err := st.db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
+				if err != nil {
 					t.Fatal(err)
 				}
+				for j := 0; j < len(entries); j += 200 {
+					if err := st.db.AppendEntries(ctx, sess.ID, entries[j:min(j+200, len(entries))]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !snapshot {
+					sessions[st.name+rowsOnly] = sess.ID
+					continue
+				}
+				if err := st.db.SnapshotSession(ctx, sess.ID); err != nil {
+					t.Fatal(err)
+				}
+				sessions[st.name] = sess.ID
 			}
-			sessions[st.name] = sess.ID
 		}
 		loaded, err := db.LoadEntries(ctx, sessions[""])
 		if err != nil {
@@ -160,15 +172,18 @@ func TestAgainstPi(t *testing.T) {
 
 			for _, st := range stores {
 				id := r.sessions[st.name]
-				r.fig["resume"+st.name] = append(r.fig["resume"+st.name], median(n, func() {
-					es, err := st.db.LoadLiveEntries(ctx, id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := len(transcript.BuildContext(es).Messages); got != r.messages {
-						t.Fatalf("%s: resumed context has %d messages, want %d", r.name, got, r.messages)
-					}
-				}))
+				for _, w := range []string{st.name, st.name + rowsOnly} {
+					id := r.sessions[w]
+					r.fig["resume"+w] = append(r.fig["resume"+w], median(n, func() {
+						es, err := st.db.LoadLiveEntries(ctx, id)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := len(transcript.BuildContext(es).Messages); got != r.messages {
+							t.Fatalf("%s: resumed context has %d messages, want %d", r.name, got, r.messages)
+						}
+					}))
+				}
 				r.fig["full load"+st.name] = append(r.fig["full load"+st.name], median(n, func() {
 					es, err := st.db.LoadEntries(ctx, id)
 					if err != nil {
@@ -207,6 +222,9 @@ func TestAgainstPi(t *testing.T) {
 	}
 }
 
+// rowsOnly names the figures of a session without a snapshot.
+const rowsOnly = ", no snapshot"
+
 // table prints the medians of the rounds so far, ours against pi's.
 func table(rounds int, runs []*shapeRun) string {
 	var out strings.Builder
@@ -214,8 +232,8 @@ func table(rounds int, runs []*shapeRun) string {
 	fmt.Fprintf(&out, "| shape | pi file | entries | what | threadsmith | pi (same run) | pi / threadsmith |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		for _, w := range []struct{ ours, pi string }{
-			{"resume", "pi resume"}, {"full load", "pi resume"},
-			{"resume, PostgreSQL", "pi resume"}, {"full load, PostgreSQL", "pi resume"},
+			{"resume", "pi resume"}, {"resume" + rowsOnly, "pi resume"}, {"full load", "pi resume"},
+			{"resume, PostgreSQL", "pi resume"}, {"resume, PostgreSQL" + rowsOnly, "pi resume"}, {"full load, PostgreSQL", "pi resume"},
 			{"EstimateTokens", "pi EstimateTokens"}, {"FindCutPoint", "pi FindCutPoint"}, {"Prepare", "pi Prepare"},
 			{"EstimateTokens, built", "pi EstimateTokens"}, {"FindCutPoint, built", "pi FindCutPoint"}, {"Prepare, built", "pi Prepare"},
 		} {

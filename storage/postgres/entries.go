@@ -133,22 +133,129 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	return transcript.BuildContext(entries), nil
 }
 
-// LoadLiveEntries implements storage.SessionStore: two index ranges, the
-// settings from before the latest compaction and the entries from its first
-// kept one, in one statement. The server does not sort them (a sort holds
-// every payload before the first row goes out); they come mostly in Seq
-// order and are put in it here.
+// LoadLiveEntries implements storage.SessionStore: the session's snapshot
+// and the entries after it in one statement, or, without a usable snapshot,
+// two index ranges, the settings from before the latest compaction and the
+// entries from its first kept one, in one statement. The server does not
+// sort them (a sort holds every payload before the first row goes out);
+// they come mostly in Seq order and are put in it here.
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
-	sid, err := db.sessionRowID(ctx, sessionID)
-	if err != nil {
-		return nil, opError("load context", err)
-	}
-	entries, err := db.queryEntries(ctx, loadLiveQuery, sid)
+	entries, _, err := db.loadLive(ctx, sessionID)
 	if err != nil {
 		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
 	}
-	sortBySeq(entries)
 	return entries, nil
+}
+
+// loadLive reads a session's live entries, and whether they came from a
+// snapshot with nothing stored after it (a new one would be the same).
+func (db *DB) loadLive(ctx context.Context, sessionID string) ([]transcript.Entry, bool, error) {
+	if entries, current, ok, err := db.liveFromSnapshot(ctx, sessionID); err != nil || ok {
+		return entries, current, err
+	}
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	entries, err := db.queryEntries(ctx, loadLiveQuery, sid)
+	if err != nil {
+		return nil, false, err
+	}
+	sortBySeq(entries)
+	return entries, false, nil
+}
+
+// loadSnapshotQuery reads a session's snapshot (the row whose snapshot is
+// not NULL) and the entries stored after it, as of one moment. It names the
+// session by its uid: a resume after a restart, when the uid's row id is not
+// known yet, is one round trip.
+const loadSnapshotQuery = `
+		SELECT upto, '', 0::bigint, snapshot, NULL::text FROM session_snapshots
+		WHERE session_id = (SELECT id FROM sessions WHERE uid = $1)
+		UNION ALL
+		SELECT e.seq, e.type, e.ts, NULL::bytea, e.payload::text
+		FROM session_snapshots s JOIN entries e ON e.session_id = s.session_id AND e.seq > s.upto
+		WHERE s.session_id = (SELECT id FROM sessions WHERE uid = $1)`
+
+// liveFromSnapshot reads the live entries from the session's snapshot and
+// the entries stored after it; ok is false when there is no snapshot or it
+// cannot be used (see backend.FromSnapshot), and the entries must be read.
+func (db *DB) liveFromSnapshot(ctx context.Context, sessionID string) (entries []transcript.Entry, current, ok bool, err error) {
+	r, err := db.reader()
+	if err != nil {
+		return nil, false, false, err
+	}
+	rows, err := r.Query(ctx, loadSnapshotQuery, sessionID)
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer rows.Close()
+	var d backend.Decoder
+	var (
+		seq, ts int64
+		typ     string
+		snap    []byte
+		payload pgtype.DriverBytes // the row's own bytes: Add copies them
+		snapped []byte
+		tail    int
+	)
+	for rows.Next() {
+		snap = nil
+		if err := rows.Scan(&seq, &typ, &ts, &snap, &payload); err != nil {
+			d.Abort()
+			return nil, false, false, err
+		}
+		if snap != nil {
+			snapped = snap
+			continue
+		}
+		d.Add(seq, typ, ts, bytes.Clone(payload))
+		tail++
+	}
+	if err := rows.Err(); err != nil {
+		d.Abort()
+		return nil, false, false, err
+	}
+	after, err := d.Result()
+	if err != nil || snapped == nil {
+		return nil, false, false, err
+	}
+	decoded, derr := backend.DecodeSnapshot(snapped)
+	if derr != nil {
+		db.log.Warn("a session snapshot does not decode; reading its entries", "session", sessionID, "err", derr)
+		return nil, false, false, nil
+	}
+	sortBySeq(after)
+	entries, ok = backend.FromSnapshot(decoded, after)
+	return entries, tail == 0, ok, nil
+}
+
+// SnapshotSession implements storage.SessionStore: the live entries, read
+// as a resume reads them, encoded and stored unless the snapshot is
+// current. The write is not fenced by the session's owner: it only repeats
+// what the entries hold, and an older snapshot never replaces a newer one
+// (one of the same seq does: the one stored could not be used).
+func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return opError("snapshot session", err)
+	}
+	entries, current, err := db.loadLive(ctx, sessionID)
+	if err != nil || current || len(entries) == 0 {
+		return opError("snapshot session", err)
+	}
+	snap, err := backend.EncodeSnapshot(entries)
+	if err != nil {
+		return opError("snapshot session", err)
+	}
+	upto := entries[len(entries)-1].Seq
+	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES ($1, $2, $3)
+			ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
+			WHERE excluded.upto >= session_snapshots.upto`, sid, upto, snap)
+		return err
+	})
+	return opError("snapshot session", err)
 }
 
 // loadLiveQuery reads a session's live entries (LoadLiveEntries).

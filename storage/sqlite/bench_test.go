@@ -356,6 +356,26 @@ func BenchmarkResumeSmall(b *testing.B) {
 					b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
 				})
 			}
+			// The same session with its snapshot, as a session that ran
+			// has: what a resume reads.
+			snapped := newSession(b, db, sh.name+"-snapshot")
+			if err := db.AppendEntries(ctx, snapped.ID, entries); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.SnapshotSession(ctx, snapped.ID); err != nil {
+				b.Fatal(err)
+			}
+			b.Run(bc.name+"/"+sh.name+"/snapshot", func(b *testing.B) {
+				c0 := processCPU(b)
+				for b.Loop() {
+					es, err := db.LoadLiveEntries(ctx, snapped.ID)
+					if err != nil || len(es) != len(entries) {
+						b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
+					}
+					transcript.BuildContext(es)
+				}
+				b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+			})
 		}
 	}
 }

@@ -106,19 +106,100 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	return transcript.BuildContext(entries), nil
 }
 
-// LoadLiveEntries implements storage.Store: two index ranges, so the
+// LoadLiveEntries implements storage.Store: the session's snapshot and the
+// entries after it, or, without a usable snapshot, two index ranges, so the
 // compacted messages are never visited (loadLiveQuery).
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
 		return nil, opError("load context", err)
 	}
-	entries, err := db.queryEntries(ctx, &db.stmts.loadLive, sid)
+	entries, _, err := db.loadLive(ctx, sid)
 	if err != nil {
 		return nil, opError("load context", fmt.Errorf("session %s: %w", sessionID, err))
 	}
-	sortBySeq(entries)
 	return entries, nil
+}
+
+// loadLive reads a session's live entries, and whether they came from a
+// snapshot with nothing stored after it (a new one would be the same).
+func (db *DB) loadLive(ctx context.Context, sid int64) ([]transcript.Entry, bool, error) {
+	if entries, current, ok, err := db.liveFromSnapshot(ctx, sid); err != nil || ok {
+		return entries, current, err
+	}
+	entries, err := db.queryEntries(ctx, &db.stmts.loadLive, sid)
+	if err != nil {
+		return nil, false, err
+	}
+	sortBySeq(entries)
+	return entries, false, nil
+}
+
+// liveFromSnapshot reads the live entries from the session's snapshot and
+// the entries stored after it; ok is false when there is no snapshot or it
+// cannot be used (see backend.FromSnapshot), and the entries must be read.
+// The snapshot is read first: entries are only ever added and a snapshot
+// only replaced by a later one, so the entries after it read next are all
+// that it lacks.
+func (db *DB) liveFromSnapshot(ctx context.Context, sid int64) (entries []transcript.Entry, current, ok bool, err error) {
+	var upto int64
+	// The driver copies each blob it returns into a slice of its own and
+	// never uses that slice again (TestDriverBlobsAreFresh): the snapshot
+	// can be kept without a second copy.
+	var snap sql.RawBytes
+	rows, err := db.stmts.loadSnapshot.rows(ctx, db.r, sid)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if rows.Next() {
+		err = rows.Scan(&upto, &snap)
+	}
+	if cerr := rows.Close(); err == nil {
+		err = cmp.Or(rows.Err(), cerr)
+	}
+	if err != nil || snap == nil {
+		return nil, false, false, err
+	}
+	snapped, derr := backend.DecodeSnapshot(snap)
+	if derr != nil {
+		db.log.Warn("a session snapshot does not decode; reading its entries", "session_row", sid, "err", derr)
+		return nil, false, false, nil
+	}
+	tail, err := db.queryEntries(ctx, &db.stmts.loadAfter, sid, upto)
+	if err != nil {
+		return nil, false, false, err
+	}
+	sortBySeq(tail)
+	entries, ok = backend.FromSnapshot(snapped, tail)
+	return entries, len(tail) == 0, ok, nil
+}
+
+// SnapshotSession implements storage.Store: the live entries, read as a
+// resume reads them, encoded and stored unless the snapshot is current.
+// The write is not fenced by the session's owner: it only repeats what the
+// entries hold, and an older snapshot never replaces a newer one (one of the
+// same seq does: the one stored could not be used).
+func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
+	sid, err := db.sessionRowID(ctx, sessionID)
+	if err != nil {
+		return opError("snapshot session", err)
+	}
+	entries, current, err := db.loadLive(ctx, sid)
+	if err != nil || current || len(entries) == 0 {
+		return opError("snapshot session", err)
+	}
+	snap, err := backend.EncodeSnapshot(entries)
+	if err != nil {
+		return opError("snapshot session", err)
+	}
+	upto := entries[len(entries)-1].Seq
+	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES (?, ?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
+			WHERE excluded.upto >= session_snapshots.upto`, sid, upto, snap)
+		return err
+	})
+	return opError("snapshot session", err)
 }
 
 // queryEntries runs a read statement returning (seq, type, ts, payload) rows

@@ -128,7 +128,7 @@ func TestOpenUpgradesOlderSchema(t *testing.T) {
 	// Take the file back to version 1, as the first release left it.
 	raw := rawDB(t, path)
 	if _, err := raw.Exec(`DROP INDEX threads_by_branch; DROP INDEX threads_by_origin; DROP INDEX entries_by_type; DROP INDEX threads_recent; ALTER TABLE threads DROP COLUMN active_at; DROP TABLE pending_posts; DROP TABLE thread_leases; DROP TABLE run_usage; DROP INDEX inbound_thread; DROP INDEX inbound_author; DROP TABLE decisions; DROP INDEX runs_ended;
-		ALTER TABLE threads DROP COLUMN origin; DROP TABLE openings; DROP TABLE schedule_firings;
+		ALTER TABLE threads DROP COLUMN origin; DROP TABLE openings; DROP TABLE schedule_firings; DROP TABLE session_snapshots;
 		DELETE FROM schema_migrations WHERE version > 1`); err != nil {
 		t.Fatal(err)
 	}

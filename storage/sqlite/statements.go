@@ -41,6 +41,8 @@ type statements struct {
 	// Reads of a resume: preparing the live-entries query (a CTE and a
 	// UNION ALL) costs as much as running it on a small session.
 	loadEntries, loadLive hotStmt
+	// A resume from a snapshot: the snapshot, then the entries after it.
+	loadSnapshot, loadAfter hotStmt
 }
 
 func (s *statements) all() []*hotStmt {
@@ -48,7 +50,7 @@ func (s *statements) all() []*hotStmt {
 }
 
 func (s *statements) reads() []*hotStmt {
-	return []*hotStmt{&s.getThread, &s.loadEntries, &s.loadLive}
+	return []*hotStmt{&s.getThread, &s.loadEntries, &s.loadLive, &s.loadSnapshot, &s.loadAfter}
 }
 
 // rows runs a read statement on the pool r: prepared, or prepared for the
@@ -101,10 +103,12 @@ func newStatements() statements {
 		insertThread: hotStmt{query: `INSERT INTO threads (platform, team, channel, thread, repo, branch, workspace_path, last_seen_message, active_at, created_at, updated_at, origin)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9, ?10) ON CONFLICT (platform, team, channel, thread) DO NOTHING
 			RETURNING id, platform, team, channel, thread, '', repo, branch, workspace_path, state, last_seen_message, active_at, created_at, updated_at, origin`},
-		threadByKey: hotStmt{query: threadByKeyQuery},
-		getThread:   hotStmt{query: threadByKeyQuery},
-		loadEntries: hotStmt{query: `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`},
-		loadLive:    hotStmt{query: loadLiveQuery},
+		threadByKey:  hotStmt{query: threadByKeyQuery},
+		getThread:    hotStmt{query: threadByKeyQuery},
+		loadEntries:  hotStmt{query: `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? ORDER BY seq`},
+		loadLive:     hotStmt{query: loadLiveQuery},
+		loadSnapshot: hotStmt{query: `SELECT upto, snapshot FROM session_snapshots WHERE session_id = ?`},
+		loadAfter:    hotStmt{query: `SELECT seq, type, ts, payload FROM entries WHERE session_id = ? AND seq > ?`},
 	}
 }
 

@@ -22,6 +22,11 @@ func testRetention(t *testing.T, s *suite) {
 	in, _ := s.accept(storage.Inbound{ThreadID: old.ID, MessageID: "1.1", AuthorID: "U1", Text: "hi"})
 	s.append(ss.ID, transcript.Entry{Seq: 0, Message: ptr(user("hi", strconv.FormatInt(in, 10))), Type: transcript.EntryMessage},
 		transcript.Entry{Seq: 1, Message: ptr(reply(&llm.Usage{Input: 10, Output: 2})), Type: transcript.EntryMessage})
+	// Its session's snapshot goes with it (PostgreSQL's foreign key would
+	// refuse the session's deletion otherwise).
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatal(err)
+	}
 	if u, err := s.db.UserUsage(s.ctx, "slack", "U1"); err != nil || u.Input != 10 {
 		t.Fatalf("UserUsage before deletion = %+v, %v", u, err)
 	}

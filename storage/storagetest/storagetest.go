@@ -67,6 +67,8 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"EntriesUnknownSession", testEntriesUnknownSession},
 		{"LiveEntries", testLiveEntries},
 		{"LiveEntriesInSeqOrder", testLiveEntriesInSeqOrder},
+		{"Snapshots", testSnapshots},
+		{"SnapshotBehindACompaction", testSnapshotBehindACompaction},
 		{"Inbound", testInbound},
 		{"InboundTransitions", testInboundTransitions},
 		{"DeliveredWithAppend", testDeliveredWithAppend},

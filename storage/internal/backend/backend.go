@@ -146,6 +146,7 @@ var DeleteThreadStatements = []string{
 	`DELETE FROM runs WHERE thread_id = $1`,
 	`UPDATE threads SET session_id = NULL WHERE id = $1`,
 	`DELETE FROM entries WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
+	`DELETE FROM session_snapshots WHERE session_id IN (SELECT id FROM sessions WHERE thread_id = $1)`,
 	`DELETE FROM sessions WHERE thread_id = $1`,
 	`DELETE FROM inbound WHERE thread_id = $1`,
 	`DELETE FROM thread_leases WHERE thread_id = $1`,

@@ -1,0 +1,119 @@
+package storagetest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/threadsmith/threadsmith/agent/llm"
+	"github.com/threadsmith/threadsmith/agent/transcript"
+	"github.com/threadsmith/threadsmith/internal/sessiongen"
+	"github.com/threadsmith/threadsmith/storage"
+)
+
+// liveFromRows is what LoadLiveEntries must give: the live entries of
+// every stored entry, read from the rows.
+func (s *suite) liveFromRows(sessionID string) []transcript.Entry {
+	s.t.Helper()
+	all := s.load(sessionID)
+	firstKept := int64(-1)
+	for _, e := range all {
+		if e.Type == transcript.EntryCompaction && e.Compaction != nil {
+			firstKept = e.Compaction.FirstKeptSeq
+		}
+	}
+	var live []transcript.Entry
+	for _, e := range all {
+		if e.Seq >= firstKept || e.Type == transcript.EntryModelChange || e.Type == transcript.EntryThinkingLevel {
+			live = append(live, e)
+		}
+	}
+	return transcript.WithoutUnits(live)
+}
+
+func (s *suite) checkLive(what, sessionID string) {
+	s.t.Helper()
+	got, err := s.db.LoadLiveEntries(s.ctx, sessionID)
+	if err != nil {
+		s.t.Fatalf("%s: LoadLiveEntries: %v", what, err)
+	}
+	if want := s.liveFromRows(sessionID); !reflect.DeepEqual(transcript.WithoutUnits(got), want) {
+		s.t.Fatalf("%s: LoadLiveEntries gave %d entries that differ from the %d live entries of the rows", what, len(got), len(want))
+	}
+}
+
+// A session appended to in batches, with snapshots taken now and then (some
+// with nothing new since the last), across several compactions and a
+// reopen: LoadLiveEntries always gives the live entries of the rows.
+func testSnapshots(t *testing.T, s *suite) {
+	if err := s.db.SnapshotSession(s.ctx, "no-such-session"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("SnapshotSession(unknown) = %v, want ErrNotFound", err)
+	}
+	ss := s.session(s.thread("slack", "1.0"))
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatalf("SnapshotSession of an empty session: %v", err)
+	}
+	entries := sessiongen.Generate(4, sessiongen.Shape{Entries: 500, CompactAt: 30_000, Keep: 8_000, ResultMin: 200, ResultMax: 900})
+	compactions := 0
+	for _, e := range entries {
+		if e.Type == transcript.EntryCompaction {
+			compactions++
+		}
+	}
+	if compactions < 3 {
+		t.Fatalf("the generated session has %d compactions; the test needs several", compactions)
+	}
+	// Settings between the compactions, as a user's !model would leave.
+	for i := 40; i < len(entries); i += 97 {
+		entries[i] = transcript.Entry{Seq: entries[i].Seq, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m" + string(rune('a'+i%26))}}
+	}
+	for i, end := 0, 0; i < len(entries); i = end {
+		end = min(i+1+i%7, len(entries))
+		s.append(ss.ID, entries[i:end]...)
+		if i%3 == 0 {
+			if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+				t.Fatalf("SnapshotSession after %d entries: %v", i, err)
+			}
+			if i%2 == 0 {
+				if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+					t.Fatalf("SnapshotSession again: %v", err)
+				}
+			}
+		}
+		s.checkLive("after appending", ss.ID)
+	}
+	s.db = s.reopen()
+	s.checkLive("after a reopen", ss.ID)
+	c, err := s.db.LoadContext(s.ctx, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Messages {
+		c.Messages[i] = c.Messages[i].WithoutUnits()
+	}
+	if want := transcript.BuildContext(transcript.WithoutUnits(s.load(ss.ID))); !reflect.DeepEqual(c, want) {
+		t.Fatalf("LoadContext: %d messages, model %q; want BuildContext(LoadEntries): %d, %q", len(c.Messages), c.Model, len(want.Messages), want.Model)
+	}
+}
+
+// A compaction after the snapshot that keeps entries the snapshot left out
+// (an earlier first kept entry than the snapshot's own compaction): the
+// entries are read from the rows.
+func testSnapshotBehindACompaction(t *testing.T, s *suite) {
+	ss := s.session(s.thread("slack", "1.0"))
+	for i := range 6 {
+		s.append(ss.ID, transcript.MessageEntry(int64(i), llm.UserText(string(rune('a'+i)))))
+	}
+	s.append(ss.ID, transcript.Entry{Seq: 6, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S1", FirstKeptSeq: 4}})
+	s.append(ss.ID, transcript.MessageEntry(7, llm.UserText("h")))
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.checkLive("snapshot current", ss.ID)
+	s.append(ss.ID, transcript.Entry{Seq: 8, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S2", FirstKeptSeq: 2}})
+	s.checkLive("a compaction keeping more than the snapshot", ss.ID)
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.checkLive("snapshot taken again", ss.ID)
+}
