@@ -388,3 +388,65 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkRunEnd times what the end of a run costs a session: appending
+// the run's entries (a prompt, a tool call, its result, an answer), and with
+// its snapshot taken after them (what the agent does), on sessions of
+// several shapes with a snapshot from their previous run. The appends alone
+// are the baseline of the same run.
+func BenchmarkRunEnd(b *testing.B) {
+	ctx := context.Background()
+	db := openDB(b)
+	for i, sh := range []struct {
+		name  string
+		shape sessiongen.Shape
+	}{
+		{"ascii-100KB", sessiongen.Shape{Bytes: 100_000}},
+		{"nonascii-100KB", sessiongen.Shape{Bytes: 100_000, NonASCII: true}},
+		{"ascii-2MB", sessiongen.Shape{Bytes: 2_000_000}},
+		{"small-calls-3MB", sessiongen.Shape{Bytes: 3_000_000, ResultMin: 40, ResultMax: 400, AnswerEvery: 12}},
+		{"huge-outputs-20MB", sessiongen.Shape{Bytes: 20_000_000, HugeEvery: 5, HugeMin: 500_000, HugeMax: 2_000_000}},
+	} {
+		entries := sessiongen.Generate(uint64(i+1), sh.shape)
+		for _, snapshot := range []bool{false, true} {
+			name := sh.name + "/append"
+			if snapshot {
+				name += "+snapshot"
+			}
+			s := newSession(b, db, name)
+			for j := 0; j < len(entries); j += 200 {
+				if err := db.AppendEntries(ctx, s.ID, entries[j:min(j+200, len(entries))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := db.SnapshotSession(ctx, s.ID); err != nil {
+				b.Fatal(err)
+			}
+			live, err := db.LoadLiveEntries(ctx, s.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			seq := entries[len(entries)-1].Seq + 1
+			b.Run(name, func(b *testing.B) {
+				b.ReportMetric(float64(len(live)), "live-entries")
+				for b.Loop() {
+					run := []transcript.Entry{
+						transcript.MessageEntry(seq, llm.UserText("and now the tests")),
+						transcript.MessageEntry(seq+1, llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.ToolCall("c", "bash", []byte(`{"command":"go test ./..."}`))}, StopReason: llm.StopReasonToolUse}),
+						transcript.MessageEntry(seq+2, llm.Message{Role: llm.RoleToolResult, ToolCallID: "c", ToolName: "bash", Content: []llm.Content{llm.Text("ok  \texample.com/p\t0.012s")}}),
+						transcript.MessageEntry(seq+3, llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("They pass.")}, StopReason: llm.StopReasonStop}),
+					}
+					seq += 4
+					if err := db.AppendEntries(ctx, s.ID, run); err != nil {
+						b.Fatal(err)
+					}
+					if snapshot {
+						if err := db.SnapshotSession(ctx, s.ID); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}

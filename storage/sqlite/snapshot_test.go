@@ -76,8 +76,24 @@ func TestResumeReadsTheSnapshot(t *testing.T) {
 	if _, err := backend.DecodeSnapshot(stored); err != nil {
 		t.Fatalf("the damaged snapshot was not replaced: %v", err)
 	}
-}
 
+	// A snapshot said to hold more (as one another writer took after
+	// entries this one has not read) is never replaced by one holding less,
+	// even when this one cannot use it.
+	if _, err := raw.Exec(`UPDATE session_snapshots SET upto = upto + 100, snapshot = ?`, damaged); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	var upto int64
+	if err := raw.QueryRow(`SELECT upto, snapshot FROM session_snapshots`).Scan(&upto, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if upto != 101 || string(stored) != string(damaged) {
+		t.Fatalf("a snapshot up to seq %d replaced one up to seq 101", upto)
+	}
+}
 // The driver hands each blob it returns in a slice of its own that it never
 // writes again, which lets the store keep a snapshot read into sql.RawBytes
 // without copying it (liveFromSnapshot). A driver that reused its buffer

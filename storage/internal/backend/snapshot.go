@@ -267,13 +267,13 @@ func DecodeSnapshot(b []byte) (entries []transcript.Entry, err error) {
 		e.Seq = r.int()
 		e.Type = transcript.EntryType(r.str())
 		e.Timestamp = r.int()
-		switch r.byte() {
-		case kindMessage:
+		switch kind := r.byte(); {
+		case kind == kindMessage && e.Type == transcript.EntryMessage:
 			msgs = append(msgs, llm.Message{})
 			m := &msgs[len(msgs)-1]
 			r.message(m, &blocks, &usages, &costs)
 			e.Message = m
-		case kindJSON:
+		case kind == kindJSON:
 			payload := r.raw()
 			if r.err == nil {
 				var derr error
