@@ -133,12 +133,12 @@ func (db *DB) LoadContext(ctx context.Context, sessionID string) (transcript.Con
 	return transcript.BuildContext(entries), nil
 }
 
-// LoadLiveEntries implements storage.SessionStore: the session's snapshot
-// and the entries after it in one statement, or, without a usable snapshot,
-// two index ranges, the settings from before the latest compaction and the
-// entries from its first kept one, in one statement. The server does not
-// sort them (a sort holds every payload before the first row goes out);
-// they come mostly in Seq order and are put in it here.
+// LoadLiveEntries implements storage.SessionStore: one statement reads the
+// session's snapshot and the entries after it or, when it has none, its
+// live entries in two index ranges, the settings from before the latest
+// compaction and the entries from its first kept one (resumeQuery). The
+// server does not sort them (a sort holds every payload before the first
+// row goes out); they come mostly in Seq order and are put in it here.
 func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcript.Entry, error) {
 	entries, _, err := db.loadLive(ctx, sessionID)
 	if err != nil {
@@ -150,9 +150,29 @@ func (db *DB) LoadLiveEntries(ctx context.Context, sessionID string) ([]transcri
 // loadLive reads a session's live entries, and whether they came from a
 // snapshot with nothing stored after it (a new one would be the same).
 func (db *DB) loadLive(ctx context.Context, sessionID string) ([]transcript.Entry, bool, error) {
-	if entries, current, ok, err := db.liveFromSnapshot(ctx, sessionID); err != nil || ok {
-		return entries, current, err
+	snapped, rows, err := db.readResume(ctx, sessionID)
+	if err != nil {
+		return nil, false, err
 	}
+	sortBySeq(rows)
+	if snapped == nil {
+		if len(rows) == 0 {
+			// No entries, or no such session (ErrNotFound).
+			if _, err := db.sessionRowID(ctx, sessionID); err != nil {
+				return nil, false, err
+			}
+		}
+		return rows, false, nil
+	}
+	decoded, err := backend.DecodeSnapshot(snapped)
+	if err == nil {
+		if entries, ok := backend.FromSnapshot(decoded, rows); ok {
+			return entries, len(rows) == 0, nil
+		}
+	} else {
+		db.log.Warn("a session snapshot does not decode; reading its entries", "session", sessionID, "err", err)
+	}
+	// A snapshot that cannot be used: the entries, read by themselves.
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
 		return nil, false, err
@@ -165,69 +185,67 @@ func (db *DB) loadLive(ctx context.Context, sessionID string) ([]transcript.Entr
 	return entries, false, nil
 }
 
-// loadSnapshotQuery reads a session's snapshot (the row whose snapshot is
-// not NULL) and the entries stored after it, as of one moment. It names the
-// session by its uid: a resume after a restart, when the uid's row id is not
-// known yet, is one round trip.
-const loadSnapshotQuery = `
-		SELECT upto, '', 0::bigint, snapshot, NULL::text FROM session_snapshots
-		WHERE session_id = (SELECT id FROM sessions WHERE uid = $1)
+// resumeQuery reads, as of one moment, a session's snapshot (part 0) and
+// the entries stored after it (part 1) or, when it has no snapshot, its
+// live entries (part 2, as loadLiveQuery). It names the session by its
+// uid: a resume after a restart, when the uid's row id is not known yet,
+// is one round trip.
+const resumeQuery = `
+		WITH s AS (SELECT id FROM sessions WHERE uid = $1),
+		snap AS (SELECT upto FROM session_snapshots WHERE session_id = (SELECT id FROM s)),
+		k AS (SELECT coalesce((SELECT (payload ->> 'firstKeptSeq')::bigint FROM entries
+		                       WHERE session_id = (SELECT id FROM s) AND type = 'compaction' ORDER BY seq DESC LIMIT 1), -1) AS first_kept
+		      WHERE NOT EXISTS (SELECT 1 FROM snap))
+		SELECT 0, upto, '', 0::bigint, snapshot, NULL::text FROM session_snapshots
+		WHERE session_id = (SELECT id FROM s)
 		UNION ALL
-		SELECT e.seq, e.type, e.ts, NULL::bytea, e.payload::text
-		FROM session_snapshots s JOIN entries e ON e.session_id = s.session_id AND e.seq > s.upto
-		WHERE s.session_id = (SELECT id FROM sessions WHERE uid = $1)`
+		SELECT 1, seq, type, ts, NULL::bytea, payload::text FROM entries
+		WHERE session_id = (SELECT id FROM s) AND seq > (SELECT upto FROM snap)
+		UNION ALL
+		SELECT 2, seq, type, ts, NULL::bytea, payload::text FROM entries
+		WHERE session_id = (SELECT id FROM s) AND seq >= (SELECT first_kept FROM k)
+		UNION ALL
+		SELECT 2, seq, type, ts, NULL::bytea, payload::text FROM entries
+		WHERE session_id = (SELECT id FROM s) AND type IN ('model_change', 'thinking_level_change') AND seq < (SELECT first_kept FROM k)`
 
-// liveFromSnapshot reads the live entries from the session's snapshot and
-// the entries stored after it; ok is false when there is no snapshot or it
-// cannot be used (see backend.FromSnapshot), and the entries must be read.
-func (db *DB) liveFromSnapshot(ctx context.Context, sessionID string) (entries []transcript.Entry, current, ok bool, err error) {
+// readResume runs resumeQuery: the snapshot, nil when the session has
+// none, and the entries read (after the snapshot, or the live ones).
+func (db *DB) readResume(ctx context.Context, sessionID string) (snapshot []byte, entries []transcript.Entry, err error) {
 	r, err := db.reader()
 	if err != nil {
-		return nil, false, false, err
+		return nil, nil, err
 	}
-	rows, err := r.Query(ctx, loadSnapshotQuery, sessionID)
+	rows, err := r.Query(ctx, resumeQuery, sessionID)
 	if err != nil {
-		return nil, false, false, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var d backend.Decoder
 	var (
+		part    int
 		seq, ts int64
 		typ     string
-		snap    []byte
-		payload pgtype.DriverBytes // the row's own bytes: Add copies them
-		snapped []byte
-		tail    int
+		// The row's own bytes, copied here: bytes.Clone does not zero
+		// what it copies over, as a []byte destination's allocation does.
+		snap, payload pgtype.DriverBytes
 	)
 	for rows.Next() {
-		snap = nil
-		if err := rows.Scan(&seq, &typ, &ts, &snap, &payload); err != nil {
+		if err := rows.Scan(&part, &seq, &typ, &ts, &snap, &payload); err != nil {
 			d.Abort()
-			return nil, false, false, err
+			return nil, nil, err
 		}
-		if snap != nil {
-			snapped = snap
+		if part == 0 {
+			snapshot = bytes.Clone(snap)
 			continue
 		}
 		d.Add(seq, typ, ts, bytes.Clone(payload))
-		tail++
 	}
 	if err := rows.Err(); err != nil {
 		d.Abort()
-		return nil, false, false, err
+		return nil, nil, err
 	}
-	after, err := d.Result()
-	if err != nil || snapped == nil {
-		return nil, false, false, err
-	}
-	decoded, derr := backend.DecodeSnapshot(snapped)
-	if derr != nil {
-		db.log.Warn("a session snapshot does not decode; reading its entries", "session", sessionID, "err", derr)
-		return nil, false, false, nil
-	}
-	sortBySeq(after)
-	entries, ok = backend.FromSnapshot(decoded, after)
-	return entries, tail == 0, ok, nil
+	entries, err = d.Result()
+	return snapshot, entries, err
 }
 
 // SnapshotSession implements storage.SessionStore: the live entries, read

@@ -15,6 +15,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 	"github.com/threadsmith/threadsmith/storage/sqlite"
 	"github.com/threadsmith/threadsmith/storage/storagetest"
 )
@@ -427,8 +428,12 @@ func BenchmarkRunEnd(b *testing.B) {
 				b.Fatal(err)
 			}
 			seq := entries[len(entries)-1].Seq + 1
+			snap, err := backend.EncodeSnapshot(live)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.Run(name, func(b *testing.B) {
-				b.ReportMetric(float64(len(live)), "live-entries")
+				defer b.ReportMetric(float64(len(snap))/1e6, "snapshot-MB")
 				for b.Loop() {
 					run := []transcript.Entry{
 						transcript.MessageEntry(seq, llm.UserText("and now the tests")),

@@ -94,6 +94,7 @@ func TestResumeReadsTheSnapshot(t *testing.T) {
 		t.Fatalf("a snapshot up to seq %d replaced one up to seq 101", upto)
 	}
 }
+
 // The driver hands each blob it returns in a slice of its own that it never
 // writes again, which lets the store keep a snapshot read into sql.RawBytes
 // without copying it (liveFromSnapshot). A driver that reused its buffer
