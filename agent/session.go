@@ -786,6 +786,10 @@ func (s *Session) persist(entries ...transcript.Entry) {
 	}
 }
 
+// snapshotPatience bounds a snapshot's wait for the store: the events
+// behind it wait as long.
+const snapshotPatience = 5 * time.Second
+
 // How long persist keeps repeating an append the store was unavailable for:
 // longer than a database's restart, shorter than its 30 s context.
 const (
@@ -824,14 +828,15 @@ func (s *Session) renumber(ctx context.Context, entries []transcript.Entry) bool
 // snapshotLater asks a Snapshotter store, behind the run's appends on the
 // event queue, to keep the session's live entries in one value: the next
 // resume reads that instead of every entry. A failure costs only that
-// resume's speed, so it is logged and nothing more.
+// resume's speed, so it is logged and nothing more, and it holds the queue
+// for at most snapshotPatience (a store that cannot be reached).
 func (s *Session) snapshotLater() {
 	sn, ok := s.cfg.Store.(Snapshotter)
 	if !ok {
 		return
 	}
 	s.events.Add(queuedEvent{nil, func(Event) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), snapshotPatience)
 		defer cancel()
 		if err := sn.SnapshotSession(ctx, s.id); err != nil {
 			s.log.Warn("taking the session's snapshot", "err", err)
