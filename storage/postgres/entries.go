@@ -252,7 +252,7 @@ func (db *DB) readResume(ctx context.Context, sessionID string) (snapshot []byte
 // as a resume reads them, encoded and stored unless the snapshot is
 // current. The write is not fenced by the session's owner: it only repeats
 // what the entries hold, and an older snapshot never replaces a newer one
-// (one of the same seq does: the one stored could not be used).
+// (backend.SaveSnapshot).
 func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
 	sid, err := db.sessionRowID(ctx, sessionID)
 	if err != nil {
@@ -268,9 +268,7 @@ func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
 	}
 	upto := entries[len(entries)-1].Seq
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES ($1, $2, $3)
-			ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
-			WHERE excluded.upto >= session_snapshots.upto`, sid, upto, snap)
+		_, err := tx.Exec(ctx, backend.SaveSnapshot, sid, upto, snap)
 		return err
 	})
 	return opError("snapshot session", err)

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
+	"github.com/threadsmith/threadsmith/storage/internal/backend"
 )
 
 // liveFromRows is what LoadLiveEntries must give: the live entries of
@@ -116,4 +118,89 @@ func testSnapshotBehindACompaction(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	s.checkLive("snapshot taken again", ss.ID)
+}
+
+// SnapshotRow reads and writes the one stored snapshot behind a backend's
+// back (its test's own connection), for CheckResumeReadsTheSnapshot.
+type SnapshotRow struct {
+	Get func(t *testing.T) (upto int64, snapshot []byte)
+	Set func(t *testing.T, upto int64, snapshot []byte)
+}
+
+// CheckResumeReadsTheSnapshot holds a backend (db, fresh) to what
+// LoadLiveEntries promises of snapshots, changing the stored one through
+// row: a resume reads the snapshot, not the rows (a planted one is what it
+// gives); a damaged one is passed over for the rows and replaced by the next
+// SnapshotSession; one said to hold more is never replaced by one holding
+// less.
+func CheckResumeReadsTheSnapshot(t *testing.T, db storage.Store, row SnapshotRow) {
+	ctx := context.Background()
+	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := transcript.MessageEntry(1, llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("ok")}, StopReason: llm.StopReasonStop})
+	if err := db.AppendEntries(ctx, s.ID, []transcript.Entry{transcript.MessageEntry(0, llm.UserText("from the rows")), answer}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	firstText := func() string {
+		t.Helper()
+		es, err := db.LoadLiveEntries(ctx, s.ID)
+		if err != nil || len(es) != 2 {
+			t.Fatalf("LoadLiveEntries = %d entries, %v", len(es), err)
+		}
+		return es[0].Message.Content[0].Text
+	}
+	if got := firstText(); got != "from the rows" {
+		t.Fatalf("resumed text %q", got)
+	}
+	upto, _ := row.Get(t)
+	if upto != 1 {
+		t.Fatalf("the snapshot holds entries up to seq %d, want 1", upto)
+	}
+
+	planted, err := backend.EncodeSnapshot([]transcript.Entry{transcript.MessageEntry(0, llm.UserText("from the snapshot")), answer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.Set(t, 1, planted)
+	if got := firstText(); got != "from the snapshot" {
+		t.Fatalf("resumed text %q: the snapshot was not read", got)
+	}
+
+	damaged := append([]byte(nil), planted...)
+	damaged[len(damaged)/2] ^= 0xff
+	row.Set(t, 1, damaged)
+	if got := firstText(); got != "from the rows" {
+		t.Fatalf("resumed text %q with a damaged snapshot; want the rows'", got)
+	}
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, stored := row.Get(t); !decodes(stored) {
+		t.Fatal("the damaged snapshot was not replaced")
+	}
+
+	// A snapshot said to hold more (as one another writer took after
+	// entries this one has not read) is never replaced by one holding less,
+	// even when this one cannot use it.
+	row.Set(t, 101, damaged)
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if upto, stored := row.Get(t); upto != 101 || string(stored) != string(damaged) {
+		t.Fatalf("a snapshot up to seq %d replaced one up to seq 101", upto)
+	}
+}
+
+func decodes(snapshot []byte) bool {
+	_, err := backend.DecodeSnapshot(snapshot)
+	return err == nil
 }

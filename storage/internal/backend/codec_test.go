@@ -16,18 +16,7 @@ import (
 // enough to be decoded by the workers.
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	entries := sessiongen.Entries(7, 1000)
-	var d backend.Decoder
-	for _, e := range entries {
-		r, err := backend.Encode(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Add(r.Seq, r.Type, r.TS, []byte(r.Payload))
-	}
-	got, err := d.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := stored(t, entries)
 	want := transcript.BuildContext(entries)
 	if have := transcript.BuildContext(transcript.WithoutUnits(got)); len(got) != len(entries) || !reflect.DeepEqual(have, want) {
 		t.Fatalf("decoded %d entries of %d; their context differs from the encoded ones'", len(got), len(entries))

@@ -101,6 +101,14 @@ func FromSnapshot(snap, tail []transcript.Entry) ([]transcript.Entry, bool) {
 	return LiveEntries(all), true
 }
 
+// SaveSnapshot stores a session's snapshot: $1 the session's row id, $2 the
+// last seq it holds, $3 the snapshot. One holding fewer entries than the
+// stored one is not stored; one holding as many replaces it (its writer
+// could not use the stored one).
+const SaveSnapshot = `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES ($1, $2, $3)
+	ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
+	WHERE excluded.upto >= session_snapshots.upto`
+
 // EncodeSnapshot encodes entries (a session's live entries) as a snapshot.
 func EncodeSnapshot(entries []transcript.Entry) ([]byte, error) {
 	var nContent, nUsage, nCost int
