@@ -50,9 +50,12 @@ func BuildContext(entries []Entry) Context {
 		}
 	}
 	var firstKept int64 = -1 << 62
-	n := 1 // the summary
+	if last >= 0 {
+		firstKept = entries[last].Compaction.FirstKeptSeq
+	}
+	n := 1 // the summary, and the messages kept: one allocation
 	for _, e := range entries {
-		if e.Type == EntryMessage {
+		if e.Type == EntryMessage && e.Seq >= firstKept {
 			n++
 		}
 	}
@@ -60,7 +63,6 @@ func BuildContext(entries []Entry) Context {
 	if last >= 0 {
 		c := entries[last].Compaction
 		ctx.Compaction = c
-		firstKept = c.FirstKeptSeq
 		ctx.Messages = append(ctx.Messages, SummaryMessage(c.Summary, c.TokensBefore, entries[last].Timestamp))
 	}
 	for _, e := range entries {

@@ -1,8 +1,14 @@
 // Package backend is what storage's backends (storage/sqlite,
 // storage/postgres) share so that they keep the contract the same way: the
-// stored form of entries and its decoder, the checks of arguments the
-// contract refuses, the inbound state machine, the SQL both run verbatim,
-// and errors in the form storage's contract gives them.
+// stored form of entries and its decoder, session snapshots, the checks of
+// arguments the contract refuses, the inbound state machine, the SQL both
+// run verbatim, and errors in the form storage's contract gives them.
+//
+// A snapshot's form (snapshot.go) is written by hand, not JSON, because it
+// is what a resume waits on: on a 100 KB session that never compacted, a
+// SQLite resume from the snapshot takes 0.07-0.12 ms against 0.36-0.50 ms
+// from the entries' rows and JSON, and decoding the snapshot alone 32-40 us
+// (BENCHMARKS.md, "Resume from a snapshot").
 package backend
 
 import (

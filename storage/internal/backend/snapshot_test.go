@@ -233,3 +233,47 @@ func TestFromSnapshotEqualsLiveEntries(t *testing.T) {
 		t.Fatal("a compaction keeping entries the snapshot left out was taken")
 	}
 }
+
+// BenchmarkDecode decodes a 100 KB session's live entries from a snapshot
+// and, the baseline, from the entries' JSON payloads as the rows hold them.
+func BenchmarkDecode(b *testing.B) {
+	for i, sh := range []struct {
+		name  string
+		shape sessiongen.Shape
+	}{
+		{"ascii-100KB", sessiongen.Shape{Bytes: 100_000}},
+		{"nonascii-100KB", sessiongen.Shape{Bytes: 100_000, NonASCII: true}},
+	} {
+		entries := stored(b, sessiongen.Generate(uint64(i+1), sh.shape))
+		snap, err := backend.EncodeSnapshot(entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows := make([]backend.Row, len(entries))
+		for j, e := range entries {
+			if rows[j], err = backend.Encode(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(sh.name+"/snapshot", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := backend.DecodeSnapshot(snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(sh.name+"/json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var d backend.Decoder
+				for _, r := range rows {
+					d.Add(r.Seq, r.Type, r.TS, []byte(r.Payload))
+				}
+				if _, err := d.Result(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
