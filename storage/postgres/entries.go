@@ -46,13 +46,18 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 		inputs = []int64{}
 	}
 	// One statement, so one round trip and atomic on its own: the entries,
-	// and the chat input a user message came from delivered with them (only
-	// input of the session's own thread, and only while pending). A
-	// data-modifying WITH runs to completion whether or not it is read.
+	// the session's snapshot dropped when an entry is at or below its last
+	// seq (a gap filled late: the snapshot lacks it, and a resume reads only
+	// what follows it), and the chat input a user message came from
+	// delivered with them (only input of the session's own thread, and only
+	// while pending). A data-modifying WITH runs to completion whether or
+	// not it is read.
 	const appendSQL = `WITH ins AS (
 			INSERT INTO entries (session_id, seq, type, ts, payload)
 			SELECT $1, e.seq, e.type, e.ts, e.payload::json
-			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload))
+			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS e (seq, type, ts, payload)),
+		dropped AS (
+			DELETE FROM session_snapshots WHERE session_id = $1 AND upto >= (SELECT min(s) FROM unnest($2::bigint[]) AS s))
 		UPDATE inbound SET state = 'delivered', updated_at = $6
 		WHERE id = ANY($7) AND state IN ('received', 'queued')
 		  AND thread_id = (SELECT thread_id FROM sessions WHERE id = $1)`

@@ -59,6 +59,16 @@ func (db *DB) AppendEntries(ctx context.Context, sessionID string, entries []tra
 				return fmt.Errorf("seq %d: %w", r.Seq, err)
 			}
 		}
+		// An entry at or below the snapshot's last seq (a gap filled late)
+		// is not in the snapshot, and a resume reads only what follows
+		// it: the snapshot goes, and the next one is taken from the rows.
+		drop, err := db.stmts.dropSnapshot.in(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := drop.ExecContext(ctx, sid, minSeq(rows)); err != nil {
+			return fmt.Errorf("dropping the session's snapshot: %w", err)
+		}
 		// The chat input a user message came from is delivered in the same
 		// commit that stores the message: a crash can leave it neither
 		// delivered-but-missing nor stored-but-replayed. Only input of the
@@ -229,6 +239,15 @@ func (db *DB) queryEntries(ctx context.Context, h *hotStmt, args ...any) ([]tran
 		return nil, err
 	}
 	return d.Result()
+}
+
+// minSeq is the lowest seq of rows.
+func minSeq(rows []backend.Row) int64 {
+	m := rows[0].Seq
+	for _, r := range rows[1:] {
+		m = min(m, r.Seq)
+	}
+	return m
 }
 
 // storedAlready reports whether the session holds exactly these entries at

@@ -24,6 +24,7 @@ func (h *hotStmt) in(ctx context.Context, tx *sql.Tx) (*sql.Stmt, error) {
 
 type statements struct {
 	insertEntry   hotStmt
+	dropSnapshot  hotStmt
 	insertInbound hotStmt
 	findInbound   hotStmt
 	markInbound   hotStmt
@@ -46,7 +47,7 @@ type statements struct {
 }
 
 func (s *statements) all() []*hotStmt {
-	return []*hotStmt{&s.insertEntry, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent, &s.insertThread, &s.threadByKey}
+	return []*hotStmt{&s.insertEntry, &s.dropSnapshot, &s.insertInbound, &s.findInbound, &s.markInbound, &s.lastSeen, &s.touchThread, &s.updateOutbnd, &s.markEvent, &s.insertThread, &s.threadByKey}
 }
 
 func (s *statements) reads() []*hotStmt {
@@ -75,7 +76,8 @@ const threadByKeyQuery = `SELECT ` + threadColumns + threadFrom +
 
 func newStatements() statements {
 	return statements{
-		insertEntry: hotStmt{query: `INSERT INTO entries (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)`},
+		insertEntry:  hotStmt{query: `INSERT INTO entries (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)`},
+		dropSnapshot: hotStmt{query: `DELETE FROM session_snapshots WHERE session_id = ? AND upto >= ?`},
 		insertInbound: hotStmt{query: `INSERT INTO inbound (platform, event_id, channel, message_id, thread_id,
 			author_id, author_name, author_email, text, attachments, mode, received_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -98,6 +98,29 @@ func testSnapshots(t *testing.T, s *suite) {
 	}
 }
 
+// An entry stored at or below the snapshot's last seq (the contract lets a
+// caller fill a gap in the seqs; an append whose commit its caller did not
+// see lands late): the resume still has it, and so does the next snapshot.
+func testSnapshotGapFilled(t *testing.T, s *suite) {
+	ss := s.session(s.thread("slack", "1.0"))
+	for _, seq := range []int64{0, 1, 3} {
+		s.append(ss.ID, transcript.MessageEntry(seq, llm.UserText(string(rune('a'+seq)))))
+	}
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.checkLive("snapshot current", ss.ID)
+	s.append(ss.ID, transcript.MessageEntry(2, llm.UserText("c, late")), transcript.MessageEntry(4, llm.UserText("e")))
+	s.checkLive("a gap filled below the snapshot's last seq", ss.ID)
+	if err := s.db.SnapshotSession(s.ctx, ss.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.checkLive("snapshot taken again", ss.ID)
+	if live, err := s.db.LoadLiveEntries(s.ctx, ss.ID); err != nil || len(live) != 5 {
+		t.Fatalf("LoadLiveEntries = %d entries, %v; want 5", len(live), err)
+	}
+}
+
 // A compaction after the snapshot that keeps entries the snapshot left out
 // (an earlier first kept entry than the snapshot's own compaction): the
 // entries are read from the rows.

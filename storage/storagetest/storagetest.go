@@ -69,6 +69,7 @@ func Run(t *testing.T, newDB NewFunc) {
 		{"LiveEntriesInSeqOrder", testLiveEntriesInSeqOrder},
 		{"Snapshots", testSnapshots},
 		{"SnapshotBehindACompaction", testSnapshotBehindACompaction},
+		{"SnapshotGapFilled", testSnapshotGapFilled},
 		{"Inbound", testInbound},
 		{"InboundTransitions", testInboundTransitions},
 		{"DeliveredWithAppend", testDeliveredWithAppend},
