@@ -95,8 +95,8 @@ type SessionStore interface {
 	// entries stored after it instead of a row per live entry. The entries
 	// stay the record: a snapshot holds only what they hold, and a missing,
 	// damaged or unusable one makes LoadLiveEntries read the entries as
-	// before. A snapshot never goes back to fewer entries; taking one when
-	// the last is current writes nothing. An unknown session is ErrNotFound.
+	// before. A snapshot is never replaced by one that holds entries up to
+	// a lower seq. An unknown session is ErrNotFound.
 	SnapshotSession(ctx context.Context, sessionID string) error
 }
 

@@ -53,13 +53,18 @@ func BuildContext(entries []Entry) Context {
 	if last >= 0 {
 		firstKept = entries[last].Compaction.FirstKeptSeq
 	}
-	n := 1 // the summary, and the messages kept: one allocation
+	n := 0 // the summary and the messages kept: one allocation
+	if last >= 0 {
+		n++
+	}
 	for _, e := range entries {
 		if e.Type == EntryMessage && e.Seq >= firstKept {
 			n++
 		}
 	}
-	ctx.Messages = make([]llm.Message, 0, n)
+	if n > 0 {
+		ctx.Messages = make([]llm.Message, 0, n)
+	}
 	if last >= 0 {
 		c := entries[last].Compaction
 		ctx.Compaction = c

@@ -12,8 +12,8 @@ import (
 )
 
 // A resume reads the session's snapshot, not its rows; a damaged one is
-// passed over and replaced; one holding more is never replaced by one
-// holding less (storagetest.CheckResumeReadsTheSnapshot).
+// passed over and replaced; one up to a higher seq is never replaced by one
+// up to a lower seq (storagetest.CheckResumeReadsTheSnapshot).
 func TestResumeReadsTheSnapshot(t *testing.T) {
 	ctx := context.Background()
 	dsn := storagetest.FreshSchema(t, storagetest.PostgresDSN(t))

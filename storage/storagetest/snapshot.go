@@ -154,8 +154,8 @@ type SnapshotRow struct {
 // LoadLiveEntries promises of snapshots, changing the stored one through
 // row: a resume reads the snapshot, not the rows (a planted one is what it
 // gives); a damaged one is passed over for the rows and replaced by the next
-// SnapshotSession; one said to hold more is never replaced by one holding
-// less.
+// SnapshotSession; one up to a higher seq is never replaced by one up to a
+// lower seq.
 func CheckResumeReadsTheSnapshot(t *testing.T, db storage.Store, row SnapshotRow) {
 	ctx := context.Background()
 	th, _, err := db.EnsureThread(ctx, storage.ThreadKey{Platform: "slack", Channel: "C1", Thread: "1.0"}, storage.ThreadInit{})
@@ -211,9 +211,9 @@ func CheckResumeReadsTheSnapshot(t *testing.T, db storage.Store, row SnapshotRow
 		t.Fatal("the damaged snapshot was not replaced")
 	}
 
-	// A snapshot said to hold more (as one another writer took after
-	// entries this one has not read) is never replaced by one holding less,
-	// even when this one cannot use it.
+	// A snapshot said to hold entries up to a higher seq (as one another
+	// writer took after entries this one has not read) is never replaced by
+	// one up to a lower seq, even when this one cannot use it.
 	row.Set(t, 101, damaged)
 	if err := db.SnapshotSession(ctx, s.ID); err != nil {
 		t.Fatal(err)

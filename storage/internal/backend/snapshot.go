@@ -102,9 +102,9 @@ func FromSnapshot(snap, tail []transcript.Entry) ([]transcript.Entry, bool) {
 }
 
 // SaveSnapshot stores a session's snapshot: $1 the session's row id, $2 the
-// last seq it holds, $3 the snapshot. One holding fewer entries than the
-// stored one is not stored; one holding as many replaces it (its writer
-// could not use the stored one).
+// last seq it holds, $3 the snapshot. One up to a lower seq than the stored
+// one is not stored; one up to the same seq replaces it (its writer could
+// not use the stored one).
 const SaveSnapshot = `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES ($1, $2, $3)
 	ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
 	WHERE excluded.upto >= session_snapshots.upto`
@@ -261,7 +261,7 @@ func DecodeSnapshot(b []byte) (entries []transcript.Entry, err error) {
 		return nil, fmt.Errorf("%w: %w: checksum", storage.ErrCorrupt, errSnapshot)
 	}
 	r := snapReader{b: body, off: len(snapshotMagic)}
-	nEntries, nContent, nUsage, nCost := r.count(), r.count(), r.count(), r.count()
+	nEntries, nContent, nUsage, nCost := r.count(minEntryBytes), r.count(minBlockBytes), r.count(minUsageBytes), r.count(minCostBytes)
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: %w", storage.ErrCorrupt, r.err)
 	}
@@ -346,12 +346,22 @@ func (r *snapReader) int() int64 {
 	return v
 }
 
-// count reads a count no larger than the bytes left (each counted thing
-// takes at least one), so a damaged count cannot make the decoder allocate
-// more than the snapshot's size.
-func (r *snapReader) count() int {
+// The fewest bytes an entry, a content block, a usage and a cost take in a
+// snapshot (every length and number one byte).
+const (
+	minEntryBytes = 4  // seq, type, timestamp, kind
+	minBlockBytes = 12 // ten lengths, two UTF-16 lengths
+	minUsageBytes = 5
+	minCostBytes  = 40
+)
+
+// count reads a count of things that take at least size bytes each, no more
+// than the bytes left can hold: a count that lies (a snapshot damaged with a
+// good checksum) cannot make the decoder allocate more than about a hundred
+// times the snapshot's size.
+func (r *snapReader) count(size int) int {
 	v := r.uint()
-	if v > uint64(len(r.b)-r.off) {
+	if v > uint64((len(r.b)-r.off)/size) {
 		r.fail("count")
 		return 0
 	}
@@ -463,7 +473,7 @@ func (r *snapReader) message(m *llm.Message, blocks *[]llm.Content, usages *[]ll
 	m.Summary = r.str()
 	m.TokensBefore = int(r.int())
 	m.InputID = r.str()
-	n := r.count()
+	n := r.count(minBlockBytes)
 	if n > len(*blocks) || r.err != nil {
 		r.fail("content count")
 		return

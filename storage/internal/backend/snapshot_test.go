@@ -2,9 +2,11 @@ package backend_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -174,6 +176,18 @@ func TestSnapshotDamaged(t *testing.T) {
 	// entry would come back as neither.
 	retyped := bytes.Replace(b[4:len(b)-4], []byte("\amessage"), []byte("\amessagc"), 1)
 	check("a message of another type", backend.SealSnapshot(retyped))
+	// A count more than the bytes after it can hold (9,000 entries take at
+	// least 36,000 bytes; 10,000 follow) is refused before the decoder
+	// allocates for it (3.3 MB of entries and messages).
+	lying := binary.AppendUvarint(nil, 9000)
+	lying = backend.SealSnapshot(append(append(lying, 0, 0, 0), make([]byte, 10_000)...))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	check("a count the bytes cannot hold", lying)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("decoding a %d-byte snapshot with a lying count allocated %d bytes", len(lying), n)
+	}
 }
 
 // FuzzDecodeSnapshot: no body (sealed with the magic and a good checksum,
