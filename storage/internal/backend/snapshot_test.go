@@ -151,7 +151,7 @@ func TestSnapshotEqualsTheRows(t *testing.T) {
 // A damaged snapshot is an error wrapping storage.ErrCorrupt, never a panic
 // or a wrong session: every byte flipped, every cut, another format.
 func TestSnapshotDamaged(t *testing.T) {
-	b, err := backend.EncodeSnapshot(stored(t, sessiongen.Generate(3, sessiongen.Shape{Entries: 40})))
+	b, err := backend.EncodeSnapshot(stored(t, sessiongen.Generate(3, sessiongen.Shape{Entries: 8, ResultMin: 200, ResultMax: 600})))
 	if err != nil {
 		t.Fatal(err)
 	}
