@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxPatchBytes caps DiffResult.Patch; a longer patch is cut at a line end
@@ -145,12 +146,22 @@ func (w *Workspace) copyIndex() (string, error) {
 		dst.Close()
 		return dst.Name(), os.Remove(dst.Name())
 	}
+	var fi os.FileInfo
 	if err == nil {
-		_, err = io.Copy(dst, src)
+		if fi, err = src.Stat(); err == nil {
+			_, err = io.Copy(dst, src)
+		}
 		src.Close()
 	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		// The copy keeps the index's time: git trusts a file's cached
+		// stat data only when the file changed before the index was
+		// written, and a copy dated now would make a file changed in the
+		// same clock tick as the index (same size) look unchanged.
+		err = os.Chtimes(dst.Name(), time.Time{}, fi.ModTime())
 	}
 	if err != nil {
 		os.Remove(dst.Name())
