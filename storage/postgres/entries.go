@@ -273,7 +273,7 @@ func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
 	}
 	upto := entries[len(entries)-1].Seq
 	err = db.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, backend.SaveSnapshot, sid, upto, snap)
+		_, err := tx.Exec(ctx, backend.SaveSnapshot, sid, upto, snap, backend.FirstKept(entries), int64(len(entries)))
 		return err
 	})
 	return opError("snapshot session", err)

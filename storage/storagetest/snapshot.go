@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/threadsmith/threadsmith/agent/llm"
@@ -220,6 +221,57 @@ func CheckResumeReadsTheSnapshot(t *testing.T, db storage.Store, row SnapshotRow
 	}
 	if upto, stored := row.Get(t); upto != 101 || string(stored) != string(damaged) {
 		t.Fatalf("a snapshot up to seq %d replaced one up to seq 101", upto)
+	}
+
+	// A snapshot read that missed a row (here: a stored snapshot lacking
+	// seq 0, as if that entry had been stored late, after the read) is not
+	// stored: every resume after would lack that entry too.
+	lacking, err := backend.EncodeSnapshot([]transcript.Entry{answer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.Set(t, 1, lacking)
+	if err := db.AppendEntries(ctx, s.ID, []transcript.Entry{transcript.MessageEntry(2, llm.UserText("more"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if upto, stored := row.Get(t); upto != 1 || string(stored) != string(lacking) {
+		t.Fatalf("a snapshot up to seq %d, built on a read that missed a row, was stored", upto)
+	}
+
+	// After compactions and settings changes, a snapshot is taken (the
+	// check above counts the live rows as the snapshot holds them).
+	row.Set(t, 1, damaged)
+	more := []transcript.Entry{
+		{Seq: 3, Type: transcript.EntryModelChange, ModelChange: &transcript.ModelChange{Model: "m2"}},
+		transcript.MessageEntry(4, llm.UserText("d")),
+		{Seq: 5, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S", FirstKeptSeq: 4}},
+		{Seq: 6, Type: transcript.EntryThinkingLevel, ThinkingLevel: "high"},
+		transcript.MessageEntry(7, llm.UserText("g")),
+		{Seq: 8, Type: transcript.EntryCompaction, Compaction: &transcript.Compaction{Summary: "S2", FirstKeptSeq: 7}},
+		transcript.MessageEntry(9, llm.UserText("j")),
+	}
+	if err := db.AppendEntries(ctx, s.ID, more); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SnapshotSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if upto, stored := row.Get(t); upto != 9 || !decodes(stored) {
+		t.Fatalf("after compactions the stored snapshot is up to seq %d (decodes: %v); want a new one up to 9", upto, decodes(stored))
+	}
+	live, err := db.LoadLiveEntries(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range live {
+		seqs = append(seqs, e.Seq)
+	}
+	if want := []int64{3, 6, 7, 8, 9}; !slices.Equal(seqs, want) {
+		t.Fatalf("live seqs from the snapshot %v, want %v", seqs, want)
 	}
 }
 

@@ -55,7 +55,7 @@ const (
 // the model and thinking-level changes before it. It is what both backends'
 // live-entry queries select.
 func LiveEntries(entries []transcript.Entry) []transcript.Entry {
-	firstKept := firstKeptOf(entries)
+	firstKept := FirstKept(entries)
 	if firstKept < 0 {
 		return entries
 	}
@@ -68,9 +68,9 @@ func LiveEntries(entries []transcript.Entry) []transcript.Entry {
 	return out
 }
 
-// firstKeptOf is the first kept seq of the latest compaction (by seq), -1
-// when there is none.
-func firstKeptOf(entries []transcript.Entry) int64 {
+// FirstKept is the first kept seq of the latest compaction (by seq) among
+// entries, -1 when there is none.
+func FirstKept(entries []transcript.Entry) int64 {
 	var latest *transcript.Entry
 	for i := range entries {
 		e := &entries[i]
@@ -93,7 +93,7 @@ func FromSnapshot(snap, tail []transcript.Entry) ([]transcript.Entry, bool) {
 	if len(tail) == 0 {
 		return snap, true
 	}
-	if fk := firstKeptOf(tail); fk >= 0 && fk < firstKeptOf(snap) {
+	if fk := FirstKept(tail); fk >= 0 && fk < FirstKept(snap) {
 		return nil, false
 	}
 	all := make([]transcript.Entry, 0, len(snap)+len(tail))
@@ -101,11 +101,20 @@ func FromSnapshot(snap, tail []transcript.Entry) ([]transcript.Entry, bool) {
 	return LiveEntries(all), true
 }
 
-// SaveSnapshot stores a session's snapshot: $1 the session's row id, $2 the
-// last seq it holds, $3 the snapshot. One up to a lower seq than the stored
-// one is not stored; one up to the same seq replaces it (its writer could
-// not use the stored one).
-const SaveSnapshot = `INSERT INTO session_snapshots (session_id, upto, snapshot) VALUES ($1, $2, $3)
+// SaveSnapshot stores a session's snapshot of entries (its live entries as
+// read): $1 the session's row id, $2 the last seq it holds, $3 the
+// snapshot, $4 the entries' first kept seq (FirstKept), $5 their number.
+// It is stored only if the rows that are live as of $2 still number $5: an
+// entry stored below $2 after they were read (a gap filled late) would be
+// missing from it, and from every resume after. An append made after it is
+// stored drops it (an entry at or below its last seq). One up to a lower
+// seq than the stored one is not stored; one up to the same seq replaces it
+// (its writer could not use the stored one).
+const SaveSnapshot = `INSERT INTO session_snapshots (session_id, upto, snapshot)
+	SELECT $1, $2, $3
+	WHERE (SELECT count(*) FROM entries WHERE session_id = $1 AND seq >= $4 AND seq <= $2)
+	    + (SELECT count(*) FROM entries WHERE session_id = $1 AND seq < $4
+	       AND type IN ('model_change', 'thinking_level_change')) = $5
 	ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
 	WHERE excluded.upto >= session_snapshots.upto`
 
