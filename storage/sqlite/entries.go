@@ -198,15 +198,13 @@ func (db *DB) SnapshotSession(ctx context.Context, sessionID string) error {
 	if err != nil || current || len(entries) == 0 {
 		return opError("snapshot session", err)
 	}
-	snap, err := backend.EncodeSnapshot(entries)
-	if err != nil {
-		return opError("snapshot session", err)
+	args, err := backend.SaveSnapshotArgs(sid, entries)
+	if err == nil {
+		err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, backend.SaveSnapshot, args...)
+			return err
+		})
 	}
-	upto := entries[len(entries)-1].Seq
-	err = db.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, backend.SaveSnapshot, sid, upto, snap, backend.FirstKept(entries), int64(len(entries)))
-		return err
-	})
 	return opError("snapshot session", err)
 }
 

@@ -118,6 +118,16 @@ const SaveSnapshot = `INSERT INTO session_snapshots (session_id, upto, snapshot)
 	ON CONFLICT (session_id) DO UPDATE SET upto = excluded.upto, snapshot = excluded.snapshot
 	WHERE excluded.upto >= session_snapshots.upto`
 
+// SaveSnapshotArgs returns SaveSnapshot's arguments for a session (its row
+// id) and its live entries as read (at least one).
+func SaveSnapshotArgs(sessionRow int64, entries []transcript.Entry) ([]any, error) {
+	snap, err := EncodeSnapshot(entries)
+	if err != nil {
+		return nil, err
+	}
+	return []any{sessionRow, entries[len(entries)-1].Seq, snap, FirstKept(entries), int64(len(entries))}, nil
+}
+
 // EncodeSnapshot encodes entries (a session's live entries) as a snapshot.
 func EncodeSnapshot(entries []transcript.Entry) ([]byte, error) {
 	var nContent, nUsage, nCost int
