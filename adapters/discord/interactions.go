@@ -214,9 +214,7 @@ func (r *runner) startSession(ctx context.Context, i *discordgo.Interaction, opt
 	if _, err := a.editOriginal(ctx, i, starterText(author.ID, prompt, repoName, branch)); err != nil {
 		a.log.Warn("/code: could not complete the starter message", "interaction", i.ID, "err", err)
 	}
-	th, err := a.s.MessageThreadStartComplex(i.ChannelID, orig.ID, &discordgo.ThreadStart{
-		Name: threadName(prompt), AutoArchiveDuration: threadArchiveMinutes,
-	}, ownCall(ctx)...)
+	th, err := a.startThread(ctx, i.ChannelID, orig.ID, threadName(prompt))
 	if err != nil {
 		a.log.Error("/code: could not open a thread", "channel", i.ChannelID, "err", restError("start thread", err, nil))
 		a.editOriginal(ctx, i, "⚠️ I couldn't open a thread here: I need the Create Public Threads and "+

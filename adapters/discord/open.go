@@ -2,7 +2,9 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -36,9 +38,7 @@ func (a *Adapter) OpenOnce(ctx context.Context, channel, text string, key chat.P
 		return chat.ThreadRef{}, err
 	}
 	ref := chat.ThreadRef{Platform: Platform, Channel: id, Thread: id}
-	th, err := a.s.MessageThreadStartComplex(channel, id, &discordgo.ThreadStart{
-		Name: threadName(text), AutoArchiveDuration: threadArchiveMinutes,
-	}, ownCall(ctx)...)
+	th, err := a.startThread(ctx, channel, id, threadName(text))
 	var re *discordgo.RESTError
 	switch {
 	case err == nil:
@@ -55,4 +55,23 @@ func (a *Adapter) OpenOnce(ctx context.Context, channel, text string, key chat.P
 	}
 	a.kinds.Store(ref.Channel, kindThread)
 	return ref, nil
+}
+
+// startThread starts a thread on a message of a channel, waiting out rate
+// limits. Discord counts the thread starts of a channel in one bucket;
+// discordgo's MessageThreadStartComplex names the bucket by the message as
+// well, so its limiter would let starts in one channel (several /code at
+// once, schedules firing together) run into 429s instead of pacing them.
+func (a *Adapter) startThread(ctx context.Context, channel, message, name string) (*discordgo.Channel, error) {
+	body, err := a.s.RequestWithBucketID("POST", discordgo.EndpointChannelMessageThread(channel, message),
+		&discordgo.ThreadStart{Name: name, AutoArchiveDuration: threadArchiveMinutes},
+		discordgo.EndpointChannelMessageThread(channel, ""), ownCall(ctx)...)
+	if err != nil {
+		return nil, err
+	}
+	var th discordgo.Channel
+	if err := json.Unmarshal(body, &th); err != nil {
+		return nil, fmt.Errorf("discord: start thread: %w", err)
+	}
+	return &th, nil
 }

@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,41 @@ func TestCodeOpensItsThreadThroughRateLimits(t *testing.T) {
 	}
 	if fake.RateLimited() == limited {
 		t.Error("no 429 on the way: the test did not exercise the limits")
+	}
+}
+
+// Threads opened at once in one channel (schedules firing together, several
+// /code) share Discord's per-channel budget for starting threads: the
+// adapter paces them on that budget, so every one opens and none meets a
+// 429 (discordgo's own bucket for the route is per message).
+func TestThreadsOpenedTogetherStayInTheChannelsBudget(t *testing.T) {
+	t.Parallel()
+	const window = 200 * time.Millisecond
+	fake := discordfake.New(t, discordfake.WithRateLimits(discordfake.RateLimits{
+		ThreadCreate:  discordfake.Limit{Requests: 2, Window: window},
+		MessageCreate: discordfake.Limit{Requests: 50, Window: window},
+	}))
+	e := start(t, fake, baseConfig(fake))
+	ctx := ctxT(t)
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := e.a.OpenOnce(ctx, general, fmt.Sprintf("⏰ job %d", i), chat.PostKey{ID: fmt.Sprintf("o%023d", i)})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("OpenOnce: %v", err)
+		}
+	}
+	if got := len(fake.Threads()); got != n {
+		t.Errorf("threads = %d, want %d", got, n)
+	}
+	for _, r := range fake.Requests() {
+		if r.Status == 429 {
+			t.Errorf("429 on %s %s: want the starts paced", r.Method, r.Path)
+		}
 	}
 }
