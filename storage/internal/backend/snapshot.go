@@ -337,15 +337,6 @@ func (r *snapReader) fail(what string) {
 }
 
 func (r *snapReader) uint() uint64 {
-	if r.off < len(r.b) && r.b[r.off] < 0x80 {
-		// Most counts fit one byte (this path is inlined).
-		r.off++
-		return uint64(r.b[r.off-1])
-	}
-	return r.uintSlow()
-}
-
-func (r *snapReader) uintSlow() uint64 {
 	v, n := binary.Uvarint(r.b[r.off:])
 	if n <= 0 {
 		r.fail("varint")
@@ -399,21 +390,6 @@ func (r *snapReader) byte() byte {
 // raw returns the next length-prefixed bytes, sharing the snapshot's memory
 // (capacity cut, so an append to them copies).
 func (r *snapReader) raw() []byte {
-	if r.off < len(r.b) {
-		// A length of one byte, and its bytes there (inlined).
-		if n := int(r.b[r.off]); n < 0x80 && n < len(r.b)-r.off {
-			start := r.off + 1
-			r.off = start + n
-			if n == 0 {
-				return nil
-			}
-			return r.b[start:r.off:r.off]
-		}
-	}
-	return r.rawSlow()
-}
-
-func (r *snapReader) rawSlow() []byte {
 	n := r.uint()
 	if n > uint64(len(r.b)-r.off) {
 		r.fail("length")
