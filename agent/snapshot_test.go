@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +89,42 @@ func TestRunEndTakesASnapshot(t *testing.T) {
 	}
 	if !reflect.DeepEqual(transcript.WithoutUnits(live), transcript.WithoutUnits(entries)) {
 		t.Fatal("the entries resumed from the snapshot differ from the stored ones")
+	}
+}
+
+// snapshotFailing is a store whose snapshots fail, counting the asks.
+type snapshotFailing struct {
+	*memStore
+	asked atomic.Int32
+}
+
+func (s *snapshotFailing) SnapshotSession(context.Context, string) error {
+	s.asked.Add(1)
+	return errors.New("disk I/O error")
+}
+
+// A snapshot that fails costs nothing but its log line: each run still
+// ends, its entries are stored, nobody is told of a failed persist, and the
+// next run ends with a snapshot asked for again.
+func TestFailedSnapshotLeavesTheSessionWorking(t *testing.T) {
+	t.Parallel()
+	store := &snapshotFailing{memStore: &memStore{}}
+	h := newHarness(t, func(c *agent.Config) { c.Store = store })
+	h.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		return llmfake.TextReply("ok: " + req.LastMessage().Content)
+	})
+	h.prompt("first")
+	h.prompt("second")
+	h.wait()
+	if n := store.asked.Load(); n != 2 {
+		t.Errorf("snapshots asked for = %d, want one per run", n)
+	}
+	if got := len(store.all()); got != 4 {
+		t.Errorf("stored entries = %d, want both prompts and both answers", got)
+	}
+	for _, ev := range h.recorded() {
+		if pf, ok := ev.(agent.PersistFailed); ok {
+			t.Errorf("a failed snapshot was reported as a failed persist: %+v", pf)
+		}
 	}
 }

@@ -148,9 +148,9 @@ func (db *DB) loadLive(ctx context.Context, sid int64) ([]transcript.Entry, bool
 // liveFromSnapshot reads the live entries from the session's snapshot and
 // the entries stored after it; ok is false when there is no snapshot or it
 // cannot be used (see backend.FromSnapshot), and the entries must be read.
-// The snapshot is read first: entries are only ever added and a snapshot
-// only replaced by a later one, so the entries after it read next are all
-// that it lacks.
+// The snapshot holds every entry at or below its last seq (an append below
+// it drops it: AppendEntries), so it lacks only the entries after it, read
+// next.
 func (db *DB) liveFromSnapshot(ctx context.Context, sid int64) (entries []transcript.Entry, current, ok bool, err error) {
 	var upto int64
 	// The driver copies each blob it returns into a slice of its own and
