@@ -2,12 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/threadsmith/threadsmith/agent/transcript"
 	"github.com/threadsmith/threadsmith/internal/sessiongen"
 	"github.com/threadsmith/threadsmith/storage"
 	"github.com/threadsmith/threadsmith/storage/postgres"
@@ -59,39 +57,27 @@ func BenchmarkResumeSmall(b *testing.B) {
 			}
 		})
 		b.Run(sh.name+"/rows", func(b *testing.B) {
-			c0 := processCPU(b)
-			for b.Loop() {
+			storagetest.CPUPerOp(b, func() error {
 				if n, err := postgres.ReadLiveRows(ctx, db, s.ID); err != nil || n == 0 {
-					b.Fatalf("ReadLiveRows: %d bytes, %v", n, err)
+					return fmt.Errorf("ReadLiveRows: %d bytes, %v", n, err)
 				}
-			}
-			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+				return nil
+			})
 		})
 		b.Run(sh.name+"/decoded", func(b *testing.B) {
-			c0 := processCPU(b)
-			for b.Loop() {
+			storagetest.CPUPerOp(b, func() error {
 				if es, err := db.LoadLiveEntries(ctx, s.ID); err != nil || len(es) != len(entries) {
-					b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
+					return fmt.Errorf("LoadLiveEntries: %d entries, %v", len(es), err)
 				}
-			}
-			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
-		})
-		for _, load := range []struct {
-			name string
-			f    func(context.Context, string) ([]transcript.Entry, error)
-		}{{"LoadLiveEntries", db.LoadLiveEntries}, {"LoadEntries", db.LoadEntries}} {
-			b.Run(sh.name+"/"+load.name, func(b *testing.B) {
-				c0 := processCPU(b)
-				for b.Loop() {
-					es, err := load.f(ctx, s.ID)
-					if err != nil || len(es) != len(entries) {
-						b.Fatalf("%s: %d entries, %v", load.name, len(es), err)
-					}
-					transcript.BuildContext(es)
-				}
-				b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+				return nil
 			})
-		}
+		})
+		b.Run(sh.name+"/LoadLiveEntries", func(b *testing.B) {
+			storagetest.CPUPerOp(b, storagetest.Resume(ctx, db.LoadLiveEntries, s.ID, len(entries)))
+		})
+		b.Run(sh.name+"/LoadEntries", func(b *testing.B) {
+			storagetest.CPUPerOp(b, storagetest.Resume(ctx, db.LoadEntries, s.ID, len(entries)))
+		})
 		// The same session with its snapshot, as a session that ran has:
 		// what a resume reads.
 		snapped, err := db.CreateSession(ctx, th.ID, storage.SessionInit{Model: "m"})
@@ -105,24 +91,7 @@ func BenchmarkResumeSmall(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(sh.name+"/snapshot", func(b *testing.B) {
-			c0 := processCPU(b)
-			for b.Loop() {
-				es, err := db.LoadLiveEntries(ctx, snapped.ID)
-				if err != nil || len(es) != len(entries) {
-					b.Fatalf("LoadLiveEntries: %d entries, %v", len(es), err)
-				}
-				transcript.BuildContext(es)
-			}
-			b.ReportMetric(float64(processCPU(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
+			storagetest.CPUPerOp(b, storagetest.Resume(ctx, db.LoadLiveEntries, snapped.ID, len(entries)))
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
