@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,5 +160,5 @@ func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
 	return queryAll(ctx, db, "unowned threads", func(r pgx.Row) (int64, error) {
 		var id int64
 		return id, r.Scan(&id)
-	}, strings.Replace(backend.UnownedThreadsQuery, "$1", serverMS("$1"), 1), db.shiftMS())
+	}, backend.UnownedThreadsQuery(serverMS("$1")), db.shiftMS())
 }

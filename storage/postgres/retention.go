@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 
 // expiredWhere is backend.ExpiredWhere with its leases judged by the
 // server's clock ($2: shiftMS), as every lease is (lease.go).
-var expiredWhere = strings.Replace(backend.ExpiredWhere, "$2", serverMS("$2"), 1)
+var expiredWhere = backend.ExpiredWhere(serverMS("$2"))
 
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {

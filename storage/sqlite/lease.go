@@ -143,7 +143,7 @@ func checkFenceOf(ctx context.Context, tx *sql.Tx, table string, id any) error {
 
 // UnownedThreads implements storage.Store.
 func (db *DB) UnownedThreads(ctx context.Context) ([]int64, error) {
-	rows, err := db.r.QueryContext(ctx, backend.UnownedThreadsQuery, db.nowMS())
+	rows, err := db.r.QueryContext(ctx, backend.UnownedThreadsQuery("$1"), db.nowMS())
 	if err != nil {
 		return nil, opError("unowned threads", err)
 	}

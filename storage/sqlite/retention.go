@@ -15,7 +15,7 @@ import (
 // with the largest id is never expired, since SQLite gives a new row the
 // largest id plus one, and a deleted largest id would come back as another
 // thread's.
-const expiredWhere = backend.ExpiredWhere + `AND t.id < (SELECT max(id) FROM threads) `
+var expiredWhere = backend.ExpiredWhere("$2") + `AND t.id < (SELECT max(id) FROM threads) `
 
 // ExpiredThreads implements storage.RetentionStore.
 func (db *DB) ExpiredThreads(ctx context.Context, cutoff time.Time, limit int) ([]storage.Thread, error) {

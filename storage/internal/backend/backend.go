@@ -107,26 +107,31 @@ func InboundFrom(state storage.InboundState) ([2]storage.InboundState, error) {
 // (130 random bits), safe in logs, file names and URLs.
 func NewSessionID() string { return rand.Text() }
 
-// UnownedThreadsQuery is UnownedThreads' SQL, the same on both backends ($1:
-// now in Unix ms).
-const UnownedThreadsQuery = `SELECT w.thread_id FROM (
+// UnownedThreadsQuery is UnownedThreads' SQL, the same on both backends;
+// now is the SQL of the time leases are judged by, in Unix ms (SQLite: a
+// parameter; PostgreSQL: the server's clock).
+func UnownedThreadsQuery(now string) string {
+	return `SELECT w.thread_id FROM (
 		SELECT thread_id FROM inbound WHERE state IN ('received', 'queued')
 		UNION SELECT thread_id FROM runs WHERE ended_at IS NULL
 		UNION SELECT thread_id FROM pending_posts WHERE done_at IS NULL
 	) w LEFT JOIN thread_leases l ON l.thread_id = w.thread_id
-	WHERE l.thread_id IS NULL OR l.expires_at <= $1
+	WHERE l.thread_id IS NULL OR l.expires_at <= ` + now + `
 	ORDER BY w.thread_id`
+}
 
 // ExpiredWhere is the condition of storage.RetentionStore on thread t, the
 // same on both backends (SQLite's driver binds $N to the N-th argument, as
-// PostgreSQL does): $1 is the cutoff, $2 now (for leases), both in Unix
-// milliseconds.
-const ExpiredWhere = ` t.active_at < $1 AND t.updated_at < $1
+// PostgreSQL does): $1 is the cutoff in Unix ms, and now the SQL of the time
+// leases are judged by (as UnownedThreadsQuery's).
+func ExpiredWhere(now string) string {
+	return ` t.active_at < $1 AND t.updated_at < $1
 	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.id
 		AND (r.ended_at IS NULL OR r.ended_at >= $1 OR r.started_at >= $1))
 	AND NOT EXISTS (SELECT 1 FROM inbound i WHERE i.thread_id = t.id AND i.state IN ('received', 'queued'))
 	AND NOT EXISTS (SELECT 1 FROM pending_posts p WHERE p.thread_id = t.id AND p.done_at IS NULL)
-	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > $2) `
+	AND NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = t.id AND l.expires_at > ` + now + `) `
+}
 
 // FindThreadWhere is the condition FindActiveThread reads q's thread with,
 // on the partial indexes of active threads by (repo, branch) and (repo,
