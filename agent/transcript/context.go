@@ -50,12 +50,9 @@ func BuildContext(entries []Entry) Context {
 		}
 	}
 	var firstKept int64 = -1 << 62
-	if last >= 0 {
-		firstKept = entries[last].Compaction.FirstKeptSeq
-	}
 	n := 0 // the summary and the messages kept: one allocation
 	if last >= 0 {
-		n++
+		firstKept, n = entries[last].Compaction.FirstKeptSeq, 1
 	}
 	for _, e := range entries {
 		if e.Type == EntryMessage && e.Seq >= firstKept {

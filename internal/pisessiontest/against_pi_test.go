@@ -171,7 +171,6 @@ func TestAgainstPi(t *testing.T) {
 			r.fig["pi Prepare"] = append(r.fig["pi Prepare"], bench.Prepare)
 
 			for _, st := range stores {
-				id := r.sessions[st.name]
 				for _, w := range []string{st.name, st.name + rowsOnly} {
 					id := r.sessions[w]
 					r.fig["resume"+w] = append(r.fig["resume"+w], median(n, func() {
@@ -184,6 +183,7 @@ func TestAgainstPi(t *testing.T) {
 						}
 					}))
 				}
+				id := r.sessions[st.name]
 				r.fig["full load"+st.name] = append(r.fig["full load"+st.name], median(n, func() {
 					es, err := st.db.LoadEntries(ctx, id)
 					if err != nil {

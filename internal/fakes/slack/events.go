@@ -381,12 +381,11 @@ func (s *Server) BotMessage(channel, botID, text, threadTS string) string {
 func (s *Server) EditMessage(channel, ts, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[channel]
-	if !ok || ch.msgs[ts] == nil || ch.msgs[ts].deleted {
+	ch, m := s.messageLocked(channel, ts)
+	if m == nil {
 		s.t.Errorf("slackfake: EditMessage(%q, %q): no such message", channel, ts)
 		return
 	}
-	m := ch.msgs[ts]
 	prev := s.messageObject(ch, m)
 	m.Text = text
 	m.editor = m.User
@@ -398,12 +397,11 @@ func (s *Server) EditMessage(channel, ts, text string) {
 func (s *Server) DeleteMessage(channel, ts string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[channel]
-	if !ok || ch.msgs[ts] == nil || ch.msgs[ts].deleted {
+	ch, m := s.messageLocked(channel, ts)
+	if m == nil {
 		s.t.Errorf("slackfake: DeleteMessage(%q, %q): no such message", channel, ts)
 		return
 	}
-	m := ch.msgs[ts]
 	prev := s.messageObject(ch, m)
 	m.deleted = true
 	s.emitLocked(s.deletedEvent(ch, m, prev), ch.info.ID, m.TS)
