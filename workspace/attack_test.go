@@ -848,3 +848,31 @@ func TestPlantedSymlinksAreCommittedAsLinks(t *testing.T) {
 		t.Errorf("the victim's branch was pushed")
 	}
 }
+
+// A copy of the index keeps the index's time. Git trusts a file's cached
+// stat data only when the file changed before the index was written; a copy
+// dated now would let a same-size edit made in the index's clock tick look
+// unchanged to the diff, which stages on a copy.
+func TestCopiedIndexKeepsTheIndexTime(t *testing.T) {
+	t.Parallel()
+	remote := gitremote.NewBare(t, gitremote.Options{Files: seedFiles()})
+	e := newEnv(t, Repo{Name: "app", URL: remote.Path})
+	w := e.open("app", "copy")
+	index := filepath.Join(w.GitDir(), "index")
+	then := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(index, then, then); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := w.copyIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(cp)
+	fi, err := os.Stat(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(then) {
+		t.Fatalf("the copy is dated %v, the index %v", fi.ModTime(), then)
+	}
+}
