@@ -44,7 +44,6 @@ type modelHealth struct {
 	reason  string    // why, in a few words for the threads
 	waiters []*thread // the threads to tell when the model is back, in the order they came
 	probing bool      // the prober runs
-	probes  int       // asks of the model so far
 }
 
 // knownDown reports whether the model is known unreachable, and why.
@@ -98,13 +97,6 @@ func (h *modelHealth) leave(t *thread) {
 	h.waiters = slices.DeleteFunc(h.waiters, func(w *thread) bool { return w == t })
 }
 
-// probesMade is how often the prober asked the model.
-func (h *modelHealth) probesMade() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.probes
-}
-
 // run is the prober: it asks the model after pause d, then after a pause
 // doubling up to max, until the model answers or the bridge stops.
 func (h *modelHealth) run(d time.Duration) {
@@ -127,7 +119,6 @@ func (h *modelHealth) run(d time.Duration) {
 			return
 		}
 		h.mu.Lock()
-		h.probes++
 		if down, reason := modelUnreachableErr(err); down {
 			if h.down {
 				h.reason = reason
