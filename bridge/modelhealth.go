@@ -3,7 +3,7 @@ package bridge
 // The model's health: one fact for the whole bridge, not one per thread. A
 // thread whose run ended because the model could not be reached
 // (thread_modelwait.go) reports it down and waits; a thread with input for
-// the model while it is known down waits too, without calling it. One
+// that model while it is known down waits too, without calling it. One
 // prober runs while threads wait: it asks the model with a growing pause
 // (probeMin doubling to probeMax) and, once it answers, hands every waiting
 // thread msgModelBack. A mutex and no owner's state, as the run slots.
@@ -46,10 +46,15 @@ type modelHealth struct {
 	probing bool      // the prober runs
 }
 
-// knownDown reports whether the model is known unreachable, and why.
-func (h *modelHealth) knownDown() (bool, string) {
+// knownDown reports whether model (the one a thread's session uses; "" for
+// a thread whose session is not open) is known unreachable, and why: a model
+// other than the one found down is not.
+func (h *modelHealth) knownDown(model string) (bool, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if model != "" && model != h.model {
+		return false, ""
+	}
 	return h.down, h.reason
 }
 
