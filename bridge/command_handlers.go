@@ -68,8 +68,9 @@ func (t *thread) stopWhileWaiting() bool {
 	return true
 }
 
-// statusWhileWaiting answers !status for a thread waiting for a run slot
-// before it has a session; with one, the full status says it waits.
+// statusWhileWaiting answers !status for a thread waiting for a run slot or
+// for the model before it has a session; with one, the full status says it
+// waits.
 func (t *thread) statusWhileWaiting() bool {
 	if t.sess != nil {
 		return false
