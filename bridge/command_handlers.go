@@ -44,8 +44,9 @@ func (t *thread) stopCommand(c commandCall) {
 	t.say(text)
 }
 
-// stopWhileWaiting cancels the request waiting for a run slot before it
-// starts (docs/behaviour.md §3), with what was parked behind it.
+// stopWhileWaiting cancels the request waiting for a run slot, or ends the
+// thread's wait for the model (thread_modelwait.go), before it starts
+// (docs/behaviour.md §3), with what was parked behind it.
 func (t *thread) stopWhileWaiting() bool {
 	if t.awaiting {
 		texts := t.dropModelWait(t.b.ctx)
@@ -67,8 +68,9 @@ func (t *thread) stopWhileWaiting() bool {
 	return true
 }
 
-// statusWhileWaiting answers !status for a thread waiting for a run slot
-// before it has a session; with one, the full status says it waits.
+// statusWhileWaiting answers !status for a thread waiting for a run slot or
+// for the model before it has a session; with one, the full status says it
+// waits.
 func (t *thread) statusWhileWaiting() bool {
 	if t.sess != nil {
 		return false

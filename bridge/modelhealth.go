@@ -3,7 +3,7 @@ package bridge
 // The model's health: one fact for the whole bridge, not one per thread. A
 // thread whose run ended because the model could not be reached
 // (thread_modelwait.go) reports it down and waits; a thread with input for
-// the model while it is known down waits too, without calling it. One
+// that model while it is known down waits too, without calling it. One
 // prober runs while threads wait: it asks the model with a growing pause
 // (probeMin doubling to probeMax) and, once it answers, hands every waiting
 // thread msgModelBack. A mutex and no owner's state, as the run slots.
@@ -44,13 +44,17 @@ type modelHealth struct {
 	reason  string    // why, in a few words for the threads
 	waiters []*thread // the threads to tell when the model is back, in the order they came
 	probing bool      // the prober runs
-	probes  int       // asks of the model so far
 }
 
-// knownDown reports whether the model is known unreachable, and why.
-func (h *modelHealth) knownDown() (bool, string) {
+// knownDown reports whether model (the one a thread's session uses; "" for
+// a thread whose session is not open) is known unreachable, and why: a model
+// other than the one found down is not.
+func (h *modelHealth) knownDown(model string) (bool, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if model != "" && model != h.model {
+		return false, ""
+	}
 	return h.down, h.reason
 }
 
@@ -98,13 +102,6 @@ func (h *modelHealth) leave(t *thread) {
 	h.waiters = slices.DeleteFunc(h.waiters, func(w *thread) bool { return w == t })
 }
 
-// probesMade is how often the prober asked the model.
-func (h *modelHealth) probesMade() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.probes
-}
-
 // run is the prober: it asks the model after pause d, then after a pause
 // doubling up to max, until the model answers or the bridge stops.
 func (h *modelHealth) run(d time.Duration) {
@@ -127,7 +124,6 @@ func (h *modelHealth) run(d time.Duration) {
 			return
 		}
 		h.mu.Lock()
-		h.probes++
 		if down, reason := modelUnreachableErr(err); down {
 			if h.down {
 				h.reason = reason

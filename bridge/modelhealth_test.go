@@ -226,3 +226,36 @@ func TestMessageDuringFailingRetriesWaitsWithTheRun(t *testing.T) {
 		t.Errorf("%d gave-up notices, want one and one wait notice:\n%s", n, tr)
 	}
 }
+
+// A thread whose model is not the one found down is not held while the other
+// waits: its message is answered at once, and it is not told of an outage.
+func TestOtherModelIsNotHeldWhileOneIsDown(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *Config, _ *Platform) {
+		c.ProbeSleep = func(ctx context.Context, _ time.Duration) error {
+			<-ctx.Done() // the model found down stays down
+			return ctx.Err()
+		}
+	})
+	r.llm.Handle(func(req llmfake.Request) llmfake.Response {
+		if req.Model == otherModel {
+			return llmfake.HTTPError(503, "", "Service Unavailable")
+		}
+		users := userTexts(req)
+		return llmfake.TextReply("ANSWER to " + users[len(users)-1])
+	})
+	a, b := testThread("512.1"), testThread("512.2")
+	r.say(a, alice, "hello a", true)
+	r.waitRuns(a, 1)
+	r.say(b, alice, "hello b", true)
+	r.waitRuns(b, 1)
+	r.say(a, alice, "!model "+otherModel, false)
+	r.waitText(a, "This thread now uses `"+otherModel+"`")
+	r.say(a, alice, "on the other model", false)
+	r.waitText(a, "The model is unreachable")
+	r.say(b, alice, "B-AGAIN", false)
+	r.waitText(b, "ANSWER to B-AGAIN")
+	if tr := r.chat.Transcript(b); strings.Contains(tr, "The model is unreachable") {
+		t.Errorf("a thread on a model that answers was told of an outage:\n%s", tr)
+	}
+}

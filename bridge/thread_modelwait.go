@@ -102,22 +102,26 @@ func (t *thread) awaitModel(reason string, resume *pendingInput, now bool) {
 		t.told = true
 		t.say(t.b.redact(modelDownNotice(reason)))
 	}
-	model := ""
-	if t.sess != nil {
-		model = t.sess.ModelName()
+	t.b.health.wait(t, t.modelName(), reason, now)
+}
+
+// modelName is the model the thread's session uses; "" when none is open.
+func (t *thread) modelName() string {
+	if t.sess == nil {
+		return ""
 	}
-	t.b.health.wait(t, model, reason, now)
+	return t.sess.ModelName()
 }
 
 // holdForModel keeps input for the model back while the thread waits for it,
-// or while the bridge knows the model is down and no run of the thread
-// goes on; it reports whether it did.
+// or while the bridge knows the thread's model is down and no run of the
+// thread goes on; it reports whether it did.
 func (t *thread) holdForModel(pi *pendingInput) bool {
 	if !t.awaiting {
 		if t.running() {
 			return false
 		}
-		down, reason := t.b.health.knownDown()
+		down, reason := t.b.health.knownDown(t.modelName())
 		if !down {
 			return false
 		}
